@@ -1,0 +1,16 @@
+// Package load reads SolAr objects from YAML and JSON files.
+//
+// It takes file and directory paths (directories are walked recursively for .yaml,
+// .yml and .json files) and returns every object with its file, its line, and the
+// line of each of its fields, plus the problems found: YAML syntax errors,
+// documents that are not objects, duplicate kind/namespace/name. Multi-document
+// files and kind: List (as kubectl get -o yaml prints it) are read object by
+// object. Objects without metadata.namespace take Options.Namespace, as kubectl
+// does; server-set fields of exported objects (status, metadata.uid,
+// managedFields, ...) are dropped.
+//
+//	objs, problems := load.Paths([]string{"examples/"}, load.Options{Namespace: "default"})
+//	for _, p := range problems {
+//		fmt.Println(p) // examples/a.yaml:3: metadata.name: ...
+//	}
+package load

@@ -1,0 +1,327 @@
+package load
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/solar-pipeline/solar/renderer/diag"
+)
+
+// Options controls loading. The zero value is ready to use.
+type Options struct {
+	// Namespace is given to objects without metadata.namespace. Default "default".
+	Namespace string
+}
+
+func (o Options) namespace() string {
+	if o.Namespace == "" {
+		return "default"
+	}
+	return o.Namespace
+}
+
+// maxNodes bounds the YAML nodes one document may expand to, aliases included,
+// so that a small file of nested aliases cannot exhaust memory.
+const maxNodes = 1 << 20
+
+// Paths loads every object in the given files and directories. Directories are
+// walked recursively in lexical order for .yaml, .yml and .json files; a file named
+// explicitly is read whatever its extension. Objects come back in file order.
+func Paths(paths []string, opts Options) ([]*Object, diag.List) {
+	var (
+		objs     []*Object
+		problems diag.List
+	)
+	for _, root := range paths {
+		files, err := expand(root)
+		if err != nil {
+			problems.Errorf(root, 0, "", "%v", err)
+			continue
+		}
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				problems.Errorf(f, 0, "", "reading file: %v", err)
+				continue
+			}
+			o, p := Bytes(f, data, opts)
+			objs = append(objs, o...)
+			problems = append(problems, p...)
+		}
+	}
+	problems = append(problems, duplicates(objs)...)
+	return objs, problems
+}
+
+func expand(root string) ([]string, error) {
+	info, err := os.Stat(root)
+	if err != nil {
+		return nil, err
+	}
+	if !info.IsDir() {
+		return []string{root}, nil
+	}
+	var files []string
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		switch strings.ToLower(filepath.Ext(path)) {
+		case ".yaml", ".yml", ".json":
+			files = append(files, path)
+		}
+		return nil
+	})
+	return files, err
+}
+
+// duplicates reports every object whose kind/namespace/name was seen before,
+// naming both places.
+func duplicates(objs []*Object) diag.List {
+	var problems diag.List
+	seen := make(map[ID]*Object, len(objs))
+	for _, o := range objs {
+		if o.Kind == "" || o.Name == "" {
+			continue
+		}
+		if first, ok := seen[o.ID()]; ok {
+			problems.Errorf(o.File, o.Line, "metadata.name", "duplicate %s, first defined at %s", o.ID(), first.Pos())
+			continue
+		}
+		seen[o.ID()] = o
+	}
+	return problems
+}
+
+// Bytes loads the objects of one file's content; name is the file name used in
+// positions. It does not look for duplicates across calls.
+func Bytes(name string, data []byte, opts Options) ([]*Object, diag.List) {
+	var (
+		objs     []*Object
+		problems diag.List
+	)
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var doc yaml.Node
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			line, msg := syntaxError(err)
+			problems.Errorf(name, line, "", "invalid YAML: %s", msg)
+			// The decoder cannot resume after a syntax error.
+			break
+		}
+		c := converter{file: name, budget: maxNodes}
+		objs = append(objs, c.document(&doc, opts.namespace())...)
+		problems = append(problems, c.problems...)
+	}
+	return objs, problems
+}
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+func syntaxError(err error) (int, string) {
+	msg := err.Error()
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		return line, m[2]
+	}
+	return 0, strings.TrimPrefix(msg, "yaml: ")
+}
+
+// converter turns one YAML document into objects, recording field lines.
+type converter struct {
+	file     string
+	budget   int
+	lines    map[string]int
+	problems diag.List
+}
+
+func (c *converter) document(doc *yaml.Node, namespace string) []*Object {
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		return nil // an empty document: only comments, or nothing between ---
+	}
+	root := doc.Content[0]
+	items := listItems(root)
+	if items == nil {
+		if o := c.object(root, "", namespace); o != nil {
+			return []*Object{o}
+		}
+		return nil
+	}
+	var objs []*Object
+	for i, item := range items.Content {
+		if o := c.object(item, Index("items", i), namespace); o != nil {
+			objs = append(objs, o)
+		}
+	}
+	return objs
+}
+
+// listItems returns the items of a kind: List document, or nil.
+func listItems(root *yaml.Node) *yaml.Node {
+	if root.Kind != yaml.MappingNode {
+		return nil
+	}
+	var kind, items *yaml.Node
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		switch root.Content[i].Value {
+		case "kind":
+			kind = root.Content[i+1]
+		case "items":
+			items = root.Content[i+1]
+		}
+	}
+	if kind == nil || kind.Value != "List" || items == nil || items.Kind != yaml.SequenceNode {
+		return nil
+	}
+	return items
+}
+
+// object converts the node of one object; where names it in problems (items[N] of
+// a List, or empty for a whole document).
+func (c *converter) object(n *yaml.Node, where string, namespace string) *Object {
+	c.lines = map[string]int{}
+	v, ok := c.value(n, "")
+	if !ok || v == nil {
+		return nil // broken (already reported), or a document holding only null
+	}
+	m, isMap := v.(map[string]any)
+	if !isMap {
+		c.problems.Errorf(c.file, n.Line, where, "not an object (found %s)", kindName(v))
+		return nil
+	}
+	o := &Object{File: c.file, Line: n.Line, Fields: m, lines: c.lines}
+	o.APIVersion, _ = m["apiVersion"].(string)
+	o.Kind, _ = m["kind"].(string)
+	delete(m, "status")
+	if meta, ok := m["metadata"].(map[string]any); ok {
+		for _, f := range serverSet {
+			delete(meta, f)
+		}
+		o.Name, _ = meta["name"].(string)
+		if _, set := meta["namespace"]; !set {
+			meta["namespace"] = namespace
+		}
+		o.Namespace, _ = meta["namespace"].(string)
+	}
+	return o
+}
+
+// serverSet lists the metadata fields the API server sets; exported objects
+// carry them, and they mean nothing as input.
+var serverSet = []string{
+	"uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp",
+	"deletionGracePeriodSeconds", "selfLink", "managedFields",
+}
+
+// value converts a node, recording the line of every field under path.
+func (c *converter) value(n *yaml.Node, path string) (any, bool) {
+	c.budget--
+	if c.budget < 0 {
+		if c.budget == -1 {
+			c.problems.Errorf(c.file, n.Line, path, "document expands to more than %d values (too many aliases?)", maxNodes)
+		}
+		return nil, false
+	}
+	if _, seen := c.lines[path]; !seen {
+		c.lines[path] = n.Line
+	}
+	switch n.Kind {
+	case yaml.AliasNode:
+		return c.value(n.Alias, path)
+	case yaml.MappingNode:
+		m := make(map[string]any, len(n.Content)/2)
+		keyLines := make(map[string]int, len(n.Content)/2)
+		ok := true
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Kind != yaml.ScalarNode || k.ShortTag() == "!!merge" {
+				c.problems.Errorf(c.file, k.Line, path, "unsupported mapping key (keys must be plain strings; merge keys << are not supported)")
+				ok = false
+				continue
+			}
+			if first, dup := keyLines[k.Value]; dup {
+				c.problems.Errorf(c.file, k.Line, Key(path, k.Value), "duplicate field, first set at line %d", first)
+				ok = false
+				continue
+			}
+			keyLines[k.Value] = k.Line
+			fp := Key(path, k.Value)
+			c.lines[fp] = k.Line
+			fv, fok := c.value(v, fp)
+			ok = ok && fok
+			m[k.Value] = fv
+		}
+		return m, ok
+	case yaml.SequenceNode:
+		l := make([]any, 0, len(n.Content))
+		ok := true
+		for i, e := range n.Content {
+			ev, eok := c.value(e, Index(path, i))
+			ok = ok && eok
+			l = append(l, ev)
+		}
+		return l, ok
+	case yaml.ScalarNode:
+		return c.scalar(n, path)
+	}
+	c.problems.Errorf(c.file, n.Line, path, "unsupported YAML node")
+	return nil, false
+}
+
+func (c *converter) scalar(n *yaml.Node, path string) (any, bool) {
+	switch n.ShortTag() {
+	case "!!null":
+		return nil, true
+	case "!!bool", "!!int", "!!float":
+		var v any
+		if err := n.Decode(&v); err != nil {
+			c.problems.Errorf(c.file, n.Line, path, "invalid %s %q", strings.TrimPrefix(n.ShortTag(), "!!"), n.Value)
+			return nil, false
+		}
+		switch x := v.(type) {
+		case int:
+			return int64(x), true
+		case uint64:
+			// Beyond int64: keep the digits, validation reports the type.
+			if x > 1<<63-1 {
+				return n.Value, true
+			}
+			return int64(x), true
+		}
+		return v, true
+	}
+	// Strings, timestamps (kept as written, as Kubernetes does) and custom tags.
+	return n.Value, true
+}
+
+func kindName(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "a list"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case nil:
+		return "null"
+	}
+	return "a number"
+}

@@ -1,0 +1,116 @@
+package load
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// Object is one SolAr object as read from a file.
+type Object struct {
+	// File and Line locate the object's first field.
+	File string
+	Line int
+	// APIVersion, Kind, Namespace and Name are copied out of Fields; any may be
+	// empty when the object lacks them (validation reports that).
+	APIVersion string
+	Kind       string
+	Namespace  string
+	Name       string
+	// Fields is the object as decoded: map[string]any, []any, string, int64,
+	// float64, bool and nil. It holds metadata.namespace (defaulted) and no
+	// server-set fields.
+	Fields map[string]any
+
+	lines map[string]int // field path (built by Key and Index) -> line of the field
+}
+
+// ID is the identity of an object: two objects with the same ID are duplicates.
+type ID struct {
+	Kind, Namespace, Name string
+}
+
+func (id ID) String() string {
+	return fmt.Sprintf("%s %s/%s", id.Kind, id.Namespace, id.Name)
+}
+
+// ID returns the object's identity.
+func (o *Object) ID() ID {
+	return ID{Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}
+}
+
+// Pos returns "FILE:LINE" of the object.
+func (o *Object) Pos() string {
+	return fmt.Sprintf("%s:%d", o.File, o.Line)
+}
+
+// LineOf returns the line of the field at path (as built by Key and Index), or of
+// its nearest enclosing field that exists, or of the object itself.
+func (o *Object) LineOf(path string) int {
+	for path != "" {
+		if l, ok := o.lines[path]; ok {
+			return l
+		}
+		path = trimLast(path)
+	}
+	return o.Line
+}
+
+// trimLast drops the last segment of a path built by Key and Index: .name,
+// ["quoted"] or [N].
+func trimLast(path string) string {
+	if path[len(path)-1] == ']' {
+		// A quoted key may hold any character, so find its opening bracket by
+		// unquoting candidates from the right.
+		for i := len(path) - 2; i >= 0; i-- {
+			if path[i] != '[' {
+				continue
+			}
+			inner := path[i+1 : len(path)-1]
+			if _, err := strconv.Atoi(inner); err == nil {
+				return path[:i]
+			}
+			if _, err := strconv.Unquote(inner); err == nil {
+				return path[:i]
+			}
+		}
+		return ""
+	}
+	for i := len(path) - 1; i >= 0; i-- {
+		if path[i] == '.' {
+			return path[:i]
+		}
+	}
+	return ""
+}
+
+// Key returns the path of field key inside path: spec.name, or
+// metadata.labels["app.kubernetes.io/name"] when key is not a plain identifier.
+func Key(path, key string) string {
+	if !isIdent(key) {
+		return path + "[" + strconv.Quote(key) + "]"
+	}
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// Index returns the path of element i of the list at path.
+func Index(path string, i int) string {
+	return path + "[" + strconv.Itoa(i) + "]"
+}
+
+func isIdent(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		switch {
+		case r == '_' || r == '$' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z':
+		case i > 0 && (r >= '0' && r <= '9' || r == '-'):
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,13 @@
+// Package model holds the typed SolAr objects and the lookups every stage shares:
+// objects by kind, namespace and name, ReferenceGrant checks for cross-namespace
+// references, label selectors, and the bindings of Releases to Targets that
+// Profiles and ReleaseBindings make.
+//
+// It takes objects that passed schema validation (load.Object) and returns a Set;
+// it does no input or output.
+//
+//	set, problems := model.NewSet(objs)
+//	for _, b := range set.Bindings() {
+//		fmt.Println(b.Target.Name, b.Release.Name, b.Via)
+//	}
+package model

@@ -1,0 +1,203 @@
+package model
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/solar-pipeline/solar/renderer/load"
+)
+
+// Sentinel reasons a reference does not resolve; test them with errors.Is.
+var (
+	// ErrNotFound: no object of that kind, namespace and name.
+	ErrNotFound = errors.New("NotFound")
+	// ErrNotGranted: the object is in another namespace and no ReferenceGrant
+	// there allows the reference. Cross-namespace references fail closed.
+	ErrNotGranted = errors.New("NotGranted")
+)
+
+// Set is a typed, indexed set of valid objects. Its slices are sorted by
+// namespace and name.
+type Set struct {
+	Targets           []*Target
+	Profiles          []*Profile
+	Releases          []*Release
+	Components        []*Component
+	ComponentVersions []*ComponentVersion
+	Registries        []*Registry
+	ReleaseBindings   []*ReleaseBinding
+	RegistryBindings  []*RegistryBinding
+	ReferenceGrants   []*ReferenceGrant
+	PipelineConfigs   []*PipelineConfig
+
+	byID    map[load.ID]any
+	sources map[load.ID]*load.Object
+}
+
+// NewSet decodes objects that passed schema validation. Objects of kinds solar
+// does not read (TargetReport) are indexed by source only.
+func NewSet(objs []*load.Object) (*Set, error) {
+	s := &Set{byID: map[load.ID]any{}, sources: map[load.ID]*load.Object{}}
+	for _, o := range objs {
+		var err error
+		switch o.Kind {
+		case KindTarget:
+			s.Targets, err = add(s, o, s.Targets)
+		case KindProfile:
+			s.Profiles, err = add(s, o, s.Profiles)
+		case KindRelease:
+			s.Releases, err = add(s, o, s.Releases)
+		case KindComponent:
+			s.Components, err = add(s, o, s.Components)
+		case KindComponentVersion:
+			s.ComponentVersions, err = add(s, o, s.ComponentVersions)
+		case KindRegistry:
+			s.Registries, err = add(s, o, s.Registries)
+		case KindReleaseBinding:
+			s.ReleaseBindings, err = add(s, o, s.ReleaseBindings)
+		case KindRegistryBinding:
+			s.RegistryBindings, err = add(s, o, s.RegistryBindings)
+		case KindReferenceGrant:
+			s.ReferenceGrants, err = add(s, o, s.ReferenceGrants)
+		case KindPipelineConfig:
+			s.PipelineConfigs, err = add(s, o, s.PipelineConfigs)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("decoding %s at %s: %w", o.ID(), o.Pos(), err)
+		}
+		s.sources[o.ID()] = o
+	}
+	return s, nil
+}
+
+// named is every typed object: they all embed Meta.
+type named interface{ meta() *Meta }
+
+func (m *Meta) meta() *Meta { return m }
+
+func add[T any, PT interface {
+	*T
+	named
+}](s *Set, o *load.Object, list []PT) ([]PT, error) {
+	raw, err := json.Marshal(o.Fields)
+	if err != nil {
+		return list, err
+	}
+	v := PT(new(T))
+	if err := json.Unmarshal(raw, v); err != nil {
+		return list, err
+	}
+	s.byID[o.ID()] = v
+	i, _ := slices.BinarySearchFunc(list, v, func(a, b PT) int {
+		return cmp.Or(cmp.Compare(a.meta().Namespace, b.meta().Namespace), cmp.Compare(a.meta().Name, b.meta().Name))
+	})
+	return slices.Insert(list, i, v), nil
+}
+
+// Source returns the loaded object with that identity, for positions in problems.
+func (s *Set) Source(kind, namespace, name string) *load.Object {
+	return s.sources[load.ID{Kind: kind, Namespace: namespace, Name: name}]
+}
+
+// Get returns the typed object of that kind, namespace and name, or nil.
+func Get[T any](s *Set, kind, namespace, name string) *T {
+	v, _ := s.byID[load.ID{Kind: kind, Namespace: namespace, Name: name}].(*T)
+	return v
+}
+
+// Resolve follows a reference from an object of kind fromKind in namespace
+// fromNS to an object of kind toKind. It fails with ErrNotGranted for a
+// cross-namespace reference no ReferenceGrant allows, else ErrNotFound when the
+// object does not exist.
+func Resolve[T any](s *Set, fromKind, fromNS, toKind string, ref Ref) (*T, error) {
+	ns := cmp.Or(ref.Namespace, fromNS)
+	if ns != fromNS && !s.Granted(fromKind, fromNS, toKind, ns, ref.Name) {
+		return nil, fmt.Errorf("%s %s/%s: no ReferenceGrant in namespace %q allows %s from namespace %q: %w",
+			toKind, ns, ref.Name, ns, fromKind, fromNS, ErrNotGranted)
+	}
+	v := Get[T](s, toKind, ns, ref.Name)
+	if v == nil {
+		return nil, fmt.Errorf("%s %s/%s: %w", toKind, ns, ref.Name, ErrNotFound)
+	}
+	return v, nil
+}
+
+// Granted reports whether a ReferenceGrant in toNS allows objects of kind
+// fromKind in fromNS to refer to the toKind object named toName.
+func (s *Set) Granted(fromKind, fromNS, toKind, toNS, toName string) bool {
+	for _, g := range s.ReferenceGrants {
+		if g.Namespace != toNS {
+			continue
+		}
+		from := slices.ContainsFunc(g.Spec.From, func(f GrantFrom) bool {
+			return f.Group == Group && f.Kind == fromKind && f.Namespace == fromNS
+		})
+		to := slices.ContainsFunc(g.Spec.To, func(t GrantTo) bool {
+			return t.Group == Group && t.Kind == toKind && (t.Name == "" || t.Name == toName)
+		})
+		if from && to {
+			return true
+		}
+	}
+	return false
+}
+
+// Binding is one Release bound to one Target, by a Profile or a ReleaseBinding.
+type Binding struct {
+	Target  *Target
+	Release *Release
+	// Via is the Profile or ReleaseBinding that made the binding.
+	Via load.ID
+}
+
+// Bindings returns every binding the Profiles and ReleaseBindings make, sorted by
+// Target, Release and Via. References that do not resolve bind nothing; vet
+// reports them.
+func (s *Set) Bindings() ([]Binding, error) {
+	var out []Binding
+	for _, p := range s.Profiles {
+		r := Get[Release](s, KindRelease, p.Namespace, p.Spec.ReleaseRef.Name)
+		if r == nil {
+			continue
+		}
+		sel, err := Selector(p.Spec.TargetSelector)
+		if err != nil {
+			return nil, fmt.Errorf("Profile %s/%s: spec.targetSelector: %w", p.Namespace, p.Name, err)
+		}
+		for _, t := range s.Targets {
+			// A Profile only ever matches Targets of its own namespace.
+			if t.Namespace == p.Namespace && sel.Matches(labels.Set(t.Labels)) {
+				out = append(out, Binding{Target: t, Release: r, Via: load.ID{Kind: KindProfile, Namespace: p.Namespace, Name: p.Name}})
+			}
+		}
+	}
+	for _, b := range s.ReleaseBindings {
+		r := Get[Release](s, KindRelease, b.Namespace, b.Spec.ReleaseRef.Name)
+		t, err := Resolve[Target](s, KindReleaseBinding, b.Namespace, KindTarget, b.Spec.TargetRef)
+		if r == nil || err != nil {
+			continue
+		}
+		out = append(out, Binding{Target: t, Release: r, Via: load.ID{Kind: KindReleaseBinding, Namespace: b.Namespace, Name: b.Name}})
+	}
+	slices.SortFunc(out, func(a, b Binding) int {
+		return cmp.Or(
+			cmp.Compare(a.Target.Namespace, b.Target.Namespace), cmp.Compare(a.Target.Name, b.Target.Name),
+			cmp.Compare(a.Release.Namespace, b.Release.Namespace), cmp.Compare(a.Release.Name, b.Release.Name),
+			cmp.Compare(a.Via.String(), b.Via.String()))
+	})
+	return out, nil
+}
+
+// Selector converts a label selector; nil and empty both match everything.
+func Selector(ls *metav1.LabelSelector) (labels.Selector, error) {
+	if ls == nil {
+		return labels.Everything(), nil
+	}
+	return metav1.LabelSelectorAsSelector(ls)
+}

@@ -1,0 +1,184 @@
+package model
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Group is the API group of every SolAr kind.
+const Group = "solar.opendefense.cloud"
+
+// Kind names, as written in apiVersion/kind.
+const (
+	KindTarget           = "Target"
+	KindProfile          = "Profile"
+	KindRelease          = "Release"
+	KindComponent        = "Component"
+	KindComponentVersion = "ComponentVersion"
+	KindRegistry         = "Registry"
+	KindReleaseBinding   = "ReleaseBinding"
+	KindRegistryBinding  = "RegistryBinding"
+	KindReferenceGrant   = "ReferenceGrant"
+	KindTargetReport     = "TargetReport"
+	KindPipelineConfig   = "PipelineConfig"
+)
+
+// AnnotationTargetCredential marks the agent Release: "true" gives every Target
+// bound to it an agent credential.
+const AnnotationTargetCredential = "solar.opendefense.cloud/target-credential"
+
+// Meta is the part of ObjectMeta solar reads.
+type Meta struct {
+	Name        string            `json:"name"`
+	Namespace   string            `json:"namespace"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// LocalRef names an object in the referring object's namespace.
+type LocalRef struct {
+	Name string `json:"name"`
+}
+
+// Ref names an object; an empty Namespace means the referring object's namespace.
+type Ref struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// Target is a cluster or device solar renders a bootstrap chart for.
+type Target struct {
+	Meta `json:"metadata"`
+	Spec struct {
+		RenderRegistryRef Ref            `json:"renderRegistryRef"`
+		Userdata          map[string]any `json:"userdata,omitempty"`
+	} `json:"spec"`
+}
+
+// Profile binds its Release to the Targets of its namespace its selector matches.
+type Profile struct {
+	Meta `json:"metadata"`
+	Spec struct {
+		ReleaseRef     LocalRef              `json:"releaseRef"`
+		TargetSelector *metav1.LabelSelector `json:"targetSelector,omitempty"`
+		Userdata       map[string]any        `json:"userdata,omitempty"`
+	} `json:"spec"`
+}
+
+// Release is one deployable chart.
+type Release struct {
+	Meta `json:"metadata"`
+	Spec struct {
+		ComponentVersionRef *Ref                  `json:"componentVersionRef,omitempty"`
+		Chart               *InlineChart          `json:"chart,omitempty"`
+		TargetNamespace     string                `json:"targetNamespace,omitempty"`
+		UniqueName          string                `json:"uniqueName,omitempty"`
+		Priority            int32                 `json:"priority,omitempty"`
+		AntiAffinity        *metav1.LabelSelector `json:"antiAffinity,omitempty"`
+		Values              map[string]any        `json:"values,omitempty"`
+	} `json:"spec"`
+}
+
+// InlineChart is a chart in an OCI repository, pinned by Tag or Digest.
+type InlineChart struct {
+	Repository string `json:"repository"`
+	Tag        string `json:"tag,omitempty"`
+	Digest     string `json:"digest,omitempty"`
+}
+
+// Component is a deployable software component.
+type Component struct {
+	Meta `json:"metadata"`
+}
+
+// ComponentVersion is one version of a Component.
+type ComponentVersion struct {
+	Meta `json:"metadata"`
+	Spec struct {
+		ComponentRef LocalRef            `json:"componentRef"`
+		Tag          string              `json:"tag"`
+		Resources    map[string]Resource `json:"resources"`
+		Entrypoint   struct {
+			ResourceName string `json:"resourceName"`
+			Type         string `json:"type"`
+		} `json:"entrypoint"`
+	} `json:"spec"`
+}
+
+// Resource is one artifact of a ComponentVersion.
+type Resource struct {
+	Repository string `json:"repository"`
+	Tag        string `json:"tag"`
+	Insecure   bool   `json:"insecure,omitempty"`
+	Helm       *struct {
+		Name           string `json:"name"`
+		Version        string `json:"version"`
+		ValuesTemplate string `json:"valuesTemplate,omitempty"`
+	} `json:"helm,omitempty"`
+}
+
+// Registry is an OCI registry.
+type Registry struct {
+	Meta `json:"metadata"`
+	Spec struct {
+		Hostname             string    `json:"hostname"`
+		PlainHTTP            bool      `json:"plainHTTP,omitempty"`
+		SolarSecretRef       *LocalRef `json:"solarSecretRef,omitempty"`
+		TargetPullSecretName string    `json:"targetPullSecretName,omitempty"`
+	} `json:"spec"`
+}
+
+// ReleaseBinding binds a Release of its namespace to a Target.
+type ReleaseBinding struct {
+	Meta `json:"metadata"`
+	Spec struct {
+		TargetRef  Ref      `json:"targetRef"`
+		ReleaseRef LocalRef `json:"releaseRef"`
+	} `json:"spec"`
+}
+
+// RegistryBinding gives a Target a Registry's pull secret.
+type RegistryBinding struct {
+	Meta `json:"metadata"`
+	Spec struct {
+		TargetRef   Ref `json:"targetRef"`
+		RegistryRef Ref `json:"registryRef"`
+	} `json:"spec"`
+}
+
+// ReferenceGrant allows references into its namespace.
+type ReferenceGrant struct {
+	Meta `json:"metadata"`
+	Spec struct {
+		From []GrantFrom `json:"from"`
+		To   []GrantTo   `json:"to"`
+	} `json:"spec"`
+}
+
+// GrantFrom is a kind and namespace a ReferenceGrant allows references from.
+type GrantFrom struct {
+	Group     string `json:"group"`
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+}
+
+// GrantTo is a kind (and optionally one name) a ReferenceGrant allows references to.
+type GrantTo struct {
+	Group string `json:"group"`
+	Kind  string `json:"kind"`
+	Name  string `json:"name,omitempty"`
+}
+
+// PipelineConfig holds the operator's settings.
+type PipelineConfig struct {
+	Meta `json:"metadata"`
+	Spec struct {
+		Agent struct {
+			APIServerURL string `json:"apiserverURL,omitempty"`
+			TokenTTL     string `json:"tokenTTL,omitempty"`
+		} `json:"agent"`
+		Registries struct {
+			AllowedHostnames []string `json:"allowedHostnames,omitempty"`
+			AllowInsecure    bool     `json:"allowInsecure,omitempty"`
+		} `json:"registries"`
+	} `json:"spec"`
+}
