@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/spf13/cobra"
+)
+
+// exitError carries an exit code out of a command that already printed why.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit code %d", e.code) }
+
+// globals are the flags every subcommand takes.
+type globals struct {
+	namespace string
+	output    string
+	stdout    io.Writer
+	stderr    io.Writer
+	log       *slog.Logger
+}
+
+// run executes the CLI and returns the process exit code: 0 success, 1 error or
+// invalid input.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	g := &globals{stdout: stdout, stderr: stderr, log: slog.New(slog.NewTextHandler(stderr, nil))}
+	root := &cobra.Command{
+		Use:   "solar",
+		Short: "Turn SolAr deployment objects into Helm charts in OCI repositories for Flux",
+		Long: `solar reads SolAr objects (Target, Profile, Release, Registry, ComponentVersion,
+ReleaseBinding, RegistryBinding, ReferenceGrant, PipelineConfig) from YAML and JSON
+files, validates them against CUE schemas and policies, and resolves which Releases
+every Target gets.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVarP(&g.namespace, "namespace", "n", "default", "namespace of objects that do not set metadata.namespace")
+	root.PersistentFlags().StringVarP(&g.output, "output", "o", "text", "output format: text or json")
+	root.AddCommand(newVetCmd(g))
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+
+	err := root.ExecuteContext(ctx)
+	var exit exitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &exit):
+		return exit.code
+	default:
+		fmt.Fprintf(stderr, "solar: %v\n", err)
+		return 1
+	}
+}
+
+func (g *globals) checkOutput() error {
+	if g.output != "text" && g.output != "json" {
+		return fmt.Errorf("invalid --output %q: want text or json", g.output)
+	}
+	return nil
+}

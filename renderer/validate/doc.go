@@ -1,0 +1,13 @@
+// Package validate checks loaded objects in three steps and reports every problem
+// at once: the CUE schemas of schemas/ (types, names, selectors, unknown fields),
+// then references between objects (a Profile naming a missing Release, a
+// cross-namespace reference no ReferenceGrant allows, ...), then the CUE policies
+// of policies/ and of any directory the user adds.
+//
+// It takes []*load.Object and returns a model.Set of the valid objects and the
+// problems, each with file, line and field path.
+//
+//	v, err := validate.New(validate.Options{PolicyDirs: []string{"my-policies"}})
+//	set, problems := v.Validate(objs)
+//	if problems.HasErrors() { ... }
+package validate

@@ -1,0 +1,105 @@
+package validate
+
+import (
+	"fmt"
+
+	"cuelang.org/go/cue"
+	cueerrors "cuelang.org/go/cue/errors"
+
+	"github.com/solar-pipeline/solar/renderer/diag"
+	"github.com/solar-pipeline/solar/renderer/load"
+	"github.com/solar-pipeline/solar/renderer/model"
+)
+
+// finding is what a policy reports, see policies/contract.cue.
+type finding struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Path      string `json:"path"`
+	Message   string `json:"message"`
+}
+
+// allKinds are always present in input.objects, so policies may range over
+// any kind without checking that it exists.
+var allKinds = []string{
+	model.KindTarget, model.KindProfile, model.KindRelease, model.KindComponent,
+	model.KindComponentVersion, model.KindRegistry, model.KindReleaseBinding,
+	model.KindRegistryBinding, model.KindReferenceGrant, model.KindTargetReport,
+	model.KindPipelineConfig,
+}
+
+// evalPolicies fills every policy's input with the valid objects and collects
+// its deny and warn findings.
+func (v *Validator) evalPolicies(s *model.Set, valid []*load.Object) diag.List {
+	objects := map[string]map[string]map[string]any{}
+	for _, k := range allKinds {
+		objects[k] = map[string]map[string]any{}
+	}
+	for _, o := range valid {
+		if objects[o.Kind][o.Namespace] == nil {
+			objects[o.Kind][o.Namespace] = map[string]any{}
+		}
+		objects[o.Kind][o.Namespace][o.Name] = o.Fields
+	}
+	config := map[string]any{"metadata": map[string]any{"name": "", "namespace": ""}, "spec": map[string]any{}}
+	if len(s.PipelineConfigs) > 0 {
+		c := s.PipelineConfigs[0]
+		config = s.Source(model.KindPipelineConfig, c.Namespace, c.Name).Fields
+	}
+	type ref struct {
+		Kind      string `json:"kind,omitempty"`
+		Namespace string `json:"namespace"`
+		Name      string `json:"name"`
+	}
+	type binding struct {
+		Target  ref `json:"target"`
+		Release ref `json:"release"`
+		Via     ref `json:"via"`
+	}
+	var problems diag.List
+	bs, err := s.Bindings()
+	if err != nil {
+		problems.Errorf("", 0, "", "evaluating policies: %v", err)
+		return problems
+	}
+	bindings := make([]binding, 0, len(bs))
+	for _, b := range bs {
+		bindings = append(bindings, binding{
+			Target:  ref{Namespace: b.Target.Namespace, Name: b.Target.Name},
+			Release: ref{Namespace: b.Release.Namespace, Name: b.Release.Name},
+			Via:     ref{Kind: b.Via.Kind, Namespace: b.Via.Namespace, Name: b.Via.Name},
+		})
+	}
+	input := v.ctx.Encode(map[string]any{"objects": objects, "config": config, "bindings": bindings})
+
+	for _, p := range v.policies {
+		val := p.value.FillPath(cue.ParsePath("input"), input)
+		for _, sev := range []diag.Severity{diag.Error, diag.Warning} {
+			field := map[diag.Severity]string{diag.Error: "deny", diag.Warning: "warn"}[sev]
+			var found map[string][]finding
+			if err := val.LookupPath(cue.ParsePath(field)).Decode(&found); err != nil {
+				// A broken policy: report it at the policy's own position.
+				for _, e := range cueerrors.Errors(err) {
+					file, line := "", 0
+					if pos := e.Position(); pos.IsValid() {
+						file, line = pos.Filename(), pos.Line()
+					}
+					format, args := e.Msg()
+					problems.Errorf(file, line, cuePath(e.Path()), "policy %s: %s", p.name, fmt.Sprintf(format, args...))
+				}
+				continue
+			}
+			for name, fs := range found {
+				for _, f := range fs {
+					p := diag.Problem{Path: f.Path, Message: fmt.Sprintf("%s (policy %s)", f.Message, name), Severity: sev}
+					if o := s.Source(f.Kind, f.Namespace, f.Name); o != nil {
+						p.File, p.Line = o.File, o.LineOf(f.Path)
+					}
+					problems = append(problems, p)
+				}
+			}
+		}
+	}
+	return problems
+}
