@@ -121,7 +121,7 @@ func Bytes(name string, data []byte, opts Options) ([]*Object, diag.List) {
 		}
 		if err != nil {
 			line, msg := syntaxError(err)
-			problems.Errorf(name, line, "", "invalid YAML: %s", msg)
+			problems.Errorf(name, line, "", "syntax error: %s", msg)
 			// The decoder cannot resume after a syntax error.
 			break
 		}

@@ -184,13 +184,23 @@ type fieldError struct {
 // fieldErrors returns the schema violations of v, the unification of a schema
 // with data, looking into every field of data on its own: CUE's Validate stops at
 // the first error of a list and reports missing required fields only when nothing
-// else is wrong, and users want every problem at once.
+// else is wrong, and users want every problem at once. The deepest errors win: a
+// rule over a struct's fields (exactly one of chart and componentVersionRef) sees
+// a broken field as absent, so it speaks only when its fields are sound.
 func fieldErrors(v cue.Value, data any) []fieldError {
 	err := v.Validate(cue.Concrete(true))
 	if err == nil {
 		return nil
 	}
-	var out []fieldError
+	var out, rules []fieldError
+	field := func(f cue.Value, data any) {
+		if e := f.Err(); e != nil && notAllowed(e, len(f.Path().Selectors())) {
+			// An unknown field: its own fields are not worth a word.
+			out = append(out, fieldError{path: selectors(f), msg: "field not allowed"})
+			return
+		}
+		out = append(out, fieldErrors(f, data)...)
+	}
 	switch d := data.(type) {
 	case map[string]any:
 		seen := map[string]bool{}
@@ -209,35 +219,46 @@ func fieldErrors(v cue.Value, data any) []fieldError {
 					continue
 				}
 				seen[name] = true
-				out = append(out, fieldErrors(it.Value(), d[name])...)
+				if sel.LabelType() == cue.HiddenLabel {
+					// A rule over the struct's fields, like exactly one of two.
+					rules = append(rules, fieldErrors(it.Value(), nil)...)
+					continue
+				}
+				field(it.Value(), d[name])
 			}
 		}
 		for _, k := range slices.Sorted(maps.Keys(d)) {
-			if !seen[k] {
-				if f := v.LookupPath(cue.MakePath(cue.Str(k))); f.Exists() {
-					out = append(out, fieldErrors(f, d[k])...)
-				}
+			if f := v.LookupPath(cue.MakePath(cue.Str(k))); !seen[k] && f.Exists() {
+				field(f, d[k])
 			}
 		}
 	case []any:
 		for i := range d {
 			if e := v.LookupPath(cue.MakePath(cue.Index(i))); e.Exists() {
-				out = append(out, fieldErrors(e, d[i])...)
+				field(e, d[i])
 			}
 		}
 	}
-	// Errors about v itself (a wrong type, a rule over its fields) always count;
-	// errors deeper down only when the fields above found none.
-	depth := len(v.Path().Selectors())
-	inner := len(out) > 0
+	if len(out) > 0 {
+		return out
+	}
+	if len(rules) > 0 {
+		return rules
+	}
 	for _, e := range cueerrors.Errors(err) {
-		if inner && len(e.Path()) > depth {
-			continue
-		}
 		format, args := e.Msg()
 		out = append(out, fieldError{path: e.Path(), msg: fmt.Sprintf(format, args...)})
 	}
 	return out
+}
+
+// notAllowed reports whether err says that its value, at depth selectors, is a
+// field the schema does not name (and not merely that one of its fields is).
+func notAllowed(err error, depth int) bool {
+	return slices.ContainsFunc(cueerrors.Errors(err), func(e cueerrors.Error) bool {
+		format, _ := e.Msg()
+		return format == "field not allowed" && len(e.Path()) == depth
+	})
 }
 
 func selectors(v cue.Value) []string {
