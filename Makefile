@@ -1,0 +1,36 @@
+# Solar. A newcomer needs two commands: `make demo` and `make test`.
+SHELL := /bin/bash
+GO ?= go
+SOLAR_TOOLS ?= $(HOME)/.cache/solar/tools
+export SOLAR_TOOLS
+# The tools scripts/install-tools.sh builds come first on PATH.
+export PATH := $(SOLAR_TOOLS)/bin:$(PATH)
+FUZZTIME ?= 30s
+
+.PHONY: build test demo bench fuzz lint tools
+
+build:
+	$(GO) build -o bin/ ./cmd/...
+
+tools:
+	scripts/install-tools.sh >/dev/null
+
+## demo: the main job on the embedded default, no server needed.
+demo: build
+	bin/solar vet examples/
+
+## test: every test, with the real cue and helm CLIs.
+test: tools
+	$(GO) test ./...
+
+bench: tools build
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+	scripts/bench.sh
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzBytes -fuzztime $(FUZZTIME) ./renderer/load
+
+lint:
+	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }
+	$(GO) vet ./...
+	$(GO) mod tidy -diff

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/tools/txtar"
+)
+
+// cueVet runs the README's command, cue vet -c -d '#Object' schemas/*.cue FILES,
+// with the real cue CLI from scripts/install-tools.sh.
+func cueVet(t *testing.T, files ...string) (int, string) {
+	t.Helper()
+	cue, err := exec.LookPath("cue")
+	if err != nil {
+		if testing.Short() {
+			t.Skip("skipped under -short: the cue CLI is not on PATH (make test installs it)")
+		}
+		t.Fatalf("the cue CLI is not on PATH: run scripts/install-tools.sh and put its bin directory on PATH (make test does): %v", err)
+	}
+	schemas, err := filepath.Glob("../../schemas/*.cue")
+	require.NoError(t, err)
+	require.NotEmpty(t, schemas)
+	args := append([]string{"vet", "-c", "-d", "#Object"}, schemas...)
+	out, err := exec.Command(cue, append(args, files...)...).CombinedOutput()
+	if exit, ok := err.(*exec.ExitError); ok {
+		return exit.ExitCode(), string(out)
+	}
+	require.NoError(t, err)
+	return 0, string(out)
+}
+
+func TestCueCLIAcceptsExamples(t *testing.T) {
+	var files []string
+	require.NoError(t, filepath.WalkDir("../../examples", func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && filepath.Ext(p) == ".yaml" {
+			files = append(files, p)
+		}
+		return err
+	}))
+	code, out := cueVet(t, files...)
+	assert.Equal(t, 0, code, out)
+}
+
+// TestCueCLIRejectsSchemaErrors: the cases of the corpus that break a schema
+// (not a reference or a policy, which only solar vet checks) fail plain cue vet too.
+func TestCueCLIRejectsSchemaErrors(t *testing.T) {
+	for _, name := range []string{
+		"bad-label-value", "chart-bad-digest", "chart-repository-scheme", "chart-tag-and-digest",
+		"componentversion-incomplete", "invalid-name", "invalid-namespace", "missing-name",
+		"missing-spec", "pipelineconfig-invalid", "priority-out-of-range", "priority-wrong-type",
+		"registry-hostname-scheme", "release-both-sources", "release-no-source",
+		"selector-bad-label-key", "selector-bad-operator", "selector-exists-with-values",
+		"selector-in-without-values", "target-name-too-long", "unknown-kind",
+		"unknown-spec-field", "unknown-top-field", "userdata-not-object", "wrong-apiversion",
+	} {
+		t.Run(name, func(t *testing.T) {
+			ar, err := txtar.ParseFile(filepath.Join("testdata/vet", name+".txtar"))
+			require.NoError(t, err)
+			dir := extract(t, ar)
+			files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+			require.NoError(t, err)
+			code, out := cueVet(t, files...)
+			assert.Equal(t, 1, code, "cue vet should reject %s:\n%s", name, out)
+		})
+	}
+}
