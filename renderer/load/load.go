@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"math/big"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -288,26 +289,29 @@ func (c *converter) scalar(n *yaml.Node, path string) (any, bool) {
 	switch n.ShortTag() {
 	case "!!null":
 		return nil, true
-	case "!!bool", "!!int", "!!float":
+	case "!!int":
+		var i int64
+		if err := n.Decode(&i); err == nil {
+			return i, true
+		}
+	case "!!float":
+		// YAML resolves an integer beyond int64 as a float: keep it exact, so
+		// validation can say it is out of range.
+		if b, ok := new(big.Int).SetString(n.Value, 10); ok {
+			return b, true
+		}
+		fallthrough
+	case "!!bool":
 		var v any
-		if err := n.Decode(&v); err != nil {
-			c.problems.Errorf(c.file, n.Line, path, "invalid %s %q", strings.TrimPrefix(n.ShortTag(), "!!"), n.Value)
-			return nil, false
+		if err := n.Decode(&v); err == nil {
+			return v, true
 		}
-		switch x := v.(type) {
-		case int:
-			return int64(x), true
-		case uint64:
-			// Beyond int64: keep the digits, validation reports the type.
-			if x > 1<<63-1 {
-				return n.Value, true
-			}
-			return int64(x), true
-		}
-		return v, true
+	default:
+		// Strings, timestamps (kept as written, as Kubernetes does) and custom tags.
+		return n.Value, true
 	}
-	// Strings, timestamps (kept as written, as Kubernetes does) and custom tags.
-	return n.Value, true
+	c.problems.Errorf(c.file, n.Line, path, "invalid %s %q", strings.TrimPrefix(n.ShortTag(), "!!"), n.Value)
+	return nil, false
 }
 
 func kindName(v any) string {

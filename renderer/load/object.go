@@ -16,8 +16,8 @@ type Object struct {
 	Kind       string
 	Namespace  string
 	Name       string
-	// Fields is the object as decoded: map[string]any, []any, string, int64,
-	// float64, bool and nil. It holds metadata.namespace (defaulted) and no
+	// Fields is the object as decoded: map[string]any, []any, string, int64
+	// (*big.Int beyond), float64, bool and nil. It holds metadata.namespace (defaulted) and no
 	// server-set fields.
 	Fields map[string]any
 
