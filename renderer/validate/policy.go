@@ -2,10 +2,13 @@ package validate
 
 import (
 	"fmt"
+	"path/filepath"
 
 	"cuelang.org/go/cue"
 	cueerrors "cuelang.org/go/cue/errors"
+	"cuelang.org/go/cue/token"
 
+	"github.com/solar-pipeline/solar/policies"
 	"github.com/solar-pipeline/solar/renderer/diag"
 	"github.com/solar-pipeline/solar/renderer/load"
 	"github.com/solar-pipeline/solar/renderer/model"
@@ -78,13 +81,15 @@ func (v *Validator) evalPolicies(s *model.Set, valid []*load.Object) diag.List {
 		for _, sev := range []diag.Severity{diag.Error, diag.Warning} {
 			field := map[diag.Severity]string{diag.Error: "deny", diag.Warning: "warn"}[sev]
 			var found map[string][]finding
-			if err := val.LookupPath(cue.ParsePath(field)).Decode(&found); err != nil {
+			out := val.LookupPath(cue.ParsePath(field))
+			err := out.Validate(cue.Concrete(true))
+			if err == nil {
+				err = out.Decode(&found)
+			}
+			if err != nil {
 				// A broken policy: report it at the policy's own position.
 				for _, e := range cueerrors.Errors(err) {
-					file, line := "", 0
-					if pos := e.Position(); pos.IsValid() {
-						file, line = pos.Filename(), pos.Line()
-					}
+					file, line := policyPos(e)
 					format, args := e.Msg()
 					problems.Errorf(file, line, cuePath(e.Path()), "policy %s: %s", p.name, fmt.Sprintf(format, args...))
 				}
@@ -102,4 +107,25 @@ func (v *Validator) evalPolicies(s *model.Set, valid []*load.Object) diag.List {
 		}
 	}
 	return problems
+}
+
+// policyPos returns where a policy error is: the first position in a policy file
+// rather than in the contract, which every finding passes through.
+func policyPos(e cueerrors.Error) (string, int) {
+	var first token.Pos
+	for _, pos := range cueerrors.Positions(e) {
+		if !pos.IsValid() {
+			continue
+		}
+		if filepath.Base(pos.Filename()) != policies.Contract {
+			return pos.Filename(), pos.Line()
+		}
+		if !first.IsValid() {
+			first = pos
+		}
+	}
+	if first.IsValid() {
+		return first.Filename(), first.Line()
+	}
+	return "", 0
 }
