@@ -45,7 +45,7 @@ Warnings do not change the exit code. Exit code 0: valid; 1: invalid.`,
 			}
 			errs, warns := count(problems)
 			g.log.Info("vet", "objects", len(objs), "errors", errs, "warnings", warns)
-			if errs > 0 {
+			if problems.HasErrors() {
 				return exitError{code: 1}
 			}
 			return nil

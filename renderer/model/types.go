@@ -22,10 +22,6 @@ const (
 	KindPipelineConfig   = "PipelineConfig"
 )
 
-// AnnotationTargetCredential marks the agent Release: "true" gives every Target
-// bound to it an agent credential.
-const AnnotationTargetCredential = "solar.opendefense.cloud/target-credential"
-
 // Meta is the part of ObjectMeta solar reads.
 type Meta struct {
 	Name        string            `json:"name"`
