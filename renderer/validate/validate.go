@@ -49,7 +49,7 @@ func New(opts Options) (*Validator, error) {
 	ctx := cuecontext.New()
 	v := &Validator{ctx: ctx, kinds: map[string]cue.Value{}}
 
-	schema, err := build1(ctx, "schemas", schemas.FS, nil)
+	schema, err := compileDir(ctx, "schemas", schemas.FS, nil)
 	if err != nil {
 		return nil, fmt.Errorf("compiling embedded schemas: %w", err)
 	}
@@ -65,13 +65,13 @@ func New(opts Options) (*Validator, error) {
 	if err != nil {
 		return nil, err
 	}
-	builtin, err := build1(ctx, "embedded policies", policies.FS, nil)
+	builtin, err := compileDir(ctx, "embedded policies", policies.FS, nil)
 	if err != nil {
 		return nil, fmt.Errorf("compiling embedded policies: %w", err)
 	}
 	v.policies = append(v.policies, policy{name: "embedded", value: builtin})
 	for _, dir := range opts.PolicyDirs {
-		val, err := build1(ctx, dir, os.DirFS(dir), contract)
+		val, err := compileDir(ctx, dir, os.DirFS(dir), contract)
 		if err != nil {
 			return nil, fmt.Errorf("compiling policies in %s: %w", dir, err)
 		}
@@ -80,9 +80,9 @@ func New(opts Options) (*Validator, error) {
 	return v, nil
 }
 
-// build1 compiles the .cue files at the root of fsys as one package, plus the
+// compileDir compiles the .cue files at the root of fsys as one package, plus the
 // policy contract when given. Positions name files as dir/file.
-func build1(ctx *cue.Context, dir string, fsys fs.FS, contract []byte) (cue.Value, error) {
+func compileDir(ctx *cue.Context, dir string, fsys fs.FS, contract []byte) (cue.Value, error) {
 	names, err := fs.Glob(fsys, "*.cue")
 	if err != nil {
 		return cue.Value{}, err
