@@ -1,0 +1,13 @@
+// Package resolve decides what every Target gets: which Releases (through
+// Profiles and ReleaseBindings), which of them win their uniqueName and survive
+// anti-affinity, where their charts come from, and which pull secret each
+// registry needs on the Target.
+//
+// It takes a model.Set of valid objects and returns a Plan; it is a pure function
+// of its input and does no input or output.
+//
+//	plan := resolve.Resolve(set, resolve.Options{})
+//	for _, t := range plan.Targets {
+//		fmt.Println(t.Target.Name, len(t.Releases), t.Problems.HasErrors())
+//	}
+package resolve

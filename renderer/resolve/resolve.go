@@ -1,0 +1,269 @@
+package resolve
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/solar-pipeline/solar/renderer/diag"
+	"github.com/solar-pipeline/solar/renderer/load"
+	"github.com/solar-pipeline/solar/renderer/model"
+)
+
+// Options changes how strictly Targets resolve.
+type Options struct {
+	// StrictRegistryBindings makes a registry a Target pulls from without a
+	// RegistryBinding an error; otherwise such pulls are anonymous.
+	StrictRegistryBindings bool
+}
+
+// Plan is what every Target gets, in namespace and name order.
+type Plan struct {
+	Targets []*Target
+}
+
+// Target is the resolution of one Target. When Problems has errors the Target
+// must not be rendered; Releases and Excluded are then incomplete.
+type Target struct {
+	Target *model.Target
+	// RenderRegistry is where the Target's charts are published.
+	RenderRegistry *model.Registry
+	// Releases are the selected releases in winner order (priority descending,
+	// then <namespace>/<name>).
+	Releases []*Selected
+	// Excluded are the releases bound to the Target that it does not get.
+	Excluded []Excluded
+	// PullSecrets maps a registry hostname to the name of the Secret the Target
+	// pulls from it with.
+	PullSecrets map[string]string
+	Problems    diag.List
+}
+
+// Selected is one release a Target gets.
+type Selected struct {
+	// Key is the uniqueName.
+	Key     string
+	Release *model.Release
+	// Via is the first Profile or ReleaseBinding that bound the release.
+	Via    load.ID
+	Source Source
+	// PullSecret is the Secret for Source's registry; empty pulls anonymously.
+	PullSecret string
+}
+
+// Source is the chart a release deploys.
+type Source struct {
+	// Repository is HOST[:PORT]/PATH, without a scheme.
+	Repository string
+	Tag        string
+	Digest     string
+	Insecure   bool
+	// ValuesTemplate is the ComponentVersion's helm.valuesTemplate, if any.
+	ValuesTemplate string
+	// ComponentVersion is nil for an inline chart.
+	ComponentVersion *model.ComponentVersion
+}
+
+// Hostname is the registry part of the repository.
+func (s Source) Hostname() string {
+	host, _, _ := strings.Cut(s.Repository, "/")
+	return host
+}
+
+// Excluded is a release bound to a Target that the Target does not get.
+type Excluded struct {
+	Release *model.Release
+	Reason  string
+}
+
+// Name is the release's <namespace>/<name>.
+func Name(r *model.Release) string { return r.Namespace + "/" + r.Name }
+
+// Resolve resolves every Target of the set.
+func Resolve(s *model.Set, opts Options) (*Plan, error) {
+	bindings, err := s.Bindings()
+	if err != nil {
+		return nil, err
+	}
+	byTarget := map[*model.Target][]model.Binding{}
+	for _, b := range bindings {
+		byTarget[b.Target] = append(byTarget[b.Target], b)
+	}
+	// RegistryBindings whose targetRef does not resolve bind nothing; vet
+	// reports them.
+	regBindings := map[*model.Target][]*model.RegistryBinding{}
+	for _, b := range s.RegistryBindings {
+		if t, err := model.Resolve[model.Target](s, model.KindRegistryBinding, b.Namespace, model.KindTarget, b.Spec.TargetRef); err == nil {
+			regBindings[t] = append(regBindings[t], b)
+		}
+	}
+	plan := &Plan{}
+	for _, t := range s.Targets {
+		plan.Targets = append(plan.Targets, resolveTarget(s, t, byTarget[t], regBindings[t], opts))
+	}
+	return plan, nil
+}
+
+func resolveTarget(s *model.Set, t *model.Target, bindings []model.Binding, regBindings []*model.RegistryBinding, opts Options) *Target {
+	out := &Target{Target: t, PullSecrets: map[string]string{}}
+	src := s.Source(model.KindTarget, t.Namespace, t.Name)
+	targetErr := func(path, format string, args ...any) {
+		out.Problems.Errorf(src.File, src.LineOf(path), path, "Target %s/%s: "+format, append([]any{t.Namespace, t.Name}, args...)...)
+	}
+
+	reg, err := model.Resolve[model.Registry](s, model.KindTarget, t.Namespace, model.KindRegistry, t.Spec.RenderRegistryRef)
+	if err != nil {
+		targetErr("spec.renderRegistryRef", "render registry: %v", err)
+	} else {
+		out.RenderRegistry = reg
+	}
+	pullSecrets(s, out, reg, regBindings)
+
+	// Candidates: each bound release once, with the first binding that made it.
+	var cands []*Selected
+	seen := map[*model.Release]bool{}
+	for _, b := range bindings {
+		if seen[b.Release] {
+			continue
+		}
+		seen[b.Release] = true
+		sel, err := selected(s, b)
+		if err != nil {
+			o := s.Source(model.KindRelease, b.Release.Namespace, b.Release.Name)
+			out.Problems.Errorf(o.File, o.LineOf("spec.componentVersionRef"), "spec.componentVersionRef",
+				"Release %s for Target %s/%s: %v", Name(b.Release), t.Namespace, t.Name, err)
+			continue
+		}
+		cands = append(cands, sel)
+	}
+	slices.SortFunc(cands, func(a, b *Selected) int {
+		return cmp.Or(cmp.Compare(b.Release.Spec.Priority, a.Release.Spec.Priority), cmp.Compare(Name(a.Release), Name(b.Release)))
+	})
+
+	// uniqueName first: the highest priority of each key wins.
+	winners := map[string]*Selected{}
+	var taken []*Selected
+	for _, c := range cands {
+		if w, ok := winners[c.Key]; ok {
+			out.Excluded = append(out.Excluded, Excluded{Release: c.Release, Reason: fmt.Sprintf(
+				"uniqueName %q is taken by %s (priority %d, this release has %d)",
+				c.Key, Name(w.Release), w.Release.Spec.Priority, c.Release.Spec.Priority)})
+			continue
+		}
+		winners[c.Key] = c
+		taken = append(taken, c)
+	}
+	// Then anti-affinity, in winner order, against the releases already taken.
+	for _, c := range taken {
+		other, err := conflict(c, out.Releases)
+		if err != nil {
+			o := s.Source(model.KindRelease, c.Release.Namespace, c.Release.Name)
+			out.Problems.Errorf(o.File, o.LineOf("spec.antiAffinity"), "spec.antiAffinity", "Release %s: %v", Name(c.Release), err)
+			continue
+		}
+		if other != nil {
+			out.Excluded = append(out.Excluded, Excluded{Release: c.Release, Reason: fmt.Sprintf(
+				"antiAffinity matches the labels of %s, taken before it", Name(other.Release))})
+			continue
+		}
+		out.Releases = append(out.Releases, c)
+	}
+
+	for _, r := range out.Releases {
+		host := r.Source.Hostname()
+		secret, ok := out.PullSecrets[host]
+		if !ok && opts.StrictRegistryBindings {
+			targetErr("metadata.name", "release %s pulls from %s, which no RegistryBinding of the Target covers (--strict-registry-bindings)", Name(r.Release), host)
+		}
+		r.PullSecret = secret
+	}
+	if reg != nil {
+		if _, ok := out.PullSecrets[reg.Spec.Hostname]; !ok && opts.StrictRegistryBindings {
+			targetErr("spec.renderRegistryRef", "its render registry %s has no targetPullSecretName and no RegistryBinding (--strict-registry-bindings)", reg.Spec.Hostname)
+		}
+	}
+	return out
+}
+
+// pullSecrets maps registry hostnames to pull secret names: the render
+// registry's own, then the Target's RegistryBindings. Two names for one
+// hostname is an error: the Target could only use one of them.
+func pullSecrets(s *model.Set, out *Target, render *model.Registry, bindings []*model.RegistryBinding) {
+	t := out.Target
+	from := map[string]string{}
+	add := func(host, secret, where string, o *load.Object, path string) {
+		if secret == "" {
+			return
+		}
+		if prev, ok := out.PullSecrets[host]; ok && prev != secret {
+			out.Problems.Errorf(o.File, o.LineOf(path), path,
+				"Target %s/%s gets two pull secrets for %s: %q from %s and %q from %s",
+				t.Namespace, t.Name, host, prev, from[host], secret, where)
+			return
+		}
+		out.PullSecrets[host] = secret
+		from[host] = where
+	}
+	if render != nil {
+		o := s.Source(model.KindTarget, t.Namespace, t.Name)
+		add(render.Spec.Hostname, render.Spec.TargetPullSecretName, "its render registry "+render.Namespace+"/"+render.Name, o, "spec.renderRegistryRef")
+	}
+	for _, b := range bindings {
+		reg, err := model.Resolve[model.Registry](s, model.KindRegistryBinding, b.Namespace, model.KindRegistry, b.Spec.RegistryRef)
+		o := s.Source(model.KindRegistryBinding, b.Namespace, b.Name)
+		if err != nil {
+			out.Problems.Errorf(o.File, o.LineOf("spec.registryRef"), "spec.registryRef", "RegistryBinding %s/%s: %v", b.Namespace, b.Name, err)
+			continue
+		}
+		add(reg.Spec.Hostname, reg.Spec.TargetPullSecretName, "RegistryBinding "+b.Namespace+"/"+b.Name, o, "spec.registryRef")
+	}
+}
+
+// selected resolves a bound release's chart source and uniqueName.
+func selected(s *model.Set, b model.Binding) (*Selected, error) {
+	r := b.Release
+	sel := &Selected{Release: r, Via: b.Via, Key: cmp.Or(r.Spec.UniqueName, r.Name)}
+	if c := r.Spec.Chart; c != nil {
+		sel.Source = Source{Repository: c.Repository, Tag: c.Tag, Digest: c.Digest}
+		return sel, nil
+	}
+	if r.Spec.ComponentVersionRef == nil {
+		return nil, errors.New("neither componentVersionRef nor chart is set")
+	}
+	cv, err := model.Resolve[model.ComponentVersion](s, model.KindRelease, r.Namespace, model.KindComponentVersion, *r.Spec.ComponentVersionRef)
+	if err != nil {
+		return nil, err
+	}
+	res, ok := cv.Spec.Resources[cv.Spec.Entrypoint.ResourceName]
+	if !ok {
+		return nil, fmt.Errorf("ComponentVersion %s/%s has no resource %q", cv.Namespace, cv.Name, cv.Spec.Entrypoint.ResourceName)
+	}
+	sel.Key = cmp.Or(r.Spec.UniqueName, cv.Spec.ComponentRef.Name)
+	sel.Source = Source{Repository: res.Repository, Tag: res.Tag, Insecure: res.Insecure, ComponentVersion: cv}
+	if res.Helm != nil {
+		sel.Source.ValuesTemplate = res.Helm.ValuesTemplate
+	}
+	return sel, nil
+}
+
+// conflict returns the first taken release c's antiAffinity matches, or nil. A
+// missing antiAffinity matches nothing; an empty one matches everything.
+func conflict(c *Selected, taken []*Selected) (*Selected, error) {
+	if c.Release.Spec.AntiAffinity == nil {
+		return nil, nil
+	}
+	sel, err := model.Selector(c.Release.Spec.AntiAffinity)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range taken {
+		if sel.Matches(labels.Set(t.Release.Labels)) {
+			return t, nil
+		}
+	}
+	return nil, nil
+}
