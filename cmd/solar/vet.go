@@ -3,12 +3,12 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/solar-pipeline/solar/renderer/diag"
-	"github.com/solar-pipeline/solar/renderer/load"
-	"github.com/solar-pipeline/solar/renderer/validate"
+	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
 func newVetCmd(g *globals) *cobra.Command {
@@ -33,18 +33,13 @@ Warnings do not change the exit code. Exit code 0: valid; 1: invalid.`,
 			if err := g.checkOutput(); err != nil {
 				return err
 			}
-			v, err := validate.New(validate.Options{PolicyDirs: policyDirs})
+			_, problems, err := g.load(args, policyDirs)
 			if err != nil {
 				return err
 			}
-			objs, problems := load.Paths(args, load.Options{Namespace: g.namespace})
-			_, more := v.Validate(objs)
-			problems = append(problems, more...).Sorted()
 			if err := g.printProblems(problems); err != nil {
 				return err
 			}
-			errs, warns := count(problems)
-			g.log.Info("vet", "objects", len(objs), "errors", errs, "warnings", warns)
 			if problems.HasErrors() {
 				return exitError{code: 1}
 			}
@@ -67,18 +62,19 @@ func count(problems diag.List) (errs, warns int) {
 }
 
 // printProblems writes the problems as text lines, or as the JSON document of the
-// CLI contract.
+// CLI contract with no Targets.
 func (g *globals) printProblems(problems diag.List) error {
 	if g.output == "json" {
-		enc := json.NewEncoder(g.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(struct {
-			Targets  []any     `json:"targets"`
-			Problems diag.List `json:"problems"`
-		}{Targets: []any{}, Problems: append(diag.List{}, problems...)})
+		return writeJSON(g.stdout, &publish.Report{Targets: []publish.TargetReport{}, Problems: append(diag.List{}, problems...)})
 	}
 	for _, p := range problems {
 		fmt.Fprintln(g.stdout, p)
 	}
 	return nil
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

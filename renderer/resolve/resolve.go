@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"text/template"
 
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -53,6 +54,8 @@ type Selected struct {
 	Source Source
 	// PullSecret is the Secret for Source's registry; empty pulls anonymously.
 	PullSecret string
+	// RenderedValues is Source.ValuesTemplate rendered for the Target.
+	RenderedValues string
 }
 
 // Source is the chart a release deploys.
@@ -180,6 +183,15 @@ func resolveTarget(s *model.Set, t *model.Target, bindings []model.Binding, regB
 			targetErr("metadata.name", "release %s pulls from %s, which no RegistryBinding of the Target covers (--strict-registry-bindings)", Name(r.Release), host)
 		}
 		r.PullSecret = secret
+		if r.Source.ValuesTemplate != "" {
+			r.RenderedValues, err = valuesTemplate(t, r)
+			if err != nil {
+				cv := r.Source.ComponentVersion
+				o := s.Source(model.KindComponentVersion, cv.Namespace, cv.Name)
+				path := load.Key("spec.resources", cv.Spec.Entrypoint.ResourceName) + ".helm.valuesTemplate"
+				out.Problems.Errorf(o.File, o.LineOf(path), path, "%v", err)
+			}
+		}
 	}
 	if reg != nil {
 		if _, ok := out.PullSecrets[reg.Spec.Hostname]; !ok && opts.StrictRegistryBindings {
@@ -266,4 +278,26 @@ func conflict(c *Selected, taken []*Selected) (*Selected, error) {
 		}
 	}
 	return nil, nil
+}
+
+// valuesTemplate renders a ComponentVersion's valuesTemplate (Go text/template)
+// with the Target and the Release; a missing key is an error.
+func valuesTemplate(t *model.Target, sel *Selected) (string, error) {
+	tmpl, err := template.New("valuesTemplate").Option("missingkey=error").Parse(sel.Source.ValuesTemplate)
+	if err != nil {
+		return "", err
+	}
+	userdata := t.Spec.Userdata
+	if userdata == nil {
+		userdata = map[string]any{}
+	}
+	data := map[string]any{
+		"Target":  map[string]any{"Name": t.Name, "Namespace": t.Namespace, "Labels": t.Labels, "Userdata": userdata},
+		"Release": map[string]any{"Name": sel.Release.Name, "Namespace": sel.Release.Namespace},
+	}
+	var b strings.Builder
+	if err := tmpl.Execute(&b, data); err != nil {
+		return "", fmt.Errorf("rendering for Target %s/%s: %w", t.Namespace, t.Name, err)
+	}
+	return b.String(), nil
 }

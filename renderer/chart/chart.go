@@ -1,0 +1,185 @@
+package chart
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"maps"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	helmchart "helm.sh/helm/v3/pkg/chart"
+	"sigs.k8s.io/yaml"
+
+	"github.com/solar-pipeline/solar/charts"
+)
+
+// Media types of a Helm chart in an OCI registry, as Helm and Flux expect them.
+const (
+	ConfigMediaType = "application/vnd.cncf.helm.config.v1+json"
+	LayerMediaType  = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
+)
+
+// Interval is how often Flux reconciles the objects the charts create.
+const Interval = "10m"
+
+// Options are the packaging settings that are not content.
+type Options struct {
+	// ModTime is the time of every tar entry and the manifest's created
+	// annotation; the zero value means the Unix epoch. The CLI sets it from
+	// SOURCE_DATE_EPOCH.
+	ModTime time.Time
+}
+
+// Source is a chart without its version: its name, Chart.yaml fields, values
+// and the embedded templates it uses.
+type Source struct {
+	Name        string
+	Description string
+	AppVersion  string
+	Annotations map[string]string
+	Values      map[string]any
+	// Templates is the directory of charts.FS with the chart's templates.
+	Templates string
+}
+
+// Packaged is a chart at one version: the .tgz (the OCI layer) and the Helm
+// OCI config, with their descriptors.
+type Packaged struct {
+	Name    string
+	Version string
+	Archive []byte
+	Config  []byte
+	Layer   ocispec.Descriptor
+	// ConfigDesc describes Config.
+	ConfigDesc ocispec.Descriptor
+}
+
+// Package writes the chart at version as a reproducible .tgz: entries in
+// lexical order under <name>/, fixed times, uid/gid 0 without names, mode
+// 0644, and a gzip header without name or time.
+func (s *Source) Package(version string, opts Options) (*Packaged, error) {
+	meta := &helmchart.Metadata{
+		APIVersion:  helmchart.APIVersionV2,
+		Name:        s.Name,
+		Version:     version,
+		Description: s.Description,
+		AppVersion:  s.AppVersion,
+		Type:        "application",
+		Annotations: s.Annotations,
+	}
+	if err := meta.Validate(); err != nil {
+		return nil, fmt.Errorf("chart %s: %w", s.Name, err)
+	}
+	files, err := s.files(meta)
+	if err != nil {
+		return nil, fmt.Errorf("chart %s: %w", s.Name, err)
+	}
+	archive, err := tgz(s.Name, files, opts.ModTime)
+	if err != nil {
+		return nil, fmt.Errorf("packaging chart %s: %w", s.Name, err)
+	}
+	config, err := json.Marshal(meta)
+	if err != nil {
+		return nil, fmt.Errorf("chart %s: config: %w", s.Name, err)
+	}
+	return &Packaged{
+		Name:       s.Name,
+		Version:    version,
+		Archive:    archive,
+		Config:     config,
+		Layer:      descriptor(LayerMediaType, archive),
+		ConfigDesc: descriptor(ConfigMediaType, config),
+	}, nil
+}
+
+func descriptor(mediaType string, b []byte) ocispec.Descriptor {
+	return ocispec.Descriptor{MediaType: mediaType, Digest: digest.FromBytes(b), Size: int64(len(b))}
+}
+
+// files returns the chart's files by path: Chart.yaml, values.yaml, the common
+// helpers and the chart's templates.
+func (s *Source) files(meta *helmchart.Metadata) (map[string][]byte, error) {
+	chartYAML, err := yaml.Marshal(meta)
+	if err != nil {
+		return nil, err
+	}
+	values, err := yaml.Marshal(s.Values)
+	if err != nil {
+		return nil, fmt.Errorf("values: %w", err)
+	}
+	files := map[string][]byte{"Chart.yaml": chartYAML, "values.yaml": values}
+	for _, dir := range []string{"common", s.Templates + "/templates"} {
+		entries, err := fs.ReadDir(charts.FS, dir)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			b, err := fs.ReadFile(charts.FS, path.Join(dir, e.Name()))
+			if err != nil {
+				return nil, err
+			}
+			files["templates/"+e.Name()] = b
+		}
+	}
+	return files, nil
+}
+
+// tgz is the deterministic tar writer: Helm's own writes the host's times and
+// user into the archive.
+func tgz(name string, files map[string][]byte, mtime time.Time) ([]byte, error) {
+	if mtime.IsZero() {
+		mtime = time.Unix(0, 0)
+	}
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	if err != nil {
+		return nil, err
+	}
+	tw := tar.NewWriter(zw)
+	for _, p := range slices.Sorted(maps.Keys(files)) {
+		b := files[p]
+		hdr := &tar.Header{
+			Typeflag: tar.TypeReg,
+			Name:     name + "/" + p,
+			Mode:     0o644,
+			Size:     int64(len(b)),
+			ModTime:  mtime.UTC().Truncate(time.Second),
+			Format:   tar.FormatPAX,
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(b); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// Cut shortens s to at most max characters: its first max-7, then "-" and six
+// hex digits of its sha256, so different long values stay different. Names and
+// label values stay valid: the cut part ends in a letter or digit.
+func Cut(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	sum := sha256.Sum256([]byte(s))
+	head := strings.TrimRight(s[:max-7], "-_.")
+	return head + "-" + hex.EncodeToString(sum[:])[:6]
+}

@@ -1,0 +1,128 @@
+package chart
+
+import (
+	"cmp"
+	"strings"
+
+	"github.com/solar-pipeline/solar/renderer/resolve"
+)
+
+// Repository names inside a registry: where the charts of a Target live.
+func BootstrapRepository(targetNS, target string) string {
+	return targetNS + "/bootstrap-" + target
+}
+
+// ReleaseRepository is where a release chart for the Targets of targetNS lives.
+// The Target namespace comes first so that one namespace's charts never share a
+// repository with another's: a CI job per namespace writes only its own.
+func ReleaseRepository(targetNS, releaseNS, release string) string {
+	return targetNS + "/" + releaseNS + "/release-" + release
+}
+
+// maxLabel is the length limit of a Kubernetes label value.
+const maxLabel = 63
+
+// Release is the release chart of a selected release. It holds nothing of the
+// Target: Targets that get the same Release share it, and what differs per
+// Target (the pull secret, the rendered valuesTemplate) comes through the
+// values the bootstrap chart passes (see TargetValues).
+func Release(sel *resolve.Selected) *Source {
+	r := sel.Release
+	name := resolve.Name(r)
+	values := map[string]any{
+		"interval": Interval,
+		"chart": map[string]any{
+			"url":      "oci://" + sel.Source.Repository,
+			"tag":      sel.Source.Tag,
+			"digest":   sel.Source.Digest,
+			"insecure": sel.Source.Insecure,
+		},
+		"release": map[string]any{
+			"name":            name,
+			"label":           Cut(r.Namespace+"."+r.Name, maxLabel),
+			"targetNamespace": r.Spec.TargetNamespace,
+			"values":          orEmpty(r.Spec.Values),
+		},
+		"pullSecret":         "",
+		"valuesFromTemplate": "",
+	}
+	return &Source{
+		Name:        "release-" + r.Name,
+		Description: "Release " + name + " rendered by solar",
+		AppVersion:  cmp.Or(sel.Source.Tag, sel.Source.Digest),
+		Annotations: map[string]string{"solar.opendefense.cloud/release": name},
+		Values:      values,
+		Templates:   "release",
+	}
+}
+
+// TargetValues are the values the bootstrap chart gives the release chart of
+// sel: what differs per Target.
+func TargetValues(sel *resolve.Selected) map[string]any {
+	values := map[string]any{}
+	if sel.PullSecret != "" {
+		values["pullSecret"] = sel.PullSecret
+	}
+	if sel.RenderedValues != "" {
+		values["valuesFromTemplate"] = sel.RenderedValues
+	}
+	return values
+}
+
+// Ref is a published release chart: what the bootstrap chart points at.
+type Ref struct {
+	// URL is oci://HOST[/PREFIX]/<repository>.
+	URL     string
+	Version string
+}
+
+// Bootstrap is the bootstrap chart of a Target: for every selected release, in
+// order, an OCIRepository pinned to refs[i] and a HelmRelease of it with
+// values[i] (from TargetValues). Its pull secret and TLS setting are those of
+// the render registry.
+func Bootstrap(t *resolve.Target, refs []Ref, values []map[string]any) *Source {
+	tt := t.Target
+	releases := []any{}
+	for i, sel := range t.Releases {
+		releases = append(releases, map[string]any{
+			"key":     sel.Key,
+			"release": resolve.Name(sel.Release),
+			"label":   Cut(sel.Release.Namespace+"."+sel.Release.Name, maxLabel),
+			"url":     refs[i].URL,
+			"version": refs[i].Version,
+			"values":  values[i],
+		})
+	}
+	registry := map[string]any{"pullSecret": "", "insecure": false}
+	if reg := t.RenderRegistry; reg != nil {
+		registry["pullSecret"] = t.PullSecrets[reg.Spec.Hostname]
+		registry["insecure"] = reg.Spec.PlainHTTP
+	}
+	return &Source{
+		Name:        "bootstrap-" + tt.Name,
+		Description: "Bootstrap chart of Target " + tt.Namespace + "/" + tt.Name + " rendered by solar",
+		Annotations: map[string]string{"solar.opendefense.cloud/target": tt.Namespace + "/" + tt.Name},
+		Values: map[string]any{
+			"interval": Interval,
+			"target":   map[string]any{"name": tt.Name, "namespace": tt.Namespace},
+			"userdata": orEmpty(tt.Spec.Userdata),
+			"registry": registry,
+			"releases": releases,
+		},
+		Templates: "bootstrap",
+	}
+}
+
+// URL is the oci:// URL of a repository in a registry given as HOST[:PORT][/PREFIX].
+func URL(registry, repository string) string {
+	return "oci://" + strings.TrimSuffix(registry, "/") + "/" + repository
+}
+
+// orEmpty keeps a missing map an empty one in values.yaml ({} rather than null),
+// so templates can range over it.
+func orEmpty(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}

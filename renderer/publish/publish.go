@@ -1,0 +1,257 @@
+package publish
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/Masterminds/semver/v3"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2"
+	"oras.land/oras-go/v2/content"
+	"oras.land/oras-go/v2/content/memory"
+	"oras.land/oras-go/v2/errdef"
+
+	"github.com/solar-pipeline/solar/renderer/chart"
+	"github.com/solar-pipeline/solar/renderer/diag"
+	"github.com/solar-pipeline/solar/renderer/resolve"
+)
+
+// Actions a chart can get.
+const (
+	Create    = "create"    // the repository has no version yet
+	Update    = "update"    // the content changed: the next patch version
+	Unchanged = "unchanged" // the latest version has this content
+)
+
+// Options configures a publish.
+type Options struct {
+	// Registry is HOST[:PORT][/PREFIX], the base of the oci:// URLs in bootstrap
+	// charts. Empty: each Target's render registry hostname.
+	Registry string
+	// DryRun computes versions and actions without writing.
+	DryRun  bool
+	Package chart.Options
+}
+
+// Report is the outcome of a publish, in the shape of the CLI's -o json.
+type Report struct {
+	Targets  []TargetReport `json:"targets"`
+	Problems diag.List      `json:"problems"`
+}
+
+// TargetReport is one Target's bootstrap chart and its release charts.
+type TargetReport struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	ChartReport
+	Releases []ReleaseReport  `json:"releases"`
+	Excluded []ExcludedReport `json:"excluded"`
+}
+
+// ChartReport is where a chart went and what happened to it.
+type ChartReport struct {
+	// Repository is the path inside the registry, without the host.
+	Repository string `json:"repository"`
+	Version    string `json:"version"`
+	// Digest is the manifest digest.
+	Digest string `json:"digest"`
+	Action string `json:"action"`
+}
+
+// ReleaseReport is one release chart of a Target.
+type ReleaseReport struct {
+	Key     string `json:"key"`
+	Release string `json:"release"`
+	ChartReport
+}
+
+// ExcludedReport is a release a Target does not get.
+type ExcludedReport struct {
+	Release string `json:"release"`
+	Reason  string `json:"reason"`
+}
+
+// Publish writes the charts of every Target of the plan that resolved without
+// errors: release charts first, then the bootstrap chart naming them. Targets
+// with problems are skipped and their problems reported. An error returned is a
+// failure of the store, not of the input.
+func Publish(ctx context.Context, store Store, plan *resolve.Plan, opts Options) (*Report, error) {
+	p := &publisher{store: store, opts: opts, released: map[string]ChartReport{}}
+	report := &Report{Targets: []TargetReport{}, Problems: diag.List{}}
+	for _, t := range plan.Targets {
+		if t.Problems.HasErrors() {
+			report.Problems = append(report.Problems, t.Problems...)
+			continue
+		}
+		tr, err := p.target(ctx, t)
+		if err != nil {
+			return report, err
+		}
+		report.Targets = append(report.Targets, tr)
+	}
+	return report, nil
+}
+
+type publisher struct {
+	store Store
+	opts  Options
+	// released caches release charts by repository: Targets of one namespace
+	// share them.
+	released map[string]ChartReport
+}
+
+func (p *publisher) target(ctx context.Context, t *resolve.Target) (TargetReport, error) {
+	tt := t.Target
+	tr := TargetReport{Namespace: tt.Namespace, Name: tt.Name, Releases: []ReleaseReport{}, Excluded: []ExcludedReport{}}
+	registry := p.opts.Registry
+	if registry == "" {
+		registry = t.RenderRegistry.Spec.Hostname
+	}
+	refs := make([]chart.Ref, len(t.Releases))
+	values := make([]map[string]any, len(t.Releases))
+	for i, sel := range t.Releases {
+		repo := chart.ReleaseRepository(tt.Namespace, sel.Release.Namespace, sel.Release.Name)
+		cr, ok := p.released[repo]
+		if !ok {
+			var err error
+			cr, err = p.chart(ctx, repo, chart.Release(sel))
+			if err != nil {
+				return tr, err
+			}
+			p.released[repo] = cr
+		}
+		refs[i] = chart.Ref{URL: chart.URL(registry, repo), Version: cr.Version}
+		values[i] = chart.TargetValues(sel)
+		tr.Releases = append(tr.Releases, ReleaseReport{Key: sel.Key, Release: resolve.Name(sel.Release), ChartReport: cr})
+	}
+	for _, e := range t.Excluded {
+		tr.Excluded = append(tr.Excluded, ExcludedReport{Release: resolve.Name(e.Release), Reason: e.Reason})
+	}
+	cr, err := p.chart(ctx, chart.BootstrapRepository(tt.Namespace, tt.Name), chart.Bootstrap(t, refs, values))
+	tr.ChartReport = cr
+	return tr, err
+}
+
+// chart publishes one chart to a repository at the version its content needs.
+func (p *publisher) chart(ctx context.Context, repoName string, src *chart.Source) (ChartReport, error) {
+	cr := ChartReport{Repository: repoName}
+	repo, err := p.store.Repository(ctx, repoName)
+	if err != nil {
+		return cr, fmt.Errorf("opening repository %s: %w", repoName, err)
+	}
+	latest, err := latestVersion(ctx, repo)
+	if err != nil {
+		return cr, fmt.Errorf("listing versions of %s: %w", repoName, err)
+	}
+	cr.Version, cr.Action = "0.0.1", Create
+	if latest != nil {
+		pkg, err := src.Package(latest.Original(), p.opts.Package)
+		if err != nil {
+			return cr, err
+		}
+		desc, layer, err := latestLayer(ctx, repo, latest.Original())
+		if err != nil {
+			return cr, fmt.Errorf("reading %s:%s: %w", repoName, latest.Original(), err)
+		}
+		if layer == pkg.Layer.Digest.String() {
+			cr.Version, cr.Digest, cr.Action = latest.Original(), desc.Digest.String(), Unchanged
+			return cr, nil
+		}
+		cr.Version, cr.Action = latest.IncPatch().String(), Update
+	}
+	pkg, err := src.Package(cr.Version, p.opts.Package)
+	if err != nil {
+		return cr, err
+	}
+	staged, manifest, err := stage(ctx, pkg, p.opts.Package.ModTime)
+	if err != nil {
+		return cr, fmt.Errorf("packing %s:%s: %w", repoName, cr.Version, err)
+	}
+	cr.Digest = manifest.Digest.String()
+	if p.opts.DryRun {
+		return cr, nil
+	}
+	// CopyGraph skips every blob the repository already has.
+	if err := oras.CopyGraph(ctx, staged, repo, manifest, oras.DefaultCopyGraphOptions); err != nil {
+		return cr, fmt.Errorf("pushing %s:%s: %w", repoName, cr.Version, err)
+	}
+	if err := repo.Tag(ctx, manifest, cr.Version); err != nil {
+		return cr, fmt.Errorf("tagging %s:%s: %w", repoName, cr.Version, err)
+	}
+	return cr, nil
+}
+
+// latestVersion is the highest semver tag of the repository, nil if none.
+func latestVersion(ctx context.Context, repo Repository) (*semver.Version, error) {
+	var latest *semver.Version
+	err := repo.Tags(ctx, "", func(tags []string) error {
+		for _, t := range tags {
+			v, err := semver.StrictNewVersion(t)
+			if err == nil && (latest == nil || v.GreaterThan(latest)) {
+				latest = v
+			}
+		}
+		return nil
+	})
+	if err != nil && !isNotFound(err) {
+		return nil, err
+	}
+	return latest, nil
+}
+
+func isNotFound(err error) bool { return errors.Is(err, errdef.ErrNotFound) }
+
+// latestLayer returns the manifest descriptor of a tag and the digest of its
+// chart layer.
+func latestLayer(ctx context.Context, repo Repository, tag string) (ocispec.Descriptor, string, error) {
+	desc, err := repo.Resolve(ctx, tag)
+	if err != nil {
+		return desc, "", err
+	}
+	b, err := content.FetchAll(ctx, repo, desc)
+	if err != nil {
+		return desc, "", err
+	}
+	var m ocispec.Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return desc, "", fmt.Errorf("decoding manifest: %w", err)
+	}
+	for _, l := range m.Layers {
+		if l.MediaType == chart.LayerMediaType {
+			return desc, l.Digest.String(), nil
+		}
+	}
+	return desc, "", nil
+}
+
+// stage puts the chart's blobs and manifest into a memory store, from which
+// oras.Copy pushes whatever the repository lacks. The manifest has only
+// content-derived annotations and the fixed creation time.
+func stage(ctx context.Context, pkg *chart.Packaged, modTime time.Time) (*memory.Store, ocispec.Descriptor, error) {
+	if modTime.IsZero() {
+		modTime = time.Unix(0, 0)
+	}
+	mem := memory.New()
+	for _, b := range []struct {
+		desc ocispec.Descriptor
+		data []byte
+	}{{pkg.ConfigDesc, pkg.Config}, {pkg.Layer, pkg.Archive}} {
+		if err := mem.Push(ctx, b.desc, bytes.NewReader(b.data)); err != nil {
+			return nil, ocispec.Descriptor{}, err
+		}
+	}
+	desc, err := oras.PackManifest(ctx, mem, oras.PackManifestVersion1_1, "", oras.PackManifestOptions{
+		ConfigDescriptor: &pkg.ConfigDesc,
+		Layers:           []ocispec.Descriptor{pkg.Layer},
+		ManifestAnnotations: map[string]string{
+			ocispec.AnnotationCreated: modTime.UTC().Format(time.RFC3339),
+			ocispec.AnnotationTitle:   pkg.Name,
+			ocispec.AnnotationVersion: pkg.Version,
+		},
+	})
+	return mem, desc, err
+}
