@@ -15,9 +15,10 @@ build:
 tools:
 	scripts/install-tools.sh >/dev/null
 
-## demo: the main job on the embedded default, no server needed.
+## demo: the main job on the embedded default (an OCI layout in out/), no
+## server needed. Run it twice: the second time every chart is unchanged.
 demo: build
-	bin/solar vet examples/
+	bin/solar render examples/
 
 ## test: every test, with the real cue and helm CLIs.
 test: tools

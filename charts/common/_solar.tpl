@@ -1,7 +1,7 @@
 {{/*
 solar.name cuts a name to Helm's 53 characters: the first 46, then "-" and six
-hex digits of its sha256, so cut names stay unique. The full name goes into the
-annotation solar.opendefense.cloud/name (see solar.nameAnnotation).
+hex digits of its sha256, so cut names stay unique. solar.annotations keeps the
+full name in the annotation solar.opendefense.cloud/name.
 */}}
 {{- define "solar.name" -}}
 {{- if gt (len .) 53 -}}
@@ -11,9 +11,11 @@ annotation solar.opendefense.cloud/name (see solar.nameAnnotation).
 {{- end -}}
 {{- end -}}
 
-{{- define "solar.nameAnnotation" -}}
-{{- if gt (len .) 53 }}
-solar.opendefense.cloud/name: {{ . | quote }}
+{{/* solar.annotations takes a dict with release and name. */}}
+{{- define "solar.annotations" -}}
+solar.opendefense.cloud/release: {{ .release | quote }}
+{{- if gt (len .name) 53 }}
+solar.opendefense.cloud/name: {{ .name | quote }}
 {{- end -}}
 {{- end -}}
 

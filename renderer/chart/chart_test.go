@@ -1,0 +1,299 @@
+package chart
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/lint"
+	"helm.sh/helm/v3/pkg/lint/support"
+
+	"github.com/solar-pipeline/solar/renderer/load"
+	"github.com/solar-pipeline/solar/renderer/model"
+	"github.com/solar-pipeline/solar/renderer/resolve"
+)
+
+// examplesPlan resolves examples/ (valid input: vet checks it elsewhere).
+func examplesPlan(t *testing.T) *resolve.Plan {
+	t.Helper()
+	objs, problems := load.Paths([]string{"../../examples"}, load.Options{Namespace: "default"})
+	require.Empty(t, problems)
+	return planOf(t, objs)
+}
+
+func planOf(t *testing.T, objs []*load.Object) *resolve.Plan {
+	t.Helper()
+	s, err := model.NewSet(objs)
+	require.NoError(t, err)
+	p, err := resolve.Resolve(s, resolve.Options{})
+	require.NoError(t, err)
+	return p
+}
+
+// sources are every release and bootstrap chart of a plan, by chart name.
+func sources(p *resolve.Plan) map[string]*Source {
+	out := map[string]*Source{}
+	for _, tp := range p.Targets {
+		var refs []Ref
+		var values []map[string]any
+		for i, sel := range tp.Releases {
+			out[fmt.Sprintf("release-%s", sel.Release.Name)] = Release(sel)
+			refs = append(refs, Ref{URL: URL("registry.example.com/prefix", ReleaseRepository(tp.Target.Namespace, sel.Release.Namespace, sel.Release.Name)), Version: fmt.Sprintf("0.0.%d", i+1)})
+			values = append(values, TargetValues(sel))
+		}
+		b := Bootstrap(tp, refs, values)
+		out[b.Name] = b
+	}
+	return out
+}
+
+func TestPackageIsReproducible(t *testing.T) {
+	src := sources(examplesPlan(t))["bootstrap-edge-2"]
+	require.NotNil(t, src)
+	a, err := src.Package("0.0.3", Options{})
+	require.NoError(t, err)
+	b, err := src.Package("0.0.3", Options{})
+	require.NoError(t, err)
+	assert.Equal(t, a.Archive, b.Archive)
+	assert.Equal(t, a.Config, b.Config)
+
+	zr, err := gzip.NewReader(bytes.NewReader(a.Archive))
+	require.NoError(t, err)
+	assert.Empty(t, zr.Name, "gzip header name")
+	assert.True(t, zr.ModTime.IsZero(), "gzip header time")
+	tr := tar.NewReader(zr)
+	var names []string
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err)
+		names = append(names, h.Name)
+		assert.Equal(t, time.Unix(0, 0).UTC(), h.ModTime.UTC(), h.Name)
+		assert.Equal(t, int64(0o644), h.Mode, h.Name)
+		assert.Zero(t, h.Uid, h.Name)
+		assert.Zero(t, h.Gid, h.Name)
+		assert.Empty(t, h.Uname, h.Name)
+		assert.Empty(t, h.Gname, h.Name)
+	}
+	assert.Equal(t, []string{
+		"bootstrap-edge-2/Chart.yaml", "bootstrap-edge-2/templates/_solar.tpl",
+		"bootstrap-edge-2/templates/releases.yaml", "bootstrap-edge-2/values.yaml",
+	}, names, "entries in lexical order")
+
+	// SOURCE_DATE_EPOCH moves the times, and so the digest.
+	c, err := src.Package("0.0.3", Options{ModTime: time.Unix(1700000000, 0)})
+	require.NoError(t, err)
+	assert.NotEqual(t, a.Layer.Digest, c.Layer.Digest)
+
+	ch, err := loader.LoadArchive(bytes.NewReader(a.Archive))
+	require.NoError(t, err, "Helm's loader reads the archive")
+	assert.Equal(t, "bootstrap-edge-2", ch.Metadata.Name)
+	assert.Equal(t, "0.0.3", ch.Metadata.Version)
+	assert.JSONEq(t, string(a.Config), mustJSON(t, ch.Metadata), "the OCI config is the chart's metadata")
+}
+
+func TestCut(t *testing.T) {
+	short := strings.Repeat("a", 63)
+	assert.Equal(t, short, Cut(short, 63))
+	long1, long2 := strings.Repeat("a", 60)+"-one", strings.Repeat("a", 60)+"-two"
+	c1, c2 := Cut(long1, 63), Cut(long2, 63)
+	assert.Len(t, c1, 63)
+	assert.NotEqual(t, c1, c2, "cut values stay distinct")
+	// The kept part never ends in a separator: names and label values must
+	// stay valid.
+	assert.Regexp(t, `^ab-[0-9a-f]{6}$`, Cut("ab"+strings.Repeat("-", 20), 10))
+	assert.Regexp(t, `^ab-[0-9a-f]{6}$`, Cut("ab._"+strings.Repeat("x", 20), 11))
+}
+
+// TestChartsLintAndTemplate runs Helm's linter in process and the real helm
+// CLI on every chart examples/ renders.
+func TestChartsLintAndTemplate(t *testing.T) {
+	for name, src := range sources(examplesPlan(t)) {
+		t.Run(name, func(t *testing.T) {
+			pkg, err := src.Package("0.0.1", Options{})
+			require.NoError(t, err)
+			lintArchive(t, pkg)
+			docs := helmTemplate(t, pkg, "solar-bootstrap", "flux-system")
+			require.NotEmpty(t, docs)
+			for _, d := range docs {
+				assertObject(t, d)
+			}
+		})
+	}
+}
+
+func lintArchive(t *testing.T, pkg *Packaged) {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, chartutil.Expand(dir, bytes.NewReader(pkg.Archive)))
+	l := lint.All(filepath.Join(dir, pkg.Name), nil, "flux-system", false)
+	for _, m := range l.Messages {
+		assert.Less(t, m.Severity, support.WarningSev, "helm lint: %s", m)
+	}
+}
+
+// helmTemplate runs `helm template` of the archive and returns its documents.
+func helmTemplate(t *testing.T, pkg *Packaged, release, namespace string, args ...string) []map[string]any {
+	t.Helper()
+	if _, err := exec.LookPath("helm"); err != nil {
+		t.Fatalf("the helm CLI is not on PATH: run scripts/install-tools.sh and put its bin directory on PATH (make test does): %v", err)
+	}
+	file := filepath.Join(t.TempDir(), pkg.Name+".tgz")
+	require.NoError(t, os.WriteFile(file, pkg.Archive, 0o644))
+	cmd := exec.Command("helm", append([]string{"template", release, file, "--namespace", namespace}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "helm template: %s", stderr.String())
+	var docs []map[string]any
+	dec := yaml.NewDecoder(bytes.NewReader(out))
+	for {
+		var d map[string]any
+		err := dec.Decode(&d)
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err, "helm template output:\n%s", out)
+		if d != nil {
+			docs = append(docs, d)
+		}
+	}
+	return docs
+}
+
+// assertObject checks what the API server would: a kind, a valid name, label
+// values within 63 characters.
+func assertObject(t *testing.T, d map[string]any) {
+	t.Helper()
+	assert.NotEmpty(t, d["apiVersion"])
+	assert.Contains(t, []any{"OCIRepository", "HelmRelease", "ConfigMap"}, d["kind"])
+	meta, _ := d["metadata"].(map[string]any)
+	name, _ := meta["name"].(string)
+	assert.NotEmpty(t, name)
+	assert.LessOrEqual(t, len(name), 53, name)
+	labels, _ := meta["labels"].(map[string]any)
+	for k, v := range labels {
+		assert.LessOrEqual(t, len(fmt.Sprint(v)), 63, k)
+	}
+}
+
+func TestLongNamesAreCutAndStayUnique(t *testing.T) {
+	long := strings.Repeat("x", 50)
+	src := fmt.Sprintf(`
+kind: Registry
+metadata: {name: r, namespace: ns}
+spec: {hostname: registry.example.com}
+---
+kind: Target
+metadata: {name: t, namespace: ns}
+spec: {renderRegistryRef: {name: r}}
+---
+kind: Release
+metadata: {name: %[1]s-one-%[2]s, namespace: ns}
+spec: {chart: {repository: registry.example.com/a, tag: "1"}}
+---
+kind: Release
+metadata: {name: %[1]s-two-%[2]s, namespace: ns}
+spec: {chart: {repository: registry.example.com/b, tag: "1"}}
+---
+kind: Profile
+metadata: {name: one, namespace: ns}
+spec: {releaseRef: {name: %[1]s-one-%[2]s}}
+---
+kind: Profile
+metadata: {name: two, namespace: ns}
+spec: {releaseRef: {name: %[1]s-two-%[2]s}}
+`, long, long)
+	objs, problems := load.Bytes("in.yaml", []byte(src), load.Options{})
+	require.Empty(t, problems)
+	pkg, err := sources(planOf(t, objs))["bootstrap-t"].Package("0.0.1", Options{})
+	require.NoError(t, err)
+	lintArchive(t, pkg)
+
+	names := map[string]string{}
+	for _, d := range helmTemplate(t, pkg, "solar-bootstrap", "flux-system") {
+		assertObject(t, d)
+		meta := d["metadata"].(map[string]any)
+		full := meta["annotations"].(map[string]any)["solar.opendefense.cloud/name"]
+		require.NotNil(t, full, "a cut name keeps the full one in an annotation")
+		assert.True(t, strings.HasPrefix(full.(string), "solar-bootstrap-"+long))
+		name := meta["name"].(string)
+		if prev, ok := names[d["kind"].(string)+name]; ok {
+			assert.Equal(t, prev, full, "two long names cut to the same one")
+		}
+		names[d["kind"].(string)+name] = full.(string)
+	}
+	assert.Len(t, names, 4, "two OCIRepositories and two HelmReleases with distinct names")
+}
+
+// TestValuesAreData: template syntax in Release values reaches the cluster
+// literally; Helm never evaluates it, neither in the bootstrap chart nor in the
+// release chart.
+func TestValuesAreData(t *testing.T) {
+	src := `
+kind: Registry
+metadata: {name: r, namespace: ns}
+spec: {hostname: registry.example.com}
+---
+kind: Target
+metadata: {name: t, namespace: ns, labels: {site: "{{ .Release.Name }}"}}
+spec:
+  renderRegistryRef: {name: r}
+  userdata: {note: '{{ fail "userdata evaluated" }}'}
+---
+kind: Release
+metadata: {name: app, namespace: ns}
+spec:
+  chart: {repository: registry.example.com/a, tag: "1"}
+  values:
+    message: '{{ fail "values evaluated" }}'
+    nested: {list: ['{{ .Release.Name }}']}
+---
+kind: Profile
+metadata: {name: app, namespace: ns}
+spec: {releaseRef: {name: app}}
+`
+	objs, problems := load.Bytes("in.yaml", []byte(src), load.Options{})
+	require.Empty(t, problems)
+	srcs := sources(planOf(t, objs))
+	for _, name := range []string{"bootstrap-t", "release-app"} {
+		pkg, err := srcs[name].Package("0.0.1", Options{})
+		require.NoError(t, err)
+		docs := helmTemplate(t, pkg, "solar-bootstrap-app", "flux-system")
+		if name == "release-app" {
+			var values any
+			for _, d := range docs {
+				if d["kind"] == "HelmRelease" {
+					values = d["spec"].(map[string]any)["values"]
+				}
+			}
+			assert.Equal(t, map[string]any{
+				"message": `{{ fail "values evaluated" }}`,
+				"nested":  map[string]any{"list": []any{"{{ .Release.Name }}"}},
+			}, values)
+		}
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(b)
+}
