@@ -50,6 +50,7 @@ func TestExamplesWarnOnSharedAgentNamespace(t *testing.T) {
 		"alpha/edge-1 <- alpha/metrics via Profile alpha/metrics-prod",
 		"alpha/edge-1 <- alpha/podinfo-stable via Profile alpha/podinfo-eu",
 		"alpha/edge-1 <- alpha/solar-agent via Profile alpha/agent",
+		"alpha/edge-2 <- alpha/metrics via ReleaseBinding alpha/edge-2-metrics",
 		"alpha/edge-2 <- alpha/podinfo-canary via ReleaseBinding alpha/edge-2-canary",
 		"alpha/edge-2 <- alpha/podinfo-stable via Profile alpha/podinfo-eu",
 		"alpha/edge-2 <- alpha/solar-agent via Profile alpha/agent",
