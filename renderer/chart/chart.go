@@ -13,6 +13,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/opencontainers/go-digest"
@@ -134,6 +135,12 @@ func (s *Source) files(meta *helmchart.Metadata) (map[string][]byte, error) {
 	return files, nil
 }
 
+// gzipWriters are reused: a compressor allocates about a megabyte of state.
+var gzipWriters = sync.Pool{New: func() any {
+	zw, _ := gzip.NewWriterLevel(nil, gzip.BestCompression) // a valid level: no error
+	return zw
+}}
+
 // tgz is the deterministic tar writer: Helm's own writes the host's times and
 // user into the archive.
 func tgz(name string, files map[string][]byte, mtime time.Time) ([]byte, error) {
@@ -141,10 +148,10 @@ func tgz(name string, files map[string][]byte, mtime time.Time) ([]byte, error) 
 		mtime = time.Unix(0, 0)
 	}
 	var buf bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-	if err != nil {
-		return nil, err
-	}
+	zw := gzipWriters.Get().(*gzip.Writer)
+	defer gzipWriters.Put(zw)
+	// Reset gives a fresh stream and a header without name or time.
+	zw.Reset(&buf)
 	tw := tar.NewWriter(zw)
 	for _, p := range slices.Sorted(maps.Keys(files)) {
 		b := files[p]

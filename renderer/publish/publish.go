@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/Masterminds/semver/v3"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"golang.org/x/sync/errgroup"
 	"oras.land/oras-go/v2"
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/content/memory"
@@ -33,8 +35,10 @@ type Options struct {
 	// charts. Empty: each Target's render registry hostname.
 	Registry string
 	// DryRun computes versions and actions without writing.
-	DryRun  bool
-	Package chart.Options
+	DryRun bool
+	// Concurrency bounds the charts published at once; 0 means GOMAXPROCS.
+	Concurrency int
+	Package     chart.Options
 }
 
 // Report is the outcome of a publish, in the shape of the CLI's -o json.
@@ -76,31 +80,84 @@ type ExcludedReport struct {
 }
 
 // Publish writes the charts of every Target of the plan that resolved without
-// errors: release charts first, then the bootstrap chart naming them. Targets
-// with problems are skipped and their problems reported. An error returned is a
-// failure of the store, not of the input.
+// errors: all release charts first, then the bootstrap charts naming them, so a
+// bootstrap chart never names a missing chart. Targets with problems are
+// skipped and their problems reported. An error returned is a failure of the
+// store, not of the input; the report then holds what was done before it.
 func Publish(ctx context.Context, store Store, plan *resolve.Plan, opts Options) (*Report, error) {
-	p := &publisher{store: store, opts: opts, released: map[string]ChartReport{}}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = runtime.GOMAXPROCS(0)
+	}
+	p := &publisher{store: store, opts: opts}
 	report := &Report{Targets: []TargetReport{}, Problems: diag.List{}}
+	var targets []*resolve.Target
 	for _, t := range plan.Targets {
 		if t.Problems.HasErrors() {
 			report.Problems = append(report.Problems, t.Problems...)
 			continue
 		}
-		tr, err := p.target(ctx, t)
-		if err != nil {
-			return report, err
-		}
-		report.Targets = append(report.Targets, tr)
+		targets = append(targets, t)
 	}
-	return report, nil
+
+	// Release charts, each once: the Targets of a namespace share them.
+	var repos []string
+	sels := map[string]*resolve.Selected{}
+	for _, t := range targets {
+		for _, sel := range t.Releases {
+			repo := chart.ReleaseRepository(t.Target.Namespace, sel.Release.Namespace, sel.Release.Name)
+			if _, ok := sels[repo]; !ok {
+				sels[repo] = sel
+				repos = append(repos, repo)
+			}
+		}
+	}
+	released := make([]ChartReport, len(repos))
+	err := p.each(ctx, len(repos), func(ctx context.Context, i int) (err error) {
+		released[i], err = p.chart(ctx, repos[i], chart.Release(sels[repos[i]]))
+		return err
+	})
+	if err != nil {
+		return report, err
+	}
+	p.released = map[string]ChartReport{}
+	for i, repo := range repos {
+		p.released[repo] = released[i]
+	}
+
+	reports := make([]TargetReport, len(targets))
+	err = p.each(ctx, len(targets), func(ctx context.Context, i int) (err error) {
+		reports[i], err = p.target(ctx, targets[i])
+		return err
+	})
+	for _, tr := range reports {
+		if tr.Action != "" {
+			report.Targets = append(report.Targets, tr)
+		}
+	}
+	return report, err
+}
+
+// each runs fn for 0..n-1 on at most Concurrency goroutines and returns the
+// first error; the others then stop.
+func (p *publisher) each(ctx context.Context, n int, fn func(context.Context, int) error) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(p.opts.Concurrency)
+	for i := range n {
+		g.Go(func() error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			return fn(ctx, i)
+		})
+	}
+	return g.Wait()
 }
 
 type publisher struct {
 	store Store
 	opts  Options
-	// released caches release charts by repository: Targets of one namespace
-	// share them.
+	// released are the release charts by repository, published before any
+	// bootstrap chart.
 	released map[string]ChartReport
 }
 
@@ -115,15 +172,7 @@ func (p *publisher) target(ctx context.Context, t *resolve.Target) (TargetReport
 	values := make([]map[string]any, len(t.Releases))
 	for i, sel := range t.Releases {
 		repo := chart.ReleaseRepository(tt.Namespace, sel.Release.Namespace, sel.Release.Name)
-		cr, ok := p.released[repo]
-		if !ok {
-			var err error
-			cr, err = p.chart(ctx, repo, chart.Release(sel))
-			if err != nil {
-				return tr, err
-			}
-			p.released[repo] = cr
-		}
+		cr := p.released[repo]
 		refs[i] = chart.Ref{URL: chart.URL(registry, repo), Version: cr.Version}
 		values[i] = chart.TargetValues(sel)
 		tr.Releases = append(tr.Releases, ReleaseReport{Key: sel.Key, Release: resolve.Name(sel.Release), ChartReport: cr})
@@ -132,8 +181,11 @@ func (p *publisher) target(ctx context.Context, t *resolve.Target) (TargetReport
 		tr.Excluded = append(tr.Excluded, ExcludedReport{Release: resolve.Name(e.Release), Reason: e.Reason})
 	}
 	cr, err := p.chart(ctx, chart.BootstrapRepository(tt.Namespace, tt.Name), chart.Bootstrap(t, refs, values))
+	if err != nil {
+		return TargetReport{}, err
+	}
 	tr.ChartReport = cr
-	return tr, err
+	return tr, nil
 }
 
 // chart publishes one chart to a repository at the version its content needs.
