@@ -32,3 +32,24 @@ printf 'objects: %s\n' "$objects"
 printf 'solar vet (schemas, references, policies): %.2fs\n' "$solar"
 printf 'cue vet -c -d #Object (schemas only):      %.2fs\n' "$cue"
 printf 'ratio solar/cue: %.2f\n' "$(echo "$solar $cue" | awk '{print $1/$2}')"
+
+# Render: 10,000 Targets × 5 Releases rendered, packaged and written to an OCI
+# layout in process (BenchmarkRender10kTargets), with the peak RSS of that
+# process, against the baseline a hand-rolled job uses: one `helm package` per
+# chart.
+go test -c -o "$dir/publish.test" ./renderer/publish
+bench=$(cd renderer/publish && /usr/bin/time -f '%M' -o "$dir/rss" \
+  "$dir/publish.test" -test.run '^$' -test.bench Render10k -test.benchtime 1x -test.benchmem | grep '^Benchmark')
+solar_cps=$(echo "$bench" | awk '{for (i=1;i<=NF;i++) if ($i=="charts/s") print $(i-1)}')
+bin/solar render --out "$dir/layout" examples/ >/dev/null 2>&1
+chart=$(find "$dir/layout/blobs" -type f -size +1k | head -1)
+mkdir -p "$dir/chart" && tar -xzf "$chart" -C "$dir/chart"
+K=${K:-100}
+s=$(date +%s.%N)
+for i in $(seq "$K"); do "$BIN/helm" package "$dir/chart"/* -d "$dir/pkg" >/dev/null; done
+e=$(date +%s.%N)
+helm_cps=$(echo "$s $e $K" | awk '{print $3/($2-$1)}')
+printf '\n%s\n' "$bench"
+printf 'render peak RSS: %d MB\n' "$(( $(cat "$dir/rss") / 1024 ))"
+printf 'solar render: %s charts/s; helm package (one process per chart, %d charts): %.1f charts/s; ratio %.0f\n' \
+  "$solar_cps" "$K" "$helm_cps" "$(echo "$solar_cps $helm_cps" | awk '{print $1/$2}')"

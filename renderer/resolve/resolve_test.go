@@ -319,3 +319,40 @@ spec: {chart: {repository: elsewhere.example/charts/r, tag: 1.0.0}}`,
 		})
 	}
 }
+
+func TestValuesTemplate(t *testing.T) {
+	cv := func(tmpl string) string {
+		return fmt.Sprintf(`
+kind: ComponentVersion
+metadata: {name: tmpl, namespace: a}
+spec:
+  componentRef: {name: web}
+  tag: "1"
+  resources:
+    chart:
+      repository: src.example/charts/web
+      tag: 1.0.0
+      helm: {name: web, version: 1.0.0, valuesTemplate: %q}
+  entrypoint: {resourceName: chart, type: helm}
+---
+kind: Component
+metadata: {name: web, namespace: a}
+---
+kind: Release
+metadata: {name: r, namespace: a}
+spec: {componentVersionRef: {name: tmpl}}
+`, tmpl) + "---" + profile("a", "p", "r", "")
+	}
+	p := resolveDocs(t, Options{}, target("a", "t", "site: north"), cv("site: {{ .Target.Labels.site }}\nname: {{ .Target.Name }}/{{ .Release.Name }}"))
+	require.Len(t, p.Targets[0].Releases, 1)
+	assert.Equal(t, "site: north\nname: t/r", p.Targets[0].Releases[0].RenderedValues)
+	assert.Empty(t, p.Targets[0].Problems)
+
+	p = resolveDocs(t, Options{}, target("a", "t", ""), cv("x: {{ .Target.Userdata.missing }}"))
+	require.Len(t, p.Targets[0].Problems, 1)
+	pr := p.Targets[0].Problems[0]
+	assert.Equal(t, `spec.resources.chart.helm.valuesTemplate`, pr.Path)
+	assert.Contains(t, pr.Message, `rendering for Target a/t:`)
+	assert.Contains(t, pr.Message, `map has no entry for key "missing"`)
+	assert.Positive(t, pr.Line)
+}
