@@ -30,6 +30,26 @@ go_tool() {
   ln -sfn "$dir/$name" "$BIN/$name"
 }
 
+# apt_tool COMMAND PACKAGE: install a Debian package when its command is missing.
+apt_tool() {
+  local cmd=$1 pkg=$2
+  command -v "$cmd" >/dev/null && return
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo=sudo
+  log "installing $pkg (apt-get install $pkg)"
+  if [ -z "${APT_UPDATED:-}" ]; then
+    $sudo apt-get update -qq >&2
+    APT_UPDATED=1
+  fi
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$pkg" >&2
+}
+
+# The OCI registry of the publish tests (Debian's build of distribution), its
+# htpasswd tool and openssl for the TLS certificate: see scripts/start-registry.sh.
+apt_tool docker-registry docker-registry
+apt_tool htpasswd apache2-utils
+apt_tool openssl openssl
+
 go_tool cue cuelang.org/go/cmd/cue v0.17.1
 go_tool helm helm.sh/helm/v3/cmd/helm v3.22.0
 

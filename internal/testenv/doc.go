@@ -1,0 +1,5 @@
+// Package testenv starts the real services tests run against, through the
+// project's scripts, on 127.0.0.1 and free ports, and stops them in t.Cleanup:
+// an OCI registry (scripts/start-registry.sh) and a counting HTTP proxy in
+// front of it.
+package testenv
