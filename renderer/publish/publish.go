@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
 	"runtime"
 	"time"
 
@@ -16,6 +19,9 @@ import (
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/content/memory"
 	"oras.land/oras-go/v2/errdef"
+	"oras.land/oras-go/v2/registry"
+	"oras.land/oras-go/v2/registry/remote"
+	"oras.land/oras-go/v2/registry/remote/errcode"
 
 	"github.com/solar-pipeline/solar/renderer/chart"
 	"github.com/solar-pipeline/solar/renderer/diag"
@@ -188,18 +194,29 @@ func (p *publisher) target(ctx context.Context, t *resolve.Target) (TargetReport
 	return tr, nil
 }
 
-// chart publishes one chart to a repository at the version its content needs.
+// maxAttempts bounds how often a chart moves to the next version because
+// another writer took the one it pushed.
+const maxAttempts = 5
+
+// chart publishes one chart to a repository at the version its content needs:
+// the latest version when its layer is the same (nothing is written), else the
+// next patch version. After pushing, it confirms the tag holds its manifest:
+// when another writer took that version with other content, it pushes again at
+// the next free version, so neither update is lost.
 func (p *publisher) chart(ctx context.Context, repoName string, src *chart.Source) (ChartReport, error) {
 	cr := ChartReport{Repository: repoName}
+	fail := func(doing string, err error) (ChartReport, error) {
+		return cr, fmt.Errorf("%s %s: %w", doing, repoName, explain(err, p.opts.Registry, repoName))
+	}
 	repo, err := p.store.Repository(ctx, repoName)
 	if err != nil {
-		return cr, fmt.Errorf("opening repository %s: %w", repoName, err)
+		return fail("opening", err)
 	}
 	latest, err := latestVersion(ctx, repo)
 	if err != nil {
-		return cr, fmt.Errorf("listing versions of %s: %w", repoName, err)
+		return fail("listing the versions of", err)
 	}
-	cr.Version, cr.Action = "0.0.1", Create
+	version, action := semver.New(0, 0, 1, "", ""), Create
 	if latest != nil {
 		pkg, err := src.Package(latest.Original(), p.opts.Package)
 		if err != nil {
@@ -207,37 +224,96 @@ func (p *publisher) chart(ctx context.Context, repoName string, src *chart.Sourc
 		}
 		desc, layer, err := latestLayer(ctx, repo, latest.Original())
 		if err != nil {
-			return cr, fmt.Errorf("reading %s:%s: %w", repoName, latest.Original(), err)
+			return fail("reading version "+latest.Original()+" of", err)
 		}
 		if layer == pkg.Layer.Digest.String() {
 			cr.Version, cr.Digest, cr.Action = latest.Original(), desc.Digest.String(), Unchanged
 			return cr, nil
 		}
-		cr.Version, cr.Action = latest.IncPatch().String(), Update
+		next := latest.IncPatch()
+		version, action = &next, Update
 	}
-	pkg, err := src.Package(cr.Version, p.opts.Package)
-	if err != nil {
-		return cr, err
+	for attempt := 1; ; attempt++ {
+		pkg, err := src.Package(version.String(), p.opts.Package)
+		if err != nil {
+			return cr, err
+		}
+		staged, manifest, err := stage(ctx, pkg, p.opts.Package.ModTime)
+		if err != nil {
+			return fail("packing", err)
+		}
+		cr.Version, cr.Digest, cr.Action = version.String(), manifest.Digest.String(), action
+		if p.opts.DryRun {
+			return cr, nil
+		}
+		// A registry scopes blobs by repository: in one without versions none
+		// can be there yet, so do not ask for each. A layout shares blobs.
+		_, registryRepo := repo.(*remote.Repository)
+		if err := push(ctx, staged, repo, manifest, cr.Version, latest != nil || !registryRepo); err != nil {
+			return fail("pushing version "+cr.Version+" to", err)
+		}
+		got, err := repo.Resolve(ctx, cr.Version)
+		if err != nil {
+			return fail("confirming version "+cr.Version+" of", err)
+		}
+		if got.Digest == manifest.Digest {
+			return cr, nil
+		}
+		if attempt == maxAttempts {
+			return cr, fmt.Errorf("publishing %s: another writer took the version solar pushed %d times in a row; nothing was lost, run again", repoName, maxAttempts)
+		}
+		slog.Warn("another writer took the version; pushing the next one", "repository", repoName, "version", cr.Version)
+		if latest, err = latestVersion(ctx, repo); err != nil {
+			return fail("listing the versions of", err)
+		}
+		next := latest.IncPatch()
+		version, action = &next, Update
 	}
-	staged, manifest, err := stage(ctx, pkg, p.opts.Package.ModTime)
-	if err != nil {
-		return cr, fmt.Errorf("packing %s:%s: %w", repoName, cr.Version, err)
-	}
-	cr.Digest = manifest.Digest.String()
-	if p.opts.DryRun {
-		return cr, nil
-	}
-	// CopyGraph skips every blob the repository already has.
-	if err := oras.CopyGraph(ctx, staged, repo, manifest, oras.DefaultCopyGraphOptions); err != nil {
-		return cr, fmt.Errorf("pushing %s:%s: %w", repoName, cr.Version, err)
-	}
-	if err := repo.Tag(ctx, manifest, cr.Version); err != nil {
-		return cr, fmt.Errorf("tagging %s:%s: %w", repoName, cr.Version, err)
-	}
-	return cr, nil
 }
 
-// latestVersion is the highest semver tag of the repository, nil if none.
+// push uploads the blobs the repository lacks (all of them without checking
+// when check is false) and then the manifest under the tag.
+func push(ctx context.Context, staged content.ReadOnlyStorage, repo Repository, manifest ocispec.Descriptor, tag string, check bool) error {
+	b, err := content.FetchAll(ctx, staged, manifest)
+	if err != nil {
+		return err
+	}
+	var m ocispec.Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	for _, d := range append([]ocispec.Descriptor{m.Config}, m.Layers...) {
+		if check {
+			exists, err := repo.Exists(ctx, d)
+			if err != nil {
+				return err
+			}
+			if exists {
+				continue
+			}
+		}
+		rc, err := staged.Fetch(ctx, d)
+		if err != nil {
+			return err
+		}
+		err = repo.Push(ctx, d, rc)
+		rc.Close()
+		if err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
+			return err
+		}
+	}
+	// A registry takes the manifest and its tag in one request.
+	if rp, ok := repo.(registry.ReferencePusher); ok {
+		return rp.PushReference(ctx, manifest, bytes.NewReader(b), tag)
+	}
+	if err := repo.Push(ctx, manifest, bytes.NewReader(b)); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
+		return err
+	}
+	return repo.Tag(ctx, manifest, tag)
+}
+
+// latestVersion is the highest semver tag of the repository, nil if none or
+// if the repository does not exist yet.
 func latestVersion(ctx context.Context, repo Repository) (*semver.Version, error) {
 	var latest *semver.Version
 	err := repo.Tags(ctx, "", func(tags []string) error {
@@ -249,22 +325,36 @@ func latestVersion(ctx context.Context, repo Repository) (*semver.Version, error
 		}
 		return nil
 	})
-	if err != nil && !isNotFound(err) {
+	var resp *errcode.ErrorResponse
+	if errors.As(err, &resp) && resp.StatusCode == http.StatusNotFound {
+		return nil, nil
+	}
+	if err != nil && !errors.Is(err, errdef.ErrNotFound) {
 		return nil, err
 	}
 	return latest, nil
 }
 
-func isNotFound(err error) bool { return errors.Is(err, errdef.ErrNotFound) }
-
 // latestLayer returns the manifest descriptor of a tag and the digest of its
-// chart layer.
+// chart layer, in one request where the store can.
 func latestLayer(ctx context.Context, repo Repository, tag string) (ocispec.Descriptor, string, error) {
-	desc, err := repo.Resolve(ctx, tag)
-	if err != nil {
-		return desc, "", err
+	var desc ocispec.Descriptor
+	var b []byte
+	var err error
+	if rf, ok := repo.(registry.ReferenceFetcher); ok {
+		var rc io.ReadCloser
+		desc, rc, err = rf.FetchReference(ctx, tag)
+		if err != nil {
+			return desc, "", err
+		}
+		defer rc.Close()
+		b, err = content.ReadAll(rc, desc)
+	} else {
+		if desc, err = repo.Resolve(ctx, tag); err != nil {
+			return desc, "", err
+		}
+		b, err = content.FetchAll(ctx, repo, desc)
 	}
-	b, err := content.FetchAll(ctx, repo, desc)
 	if err != nil {
 		return desc, "", err
 	}
