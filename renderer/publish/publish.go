@@ -306,8 +306,14 @@ func push(ctx context.Context, staged content.ReadOnlyStorage, repo Repository, 
 	if rp, ok := repo.(registry.ReferencePusher); ok {
 		return rp.PushReference(ctx, manifest, bytes.NewReader(b), tag)
 	}
-	if err := repo.Push(ctx, manifest, bytes.NewReader(b)); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
+	exists, err := repo.Exists(ctx, manifest)
+	if err != nil {
 		return err
+	}
+	if !exists {
+		if err := repo.Push(ctx, manifest, bytes.NewReader(b)); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
+			return err
+		}
 	}
 	return repo.Tag(ctx, manifest, tag)
 }
