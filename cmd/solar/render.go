@@ -73,7 +73,7 @@ success; 1: invalid input or a Target failed.`,
 			if err != nil {
 				return err
 			}
-			report, err := publish.Publish(cmd.Context(), store, plan, publish.Options{DryRun: f.dryRun, Package: opts})
+			report, err := publish.Publish(cmd.Context(), store, plan, publish.Options{DryRun: f.dryRun, Package: opts, Progress: g.progress()})
 			if err == nil {
 				err = store.Save()
 			}

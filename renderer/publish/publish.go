@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/Masterminds/semver/v3"
@@ -42,9 +44,14 @@ type Options struct {
 	Registry string
 	// DryRun computes versions and actions without writing.
 	DryRun bool
+	// Settle is how long after pushing solar confirms its tags: longer than a
+	// concurrent writer may take between checking a tag and pushing it.
+	Settle time.Duration
 	// Concurrency bounds the charts published at once; 0 means GOMAXPROCS.
 	Concurrency int
-	Package     chart.Options
+	// Progress, when set, is called after each Target, one call at a time.
+	Progress func(done, total int, t TargetReport)
+	Package  chart.Options
 }
 
 // Report is the outcome of a publish, in the shape of the CLI's -o json.
@@ -117,11 +124,11 @@ func Publish(ctx context.Context, store Store, plan *resolve.Plan, opts Options)
 			}
 		}
 	}
-	released := make([]ChartReport, len(repos))
-	err := p.each(ctx, len(repos), func(ctx context.Context, i int) (err error) {
-		released[i], err = p.chart(ctx, repos[i], chart.Release(sels[repos[i]]))
-		return err
-	})
+	jobs := make([]job, len(repos))
+	for i, repo := range repos {
+		jobs[i] = job{repo: repo, src: chart.Release(sels[repo])}
+	}
+	released, err := p.charts(ctx, jobs, nil)
 	if err != nil {
 		return report, err
 	}
@@ -130,13 +137,28 @@ func Publish(ctx context.Context, store Store, plan *resolve.Plan, opts Options)
 		p.released[repo] = released[i]
 	}
 
+	// Then the bootstrap charts, which name the release charts' versions.
 	reports := make([]TargetReport, len(targets))
-	err = p.each(ctx, len(targets), func(ctx context.Context, i int) (err error) {
-		reports[i], err = p.target(ctx, targets[i])
-		return err
+	jobs = make([]job, len(targets))
+	for i, t := range targets {
+		reports[i], jobs[i] = p.target(t)
+	}
+	var mu sync.Mutex
+	done := 0
+	boot, err := p.charts(ctx, jobs, func(i int, cr ChartReport) {
+		if opts.Progress == nil {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		done++
+		tr := reports[i]
+		tr.ChartReport = cr
+		opts.Progress(done, len(jobs), tr)
 	})
-	for _, tr := range reports {
-		if tr.Action != "" {
+	for i, tr := range reports {
+		if boot[i].Action != "" {
+			tr.ChartReport = boot[i]
 			report.Targets = append(report.Targets, tr)
 		}
 	}
@@ -167,7 +189,9 @@ type publisher struct {
 	released map[string]ChartReport
 }
 
-func (p *publisher) target(ctx context.Context, t *resolve.Target) (TargetReport, error) {
+// target is the report of a Target without its bootstrap chart, and the job
+// that publishes that chart.
+func (p *publisher) target(t *resolve.Target) (TargetReport, job) {
 	tt := t.Target
 	tr := TargetReport{Namespace: tt.Namespace, Name: tt.Name, Releases: []ReleaseReport{}, Excluded: []ExcludedReport{}}
 	registry := p.opts.Registry
@@ -186,23 +210,96 @@ func (p *publisher) target(ctx context.Context, t *resolve.Target) (TargetReport
 	for _, e := range t.Excluded {
 		tr.Excluded = append(tr.Excluded, ExcludedReport{Release: resolve.Name(e.Release), Reason: e.Reason})
 	}
-	cr, err := p.chart(ctx, chart.BootstrapRepository(tt.Namespace, tt.Name), chart.Bootstrap(t, refs, values))
-	if err != nil {
-		return TargetReport{}, err
-	}
-	tr.ChartReport = cr
-	return tr, nil
+	return tr, job{repo: chart.BootstrapRepository(tt.Namespace, tt.Name), src: chart.Bootstrap(t, refs, values)}
 }
 
-// maxAttempts bounds how often a chart moves to the next version because
-// another writer took the one it pushed.
+// maxAttempts bounds how often a chart is pushed again because another writer
+// took the version it pushed.
 const maxAttempts = 5
+
+// errTaken: the version was tagged by someone else between deciding and pushing.
+var errTaken = errors.New("version taken by another writer")
+
+// job is one chart to publish.
+type job struct {
+	repo string
+	src  *chart.Source
+}
+
+// charts publishes the jobs, then confirms, once Settle has passed, that every
+// pushed tag still holds what was pushed. A registry has no compare-and-swap:
+// when another writer overwrote a tag (it checked just before this push), the
+// chart is published again, at the next version, unless the other writer's
+// content equals it. So no update is lost and no version ends up naming two
+// contents, unless a writer stalls longer than Settle between its check and
+// its push.
+// done, when set, is called after each chart of the first round.
+func (p *publisher) charts(ctx context.Context, jobs []job, done func(i int, cr ChartReport)) ([]ChartReport, error) {
+	results := make([]ChartReport, len(jobs))
+	pending := make([]int, len(jobs))
+	for i := range pending {
+		pending[i] = i
+	}
+	for attempt := 1; len(pending) > 0; attempt++ {
+		err := p.each(ctx, len(pending), func(ctx context.Context, k int) (err error) {
+			i := pending[k]
+			results[i], err = p.chart(ctx, jobs[i].repo, jobs[i].src)
+			if err == nil && attempt == 1 && done != nil {
+				done(i, results[i])
+			}
+			return err
+		})
+		if err != nil || p.opts.DryRun {
+			return results, err
+		}
+		var pushed []int
+		for _, i := range pending {
+			if results[i].Action != Unchanged {
+				pushed = append(pushed, i)
+			}
+		}
+		if len(pushed) == 0 {
+			return results, nil
+		}
+		select {
+		case <-time.After(p.opts.Settle):
+		case <-ctx.Done():
+			return results, ctx.Err()
+		}
+		lost := make([]bool, len(pushed))
+		err = p.each(ctx, len(pushed), func(ctx context.Context, k int) error {
+			i := pushed[k]
+			repo, err := p.store.Repository(ctx, jobs[i].repo)
+			if err != nil {
+				return err
+			}
+			got, err := repo.Resolve(ctx, results[i].Version)
+			if err != nil {
+				return fmt.Errorf("confirming version %s of %s: %w", results[i].Version, jobs[i].repo, explain(err, p.opts.Registry, jobs[i].repo))
+			}
+			lost[k] = got.Digest.String() != results[i].Digest
+			return nil
+		})
+		if err != nil {
+			return results, err
+		}
+		pending = pending[:0]
+		for k, i := range pushed {
+			if lost[k] {
+				slog.Warn("another writer overwrote the version solar pushed; publishing again", "repository", jobs[i].repo, "version", results[i].Version)
+				pending = append(pending, i)
+			}
+		}
+		if len(pending) > 0 && attempt == maxAttempts {
+			return results, fmt.Errorf("publishing %s: another writer overwrote the version solar pushed %d times in a row; run again", jobs[pending[0]].repo, maxAttempts)
+		}
+	}
+	return results, nil
+}
 
 // chart publishes one chart to a repository at the version its content needs:
 // the latest version when its layer is the same (nothing is written), else the
-// next patch version. After pushing, it confirms the tag holds its manifest:
-// when another writer took that version with other content, it pushes again at
-// the next free version, so neither update is lost.
+// next patch version, skipping versions another writer takes meanwhile.
 func (p *publisher) chart(ctx context.Context, repoName string, src *chart.Source) (ChartReport, error) {
 	cr := ChartReport{Repository: repoName}
 	fail := func(doing string, err error) (ChartReport, error) {
@@ -212,29 +309,29 @@ func (p *publisher) chart(ctx context.Context, repoName string, src *chart.Sourc
 	if err != nil {
 		return fail("opening", err)
 	}
-	latest, err := latestVersion(ctx, repo)
-	if err != nil {
-		return fail("listing the versions of", err)
-	}
-	version, action := semver.New(0, 0, 1, "", ""), Create
-	if latest != nil {
-		pkg, err := src.Package(latest.Original(), p.opts.Package)
-		if err != nil {
-			return cr, err
-		}
-		desc, layer, err := latestLayer(ctx, repo, latest.Original())
-		if err != nil {
-			return fail("reading version "+latest.Original()+" of", err)
-		}
-		if layer == pkg.Layer.Digest.String() {
-			cr.Version, cr.Digest, cr.Action = latest.Original(), desc.Digest.String(), Unchanged
-			return cr, nil
-		}
-		next := latest.IncPatch()
-		version, action = &next, Update
-	}
+	check := false
 	for attempt := 1; ; attempt++ {
-		pkg, err := src.Package(version.String(), p.opts.Package)
+		latest, err := latestVersion(ctx, repo)
+		if err != nil {
+			return fail("listing the versions of", err)
+		}
+		version, action := "0.0.1", Create
+		if latest != nil {
+			pkg, err := src.Package(latest.Original(), p.opts.Package)
+			if err != nil {
+				return cr, err
+			}
+			desc, layer, err := latestLayer(ctx, repo, latest.Original())
+			if err != nil {
+				return fail("reading version "+latest.Original()+" of", err)
+			}
+			if layer == pkg.Layer.Digest.String() {
+				cr.Version, cr.Digest, cr.Action = latest.Original(), desc.Digest.String(), Unchanged
+				return cr, nil
+			}
+			version, action = latest.IncPatch().String(), Update
+		}
+		pkg, err := src.Package(version, p.opts.Package)
 		if err != nil {
 			return cr, err
 		}
@@ -242,32 +339,24 @@ func (p *publisher) chart(ctx context.Context, repoName string, src *chart.Sourc
 		if err != nil {
 			return fail("packing", err)
 		}
-		cr.Version, cr.Digest, cr.Action = version.String(), manifest.Digest.String(), action
+		cr.Version, cr.Digest, cr.Action = version, manifest.Digest.String(), action
 		if p.opts.DryRun {
 			return cr, nil
 		}
 		// A registry scopes blobs by repository: in one without versions none
 		// can be there yet, so do not ask for each. A layout shares blobs.
 		_, registryRepo := repo.(*remote.Repository)
-		if err := push(ctx, staged, repo, manifest, cr.Version, latest != nil || !registryRepo); err != nil {
-			return fail("pushing version "+cr.Version+" to", err)
+		err = push(ctx, staged, repo, manifest, version, check || latest != nil || !registryRepo)
+		if (errors.Is(err, errTaken) || blobUnknown(err)) && attempt < maxAttempts {
+			// A blob another writer uploaded at the same moment may be lost
+			// to a registry race: check each blob next time.
+			check = true
+			continue
 		}
-		got, err := repo.Resolve(ctx, cr.Version)
 		if err != nil {
-			return fail("confirming version "+cr.Version+" of", err)
+			return fail("pushing version "+version+" to", err)
 		}
-		if got.Digest == manifest.Digest {
-			return cr, nil
-		}
-		if attempt == maxAttempts {
-			return cr, fmt.Errorf("publishing %s: another writer took the version solar pushed %d times in a row; nothing was lost, run again", repoName, maxAttempts)
-		}
-		slog.Warn("another writer took the version; pushing the next one", "repository", repoName, "version", cr.Version)
-		if latest, err = latestVersion(ctx, repo); err != nil {
-			return fail("listing the versions of", err)
-		}
-		next := latest.IncPatch()
-		version, action = &next, Update
+		return cr, nil
 	}
 }
 
@@ -302,6 +391,13 @@ func push(ctx context.Context, staged content.ReadOnlyStorage, repo Repository, 
 			return err
 		}
 	}
+	// The tag must still be free: another writer may have taken it since the
+	// versions were listed.
+	if _, err := repo.Resolve(ctx, tag); err == nil {
+		return errTaken
+	} else if !isNotFound(err) {
+		return err
+	}
 	// A registry takes the manifest and its tag in one request.
 	if rp, ok := repo.(registry.ReferencePusher); ok {
 		return rp.PushReference(ctx, manifest, bytes.NewReader(b), tag)
@@ -331,14 +427,26 @@ func latestVersion(ctx context.Context, repo Repository) (*semver.Version, error
 		}
 		return nil
 	})
-	var resp *errcode.ErrorResponse
-	if errors.As(err, &resp) && resp.StatusCode == http.StatusNotFound {
-		return nil, nil
-	}
-	if err != nil && !errors.Is(err, errdef.ErrNotFound) {
+	if err != nil && !isNotFound(err) {
 		return nil, err
 	}
 	return latest, nil
+}
+
+// blobUnknown: the registry lost a blob of the manifest, as docker-registry
+// does when two writers upload the same blob into one repository at once.
+func blobUnknown(err error) bool {
+	var resp *errcode.ErrorResponse
+	return errors.As(err, &resp) && slices.ContainsFunc(resp.Errors, func(e errcode.Error) bool {
+		return e.Code == errcode.ErrorCodeManifestBlobUnknown || e.Code == errcode.ErrorCodeBlobUnknown
+	})
+}
+
+// isNotFound: the store does not have it (a layout says so with an error, a
+// registry with a 404).
+func isNotFound(err error) bool {
+	var resp *errcode.ErrorResponse
+	return errors.Is(err, errdef.ErrNotFound) || (errors.As(err, &resp) && resp.StatusCode == http.StatusNotFound)
 }
 
 // latestLayer returns the manifest descriptor of a tag and the digest of its

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/solar-pipeline/solar/internal/testenv"
+	"github.com/solar-pipeline/solar/renderer/publish"
+)
+
+func needRegistry(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: this test runs a real registry (docker-registry)")
+	}
+}
+
+// publishCLI runs solar publish with the password on stdin and checks that it
+// never shows up in the output.
+func publishCLI(t *testing.T, reg *testenv.Registry, password string, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	args = append([]string{"publish", "--username", reg.Username, "--password-stdin"}, args...)
+	code := run(context.Background(), args, strings.NewReader(password+"\n"), &stdout, &stderr)
+	assert.NotContains(t, stdout.String(), password, "the password is never printed")
+	assert.NotContains(t, stderr.String(), password, "the password is never printed")
+	return code, stdout.String(), stderr.String()
+}
+
+func helmCLI(t *testing.T, args ...string) string {
+	t.Helper()
+	if _, err := exec.LookPath("helm"); err != nil {
+		t.Fatalf("the helm CLI is not on PATH: run scripts/install-tools.sh and put its bin directory on PATH (make test does): %v", err)
+	}
+	cmd := exec.Command("helm", args...)
+	cmd.Env = append(os.Environ(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_CACHE_HOME="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "helm %s:\n%s", strings.Join(args, " "), out)
+	return string(out)
+}
+
+// TestPublishTLS publishes examples/ over TLS with basic auth, then pulls and
+// templates every bootstrap chart with the real helm CLI.
+func TestPublishTLS(t *testing.T) {
+	needRegistry(t)
+	reg := testenv.StartRegistry(t, testenv.RegistryOptions{TLS: true})
+	registry := reg.Host + "/solar"
+
+	// Failures first: each leaves the registry as it was.
+	code, _, stderr := publishCLI(t, reg, "wrong", "--ca-file", reg.CAFile, "--registry", registry, "../../examples")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "denied access to repository")
+	assert.Contains(t, stderr, "401 Unauthorized")
+
+	code, _, stderr = publishCLI(t, reg, reg.Password, "--registry", registry, "../../examples")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "its TLS certificate is not trusted (pass --ca-file")
+
+	code, stdout, stderr := publishCLI(t, reg, reg.Password, "--ca-file", reg.CAFile, "--registry", registry, "-o", "json", "../../examples")
+	require.Equal(t, 0, code, stderr)
+	r := decodeReport(t, stdout)
+	require.Len(t, r.Targets, 4)
+	for _, tr := range r.Targets {
+		assert.Equal(t, "0.0.1", tr.Version, "nothing was written by the failed runs")
+		assert.Equal(t, publish.Create, tr.Action)
+		assert.Contains(t, stderr, fmt.Sprintf("%s/%s 0.0.1 create", tr.Namespace, tr.Name), "a progress line per Target")
+
+		dir := t.TempDir()
+		helmCLI(t, "pull", "oci://"+registry+"/"+tr.Repository, "--version", tr.Version,
+			"--username", reg.Username, "--password", reg.Password, "--ca-file", reg.CAFile, "-d", dir)
+		out := helmCLI(t, "template", "solar-bootstrap", filepath.Join(dir, "bootstrap-"+tr.Name+"-0.0.1.tgz"), "-n", "flux-system")
+		for _, rel := range tr.Releases {
+			assert.Contains(t, out, fmt.Sprintf("url: \"oci://%s/%s\"", registry, rel.Repository))
+			assert.Contains(t, out, fmt.Sprintf("tag: %q", rel.Version))
+		}
+	}
+}
+
+// TestPublishContentAddressed counts, through a proxy, what each publish asks
+// of the registry.
+func TestPublishContentAddressed(t *testing.T) {
+	needRegistry(t)
+	reg := testenv.StartRegistry(t, testenv.RegistryOptions{})
+	proxy := testenv.StartProxy(t, reg.Host)
+	registry := proxy.Host + "/solar"
+	dir := t.TempDir()
+	copyExamples(t, dir)
+	examples := filepath.Join(dir, "examples")
+	pub := func(args ...string) (int, publish.Report, []string) {
+		t.Helper()
+		code, stdout, stderr := publishCLI(t, reg, reg.Password, append([]string{"--plain-http", "--registry", registry, "-o", "json"}, args...)...)
+		require.NotEqual(t, 1, code, stderr)
+		return code, decodeReport(t, stdout), proxy.Take()
+	}
+
+	// A dry run on an empty registry: changes pending, nothing written.
+	code, dry, reqs := pub("--dry-run", "--exit-code", examples)
+	assert.Equal(t, 2, code)
+	assert.Zero(t, testenv.Writes(reqs))
+
+	code, first, reqs := pub("--exit-code", examples)
+	assert.Equal(t, 2, code, "charts were created")
+	assert.Equal(t, digests(dry), digests(first), "the dry run predicted the publish")
+	charts := len(digests(first))
+	require.Equal(t, 10, charts)
+	t.Logf("first publish: %d requests for %d new charts (%.1f per chart), %d of them writes",
+		len(reqs), charts, float64(len(reqs))/float64(charts), testenv.Writes(reqs))
+
+	code, second, reqs := pub("--exit-code", examples)
+	assert.Equal(t, 0, code, "nothing changed")
+	assert.Equal(t, digests(first), digests(second))
+	assert.Zero(t, testenv.Writes(reqs), "unchanged input writes no blob and no manifest: %v", reqs)
+	t.Logf("unchanged publish: %d requests for %d Targets (%.1f per Target), %d charts",
+		len(reqs), len(second.Targets), float64(len(reqs))/float64(len(second.Targets)), charts)
+
+	// One Release changes: exactly its chart and the bootstraps using it.
+	releases := filepath.Join(examples, "alpha", "releases.yaml")
+	b, err := os.ReadFile(releases)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(releases, bytes.Replace(b, []byte("replicaCount: 2"), []byte("replicaCount: 3"), 1), 0o644))
+	_, third, reqs := pub(examples)
+	var moved []string
+	for repo, v := range digests(third) {
+		if v != digests(second)[repo] {
+			moved = append(moved, repo+" "+strings.Fields(v)[0])
+		}
+	}
+	assert.ElementsMatch(t, []string{"alpha/alpha/release-podinfo-stable 0.0.2", "alpha/bootstrap-edge-1 0.0.2"}, moved)
+	t.Logf("one Release changed: %d requests, %d writes", len(reqs), testenv.Writes(reqs))
+}
+
+// TestPublishTwoWriters runs two publishes of different content into one
+// namespace at once: neither update is lost, no version holds two contents.
+func TestPublishTwoWriters(t *testing.T) {
+	needRegistry(t)
+	reg := testenv.StartRegistry(t, testenv.RegistryOptions{})
+	registry := reg.Host + "/solar"
+	var inputs []string
+	for i := range 2 {
+		dir := t.TempDir()
+		copyExamples(t, dir)
+		releases := filepath.Join(dir, "examples", "alpha", "releases.yaml")
+		b, err := os.ReadFile(releases)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(releases, bytes.Replace(b, []byte("replicaCount: 2"), fmt.Appendf(nil, "replicaCount: %d", 10+i), 1), 0o644))
+		inputs = append(inputs, filepath.Join(dir, "examples"))
+	}
+	var wg sync.WaitGroup
+	reports := make([]publish.Report, 2)
+	for i, in := range inputs {
+		wg.Go(func() {
+			code, stdout, stderr := publishCLI(t, reg, reg.Password, "--plain-http", "--registry", registry, "-n", "alpha", "-o", "json", in)
+			assert.Equal(t, 0, code, stderr)
+			reports[i] = decodeReport(t, stdout)
+		})
+	}
+	wg.Wait()
+	require.False(t, t.Failed(), "both publishes must succeed")
+	const repo = "alpha/alpha/release-podinfo-stable"
+	a, b := digests(reports[0])[repo], digests(reports[1])[repo]
+	assert.NotEqual(t, strings.Fields(a)[1], strings.Fields(b)[1], "different content")
+	assert.NotEqual(t, strings.Fields(a)[0], strings.Fields(b)[0], "so different versions: %s, %s", a, b)
+
+	// Each writer's version still holds its own content.
+	for _, v := range []string{a, b} {
+		version, digest := strings.Fields(v)[0], strings.Fields(v)[1]
+		out := helmCLI(t, "pull", "oci://"+registry+"/"+repo, "--version", version, "--plain-http",
+			"--username", reg.Username, "--password", reg.Password, "-d", t.TempDir())
+		assert.Contains(t, out, "Digest: "+digest)
+	}
+}
