@@ -82,7 +82,7 @@ registry failed. With --exit-code: 0 when nothing changed, 2 when charts were
 				Registry: ro.Registry, DryRun: f.dryRun, Concurrency: concurrency, Package: opts,
 				// Far longer than one registry round trip, the gap between a
 				// writer checking a tag and pushing it.
-				Settle: 500 * time.Millisecond,
+				Settle:   500 * time.Millisecond,
 				Progress: g.progress(),
 			})
 			report.Problems = append(problems, report.Problems...).Sorted()
