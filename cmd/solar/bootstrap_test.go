@@ -1,0 +1,101 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/solar-pipeline/solar/internal/testenv"
+)
+
+// docs decodes a multi-document YAML stream by kind and name.
+func docs(t *testing.T, out string) map[string]map[string]any {
+	t.Helper()
+	got := map[string]map[string]any{}
+	dec := yaml.NewDecoder(strings.NewReader(out))
+	for {
+		var d map[string]any
+		err := dec.Decode(&d)
+		if err == io.EOF {
+			return got
+		}
+		require.NoError(t, err, out)
+		meta := d["metadata"].(map[string]any)
+		got[d["kind"].(string)+"/"+meta["name"].(string)] = d
+	}
+}
+
+func TestBootstrapManifestsPlaceholder(t *testing.T) {
+	code, stdout, stderr := solar(t, "bootstrap-manifests", "edge-1", "-n", "alpha", "--registry", "registry.example.com/solar/")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "# PLACEHOLDER")
+	d := docs(t, stdout)
+	require.Len(t, d, 3)
+	oci := d["OCIRepository/solar-bootstrap"]
+	assert.Equal(t, "flux-system", oci["metadata"].(map[string]any)["namespace"])
+	assert.Equal(t, map[string]any{
+		"interval":      "10m",
+		"url":           "oci://registry.example.com/solar/alpha/bootstrap-edge-1",
+		"ref":           map[string]any{"semver": ">=0.0.0"},
+		"layerSelector": map[string]any{"mediaType": "application/vnd.cncf.helm.chart.content.v1.tar+gzip", "operation": "copy"},
+		"secretRef":     map[string]any{"name": "solar-bootstrap-pull"},
+	}, oci["spec"])
+	hr := d["HelmRelease/solar-bootstrap"]["spec"].(map[string]any)
+	assert.Equal(t, map[string]any{"kind": "OCIRepository", "name": "solar-bootstrap"}, hr["chartRef"])
+	assert.Equal(t, map[string]any{"remediation": map[string]any{"retries": 3}}, hr["install"])
+	assert.Equal(t, map[string]any{"remediation": map[string]any{"retries": 3}}, hr["upgrade"])
+	assert.Equal(t, map[string]any{"enable": true}, hr["test"])
+	assert.Equal(t, map[string]any{"mode": "enabled"}, hr["driftDetection"])
+	secret := d["Secret/solar-bootstrap-pull"]
+	assert.Equal(t, "kubernetes.io/dockerconfigjson", secret["type"])
+	raw, err := base64.StdEncoding.DecodeString(secret["data"].(map[string]any)[".dockerconfigjson"].(string))
+	require.NoError(t, err)
+	assert.Contains(t, string(raw), `"registry.example.com"`)
+	assert.Contains(t, string(raw), "REPLACE-WITH")
+}
+
+// TestBootstrapManifestsAuth: the pull Secret printed is a working docker
+// config: publish with it as DOCKER_CONFIG, then pull what the OCIRepository
+// names with helm.
+func TestBootstrapManifestsAuth(t *testing.T) {
+	needRegistry(t)
+	reg := testenv.StartRegistry(t, testenv.RegistryOptions{TLS: true})
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"bootstrap-manifests", "plant-1", "-n", "beta", "--registry", reg.Host,
+		"--username", reg.Username, "--password-stdin", "--ca-file", reg.CAFile}, strings.NewReader(reg.Password), &stdout, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	assert.NotContains(t, stdout.String(), "PLACEHOLDER")
+	d := docs(t, stdout.String())
+	require.Len(t, d, 4)
+	oci := d["OCIRepository/solar-bootstrap"]["spec"].(map[string]any)
+	assert.Equal(t, map[string]any{"name": "solar-bootstrap-ca"}, oci["certSecretRef"])
+	ca, err := base64.StdEncoding.DecodeString(d["Secret/solar-bootstrap-ca"]["data"].(map[string]any)["ca.crt"].(string))
+	require.NoError(t, err)
+	want, err := os.ReadFile(reg.CAFile)
+	require.NoError(t, err)
+	assert.Equal(t, want, ca)
+
+	config, err := base64.StdEncoding.DecodeString(d["Secret/solar-bootstrap-pull"]["data"].(map[string]any)[".dockerconfigjson"].(string))
+	require.NoError(t, err)
+	dockerConfig := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dockerConfig, "config.json"), config, 0o600))
+	t.Setenv("DOCKER_CONFIG", dockerConfig)
+	code, out, errOut := solar(t, "publish", "-n", "beta", "--registry", reg.Host, "--ca-file", reg.CAFile, "../../examples")
+	require.Equal(t, 0, code, errOut)
+	assert.NotContains(t, out+errOut, reg.Password)
+
+	url := oci["url"].(string)
+	assert.Equal(t, "oci://"+reg.Host+"/beta/bootstrap-plant-1", url)
+	pulled := helmCLI(t, "pull", url, "--version", ">=0.0.0", "--ca-file", reg.CAFile,
+		"--username", reg.Username, "--password", reg.Password, "-d", t.TempDir())
+	assert.Contains(t, pulled, "bootstrap-plant-1:0.0.1")
+}
