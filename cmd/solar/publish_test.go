@@ -179,3 +179,25 @@ func TestPublishTwoWriters(t *testing.T) {
 		assert.Contains(t, out, "Digest: "+digest)
 	}
 }
+
+// TestPublishRetriesAndUnreachable: 503s and 429s are retried with backoff; a
+// registry nobody listens on fails clearly.
+func TestPublishRetriesAndUnreachable(t *testing.T) {
+	needRegistry(t)
+	reg := testenv.StartRegistry(t, testenv.RegistryOptions{})
+	proxy := testenv.StartProxy(t, reg.Host)
+	proxy.FailNext(3, 503)
+	code, _, stderr := publishCLI(t, reg, reg.Password, "--plain-http", "--registry", proxy.Host, "-n", "beta", "../../examples")
+	require.Equal(t, 0, code, stderr)
+	proxy.FailNext(2, 429)
+	code, stdout, stderr := publishCLI(t, reg, reg.Password, "--plain-http", "--registry", proxy.Host, "-n", "beta", "-o", "json", "../../examples")
+	require.Equal(t, 0, code, stderr)
+	for _, tr := range decodeReport(t, stdout).Targets {
+		assert.Equal(t, publish.Unchanged, tr.Action)
+	}
+
+	nobody := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
+	code, _, stderr = publishCLI(t, reg, reg.Password, "--plain-http", "--registry", nobody, "-n", "beta", "../../examples")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "cannot reach registry "+nobody)
+}

@@ -118,6 +118,16 @@ type Proxy struct {
 
 	mu       sync.Mutex
 	requests []string
+	failNext int
+	failWith int
+}
+
+// FailNext makes the proxy answer the next n requests with status itself,
+// without forwarding them: a registry under load or restarting.
+func (p *Proxy) FailNext(n, status int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.failNext, p.failWith = n, status
 }
 
 // StartProxy forwards 127.0.0.1:PORT to the plain-HTTP host target.
@@ -131,7 +141,15 @@ func StartProxy(t testing.TB, target string) *Proxy {
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		p.mu.Lock()
 		p.requests = append(p.requests, req.Method+" "+req.URL.Path)
+		fail := p.failNext > 0
+		if fail {
+			p.failNext--
+		}
 		p.mu.Unlock()
+		if fail {
+			http.Error(w, "injected by the test proxy", p.failWith)
+			return
+		}
 		rp.ServeHTTP(w, req)
 	})}
 	go func() { _ = srv.Serve(l) }()
