@@ -39,8 +39,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		Short: "Turn SolAr deployment objects into Helm charts in OCI repositories for Flux",
 		Long: `solar reads SolAr objects (Target, Profile, Release, Registry, ComponentVersion,
 ReleaseBinding, RegistryBinding, ReferenceGrant, PipelineConfig) from YAML and JSON
-files, validates them against CUE schemas and policies, and resolves which Releases
-every Target gets.`,
+files, validates them against CUE schemas and policies (vet), resolves which Releases
+every Target gets, renders a Helm chart per Release and a bootstrap chart per
+Target, and packages them reproducibly into an OCI image layout (render) or pushes
+them to an OCI registry (publish) that Flux pulls from (bootstrap-manifests).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
