@@ -50,6 +50,60 @@ apt_tool docker-registry docker-registry
 apt_tool htpasswd apache2-utils
 apt_tool openssl openssl
 
+# wrapped_tool NAME VERSION PKG LDFLAGS: go build PKG inside a throwaway wrapper
+# module, for tools whose own go.mod cannot be used with go install (replace
+# directives). The caller writes the wrapper's go.mod (and any stub) into $WRAP
+# before calling; tools.go and go.sum are made here.
+wrapped_tool() {
+  local name=$1 version=$2 pkg=$3 ldflags=${4:-}
+  local dir="$TOOLS/$name-$version"
+  if [ ! -x "$dir/$name" ]; then
+    log "building $name $version (wrapper module around $pkg; slow the first time)"
+    printf '//go:build tools\n\npackage tools\n\nimport _ "%s"\n' "$pkg" >"$WRAP/tools.go"
+    (cd "$WRAP" && GOFLAGS=-mod=mod go mod tidy >&2 && \
+      GOFLAGS=-buildvcs=false go build -ldflags "$ldflags" -o "$dir.tmp/$name" "$pkg" >&2)
+    rm -rf "$dir"
+    mv "$dir.tmp" "$dir"
+  fi
+  ln -sfn "$dir/$name" "$BIN/$name"
+}
+
+# etcd for the API server (Debian's 3.4 is too old).
+ETCD=v3.6.16
+if [ ! -x "$TOOLS/etcd-$ETCD/etcd" ]; then
+  WRAP=$(mktemp -d)
+  printf 'module solar.local/etcd\n\ngo 1.26.0\n\nrequire go.etcd.io/etcd/server/v3 %s\n' "$ETCD" >"$WRAP/go.mod"
+fi
+wrapped_tool etcd "$ETCD" go.etcd.io/etcd/server/v3
+
+# kube-apiserver: k8s.io/kubernetes with every staging module replaced by its
+# release (k8s.io/sample-apiserver by an empty stub: nothing needs it).
+KUBE=1.36.3
+if [ ! -x "$TOOLS/kube-apiserver-v$KUBE/kube-apiserver" ]; then
+  WRAP=$(mktemp -d)
+  mkdir -p "$WRAP/sample-apiserver"
+  printf 'module k8s.io/sample-apiserver\n\ngo 1.26.0\n' >"$WRAP/sample-apiserver/go.mod"
+  gomod=$(cd "$WRAP" && go mod download -json "k8s.io/kubernetes@v$KUBE" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
+  {
+    printf 'module solar.local/kube-apiserver\n\ngo 1.26.0\n\nrequire k8s.io/kubernetes v%s\n\nreplace (\n' "$KUBE"
+    sed -n 's#^[[:space:]]*\(k8s.io/[a-z0-9-]*\) => ./staging/src/.*#\1#p' "$gomod" | while read -r m; do
+      if [ "$m" = k8s.io/sample-apiserver ]; then
+        printf '\t%s => ./sample-apiserver\n' "$m"
+      else
+        printf '\t%s => %s v0.%s\n' "$m" "$m" "${KUBE#1.}"
+      fi
+    done
+    printf ')\n'
+  } >"$WRAP/go.mod"
+fi
+minor=${KUBE#1.}
+minor=${minor%%.*}
+kv=""
+for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  kv="$kv -X $p.gitVersion=v$KUBE -X $p.gitMajor=1 -X $p.gitMinor=$minor"
+done
+wrapped_tool kube-apiserver "v$KUBE" k8s.io/kubernetes/cmd/kube-apiserver "$kv"
+
 go_tool cue cuelang.org/go/cmd/cue v0.17.1
 go_tool helm helm.sh/helm/v3/cmd/helm v3.22.0
 

@@ -1,0 +1,123 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
+
+	"github.com/solar-pipeline/solar/config/crd"
+)
+
+// APIServer is a running kube-apiserver on etcd, with the solar CRDs.
+type APIServer struct {
+	// URL is https://127.0.0.1:PORT.
+	URL string
+	// Kubeconfig is the file of the admin user (group system:masters).
+	Kubeconfig string
+	// CAFile is the API server's serving certificate.
+	CAFile string
+	Config *rest.Config
+	Client kubernetes.Interface
+}
+
+// StartAPIServer runs scripts/start-apiserver.sh, waits until the API server
+// is ready and installs the CRDs of config/crd. It fails the test, saying how
+// to install them, when etcd or kube-apiserver are missing.
+func StartAPIServer(t testing.TB) *APIServer {
+	t.Helper()
+	for _, bin := range []string{"etcd", "kube-apiserver"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Fatalf("%s is not installed: run scripts/install-tools.sh and put its bin directory on PATH (make test does): %v", bin, err)
+		}
+	}
+	dir := t.TempDir()
+	ports := []int{FreePort(t), FreePort(t), FreePort(t)}
+	cmd := exec.Command("bash", filepath.Join(Root(t), "scripts", "start-apiserver.sh"), dir,
+		fmt.Sprint(ports[0]), fmt.Sprint(ports[1]), fmt.Sprint(ports[2]))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var logs lockedBuffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		// etcd runs in the script's process group.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+	})
+	s := &APIServer{
+		URL:        fmt.Sprintf("https://127.0.0.1:%d", ports[1]),
+		Kubeconfig: filepath.Join(dir, "kubeconfig"),
+		CAFile:     filepath.Join(dir, "certs", "apiserver.crt"),
+	}
+
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if _, err := os.Stat(s.CAFile); err == nil {
+			cfg, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
+			require.NoError(t, err)
+			client, err := kubernetes.NewForConfig(cfg)
+			require.NoError(t, err)
+			body, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(context.Background())
+			if err == nil && string(body) == "ok" {
+				s.Config, s.Client = cfg, client
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the API server was not ready within 60s; its output:\n%s", logs.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	s.installCRDs(t)
+	return s
+}
+
+var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+func (s *APIServer) installCRDs(t testing.TB) {
+	t.Helper()
+	ctx := context.Background()
+	dyn, err := dynamic.NewForConfig(s.Config)
+	require.NoError(t, err)
+	files, err := fs.Glob(crd.FS, "*.yaml")
+	require.NoError(t, err)
+	for _, f := range files {
+		b, err := fs.ReadFile(crd.FS, f)
+		require.NoError(t, err)
+		var obj map[string]any
+		require.NoError(t, yaml.Unmarshal(b, &obj))
+		u := &unstructured.Unstructured{Object: obj}
+		_, err = dyn.Resource(crdGVR).Create(ctx, u, metav1.CreateOptions{})
+		require.NoError(t, err, f)
+		// Wait until the CRD is Established: its resources are served.
+		require.Eventually(t, func() bool {
+			got, err := dyn.Resource(crdGVR).Get(ctx, u.GetName(), metav1.GetOptions{})
+			if err != nil {
+				return false
+			}
+			conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
+			for _, c := range conds {
+				m, _ := c.(map[string]any)
+				if m["type"] == "Established" && m["status"] == "True" {
+					return true
+				}
+			}
+			return false
+		}, 30*time.Second, 100*time.Millisecond, "CRD %s established", u.GetName())
+	}
+}

@@ -1,0 +1,389 @@
+package credential
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/solar-pipeline/solar/renderer/model"
+)
+
+// Annotations and the condition of the credential.
+const (
+	// AnnotationTargetCredential marks the agent Release: "true".
+	AnnotationTargetCredential = "solar.opendefense.cloud/target-credential"
+	// AnnotationAgentCredential on a Target: "revoked" revokes its credential.
+	AnnotationAgentCredential = "solar.opendefense.cloud/agent-credential"
+	ConditionType             = "AgentCredentialReady"
+
+	ReasonIssued     = "Issued"
+	ReasonDisabled   = "Disabled"
+	ReasonRevoked    = "Revoked"
+	ReasonMintFailed = "MintFailed"
+
+	labelTokenFor     = "solar.opendefense.cloud/agent-token-for"
+	annotationExpires = "solar.opendefense.cloud/token-expires"
+)
+
+// GVRs of the SolAr kinds in the API server.
+var (
+	TargetGVR       = schema.GroupVersionResource{Group: model.Group, Version: "v1alpha1", Resource: "targets"}
+	TargetReportGVR = schema.GroupVersionResource{Group: model.Group, Version: "v1alpha1", Resource: "targetreports"}
+)
+
+// Options configure minting.
+type Options struct {
+	// APIServerURL is where agents reach the SolAr API server
+	// (PipelineConfig.agent.apiserverURL); empty disables credentials.
+	APIServerURL string
+	// TTL is the requested token lifetime (PipelineConfig.agent.tokenTTL).
+	TTL time.Duration
+	// RotateBefore: a token with less lifetime left is replaced. Default TTL/3.
+	RotateBefore time.Duration
+	// Now is the clock; tests move it instead of waiting.
+	Now func() time.Time
+}
+
+// Credential is a Target's agent credential. Only the condition fields are
+// ever printed; Kubeconfig holds the token.
+type Credential struct {
+	Status  metav1.ConditionStatus `json:"status"`
+	Reason  string                 `json:"reason"`
+	Message string                 `json:"message"`
+	// Kubeconfig for the agent (server, CA, token) when Issued.
+	Kubeconfig []byte `json:"-"`
+}
+
+// Wanted reports whether a Target gets an agent credential: one of its
+// releases is annotated target-credential: "true".
+func Wanted(r *model.Release) bool { return r.Annotations[AnnotationTargetCredential] == "true" }
+
+// Minter mints credentials in one API server.
+type Minter struct {
+	client kubernetes.Interface
+	dyn    dynamic.Interface
+	ca     []byte
+	opts   Options
+}
+
+// NewMinter connects with the pipeline's own identity.
+func NewMinter(cfg *rest.Config, opts Options) (*Minter, error) {
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ca := cfg.CAData
+	if len(ca) == 0 && cfg.CAFile != "" {
+		if ca, err = os.ReadFile(cfg.CAFile); err != nil {
+			return nil, fmt.Errorf("reading the API server CA: %w", err)
+		}
+	}
+	if opts.TTL <= 0 {
+		opts.TTL = 24 * time.Hour
+	}
+	if opts.RotateBefore <= 0 {
+		opts.RotateBefore = opts.TTL / 3
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Minter{client: client, dyn: dyn, ca: ca, opts: opts}, nil
+}
+
+// Name is the ServiceAccount, Role and RoleBinding name of a Target's agent.
+func Name(target string) string { return "solar-agent-" + target }
+
+// Sync ensures the Target's credential and writes its condition to the
+// Target's status when the Target exists in the API server. A failure is a
+// MintFailed credential, not an error: the other Targets go on.
+func (m *Minter) Sync(ctx context.Context, t *model.Target) Credential {
+	var cred Credential
+	switch {
+	case m.opts.APIServerURL == "":
+		cred = Credential{Status: metav1.ConditionFalse, Reason: ReasonDisabled,
+			Message: "PipelineConfig spec.agent.apiserverURL is not set: agents get no credential"}
+	case t.Annotations[AnnotationAgentCredential] == "revoked":
+		if err := m.revoke(ctx, t); err != nil {
+			cred = failed(fmt.Errorf("revoking: %w", err))
+		} else {
+			cred = Credential{Status: metav1.ConditionFalse, Reason: ReasonRevoked,
+				Message: "revoked by the annotation " + AnnotationAgentCredential + ": its token Secrets are deleted, no new token is minted"}
+		}
+	default:
+		var err error
+		if cred, err = m.issue(ctx, t); err != nil {
+			cred = failed(err)
+		}
+	}
+	if err := m.writeCondition(ctx, t, cred); err != nil && cred.Reason != ReasonMintFailed {
+		cred = failed(fmt.Errorf("writing the condition to Target %s/%s: %w", t.Namespace, t.Name, err))
+	}
+	return cred
+}
+
+func failed(err error) Credential {
+	return Credential{Status: metav1.ConditionFalse, Reason: ReasonMintFailed, Message: err.Error()}
+}
+
+// issue ensures the RBAC objects and TargetReport, and a token with enough
+// lifetime left.
+func (m *Minter) issue(ctx context.Context, t *model.Target) (Credential, error) {
+	if err := m.ensureRBAC(ctx, t); err != nil {
+		return Credential{}, err
+	}
+	if err := m.ensureReport(ctx, t); err != nil {
+		return Credential{}, err
+	}
+	secret, err := m.ensureToken(ctx, t)
+	if err != nil {
+		return Credential{}, err
+	}
+	token := secret.Data["token"]
+	kubeconfig, err := m.kubeconfig(t, string(token))
+	if err != nil {
+		return Credential{}, err
+	}
+	return Credential{
+		Status: metav1.ConditionTrue, Reason: ReasonIssued,
+		Message: fmt.Sprintf("token <redacted> (fingerprint %s) in Secret %s/%s, expires %s",
+			Fingerprint(token), secret.Namespace, secret.Name, secret.Annotations[annotationExpires]),
+		Kubeconfig: kubeconfig,
+	}, nil
+}
+
+// Fingerprint identifies a token in messages without revealing it.
+func Fingerprint(token []byte) string {
+	sum := sha256.Sum256(token)
+	return "sha256:" + hex.EncodeToString(sum[:])[:12]
+}
+
+func (m *Minter) ensureRBAC(ctx context.Context, t *model.Target) error {
+	ns, name := t.Namespace, Name(t.Name)
+	labels := map[string]string{labelTokenFor: t.Name}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}}
+	if _, err := m.client.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating ServiceAccount %s/%s: %w", ns, name, err)
+	}
+	rules := []rbacv1.PolicyRule{
+		{APIGroups: []string{model.Group}, Resources: []string{"targets"}, ResourceNames: []string{t.Name}, Verbs: []string{"get", "watch"}},
+		{APIGroups: []string{model.Group}, Resources: []string{"targetreports"}, ResourceNames: []string{t.Name}, Verbs: []string{"get", "update", "patch"}},
+	}
+	roles := m.client.RbacV1().Roles(ns)
+	role, err := roles.Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		role = &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}, Rules: rules}
+		if _, err := roles.Create(ctx, role, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating Role %s/%s: %w", ns, name, err)
+		}
+	case err != nil:
+		return fmt.Errorf("reading Role %s/%s: %w", ns, name, err)
+	case !equalRules(role.Rules, rules):
+		role.Rules = rules
+		if _, err := roles.Update(ctx, role, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("updating Role %s/%s: %w", ns, name, err)
+		}
+	}
+	rb := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: ns}},
+	}
+	if _, err := m.client.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating RoleBinding %s/%s: %w", ns, name, err)
+	}
+	return nil
+}
+
+func equalRules(a, b []rbacv1.PolicyRule) bool {
+	return slices.EqualFunc(a, b, func(x, y rbacv1.PolicyRule) bool {
+		return slices.Equal(x.APIGroups, y.APIGroups) && slices.Equal(x.Resources, y.Resources) &&
+			slices.Equal(x.ResourceNames, y.ResourceNames) && slices.Equal(x.Verbs, y.Verbs) &&
+			slices.Equal(x.NonResourceURLs, y.NonResourceURLs)
+	})
+}
+
+// ensureReport creates the Target's empty TargetReport if it is missing.
+func (m *Minter) ensureReport(ctx context.Context, t *model.Target) error {
+	report := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": model.Group + "/v1alpha1", "kind": model.KindTargetReport,
+		"metadata": map[string]any{"name": t.Name, "namespace": t.Namespace},
+		"spec":     map[string]any{},
+	}}
+	_, err := m.dyn.Resource(TargetReportGVR).Namespace(t.Namespace).Create(ctx, report, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating TargetReport %s/%s: %w", t.Namespace, t.Name, err)
+	}
+	return nil
+}
+
+// tokenSecrets lists the Target's token Secrets, newest expiry last.
+func (m *Minter) tokenSecrets(ctx context.Context, t *model.Target) ([]corev1.Secret, error) {
+	list, err := m.client.CoreV1().Secrets(t.Namespace).List(ctx, metav1.ListOptions{LabelSelector: labelTokenFor + "=" + t.Name})
+	if err != nil {
+		return nil, fmt.Errorf("listing the token Secrets of %s/%s: %w", t.Namespace, t.Name, err)
+	}
+	slices.SortFunc(list.Items, func(a, b corev1.Secret) int {
+		return cmp.Or(expires(&a).Compare(expires(&b)), cmp.Compare(a.Name, b.Name))
+	})
+	return list.Items, nil
+}
+
+func expires(s *corev1.Secret) time.Time {
+	t, _ := time.Parse(time.RFC3339, s.Annotations[annotationExpires])
+	return t
+}
+
+// ensureToken returns a token Secret with at least RotateBefore left, minting
+// one when needed. Expired Secrets are deleted; the one being replaced stays
+// until it expires, so an agent keeps working until its new chart arrives.
+func (m *Minter) ensureToken(ctx context.Context, t *model.Target) (*corev1.Secret, error) {
+	secrets, err := m.tokenSecrets(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	now := m.opts.Now()
+	var current *corev1.Secret
+	for i := range secrets {
+		s := &secrets[i]
+		switch {
+		case !expires(s).After(now):
+			if err := m.deleteSecret(ctx, s); err != nil {
+				return nil, err
+			}
+		case len(s.Data["token"]) > 0:
+			current = s
+		}
+	}
+	if current != nil && expires(current).Sub(now) >= m.opts.RotateBefore {
+		return current, nil
+	}
+	return m.mint(ctx, t)
+}
+
+func (m *Minter) deleteSecret(ctx context.Context, s *corev1.Secret) error {
+	err := m.client.CoreV1().Secrets(s.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting Secret %s/%s: %w", s.Namespace, s.Name, err)
+	}
+	return nil
+}
+
+// mint creates a Secret, a token bound to it, and stores the token in it.
+func (m *Minter) mint(ctx context.Context, t *model.Target) (*corev1.Secret, error) {
+	secrets := m.client.CoreV1().Secrets(t.Namespace)
+	secret, err := secrets.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: Name(t.Name) + "-token-", Namespace: t.Namespace,
+			Labels: map[string]string{labelTokenFor: t.Name}},
+		Type: corev1.SecretTypeOpaque,
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("creating the token Secret: %w", err)
+	}
+	seconds := int64(m.opts.TTL / time.Second)
+	tr, err := m.client.CoreV1().ServiceAccounts(t.Namespace).CreateToken(ctx, Name(t.Name), &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{
+			ExpirationSeconds: &seconds,
+			BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Secret", APIVersion: "v1", Name: secret.Name, UID: secret.UID},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("requesting a token for ServiceAccount %s/%s: %w", t.Namespace, Name(t.Name), err),
+			m.deleteSecret(ctx, secret))
+	}
+	// The granted expiry may differ from the requested one.
+	secret.Annotations = map[string]string{annotationExpires: tr.Status.ExpirationTimestamp.UTC().Format(time.RFC3339)}
+	secret.Data = map[string][]byte{"token": []byte(tr.Status.Token)}
+	updated, err := secrets.Update(ctx, secret, metav1.UpdateOptions{})
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("storing the token in Secret %s/%s: %w", secret.Namespace, secret.Name, err),
+			m.deleteSecret(ctx, secret))
+	}
+	return updated, nil
+}
+
+// revoke deletes every token Secret of the Target: the tokens bound to them
+// stop working at once.
+func (m *Minter) revoke(ctx context.Context, t *model.Target) error {
+	secrets, err := m.tokenSecrets(ctx, t)
+	if err != nil {
+		return err
+	}
+	for i := range secrets {
+		if err := m.deleteSecret(ctx, &secrets[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// kubeconfig is what the agent release carries: the API server for agents,
+// its CA, the token.
+func (m *Minter) kubeconfig(t *model.Target, token string) ([]byte, error) {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["solar"] = &clientcmdapi.Cluster{Server: m.opts.APIServerURL, CertificateAuthorityData: m.ca}
+	cfg.AuthInfos[Name(t.Name)] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts["solar"] = &clientcmdapi.Context{Cluster: "solar", AuthInfo: Name(t.Name), Namespace: t.Namespace}
+	cfg.CurrentContext = "solar"
+	return clientcmd.Write(*cfg)
+}
+
+// writeCondition sets AgentCredentialReady on the Target's status when the
+// Target exists in the API server, and only when it changed.
+func (m *Minter) writeCondition(ctx context.Context, t *model.Target, cred Credential) error {
+	targets := m.dyn.Resource(TargetGVR).Namespace(t.Namespace)
+	obj, err := targets.Get(ctx, t.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var status struct {
+		Conditions []metav1.Condition `json:"conditions,omitempty"`
+	}
+	if raw, ok := obj.Object["status"].(map[string]any); ok {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &status); err != nil {
+			return fmt.Errorf("reading status: %w", err)
+		}
+	}
+	changed := apimeta.SetStatusCondition(&status.Conditions, metav1.Condition{
+		Type: ConditionType, Status: cred.Status, Reason: cred.Reason, Message: cred.Message,
+		ObservedGeneration: obj.GetGeneration(), LastTransitionTime: metav1.NewTime(m.opts.Now()),
+	})
+	if !changed {
+		return nil
+	}
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&status)
+	if err != nil {
+		return err
+	}
+	obj.Object["status"] = raw
+	_, err = targets.UpdateStatus(ctx, obj, metav1.UpdateOptions{})
+	return err
+}

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# start-apiserver.sh: runs a real Kubernetes API server (kube-apiserver 1.36 on
+# etcd 3.6, both built by scripts/install-tools.sh) on 127.0.0.1 with RBAC, a
+# service-account signing key pair (TokenRequest works) and a token file with
+# one admin user. The test helper (internal/testenv) starts it; by hand:
+#
+#   scripts/start-apiserver.sh DIR ETCD_PORT API_PORT [ETCD_PEER_PORT]
+#   KUBECONFIG=DIR/kubeconfig kubectl get ns     # once DIR/certs/apiserver.crt exists
+#
+# DIR gets etcd's data, the keys, the token file and kubeconfig (the admin,
+# trusting the serving certificate the API server makes in DIR/certs). Both
+# processes run until this script's process group is killed.
+set -euo pipefail
+dir=${1:?usage: start-apiserver.sh DIR ETCD_PORT API_PORT}
+etcd_port=${2:?usage: start-apiserver.sh DIR ETCD_PORT API_PORT}
+api_port=${3:?usage: start-apiserver.sh DIR ETCD_PORT API_PORT}
+mkdir -p "$dir/etcd" "$dir/certs"
+
+openssl genrsa -out "$dir/sa.key" 2048 2>/dev/null
+openssl rsa -in "$dir/sa.key" -pubout -out "$dir/sa.pub" 2>/dev/null
+token=$(openssl rand -hex 24)
+printf '%s,solar-admin,solar-admin,"system:masters"\n' "$token" >"$dir/tokens.csv"
+cat >"$dir/kubeconfig" <<KUBECONFIG
+apiVersion: v1
+kind: Config
+clusters:
+- name: solar-test
+  cluster:
+    server: https://127.0.0.1:$api_port
+    certificate-authority: $dir/certs/apiserver.crt
+users:
+- name: solar-admin
+  user:
+    token: $token
+contexts:
+- name: solar-test
+  context: {cluster: solar-test, user: solar-admin}
+current-context: solar-test
+KUBECONFIG
+
+peer_port=${4:-$((etcd_port + 1))}
+etcd --data-dir "$dir/etcd" --unsafe-no-fsync \
+  --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
+  --listen-peer-urls "http://127.0.0.1:$peer_port" --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
+  --initial-cluster "default=http://127.0.0.1:$peer_port" --log-level warn &
+
+exec kube-apiserver \
+  --etcd-servers "http://127.0.0.1:$etcd_port" \
+  --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
+  --cert-dir "$dir/certs" \
+  --authorization-mode RBAC \
+  --token-auth-file "$dir/tokens.csv" \
+  --service-account-issuer https://kubernetes.default.svc \
+  --service-account-key-file "$dir/sa.pub" \
+  --service-account-signing-key-file "$dir/sa.key" \
+  --service-cluster-ip-range 10.96.0.0/24 \
+  --enable-priority-and-fairness=false \
+  --v 0
