@@ -74,7 +74,7 @@ registry failed. With --exit-code: 0 when nothing changed, 2 when charts were
 			if err != nil {
 				return err
 			}
-			plan, problems, err := g.plan(args, f)
+			plan, creds, problems, err := g.plan(cmd.Context(), args, f)
 			if err != nil || plan == nil {
 				return g.finish(&publish.Report{Targets: []publish.TargetReport{}, Problems: problems}, err)
 			}
@@ -82,8 +82,9 @@ registry failed. With --exit-code: 0 when nothing changed, 2 when charts were
 				Registry: ro.Registry, DryRun: f.dryRun, Concurrency: concurrency, Package: opts,
 				// Far longer than one registry round trip, the gap between a
 				// writer checking a tag and pushing it.
-				Settle:   500 * time.Millisecond,
-				Progress: g.progress(),
+				Settle:      500 * time.Millisecond,
+				Progress:    g.progress(),
+				Credentials: creds,
 			})
 			report.Problems = append(problems, report.Problems...).Sorted()
 			err = g.finish(report, err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"slices"
@@ -10,8 +11,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/solar-pipeline/solar/renderer/chart"
+	"github.com/solar-pipeline/solar/renderer/credential"
 	"github.com/solar-pipeline/solar/renderer/diag"
 	"github.com/solar-pipeline/solar/renderer/publish"
 	"github.com/solar-pipeline/solar/renderer/resolve"
@@ -23,6 +26,7 @@ type planFlags struct {
 	target     string
 	strict     bool
 	dryRun     bool
+	kubeconfig string
 }
 
 func (f *planFlags) register(cmd *cobra.Command) {
@@ -30,6 +34,7 @@ func (f *planFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.target, "target", "", "render only the Target of this name (with -n, of that namespace)")
 	cmd.Flags().BoolVar(&f.strict, "strict-registry-bindings", false, "make a registry a Target pulls from without a RegistryBinding an error (default: anonymous pulls)")
 	cmd.Flags().BoolVar(&f.dryRun, "dry-run", false, "compute versions and actions against the store, write nothing")
+	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the SolAr API server: mint agent credentials there first (docs/credentials.md)")
 }
 
 func newRenderCmd(g *globals) *cobra.Command {
@@ -65,7 +70,7 @@ success; 1: invalid input or a Target failed.`,
 			if err != nil {
 				return err
 			}
-			plan, problems, err := g.plan(args, f)
+			plan, creds, problems, err := g.plan(cmd.Context(), args, f)
 			if err != nil || plan == nil {
 				return g.finish(&publish.Report{Targets: []publish.TargetReport{}, Problems: problems}, err)
 			}
@@ -73,7 +78,9 @@ success; 1: invalid input or a Target failed.`,
 			if err != nil {
 				return err
 			}
-			report, err := publish.Publish(cmd.Context(), store, plan, publish.Options{DryRun: f.dryRun, Package: opts, Progress: g.progress()})
+			report, err := publish.Publish(cmd.Context(), store, plan, publish.Options{
+				DryRun: f.dryRun, Package: opts, Progress: g.progress(), Credentials: creds,
+			})
 			if err == nil {
 				err = store.Save()
 			}
@@ -86,24 +93,39 @@ success; 1: invalid input or a Target failed.`,
 	return cmd
 }
 
-// plan loads, validates and resolves, then keeps the Targets -n and --target
-// select. The plan is nil when the input is invalid.
-func (g *globals) plan(paths []string, f planFlags) (*resolve.Plan, diag.List, error) {
+// plan loads, validates and resolves, keeps the Targets -n and --target
+// select, and with --kubeconfig syncs their agent credentials. The plan is nil
+// when the input is invalid.
+func (g *globals) plan(ctx context.Context, paths []string, f planFlags) (*resolve.Plan, map[string]*credential.Credential, diag.List, error) {
 	set, problems, err := g.load(paths, f.policyDirs)
 	if err != nil || set == nil {
-		return nil, problems, err
+		return nil, nil, problems, err
 	}
 	plan, err := resolve.Resolve(set, resolve.Options{StrictRegistryBindings: f.strict})
 	if err != nil {
-		return nil, problems, err
+		return nil, nil, problems, err
 	}
 	plan.Targets = slices.DeleteFunc(plan.Targets, func(t *resolve.Target) bool {
 		return (g.namespace != "" && t.Target.Namespace != g.namespace) || (f.target != "" && t.Target.Name != f.target)
 	})
 	if f.target != "" && len(plan.Targets) == 0 {
-		return nil, problems, fmt.Errorf("no Target %q%s", f.target, inNamespace(g.namespace))
+		return nil, nil, problems, fmt.Errorf("no Target %q%s", f.target, inNamespace(g.namespace))
 	}
-	return plan, problems, nil
+	opts, err := credential.OptionsFrom(set)
+	if err != nil {
+		return nil, nil, problems, err
+	}
+	var minter *credential.Minter
+	if f.kubeconfig != "" && !f.dryRun {
+		cfg, err := clientcmd.BuildConfigFromFlags("", f.kubeconfig)
+		if err != nil {
+			return nil, nil, problems, fmt.Errorf("reading --kubeconfig: %w", err)
+		}
+		if minter, err = credential.NewMinter(cfg, opts); err != nil {
+			return nil, nil, problems, err
+		}
+	}
+	return plan, credential.ForPlan(ctx, minter, opts, plan), problems, nil
 }
 
 func inNamespace(ns string) string {

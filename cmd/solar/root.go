@@ -49,7 +49,7 @@ them to an OCI registry (publish) that Flux pulls from (bootstrap-manifests).`,
 	root.PersistentFlags().StringVarP(&g.namespace, "namespace", "n", "", `namespace of objects that do not set metadata.namespace (default "default");
 render and publish also work on the Targets of this namespace only`)
 	root.PersistentFlags().StringVarP(&g.output, "output", "o", "text", "output format: text or json")
-	root.AddCommand(newVetCmd(g), newRenderCmd(g), newPublishCmd(g), newBootstrapCmd(g))
+	root.AddCommand(newVetCmd(g), newRenderCmd(g), newPublishCmd(g), newBootstrapCmd(g), newCredentialsCmd(g))
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)

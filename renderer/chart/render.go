@@ -2,6 +2,7 @@ package chart
 
 import (
 	"cmp"
+	"maps"
 	"strings"
 
 	"github.com/solar-pipeline/solar/renderer/resolve"
@@ -54,6 +55,24 @@ func Release(sel *resolve.Selected) *Source {
 		Values:      values,
 		Templates:   "release",
 	}
+}
+
+// AgentRepository is where the agent release chart of one Target lives: it
+// carries that Target's kubeconfig, so it is never shared.
+func AgentRepository(targetNS, target, releaseNS, release string) string {
+	return targetNS + "/" + releaseNS + "/" + target + "/release-" + release
+}
+
+// Agent is the release chart of an agent Release for one Target: the release
+// chart with the Target's kubeconfig added to the Release's values as
+// "kubeconfig".
+func Agent(sel *resolve.Selected, kubeconfig []byte) *Source {
+	src := Release(sel)
+	release := src.Values["release"].(map[string]any)
+	values := maps.Clone(release["values"].(map[string]any))
+	values["kubeconfig"] = string(kubeconfig)
+	release["values"] = values
+	return src
 }
 
 // TargetValues are the values the bootstrap chart gives the release chart of

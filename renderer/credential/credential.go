@@ -125,8 +125,7 @@ func (m *Minter) Sync(ctx context.Context, t *model.Target) Credential {
 	var cred Credential
 	switch {
 	case m.opts.APIServerURL == "":
-		cred = Credential{Status: metav1.ConditionFalse, Reason: ReasonDisabled,
-			Message: "PipelineConfig spec.agent.apiserverURL is not set: agents get no credential"}
+		cred = Credential{Status: metav1.ConditionFalse, Reason: ReasonDisabled, Message: disabledMessage}
 	case t.Annotations[AnnotationAgentCredential] == "revoked":
 		if err := m.revoke(ctx, t); err != nil {
 			cred = failed(fmt.Errorf("revoking: %w", err))
@@ -145,6 +144,8 @@ func (m *Minter) Sync(ctx context.Context, t *model.Target) Credential {
 	}
 	return cred
 }
+
+const disabledMessage = "PipelineConfig spec.agent.apiserverURL is not set: agents get no credential"
 
 func failed(err error) Credential {
 	return Credential{Status: metav1.ConditionFalse, Reason: ReasonMintFailed, Message: err.Error()}

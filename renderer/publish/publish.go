@@ -26,6 +26,7 @@ import (
 	"oras.land/oras-go/v2/registry/remote/errcode"
 
 	"github.com/solar-pipeline/solar/renderer/chart"
+	"github.com/solar-pipeline/solar/renderer/credential"
 	"github.com/solar-pipeline/solar/renderer/diag"
 	"github.com/solar-pipeline/solar/renderer/resolve"
 )
@@ -49,6 +50,9 @@ type Options struct {
 	Settle time.Duration
 	// Concurrency bounds the charts published at once; 0 means GOMAXPROCS.
 	Concurrency int
+	// Credentials are the agent credentials by Target ("<ns>/<name>"). A Target
+	// with an issued one gets its own agent release chart with its kubeconfig.
+	Credentials map[string]*credential.Credential
 	// Progress, when set, is called after each Target, one call at a time.
 	Progress func(done, total int, t TargetReport)
 	Package  chart.Options
@@ -67,6 +71,8 @@ type TargetReport struct {
 	ChartReport
 	Releases []ReleaseReport  `json:"releases"`
 	Excluded []ExcludedReport `json:"excluded"`
+	// Credential is the agent credential's condition, when the Target gets one.
+	Credential *credential.Credential `json:"credential,omitempty"`
 }
 
 // ChartReport is where a chart went and what happened to it.
@@ -112,29 +118,25 @@ func Publish(ctx context.Context, store Store, plan *resolve.Plan, opts Options)
 		targets = append(targets, t)
 	}
 
-	// Release charts, each once: the Targets of a namespace share them.
-	var repos []string
-	sels := map[string]*resolve.Selected{}
+	// Release charts, each once: the Targets of a namespace share them (but
+	// for agent charts, which carry one Target's kubeconfig).
+	var jobs []job
+	seen := map[string]bool{}
 	for _, t := range targets {
 		for _, sel := range t.Releases {
-			repo := chart.ReleaseRepository(t.Target.Namespace, sel.Release.Namespace, sel.Release.Name)
-			if _, ok := sels[repo]; !ok {
-				sels[repo] = sel
-				repos = append(repos, repo)
+			if repo := p.releaseRepo(t, sel); !seen[repo] {
+				seen[repo] = true
+				jobs = append(jobs, p.releaseJob(t, sel))
 			}
 		}
-	}
-	jobs := make([]job, len(repos))
-	for i, repo := range repos {
-		jobs[i] = job{repo: repo, src: chart.Release(sels[repo])}
 	}
 	released, err := p.charts(ctx, jobs, nil)
 	if err != nil {
 		return report, err
 	}
 	p.released = map[string]ChartReport{}
-	for i, repo := range repos {
-		p.released[repo] = released[i]
+	for i, j := range jobs {
+		p.released[j.repo] = released[i]
 	}
 
 	// Then the bootstrap charts, which name the release charts' versions.
@@ -189,6 +191,33 @@ type publisher struct {
 	released map[string]ChartReport
 }
 
+// agentKubeconfig is the kubeconfig a selected release of a Target carries:
+// set for an agent Release of a Target with an issued credential.
+func (p *publisher) agentKubeconfig(t *resolve.Target, sel *resolve.Selected) []byte {
+	cred := p.opts.Credentials[t.Target.Namespace+"/"+t.Target.Name]
+	if cred == nil || !credential.Wanted(sel.Release) {
+		return nil
+	}
+	return cred.Kubeconfig
+}
+
+// releaseRepo is the repository of a selected release's chart for a Target.
+func (p *publisher) releaseRepo(t *resolve.Target, sel *resolve.Selected) string {
+	tt, r := t.Target, sel.Release
+	if p.agentKubeconfig(t, sel) != nil {
+		return chart.AgentRepository(tt.Namespace, tt.Name, r.Namespace, r.Name)
+	}
+	return chart.ReleaseRepository(tt.Namespace, r.Namespace, r.Name)
+}
+
+// releaseJob publishes a selected release's chart for a Target.
+func (p *publisher) releaseJob(t *resolve.Target, sel *resolve.Selected) job {
+	if kubeconfig := p.agentKubeconfig(t, sel); kubeconfig != nil {
+		return job{repo: p.releaseRepo(t, sel), src: chart.Agent(sel, kubeconfig)}
+	}
+	return job{repo: p.releaseRepo(t, sel), src: chart.Release(sel)}
+}
+
 // target is the report of a Target without its bootstrap chart, and the job
 // that publishes that chart.
 func (p *publisher) target(t *resolve.Target) (TargetReport, job) {
@@ -200,8 +229,9 @@ func (p *publisher) target(t *resolve.Target) (TargetReport, job) {
 	}
 	refs := make([]chart.Ref, len(t.Releases))
 	values := make([]map[string]any, len(t.Releases))
+	tr.Credential = p.opts.Credentials[tt.Namespace+"/"+tt.Name]
 	for i, sel := range t.Releases {
-		repo := chart.ReleaseRepository(tt.Namespace, sel.Release.Namespace, sel.Release.Name)
+		repo := p.releaseRepo(t, sel)
 		cr := p.released[repo]
 		refs[i] = chart.Ref{URL: chart.URL(registry, repo), Version: cr.Version}
 		values[i] = chart.TargetValues(sel)

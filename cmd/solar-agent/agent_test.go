@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/solar-pipeline/solar/internal/testenv"
+	"github.com/solar-pipeline/solar/renderer/credential"
+	"github.com/solar-pipeline/solar/renderer/model"
+)
+
+// TestAgentReports mints edge-1's credential in a real API server, runs the
+// agent with it twice, and points it at edge-2's report.
+func TestAgentReports(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs a real etcd and kube-apiserver")
+	}
+	s := testenv.StartAPIServer(t)
+	ctx := context.Background()
+	_, err := s.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "alpha"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	dyn, err := dynamic.NewForConfig(s.Config)
+	require.NoError(t, err)
+	m, err := credential.NewMinter(s.Config, credential.Options{APIServerURL: s.URL, TTL: time.Hour})
+	require.NoError(t, err)
+	var creds []credential.Credential
+	for _, name := range []string{"edge-1", "edge-2"} {
+		_, err := dyn.Resource(credential.TargetGVR).Namespace("alpha").Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "solar.opendefense.cloud/v1alpha1", "kind": "Target",
+			"metadata": map[string]any{"name": name},
+			"spec":     map[string]any{"renderRegistryRef": map[string]any{"name": "render"}},
+		}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		cred := m.Sync(ctx, &model.Target{Meta: model.Meta{Name: name, Namespace: "alpha"}})
+		require.Equal(t, credential.ReasonIssued, cred.Reason, cred.Message)
+		creds = append(creds, cred)
+	}
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, os.WriteFile(kubeconfig, creds[0].Kubeconfig, 0o600))
+
+	agent := func(target string) (int, string) {
+		var out, errOut bytes.Buffer
+		code := run(ctx, []string{"--kubeconfig", kubeconfig, "--target", target, "--once"}, &out, &errOut)
+		return code, errOut.String()
+	}
+	lastReport := func() string {
+		r, err := dyn.Resource(credential.TargetReportGVR).Namespace("alpha").Get(ctx, "edge-1", metav1.GetOptions{})
+		require.NoError(t, err)
+		v, _, _ := unstructured.NestedString(r.Object, "spec", "lastReportTime")
+		return v
+	}
+	code, logs := agent("edge-1")
+	require.Equal(t, 0, code, logs)
+	first := lastReport()
+	require.NotEmpty(t, first)
+	code, logs = agent("edge-1")
+	require.Equal(t, 0, code, logs)
+	second := lastReport()
+	t1, err := time.Parse(time.RFC3339Nano, first)
+	require.NoError(t, err)
+	t2, err := time.Parse(time.RFC3339Nano, second)
+	require.NoError(t, err)
+	assert.True(t, t2.After(t1), "lastReportTime advances: %s then %s", first, second)
+	r, err := dyn.Resource(credential.TargetReportGVR).Namespace("alpha").Get(ctx, "edge-1", metav1.GetOptions{})
+	require.NoError(t, err)
+	v, _, _ := unstructured.NestedString(r.Object, "spec", "agentVersion")
+	assert.Equal(t, version, v)
+
+	code, logs = agent("edge-2")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, logs, "403 Forbidden")
+	assert.Contains(t, logs, "is --target this agent's own Target?")
+	kc, err := clientcmd.Load(creds[0].Kubeconfig)
+	require.NoError(t, err)
+	for _, u := range kc.AuthInfos {
+		assert.False(t, strings.Contains(logs, u.Token), "the token is never logged")
+	}
+}
