@@ -60,7 +60,8 @@ wrapped_tool() {
   if [ ! -x "$dir/$name" ]; then
     log "building $name $version (wrapper module around $pkg; slow the first time)"
     printf '//go:build tools\n\npackage tools\n\nimport _ "%s"\n' "$pkg" >"$WRAP/tools.go"
-    (cd "$WRAP" && GOFLAGS=-mod=mod go mod tidy >&2 && \
+    # -e: tests of dependencies may need modules the proxy no longer serves.
+    (cd "$WRAP" && GOFLAGS=-mod=mod go mod tidy -e >&2 && \
       GOFLAGS=-buildvcs=false go build -ldflags "$ldflags" -o "$dir.tmp/$name" "$pkg" >&2)
     rm -rf "$dir"
     mv "$dir.tmp" "$dir"
@@ -103,6 +104,29 @@ for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   kv="$kv -X $p.gitVersion=v$KUBE -X $p.gitMajor=1 -X $p.gitMinor=$minor"
 done
 wrapped_tool kube-apiserver "v$KUBE" k8s.io/kubernetes/cmd/kube-apiserver "$kv"
+
+# Flux source-controller (v1.10 needs Go 1.27), with its upstream go-digest
+# replace; its CRDs are copied from the module into crd/ beside the binary.
+SC=v1.9.6
+if [ ! -x "$TOOLS/source-controller-$SC/source-controller" ]; then
+  WRAP=$(mktemp -d)
+  cat >"$WRAP/go.mod" <<GOMOD
+module solar.local/source-controller
+
+go 1.26.0
+
+require github.com/fluxcd/source-controller $SC
+
+replace github.com/opencontainers/go-digest => github.com/opencontainers/go-digest v1.0.1-0.20220411205349-bde1400a84be
+
+replace github.com/fluxcd/pkg/artifact => github.com/fluxcd/pkg/artifact v0.18.0
+GOMOD
+  src=$(cd "$WRAP" && go mod download -json "github.com/fluxcd/source-controller@$SC" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+  mkdir -p "$TOOLS/source-controller-$SC.tmp/crd"
+  cp "$src"/config/crd/bases/*.yaml "$TOOLS/source-controller-$SC.tmp/crd/"
+fi
+wrapped_tool source-controller "$SC" github.com/fluxcd/source-controller
+ln -sfn "$TOOLS/source-controller-$SC/crd" "$TOOLS/flux-crd"
 
 go_tool cue cuelang.org/go/cmd/cue v0.17.1
 go_tool helm helm.sh/helm/v3/cmd/helm v3.22.0

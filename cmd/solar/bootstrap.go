@@ -34,7 +34,8 @@ needs once so that Flux pulls everything else solar publishes for it:
   - OCIRepository solar-bootstrap: oci://<registry>/<ns>/bootstrap-<target>,
     the highest version (semver >=0.0.0), Helm chart layer;
   - HelmRelease solar-bootstrap of that chart (remediation retries 3, tests,
-    drift detection). Its HelmReleases are named solar-bootstrap-<uniqueName>.
+    drift detection), with values that make the chart's own OCIRepositories use
+    the same Secrets. Its HelmReleases are named solar-bootstrap-<uniqueName>.
 The objects go to the Flux namespace (--flux-namespace, default flux-system).`,
 		Example: `  solar bootstrap-manifests edge-1 -n alpha --registry registry.example.com/solar | kubectl apply -f -
   echo "$PULL_TOKEN" | solar bootstrap-manifests edge-1 -n alpha --registry 127.0.0.1:5000 \
@@ -88,6 +89,9 @@ The objects go to the Flux namespace (--flux-namespace, default flux-system).`,
 				"secretRef": map[string]any{"name": bootstrapName + "-pull"},
 			}
 			docs := []any{secret}
+			// The bootstrap chart's own OCIRepositories pull from the same
+			// registry with the same Secrets.
+			registryValues := map[string]any{"pullSecret": bootstrapName + "-pull"}
 			if caFile != "" {
 				pem, err := os.ReadFile(caFile)
 				if err != nil {
@@ -98,9 +102,11 @@ The objects go to the Flux namespace (--flux-namespace, default flux-system).`,
 					"type": "Opaque", "data": map[string]any{"ca.crt": base64.StdEncoding.EncodeToString(pem)},
 				})
 				ociSpec["certSecretRef"] = map[string]any{"name": bootstrapName + "-ca"}
+				registryValues["certSecret"] = bootstrapName + "-ca"
 			}
 			if plainHTTP {
 				ociSpec["insecure"] = true
+				registryValues["insecure"] = true
 			}
 			docs = append(docs,
 				map[string]any{
@@ -117,6 +123,7 @@ The objects go to the Flux namespace (--flux-namespace, default flux-system).`,
 						"upgrade":        map[string]any{"remediation": map[string]any{"retries": 3}},
 						"test":           map[string]any{"enable": true},
 						"driftDetection": map[string]any{"mode": "enabled"},
+						"values":         map[string]any{"registry": registryValues},
 					},
 				})
 			fmt.Fprintf(g.stdout, "# What the cluster of Target %s/%s needs once: kubectl apply -f this file.\n", ns, target)

@@ -78,6 +78,8 @@ func TestBootstrapManifestsAuth(t *testing.T) {
 	require.Len(t, d, 4)
 	oci := d["OCIRepository/solar-bootstrap"]["spec"].(map[string]any)
 	assert.Equal(t, map[string]any{"name": "solar-bootstrap-ca"}, oci["certSecretRef"])
+	assert.Equal(t, map[string]any{"registry": map[string]any{"pullSecret": "solar-bootstrap-pull", "certSecret": "solar-bootstrap-ca"}},
+		d["HelmRelease/solar-bootstrap"]["spec"].(map[string]any)["values"], "the chart's own OCIRepositories use the same Secrets")
 	ca, err := base64.StdEncoding.DecodeString(d["Secret/solar-bootstrap-ca"]["data"].(map[string]any)["ca.crt"].(string))
 	require.NoError(t, err)
 	want, err := os.ReadFile(reg.CAFile)

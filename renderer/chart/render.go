@@ -112,7 +112,9 @@ func Bootstrap(t *resolve.Target, refs []Ref, values []map[string]any) *Source {
 			"values":  values[i],
 		})
 	}
-	registry := map[string]any{"pullSecret": "", "insecure": false}
+	// The HelmRelease that installs the bootstrap chart may override these
+	// with the Secrets of the cluster (solar bootstrap-manifests does).
+	registry := map[string]any{"pullSecret": "", "certSecret": "", "insecure": false}
 	if reg := t.RenderRegistry; reg != nil {
 		registry["pullSecret"] = t.PullSecrets[reg.Spec.Hostname]
 		registry["insecure"] = reg.Spec.PlainHTTP
