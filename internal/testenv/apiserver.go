@@ -83,21 +83,24 @@ func StartAPIServer(t testing.TB) *APIServer {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	s.installCRDs(t)
+	s.InstallCRDs(t, crd.FS)
 	return s
 }
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
-func (s *APIServer) installCRDs(t testing.TB) {
+// InstallCRDs creates every CRD of the *.yaml files of fsys and waits until
+// each is established.
+func (s *APIServer) InstallCRDs(t testing.TB, fsys fs.FS) {
 	t.Helper()
 	ctx := context.Background()
 	dyn, err := dynamic.NewForConfig(s.Config)
 	require.NoError(t, err)
-	files, err := fs.Glob(crd.FS, "*.yaml")
+	files, err := fs.Glob(fsys, "*.yaml")
 	require.NoError(t, err)
+	require.NotEmpty(t, files)
 	for _, f := range files {
-		b, err := fs.ReadFile(crd.FS, f)
+		b, err := fs.ReadFile(fsys, f)
 		require.NoError(t, err)
 		var obj map[string]any
 		require.NoError(t, yaml.Unmarshal(b, &obj))

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/yaml"
+
+	"github.com/solar-pipeline/solar/internal/testenv"
+	"github.com/solar-pipeline/solar/renderer/publish"
+)
+
+var (
+	ociRepositoryGVR = schema.GroupVersionResource{Group: "source.toolkit.fluxcd.io", Version: "v1", Resource: "ocirepositories"}
+	secretGVR        = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+)
+
+// flux drives OCIRepositories in the API server.
+type flux struct {
+	t   *testing.T
+	dyn dynamic.Interface
+	ns  string
+}
+
+// apply creates the Secrets and OCIRepositories of a YAML stream; it returns
+// the other documents.
+func (f *flux) apply(stream string) []map[string]any {
+	f.t.Helper()
+	var rest []map[string]any
+	for _, doc := range strings.Split(stream, "\n---") {
+		var obj map[string]any
+		require.NoError(f.t, yaml.Unmarshal([]byte(doc), &obj))
+		if obj == nil {
+			continue
+		}
+		u := &unstructured.Unstructured{Object: obj}
+		var gvr schema.GroupVersionResource
+		switch u.GetKind() {
+		case "Secret":
+			gvr = secretGVR
+		case "OCIRepository":
+			gvr = ociRepositoryGVR
+		default:
+			rest = append(rest, obj)
+			continue
+		}
+		u.SetNamespace(f.ns)
+		_, err := f.dyn.Resource(gvr).Namespace(f.ns).Create(context.Background(), u, metav1.CreateOptions{})
+		require.NoError(f.t, err, "creating %s %s", u.GetKind(), u.GetName())
+	}
+	return rest
+}
+
+// ready waits until the OCIRepository is Ready and handled the given
+// reconcile request (if any), and returns its artifact.
+func (f *flux) ready(name, requested string) map[string]any {
+	f.t.Helper()
+	var last string
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) {
+		obj, err := f.dyn.Resource(ociRepositoryGVR).Namespace(f.ns).Get(context.Background(), name, metav1.GetOptions{})
+		require.NoError(f.t, err)
+		handled, _, _ := unstructured.NestedString(obj.Object, "status", "lastHandledReconcileAt")
+		conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+		for _, c := range conds {
+			m := c.(map[string]any)
+			if m["type"] == "Ready" {
+				last = fmt.Sprintf("%v %v: %v", m["status"], m["reason"], m["message"])
+				if m["status"] == "True" && (requested == "" || handled == requested) {
+					artifact, _, _ := unstructured.NestedMap(obj.Object, "status", "artifact")
+					return artifact
+				}
+			}
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	f.t.Fatalf("OCIRepository %s/%s not Ready within 90s; last Ready condition: %s", f.ns, name, last)
+	return nil
+}
+
+// reconcile asks source-controller to reconcile now, as flux reconcile does.
+func (f *flux) reconcile(name string) string {
+	f.t.Helper()
+	token := time.Now().Format(time.RFC3339Nano)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{"reconcile.fluxcd.io/requestedAt":%q}}}`, token)
+	_, err := f.dyn.Resource(ociRepositoryGVR).Namespace(f.ns).Patch(context.Background(), name, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{})
+	require.NoError(f.t, err)
+	return token
+}
+
+func download(t *testing.T, url string) []byte {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, url)
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return b
+}
+
+// TestFluxEndToEnd publishes examples/ to a registry over TLS with basic auth
+// and lets the real Flux source-controller, on a real API server, pull what
+// bootstrap-manifests points it at.
+func TestFluxEndToEnd(t *testing.T) {
+	needRegistry(t)
+	reg := testenv.StartRegistry(t, testenv.RegistryOptions{TLS: true})
+	api := testenv.StartAPIServer(t)
+	sc := testenv.StartSourceController(t, api)
+	dyn, err := dynamic.NewForConfig(api.Config)
+	require.NoError(t, err)
+	f := &flux{t: t, dyn: dyn, ns: sc.Namespace}
+	registry := reg.Host + "/solar"
+	dir := t.TempDir()
+	copyExamples(t, dir)
+	examples := filepath.Join(dir, "examples")
+	pub := func() publish.Report {
+		t.Helper()
+		code, stdout, stderr := publishCLI(t, reg, reg.Password, "--ca-file", reg.CAFile, "--registry", registry, "-o", "json", examples)
+		require.Equal(t, 0, code, stderr)
+		return decodeReport(t, stdout)
+	}
+	edge1 := func(r publish.Report) publish.TargetReport {
+		for _, tr := range r.Targets {
+			if tr.Name == "edge-1" {
+				return tr
+			}
+		}
+		t.Fatal("no edge-1 in the report")
+		return publish.TargetReport{}
+	}
+
+	// 1. Publish.
+	first := edge1(pub())
+
+	// 2. What the cluster needs once.
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"bootstrap-manifests", "edge-1", "-n", "alpha", "--registry", registry,
+		"--username", reg.Username, "--password-stdin", "--ca-file", reg.CAFile}, strings.NewReader(reg.Password), &stdout, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	rest := f.apply(stdout.String())
+	require.Len(t, rest, 1, "the HelmRelease is left: there is no helm-controller here")
+	helmRelease := rest[0]
+
+	// 3. Ready, and its artifact is the chart layer we pushed, byte for byte.
+	artifact := f.ready("solar-bootstrap", "")
+	assert.Equal(t, first.Version+"@"+first.Digest, artifact["revision"], "Flux took the version and manifest solar pushed")
+	pulled := t.TempDir()
+	helmCLI(t, "pull", "oci://"+registry+"/"+first.Repository, "--version", first.Version,
+		"--username", reg.Username, "--password", reg.Password, "--ca-file", reg.CAFile, "-d", pulled)
+	layer, err := os.ReadFile(filepath.Join(pulled, "bootstrap-edge-1-"+first.Version+".tgz"))
+	require.NoError(t, err)
+	got := download(t, artifact["url"].(string))
+	assert.True(t, bytes.Equal(layer, got), "source-controller's artifact is byte-identical to the pushed layer")
+
+	// 4. Render the bootstrap chart as helm-controller would, with the
+	// HelmRelease's values: every inner OCIRepository becomes Ready on its
+	// release chart.
+	values, err := yaml.Marshal(helmRelease["spec"].(map[string]any)["values"])
+	require.NoError(t, err)
+	valuesFile := filepath.Join(t.TempDir(), "values.yaml")
+	require.NoError(t, os.WriteFile(valuesFile, values, 0o644))
+	chartFile := filepath.Join(t.TempDir(), "bootstrap.tgz")
+	require.NoError(t, os.WriteFile(chartFile, got, 0o644))
+	rendered := helmCLI(t, "template", "solar-bootstrap", chartFile, "-n", f.ns, "-f", valuesFile)
+	f.apply(rendered)
+	for _, rel := range first.Releases {
+		name := "solar-bootstrap-" + rel.Key
+		a := f.ready(name, "")
+		assert.Equal(t, rel.Version+"@"+rel.Digest, a["revision"], "%s follows release chart %s", name, rel.Repository)
+	}
+
+	// 5. One Release changes: the bootstrap OCIRepository moves to the new version.
+	releases := filepath.Join(examples, "alpha", "releases.yaml")
+	b, err := os.ReadFile(releases)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(releases, bytes.Replace(b, []byte("replicaCount: 2"), []byte("replicaCount: 3"), 1), 0o644))
+	second := edge1(pub())
+	require.Equal(t, "0.0.2", second.Version)
+	moved := f.ready("solar-bootstrap", f.reconcile("solar-bootstrap"))
+	assert.Equal(t, second.Version+"@"+second.Digest, moved["revision"])
+
+	// Unchanged input: the revision stays exactly the same, so helm-controller
+	// would not upgrade.
+	third := edge1(pub())
+	assert.Equal(t, publish.Unchanged, third.Action)
+	same := f.ready("solar-bootstrap", f.reconcile("solar-bootstrap"))
+	assert.Equal(t, moved["revision"], same["revision"])
+	assert.Equal(t, moved["digest"], same["digest"])
+	t.Logf("bootstrap revisions: %v, then %v, then unchanged %v", artifact["revision"], moved["revision"], same["revision"])
+}

@@ -1,0 +1,80 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// SourceController is a running Flux source-controller.
+type SourceController struct {
+	// Namespace is its runtime namespace, flux-system.
+	Namespace string
+	// Storage is the host:port of its artifact server.
+	Storage string
+}
+
+// StartSourceController installs the Flux source CRDs (those of the module
+// scripts/install-tools.sh built) into the API server and runs
+// source-controller against it on 127.0.0.1.
+func StartSourceController(t testing.TB, api *APIServer) *SourceController {
+	t.Helper()
+	bin, err := exec.LookPath("source-controller")
+	if err != nil {
+		t.Fatalf("source-controller is not installed: run scripts/install-tools.sh and put its bin directory on PATH (make test does): %v", err)
+	}
+	real, err := filepath.EvalSymlinks(bin)
+	require.NoError(t, err)
+	api.InstallCRDs(t, os.DirFS(filepath.Join(filepath.Dir(real), "crd")))
+
+	sc := &SourceController{Namespace: "flux-system", Storage: fmt.Sprintf("127.0.0.1:%d", FreePort(t))}
+	_, err = api.Client.CoreV1().Namespaces().Create(context.Background(),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: sc.Namespace}}, metav1.CreateOptions{})
+	if !apierrors.IsAlreadyExists(err) {
+		require.NoError(t, err)
+	}
+	health := fmt.Sprintf("127.0.0.1:%d", FreePort(t))
+	cmd := exec.Command(bin,
+		"--storage-path", t.TempDir(),
+		"--storage-addr", sc.Storage, "--storage-adv-addr", sc.Storage,
+		"--enable-leader-election=false",
+		"--metrics-addr", fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
+		"--health-addr", health,
+		"--log-level", "info",
+	)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+api.Kubeconfig, "RUNTIME_NAMESPACE="+sc.Namespace)
+	var logs lockedBuffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("source-controller output:\n%s", logs.String())
+		}
+	})
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get("http://" + health + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return sc
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("source-controller was not ready within 60s; its output:\n%s", logs.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
