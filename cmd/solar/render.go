@@ -116,7 +116,9 @@ func (g *globals) plan(ctx context.Context, paths []string, f planFlags) (*resol
 		return nil, nil, problems, err
 	}
 	var minter *credential.Minter
-	if f.kubeconfig != "" && !f.dryRun {
+	if f.kubeconfig != "" {
+		// A dry run reads the credentials and writes nothing.
+		opts.ReadOnly = f.dryRun
 		cfg, err := clientcmd.BuildConfigFromFlags("", f.kubeconfig)
 		if err != nil {
 			return nil, nil, problems, fmt.Errorf("reading --kubeconfig: %w", err)

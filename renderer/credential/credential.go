@@ -41,6 +41,8 @@ const (
 	ReasonDisabled   = "Disabled"
 	ReasonRevoked    = "Revoked"
 	ReasonMintFailed = "MintFailed"
+	// ReasonPending is only ever in a dry run's plan: a new token would be minted.
+	ReasonPending = "Pending"
 
 	labelTokenFor     = "solar.opendefense.cloud/agent-token-for"
 	annotationExpires = "solar.opendefense.cloud/token-expires"
@@ -63,6 +65,9 @@ type Options struct {
 	RotateBefore time.Duration
 	// Now is the clock; tests move it instead of waiting.
 	Now func() time.Time
+	// ReadOnly (a dry run) writes nothing: a Target whose token is usable
+	// keeps it; one that would get a new token is Pending.
+	ReadOnly bool
 }
 
 // Credential is a Target's agent credential. Only the condition fields are
@@ -133,11 +138,16 @@ func (m *Minter) Sync(ctx context.Context, t *model.Target) Credential {
 			cred = Credential{Status: metav1.ConditionFalse, Reason: ReasonRevoked,
 				Message: "revoked by the annotation " + AnnotationAgentCredential + ": its token Secrets are deleted, no new token is minted"}
 		}
+	case m.opts.ReadOnly:
+		return m.peek(ctx, t)
 	default:
 		var err error
 		if cred, err = m.issue(ctx, t); err != nil {
 			cred = failed(err)
 		}
+	}
+	if m.opts.ReadOnly {
+		return cred
 	}
 	if err := m.writeCondition(ctx, t, cred); err != nil && cred.Reason != ReasonMintFailed {
 		cred = failed(fmt.Errorf("writing the condition to Target %s/%s: %w", t.Namespace, t.Name, err))
@@ -149,6 +159,33 @@ const disabledMessage = "PipelineConfig spec.agent.apiserverURL is not set: agen
 
 func failed(err error) Credential {
 	return Credential{Status: metav1.ConditionFalse, Reason: ReasonMintFailed, Message: err.Error()}
+}
+
+// peek is Sync without writing: the credential a sync would leave, when it
+// would keep the current token.
+func (m *Minter) peek(ctx context.Context, t *model.Target) Credential {
+	secrets, err := m.tokenSecrets(ctx, t)
+	if err != nil {
+		return failed(err)
+	}
+	now := m.opts.Now()
+	for _, s := range slices.Backward(secrets) {
+		if len(s.Data["token"]) > 0 && expires(&s).Sub(now) >= m.opts.RotateBefore {
+			cred, err := m.issued(t, &s)
+			if err != nil {
+				return failed(err)
+			}
+			return cred
+		}
+	}
+	// The agent chart will carry a new token: a kubeconfig without one stands
+	// in, so the plan shows that chart changing.
+	kubeconfig, err := m.kubeconfig(t, "")
+	if err != nil {
+		return failed(err)
+	}
+	return Credential{Status: metav1.ConditionUnknown, Reason: ReasonPending,
+		Message: "dry run: a new token would be minted", Kubeconfig: kubeconfig}
 }
 
 // issue ensures the RBAC objects and TargetReport, and a token with enough
@@ -164,6 +201,11 @@ func (m *Minter) issue(ctx context.Context, t *model.Target) (Credential, error)
 	if err != nil {
 		return Credential{}, err
 	}
+	return m.issued(t, secret)
+}
+
+// issued is the credential of a token Secret.
+func (m *Minter) issued(t *model.Target, secret *corev1.Secret) (Credential, error) {
 	token := secret.Data["token"]
 	kubeconfig, err := m.kubeconfig(t, string(token))
 	if err != nil {

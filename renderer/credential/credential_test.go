@@ -103,10 +103,20 @@ func TestSyncIssuesAndIsIdempotent(t *testing.T) {
 	ctx := context.Background()
 	tgt := e.target(t, "alpha", "edge-1")
 	m := e.minter(t, e.s.Config, Options{TTL: time.Hour})
+	dry := e.minter(t, e.s.Config, Options{TTL: time.Hour, ReadOnly: true})
+
+	pending := dry.Sync(ctx, tgt)
+	assert.Equal(t, ReasonPending, pending.Reason, "a dry run before the first sync")
+	_, err := e.s.Client.CoreV1().ServiceAccounts("alpha").Get(ctx, "solar-agent-edge-1", metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "a dry run creates nothing")
+	assert.Nil(t, e.condition(t, "alpha", "edge-1"), "nor writes a condition")
 
 	cred := m.Sync(ctx, tgt)
 	require.Equal(t, ReasonIssued, cred.Reason, cred.Message)
 	assert.Equal(t, metav1.ConditionTrue, cred.Status)
+	peeked := dry.Sync(ctx, tgt)
+	assert.Equal(t, cred.Message, peeked.Message, "a dry run after a sync sees the same credential")
+	assert.Equal(t, Fingerprint(cred.Kubeconfig), Fingerprint(peeked.Kubeconfig))
 
 	c := e.s.Client
 	sa, err := c.CoreV1().ServiceAccounts("alpha").Get(ctx, "solar-agent-edge-1", metav1.GetOptions{})
