@@ -60,6 +60,7 @@ func digests(r publish.Report) map[string]string {
 // accidental drift. Run with -update to accept a deliberate change.
 func TestRenderIsReproducible(t *testing.T) {
 	var got []map[string]string
+	var indexes [][]byte
 	for _, tz := range []string{"UTC", "Pacific/Chatham"} {
 		dir := t.TempDir()
 		copyExamples(t, dir)
@@ -71,8 +72,12 @@ func TestRenderIsReproducible(t *testing.T) {
 		out, err := cmd.Output()
 		require.NoError(t, err)
 		got = append(got, digests(decodeReport(t, string(out))))
+		index, err := os.ReadFile(filepath.Join(dir, "layout", "index.json"))
+		require.NoError(t, err)
+		indexes = append(indexes, index)
 	}
 	assert.Equal(t, got[0], got[1])
+	assert.Equal(t, string(indexes[0]), string(indexes[1]), "the whole layout is reproducible, index.json included")
 
 	golden := "testdata/render/digests.json"
 	if *update {

@@ -1,12 +1,15 @@
 package publish
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -41,6 +44,7 @@ type layoutBackend interface {
 // repository R at version V is tagged "R:V" (org.opencontainers.image.ref.name).
 // Blobs are shared by all repositories. Call Save after publishing.
 type Layout struct {
+	dir     string
 	backend layoutBackend
 	store   *oci.Store // nil when read-only
 
@@ -56,7 +60,7 @@ var errReadOnly = errors.New("the OCI layout is open read-only")
 // when missing; a read-only one (for a dry run) that is missing is empty, and
 // nothing is created.
 func OpenLayout(ctx context.Context, dir string, readOnly bool) (*Layout, error) {
-	l := &Layout{tags: map[string][]string{}}
+	l := &Layout{dir: dir, tags: map[string][]string{}}
 	switch {
 	case !readOnly:
 		s, err := oci.NewWithContext(ctx, dir)
@@ -103,7 +107,8 @@ func cutRef(ref string) (repo, tag string, ok bool) {
 	return ref[:i], ref[i+1:], true
 }
 
-// Save writes index.json if anything was tagged.
+// Save writes index.json if anything was tagged, its manifests sorted by
+// reference so that the same layout gives the same bytes.
 func (l *Layout) Save() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -111,6 +116,26 @@ func (l *Layout) Save() error {
 		return nil
 	}
 	if err := l.store.SaveIndex(); err != nil {
+		return fmt.Errorf("saving OCI layout index: %w", err)
+	}
+	// oras-go writes the manifests in map order.
+	path := filepath.Join(l.dir, ocispec.ImageIndexFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var index ocispec.Index
+	if err := json.Unmarshal(b, &index); err != nil {
+		return fmt.Errorf("reading %s: %w", path, err)
+	}
+	slices.SortFunc(index.Manifests, func(a, b ocispec.Descriptor) int {
+		return cmp.Or(cmp.Compare(a.Annotations[ocispec.AnnotationRefName], b.Annotations[ocispec.AnnotationRefName]),
+			cmp.Compare(a.Digest, b.Digest))
+	})
+	if b, err = json.Marshal(index); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
 		return fmt.Errorf("saving OCI layout index: %w", err)
 	}
 	l.dirty = false
