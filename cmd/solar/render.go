@@ -31,7 +31,7 @@ type planFlags struct {
 
 func (f *planFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVar(&f.policyDirs, "policy", nil, "directory of CUE policies (package policy) to add; repeatable")
-	cmd.Flags().StringVar(&f.target, "target", "", "render only the Target of this name (with -n, of that namespace)")
+	cmd.Flags().StringVar(&f.target, "target", "", "work on the Target of this name only (with -n, of that namespace)")
 	cmd.Flags().BoolVar(&f.strict, "strict-registry-bindings", false, "make a registry a Target pulls from without a RegistryBinding an error (default: anonymous pulls)")
 	cmd.Flags().BoolVar(&f.dryRun, "dry-run", false, "compute versions and actions against the store, write nothing")
 	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the SolAr API server: mint agent credentials there first (docs/credentials.md)")
@@ -48,7 +48,8 @@ writes one release chart per Release and one bootstrap-<target> chart per Target
 into an OCI image layout (default out/), tagged
   <namespace>/bootstrap-<target>:<version>
   <namespace>/<release-namespace>/release-<release>:<version>
-No network is used. The layout is the state: a chart whose content equals its
+No registry is used (with --kubeconfig, the API server is, to mint agent
+credentials first; see solar credentials sync). The layout is the state: a chart whose content equals its
 latest version is unchanged and nothing is written; otherwise the next patch
 version (0.0.N) is. Packaging is byte-reproducible: the same input gives the same
 digests on any machine (tar times come from SOURCE_DATE_EPOCH, else the epoch).
