@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -41,48 +40,35 @@ type APIServer struct {
 // to install them, when etcd or kube-apiserver are missing.
 func StartAPIServer(t testing.TB) *APIServer {
 	t.Helper()
-	for _, bin := range []string{"etcd", "kube-apiserver"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Fatalf("%s is not installed: run scripts/install-tools.sh and put its bin directory on PATH (make test does): %v", bin, err)
-		}
-	}
+	lookPath(t, "etcd")
+	lookPath(t, "kube-apiserver")
 	dir := t.TempDir()
 	ports := []int{FreePort(t), FreePort(t), FreePort(t)}
 	cmd := exec.Command("bash", filepath.Join(Root(t), "scripts", "start-apiserver.sh"), dir,
 		fmt.Sprint(ports[0]), fmt.Sprint(ports[1]), fmt.Sprint(ports[2]))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var logs lockedBuffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		// etcd runs in the script's process group.
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Wait()
-	})
+	// etcd runs in the script's process group: start kills both.
+	logs := start(t, cmd)
 	s := &APIServer{
 		URL:        fmt.Sprintf("https://127.0.0.1:%d", ports[1]),
 		Kubeconfig: filepath.Join(dir, "kubeconfig"),
 		CAFile:     filepath.Join(dir, "certs", "apiserver.crt"),
 	}
 
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if _, err := os.Stat(s.CAFile); err == nil {
-			cfg, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
-			require.NoError(t, err)
-			client, err := kubernetes.NewForConfig(cfg)
-			require.NoError(t, err)
-			body, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(context.Background())
-			if err == nil && string(body) == "ok" {
-				s.Config, s.Client = cfg, client
-				break
-			}
+	waitUntil(t, "the API server", 60*time.Second, logs, func() bool {
+		if _, err := os.Stat(s.CAFile); err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the API server was not ready within 60s; its output:\n%s", logs.String())
+		cfg, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
+		require.NoError(t, err)
+		client, err := kubernetes.NewForConfig(cfg)
+		require.NoError(t, err)
+		body, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(context.Background())
+		if err != nil || string(body) != "ok" {
+			return false
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		s.Config, s.Client = cfg, client
+		return true
+	})
 	s.InstallCRDs(t, crd.FS)
 	return s
 }

@@ -29,10 +29,7 @@ type SourceController struct {
 // source-controller against it on 127.0.0.1.
 func StartSourceController(t testing.TB, api *APIServer) *SourceController {
 	t.Helper()
-	bin, err := exec.LookPath("source-controller")
-	if err != nil {
-		t.Fatalf("source-controller is not installed: run scripts/install-tools.sh and put its bin directory on PATH (make test does): %v", err)
-	}
+	bin := lookPath(t, "source-controller")
 	real, err := filepath.EvalSymlinks(bin)
 	require.NoError(t, err)
 	api.InstallCRDs(t, os.DirFS(filepath.Join(filepath.Dir(real), "crd")))
@@ -53,28 +50,19 @@ func StartSourceController(t testing.TB, api *APIServer) *SourceController {
 		"--log-level", "info",
 	)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+api.Kubeconfig, "RUNTIME_NAMESPACE="+sc.Namespace)
-	var logs lockedBuffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	require.NoError(t, cmd.Start())
+	logs := start(t, cmd)
 	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
 		if t.Failed() {
 			t.Logf("source-controller output:\n%s", logs.String())
 		}
 	})
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	waitUntil(t, "source-controller", 60*time.Second, logs, func() bool {
 		resp, err := http.Get("http://" + health + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return sc
-			}
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("source-controller was not ready within 60s; its output:\n%s", logs.String())
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return sc
 }

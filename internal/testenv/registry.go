@@ -63,9 +63,7 @@ func FreePort(t testing.TB) int {
 // is missing.
 func StartRegistry(t testing.TB, opts RegistryOptions) *Registry {
 	t.Helper()
-	if _, err := exec.LookPath("docker-registry"); err != nil {
-		t.Fatalf("docker-registry is not installed: run scripts/install-tools.sh (make test does): %v", err)
-	}
+	lookPath(t, "docker-registry")
 	dir := t.TempDir()
 	port := FreePort(t)
 	r := &Registry{Host: fmt.Sprintf("127.0.0.1:%d", port), Username: "solar", Password: "s3cret-" + fmt.Sprint(port)}
@@ -76,40 +74,29 @@ func StartRegistry(t testing.TB, opts RegistryOptions) *Registry {
 	}
 	cmd := exec.Command("bash", args...)
 	cmd.Env = append(os.Environ(), "REGISTRY_USER="+r.Username, "REGISTRY_PASSWORD="+r.Password)
-	var logs lockedBuffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
+	logs := start(t, cmd)
 
 	client := &http.Client{Timeout: time.Second}
-	scheme := "http"
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if opts.TLS && client.Transport == nil {
-			if pem, err := os.ReadFile(r.CAFile); err == nil {
-				pool := x509.NewCertPool()
-				pool.AppendCertsFromPEM(pem)
-				client.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
-				scheme = "https"
+	waitUntil(t, "the registry on "+r.Host, 20*time.Second, logs, func() bool {
+		scheme := "http"
+		if opts.TLS {
+			pem, err := os.ReadFile(r.CAFile)
+			if err != nil {
+				return false
 			}
+			pool := x509.NewCertPool()
+			pool.AppendCertsFromPEM(pem)
+			client.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
+			scheme = "https"
 		}
-		if client.Transport != nil || !opts.TLS {
-			resp, err := client.Get(scheme + "://" + r.Host + "/v2/")
-			if err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusUnauthorized {
-					return r
-				}
-			}
+		resp, err := client.Get(scheme + "://" + r.Host + "/v2/")
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the registry did not answer on %s within 20s; its output:\n%s", r.Host, logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusUnauthorized
+	})
+	return r
 }
 
 // Proxy is a plain-HTTP reverse proxy that counts the requests it forwards.
@@ -175,21 +162,4 @@ func Writes(requests []string) int {
 		}
 	}
 	return n
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -1,0 +1,67 @@
+package testenv
+
+import (
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// lookPath finds an installed tool, or fails the test saying how to install it.
+func lookPath(t testing.TB, name string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err != nil {
+		t.Fatalf("%s is not installed: run scripts/install-tools.sh and put its bin directory on PATH (make test does): %v", name, err)
+	}
+	return path
+}
+
+// start runs cmd in its own process group, killed with all its children in
+// cleanup, and returns its combined output so far.
+func start(t testing.TB, cmd *exec.Cmd) *lockedBuffer {
+	t.Helper()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	logs := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", cmd.Path, err)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+	})
+	return logs
+}
+
+// waitUntil polls ready until it reports true; after timeout it fails the
+// test with the service's output.
+func waitUntil(t testing.TB, what string, timeout time.Duration, logs *lockedBuffer, ready func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !ready() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s was not ready within %s; its output:\n%s", what, timeout, logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
