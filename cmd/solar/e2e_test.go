@@ -80,8 +80,8 @@ func (f *flux) ready(name, requested string) map[string]any {
 			m := c.(map[string]any)
 			if m["type"] == "Ready" {
 				last = fmt.Sprintf("%v %v: %v", m["status"], m["reason"], m["message"])
-				if m["status"] == "True" && (requested == "" || handled == requested) {
-					artifact, _, _ := unstructured.NestedMap(obj.Object, "status", "artifact")
+				artifact, _, _ := unstructured.NestedMap(obj.Object, "status", "artifact")
+				if m["status"] == "True" && artifact != nil && (requested == "" || handled == requested) {
 					return artifact
 				}
 			}

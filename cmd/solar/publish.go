@@ -85,6 +85,7 @@ registry failed. With --exit-code: 0 when nothing changed, 2 when charts were
 				Settle:      500 * time.Millisecond,
 				Progress:    g.progress(),
 				Credentials: creds,
+				Log:         g.log,
 			})
 			report.Problems = append(problems, report.Problems...).Sorted()
 			err = g.finish(report, err)

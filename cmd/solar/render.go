@@ -80,7 +80,7 @@ success; 1: invalid input or a Target failed.`,
 				return err
 			}
 			report, err := publish.Publish(cmd.Context(), store, plan, publish.Options{
-				DryRun: f.dryRun, Package: opts, Progress: g.progress(), Credentials: creds,
+				DryRun: f.dryRun, Package: opts, Progress: g.progress(), Credentials: creds, Log: g.log,
 			})
 			if err == nil {
 				err = store.Save()

@@ -53,6 +53,8 @@ type Options struct {
 	// Credentials are the agent credentials by Target ("<ns>/<name>"). A Target
 	// with an issued one gets its own agent release chart with its kubeconfig.
 	Credentials map[string]*credential.Credential
+	// Log gets warnings (another writer took a version); nil: slog's default.
+	Log *slog.Logger
 	// Progress, when set, is called after each Target, one call at a time.
 	Progress func(done, total int, t TargetReport)
 	Package  chart.Options
@@ -106,6 +108,9 @@ type ExcludedReport struct {
 func Publish(ctx context.Context, store Store, plan *resolve.Plan, opts Options) (*Report, error) {
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = runtime.GOMAXPROCS(0)
+	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
 	}
 	p := &publisher{store: store, opts: opts}
 	report := &Report{Targets: []TargetReport{}, Problems: diag.List{}}
@@ -316,7 +321,7 @@ func (p *publisher) charts(ctx context.Context, jobs []job, done func(i int, cr 
 		pending = pending[:0]
 		for k, i := range pushed {
 			if lost[k] {
-				slog.Warn("another writer overwrote the version solar pushed; publishing again", "repository", jobs[i].repo, "version", results[i].Version)
+				p.opts.Log.Warn("another writer overwrote the version solar pushed; publishing again", "repository", jobs[i].repo, "version", results[i].Version)
 				pending = append(pending, i)
 			}
 		}
