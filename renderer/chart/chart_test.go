@@ -28,14 +28,14 @@ import (
 )
 
 // examplesPlan resolves examples/ (valid input: vet checks it elsewhere).
-func examplesPlan(t *testing.T) *resolve.Plan {
+func examplesPlan(t testing.TB) *resolve.Plan {
 	t.Helper()
 	objs, problems := load.Paths([]string{"../../examples"}, load.Options{Namespace: "default"})
 	require.Empty(t, problems)
 	return planOf(t, objs)
 }
 
-func planOf(t *testing.T, objs []*load.Object) *resolve.Plan {
+func planOf(t testing.TB, objs []*load.Object) *resolve.Plan {
 	t.Helper()
 	s, err := model.NewSet(objs)
 	require.NoError(t, err)
