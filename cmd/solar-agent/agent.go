@@ -29,6 +29,9 @@ type agent struct {
 	target    string
 	log       *slog.Logger
 	now       func() time.Time
+	// backoff is the first wait after a failed report; it doubles up to the
+	// interval.
+	backoff time.Duration
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -72,7 +75,7 @@ and exits 1 on failure.`,
 			if err != nil {
 				return err
 			}
-			a := &agent{client: client, namespace: namespace, target: target, log: log, now: time.Now}
+			a := &agent{client: client, namespace: namespace, target: target, log: log, now: time.Now, backoff: 5 * time.Second}
 			if once {
 				return a.report(cmd.Context())
 			}
@@ -96,19 +99,18 @@ and exits 1 on failure.`,
 	return 0
 }
 
-// loop reports every interval; after a failure it retries sooner, waiting 5s
-// and doubling up to the interval.
+// loop reports every interval; after a failure it retries sooner, waiting
+// a.backoff and doubling up to the interval.
 func (a *agent) loop(ctx context.Context, interval time.Duration) {
-	const first = 5 * time.Second
-	backoff := first
+	backoff := a.backoff
 	for {
 		wait := interval
 		if err := a.report(ctx); err != nil {
 			wait = min(backoff, interval)
 			backoff = min(backoff*2, interval)
-			a.log.Error("report failed", "error", err, "retry in", wait)
+			a.log.Error("report failed", "error", err, "retry", wait)
 		} else {
-			backoff = first
+			backoff = a.backoff
 		}
 		select {
 		case <-ctx.Done():

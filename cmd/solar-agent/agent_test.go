@@ -3,15 +3,18 @@ package main
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
@@ -51,7 +54,7 @@ func TestAgentReports(t *testing.T) {
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	require.NoError(t, os.WriteFile(kubeconfig, creds[0].Kubeconfig, 0o600))
 
-	agent := func(target string) (int, string) {
+	reportAs := func(target string) (int, string) {
 		var out, errOut bytes.Buffer
 		code := run(ctx, []string{"--kubeconfig", kubeconfig, "--target", target, "--once"}, &out, &errOut)
 		return code, errOut.String()
@@ -62,11 +65,11 @@ func TestAgentReports(t *testing.T) {
 		v, _, _ := unstructured.NestedString(r.Object, "spec", "lastReportTime")
 		return v
 	}
-	code, logs := agent("edge-1")
+	code, logs := reportAs("edge-1")
 	require.Equal(t, 0, code, logs)
 	first := lastReport()
 	require.NotEmpty(t, first)
-	code, logs = agent("edge-1")
+	code, logs = reportAs("edge-1")
 	require.Equal(t, 0, code, logs)
 	second := lastReport()
 	t1, err := time.Parse(time.RFC3339Nano, first)
@@ -79,7 +82,7 @@ func TestAgentReports(t *testing.T) {
 	v, _, _ := unstructured.NestedString(r.Object, "spec", "agentVersion")
 	assert.Equal(t, version, v)
 
-	code, logs = agent("edge-2")
+	code, logs = reportAs("edge-2")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, logs, "403 Forbidden")
 	assert.Contains(t, logs, "is --target this agent's own Target?")
@@ -88,4 +91,47 @@ func TestAgentReports(t *testing.T) {
 	for _, u := range kc.AuthInfos {
 		assert.False(t, strings.Contains(logs, u.Token), "the token is never logged")
 	}
+
+	// Revoked: the loop says why and retries with growing waits until stopped.
+	require.NoError(t, s.Client.CoreV1().Secrets("alpha").DeleteCollection(ctx, metav1.DeleteOptions{},
+		metav1.ListOptions{LabelSelector: "solar.opendefense.cloud/agent-token-for=edge-1"}))
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(creds[0].Kubeconfig)
+	require.NoError(t, err)
+	agentDyn, err := dynamic.NewForConfig(cfg)
+	require.NoError(t, err)
+	// The API server caches token checks for a few seconds.
+	require.Eventually(t, func() bool {
+		_, err := agentDyn.Resource(credential.TargetGVR).Namespace("alpha").Get(ctx, "edge-1", metav1.GetOptions{})
+		return apierrors.IsUnauthorized(err)
+	}, 30*time.Second, 200*time.Millisecond, "the deleted Secret's token is refused")
+	var buf lockedLog
+	a := &agent{client: agentDyn, namespace: "alpha", target: "edge-1", now: time.Now, backoff: 50 * time.Millisecond,
+		log: slog.New(slog.NewTextHandler(&buf, nil))}
+	loopCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	a.loop(loopCtx, 400*time.Millisecond)
+	out := buf.String()
+	failures := strings.Count(out, "401 Unauthorized")
+	assert.GreaterOrEqual(t, failures, 3, "it keeps retrying")
+	assert.Contains(t, out, "it was revoked or has expired")
+	assert.Contains(t, out, "retry=50ms", "the first wait is the backoff")
+	assert.Contains(t, out, "retry=400ms", "the wait grows up to the interval")
+}
+
+// lockedLog is a log sink the test reads while nothing writes any more.
+type lockedLog struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

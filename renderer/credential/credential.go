@@ -371,7 +371,7 @@ func (m *Minter) mint(ctx context.Context, t *model.Target) (*corev1.Secret, err
 }
 
 // revoke deletes every token Secret of the Target: the tokens bound to them
-// stop working at once.
+// stop working as soon as the API server's token cache forgets them (seconds).
 func (m *Minter) revoke(ctx context.Context, t *model.Target) error {
 	secrets, err := m.tokenSecrets(ctx, t)
 	if err != nil {
