@@ -8,12 +8,14 @@ import (
 	"github.com/stretchr/testify/require"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chartutil"
+
+	"github.com/solar-pipeline/solar/internal/testenv"
 )
 
 // BenchmarkPackage packages one bootstrap chart of examples/ in memory: the
 // .tgz and the OCI config.
 func BenchmarkPackage(b *testing.B) {
-	src := sources(examplesPlan(b))["bootstrap-edge-2"]
+	src := sources(testenv.ExamplesPlan(b))["bootstrap-edge-2"]
 	b.ReportAllocs()
 	for b.Loop() {
 		_, err := src.Package("0.0.1", Options{})
@@ -25,7 +27,7 @@ func BenchmarkPackage(b *testing.B) {
 // own packager (helm package, in process) on the same chart, from a
 // directory to a .tgz file, as a hand-rolled job does it.
 func BenchmarkHelmPackageBaseline(b *testing.B) {
-	pkg, err := sources(examplesPlan(b))["bootstrap-edge-2"].Package("0.0.1", Options{})
+	pkg, err := sources(testenv.ExamplesPlan(b))["bootstrap-edge-2"].Package("0.0.1", Options{})
 	require.NoError(b, err)
 	dir := b.TempDir()
 	require.NoError(b, chartutil.Expand(dir, bytes.NewReader(pkg.Archive)))

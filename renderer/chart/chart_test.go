@@ -22,27 +22,10 @@ import (
 	"helm.sh/helm/v3/pkg/lint"
 	"helm.sh/helm/v3/pkg/lint/support"
 
+	"github.com/solar-pipeline/solar/internal/testenv"
 	"github.com/solar-pipeline/solar/renderer/load"
-	"github.com/solar-pipeline/solar/renderer/model"
 	"github.com/solar-pipeline/solar/renderer/resolve"
 )
-
-// examplesPlan resolves examples/ (valid input: vet checks it elsewhere).
-func examplesPlan(t testing.TB) *resolve.Plan {
-	t.Helper()
-	objs, problems := load.Paths([]string{"../../examples"}, load.Options{Namespace: "default"})
-	require.Empty(t, problems)
-	return planOf(t, objs)
-}
-
-func planOf(t testing.TB, objs []*load.Object) *resolve.Plan {
-	t.Helper()
-	s, err := model.NewSet(objs)
-	require.NoError(t, err)
-	p, err := resolve.Resolve(s, resolve.Options{})
-	require.NoError(t, err)
-	return p
-}
 
 // sources are every release and bootstrap chart of a plan, by chart name.
 func sources(p *resolve.Plan) map[string]*Source {
@@ -62,7 +45,7 @@ func sources(p *resolve.Plan) map[string]*Source {
 }
 
 func TestPackageIsReproducible(t *testing.T) {
-	src := sources(examplesPlan(t))["bootstrap-edge-2"]
+	src := sources(testenv.ExamplesPlan(t))["bootstrap-edge-2"]
 	require.NotNil(t, src)
 	a, err := src.Package("0.0.3", Options{})
 	require.NoError(t, err)
@@ -124,7 +107,7 @@ func TestCut(t *testing.T) {
 // TestChartsLintAndTemplate runs Helm's linter in process and the real helm
 // CLI on every chart examples/ renders.
 func TestChartsLintAndTemplate(t *testing.T) {
-	for name, src := range sources(examplesPlan(t)) {
+	for name, src := range sources(testenv.ExamplesPlan(t)) {
 		t.Run(name, func(t *testing.T) {
 			pkg, err := src.Package("0.0.1", Options{})
 			require.NoError(t, err)
@@ -222,7 +205,7 @@ spec: {releaseRef: {name: %[1]s-two-%[2]s}}
 `, long, long)
 	objs, problems := load.Bytes("in.yaml", []byte(src), load.Options{})
 	require.Empty(t, problems)
-	pkg, err := sources(planOf(t, objs))["bootstrap-t"].Package("0.0.1", Options{})
+	pkg, err := sources(testenv.Plan(t, objs))["bootstrap-t"].Package("0.0.1", Options{})
 	require.NoError(t, err)
 	lintArchive(t, pkg)
 
@@ -271,7 +254,7 @@ spec: {releaseRef: {name: app}}
 `
 	objs, problems := load.Bytes("in.yaml", []byte(src), load.Options{})
 	require.Empty(t, problems)
-	srcs := sources(planOf(t, objs))
+	srcs := sources(testenv.Plan(t, objs))
 	for _, name := range []string{"bootstrap-t", "release-app"} {
 		pkg, err := srcs[name].Package("0.0.1", Options{})
 		require.NoError(t, err)

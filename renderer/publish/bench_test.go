@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/solar-pipeline/solar/internal/testenv"
 	"github.com/solar-pipeline/solar/renderer/load"
-	"github.com/solar-pipeline/solar/renderer/model"
 	"github.com/solar-pipeline/solar/renderer/resolve"
 )
 
@@ -42,11 +42,7 @@ spec: {releaseRef: {name: release-%[2]d}, targetSelector: {}}
 	}
 	objs, problems := load.Bytes("bench.yaml", []byte(src.String()), load.Options{})
 	require.Empty(b, problems)
-	s, err := model.NewSet(objs)
-	require.NoError(b, err)
-	plan, err := resolve.Resolve(s, resolve.Options{})
-	require.NoError(b, err)
-	return plan
+	return testenv.Plan(b, objs)
 }
 
 // BenchmarkRender10kTargets renders, packages and writes to a new OCI layout

@@ -14,21 +14,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/solar-pipeline/solar/renderer/load"
-	"github.com/solar-pipeline/solar/renderer/model"
+	"github.com/solar-pipeline/solar/internal/testenv"
 	"github.com/solar-pipeline/solar/renderer/resolve"
 )
-
-func examplesPlan(t *testing.T) *resolve.Plan {
-	t.Helper()
-	objs, problems := load.Paths([]string{"../../examples"}, load.Options{Namespace: "default"})
-	require.Empty(t, problems)
-	s, err := model.NewSet(objs)
-	require.NoError(t, err)
-	p, err := resolve.Resolve(s, resolve.Options{})
-	require.NoError(t, err)
-	return p
-}
 
 // counting records every write that reaches the repositories of a store.
 type counting struct {
@@ -121,12 +109,12 @@ func TestPublishLayout(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "out")
 
 	// A dry run on nothing creates nothing.
-	r, c := publishTo(t, dir, examplesPlan(t), true)
+	r, c := publishTo(t, dir, testenv.ExamplesPlan(t), true)
 	assert.NoDirExists(t, dir)
 	assert.Empty(t, c.pushed)
 	dry := actions(r)
 
-	r, c = publishTo(t, dir, examplesPlan(t), false)
+	r, c = publishTo(t, dir, testenv.ExamplesPlan(t), false)
 	assert.Equal(t, []string{
 		"alpha/alpha/release-metrics 0.0.1 create",
 		"alpha/alpha/release-podinfo-canary 0.0.1 create",
@@ -148,7 +136,7 @@ func TestPublishLayout(t *testing.T) {
 	before := snapshot(t, dir)
 
 	// Unchanged input writes nothing, not even index.json.
-	r, c = publishTo(t, dir, examplesPlan(t), false)
+	r, c = publishTo(t, dir, testenv.ExamplesPlan(t), false)
 	for _, a := range actions(r) {
 		assert.Contains(t, a, " 0.0.1 unchanged")
 	}
@@ -157,7 +145,7 @@ func TestPublishLayout(t *testing.T) {
 	assert.Equal(t, before, snapshot(t, dir))
 
 	// One Release changes: its chart and the bootstraps naming it move to 0.0.2.
-	changed := examplesPlan(t)
+	changed := testenv.ExamplesPlan(t)
 	for _, tp := range changed.Targets {
 		for _, sel := range tp.Releases {
 			if sel.Release.Name == "podinfo-stable" {
@@ -200,7 +188,7 @@ func TestPublishLayout(t *testing.T) {
 }
 
 func TestPublishSkipsFailedTargets(t *testing.T) {
-	plan := examplesPlan(t)
+	plan := testenv.ExamplesPlan(t)
 	plan.Targets[0].Problems.Errorf("in.yaml", 3, "spec", "broken")
 	r, _ := publishTo(t, filepath.Join(t.TempDir(), "out"), plan, false)
 	require.Len(t, r.Problems, 1)
