@@ -158,6 +158,7 @@ func (g *globals) finish(report *publish.Report, err error) error {
 	if perr := g.printReport(report); perr != nil && err == nil {
 		err = perr
 	}
+	g.log.Info("plan", summary(report)...)
 	if err != nil {
 		return err
 	}
@@ -192,7 +193,6 @@ func (g *globals) printReport(r *publish.Report) error {
 	for _, p := range r.Problems {
 		fmt.Fprintln(g.stdout, p)
 	}
-	g.log.Info("plan", summary(r)...)
 	return nil
 }
 

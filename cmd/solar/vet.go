@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
@@ -37,7 +36,7 @@ Warnings do not change the exit code. Exit code 0: valid; 1: invalid.`,
 			if err != nil {
 				return err
 			}
-			if err := g.printProblems(problems); err != nil {
+			if err := g.printReport(&publish.Report{Targets: []publish.TargetReport{}, Problems: append(diag.List{}, problems...)}); err != nil {
 				return err
 			}
 			if problems.HasErrors() {
@@ -59,18 +58,6 @@ func count(problems diag.List) (errs, warns int) {
 		}
 	}
 	return errs, warns
-}
-
-// printProblems writes the problems as text lines, or as the JSON document of the
-// CLI contract with no Targets.
-func (g *globals) printProblems(problems diag.List) error {
-	if g.output == "json" {
-		return writeJSON(g.stdout, &publish.Report{Targets: []publish.TargetReport{}, Problems: append(diag.List{}, problems...)})
-	}
-	for _, p := range problems {
-		fmt.Fprintln(g.stdout, p)
-	}
-	return nil
 }
 
 func writeJSON(w io.Writer, v any) error {
