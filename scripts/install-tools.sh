@@ -126,6 +126,26 @@ GOMOD
   cp "$src"/config/crd/bases/*.yaml "$TOOLS/source-controller-$SC.tmp/crd/"
 fi
 wrapped_tool source-controller "$SC" github.com/fluxcd/source-controller
+
+# The HelmRelease CRD: helm-controller's own module is not served, so the CRD is
+# generated from its API module with controller-gen, as helm-controller's build
+# does, into the same CRD directory (testenv installs every CRD there).
+HC=v1.6.5
+CG=v0.20.1
+go_tool controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen "$CG"
+HR_CRD="$TOOLS/source-controller-$SC/crd/helm.toolkit.fluxcd.io_helmreleases-$HC.yaml"
+if [ ! -s "$HR_CRD" ]; then
+  log "generating the HelmRelease CRD of github.com/fluxcd/helm-controller/api $HC (controller-gen $CG)"
+  WRAP=$(mktemp -d)
+  src=$(cd "$WRAP" && go mod download -json "github.com/fluxcd/helm-controller/api@$HC" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+  cp -r "$src" "$WRAP/api"
+  chmod -R u+w "$WRAP/api"
+  (cd "$WRAP/api" && GOFLAGS=-mod=mod go mod download >&2 && \
+    "$TOOLS/controller-gen-$CG/controller-gen" crd paths=./v2/... output:crd:dir="$WRAP/crd" >&2)
+  rm -f "$TOOLS/source-controller-$SC/crd/"helm.toolkit.fluxcd.io_helmreleases*.yaml
+  cp "$WRAP/crd/helm.toolkit.fluxcd.io_helmreleases.yaml" "$HR_CRD"
+  rm -rf "$WRAP"
+fi
 ln -sfn "$TOOLS/source-controller-$SC/crd" "$TOOLS/flux-crd"
 
 go_tool cue cuelang.org/go/cmd/cue v0.17.1

@@ -1,21 +1,14 @@
 {{/*
-solar.name cuts a name to Helm's 53 characters: the first 46, then "-" and six
-hex digits of its sha256, so cut names stay unique. solar.annotations keeps the
-full name in the annotation solar.opendefense.cloud/name.
+Every object name comes from .Values, computed by solar (renderer/chain): the
+levels of the Flux chain never name an object alike. A name longer than 53
+characters is already cut there; solar.annotations keeps the full one.
 */}}
-{{- define "solar.name" -}}
-{{- if gt (len .) 53 -}}
-{{- printf "%s-%s" (trunc 46 . | trimSuffix "-") (sha256sum . | trunc 6) -}}
-{{- else -}}
-{{- . -}}
-{{- end -}}
-{{- end -}}
 
-{{/* solar.annotations takes a dict with release and name. */}}
+{{/* solar.annotations takes a dict with release and name ({name, full}). */}}
 {{- define "solar.annotations" -}}
 solar.opendefense.cloud/release: {{ .release | quote }}
-{{- if gt (len .name) 53 }}
-solar.opendefense.cloud/name: {{ .name | quote }}
+{{- if ne .name.name .name.full }}
+solar.opendefense.cloud/name: {{ .name.full | quote }}
 {{- end -}}
 {{- end -}}
 

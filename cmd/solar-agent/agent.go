@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"runtime"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -32,10 +35,12 @@ type agent struct {
 	// backoff is the first wait after a failed report; it doubles up to the
 	// interval.
 	backoff time.Duration
+	// ready: the last report went through (served as /readyz).
+	ready atomic.Bool
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	var kubeconfig, target, namespace string
+	var kubeconfig, target, namespace, healthAddr string
 	var interval time.Duration
 	var once bool
 	log := slog.New(slog.NewTextHandler(stderr, nil))
@@ -50,7 +55,10 @@ only read this Target and read and update this TargetReport.
 When the API server refuses the token (401: revoked or expired; 403: not this
 Target's), the agent says so and retries with backoff, up to --interval: a
 rotated token arrives with the next agent chart. With --once it reports once
-and exits 1 on failure.`,
+and exits 1 on failure.
+
+With --health-addr it serves /healthz (alive) and /readyz (200 once the last
+report went through, 503 otherwise) for the probes of its Deployment.`,
 		Example: `  solar-agent --kubeconfig /etc/solar/kubeconfig --target edge-1
   solar-agent --kubeconfig kubeconfig --target edge-1 --once`,
 		Args:          cobra.NoArgs,
@@ -79,6 +87,16 @@ and exits 1 on failure.`,
 			if once {
 				return a.report(cmd.Context())
 			}
+			if healthAddr != "" {
+				ln, err := net.Listen("tcp", healthAddr)
+				if err != nil {
+					return fmt.Errorf("--health-addr: %w", err)
+				}
+				srv := &http.Server{Handler: a.health(), ReadHeaderTimeout: 5 * time.Second}
+				go srv.Serve(ln) //nolint:errcheck // ends with Close below
+				defer srv.Close()
+				log.Info("serving /healthz and /readyz", "addr", ln.Addr().String())
+			}
 			a.loop(cmd.Context(), interval)
 			return nil
 		},
@@ -89,6 +107,7 @@ and exits 1 on failure.`,
 	fl.StringVarP(&namespace, "namespace", "n", "", "namespace of the Target (default: the kubeconfig's)")
 	fl.DurationVar(&interval, "interval", time.Minute, "time between reports")
 	fl.BoolVar(&once, "once", false, "report once and exit")
+	fl.StringVar(&healthAddr, "health-addr", "", "address of /healthz and /readyz, e.g. :8080 (default: none)")
 	cmd.SetArgs(args)
 	cmd.SetOut(stdout)
 	cmd.SetErr(stderr)
@@ -105,7 +124,9 @@ func (a *agent) loop(ctx context.Context, interval time.Duration) {
 	backoff := a.backoff
 	for {
 		wait := interval
-		if err := a.report(ctx); err != nil {
+		err := a.report(ctx)
+		a.ready.Store(err == nil)
+		if err != nil {
 			wait = min(backoff, interval)
 			backoff = min(backoff*2, interval)
 			a.log.Error("report failed", "error", err, "retry", wait)
@@ -118,6 +139,21 @@ func (a *agent) loop(ctx context.Context, interval time.Duration) {
 		case <-time.After(wait):
 		}
 	}
+}
+
+// health serves the probes: /healthz while the process runs, /readyz while
+// the last report went through.
+func (a *agent) health() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !a.ready.Load() {
+			http.Error(w, "no report went through yet, or the last one failed", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	return mux
 }
 
 // report reads the Target and updates its TargetReport.

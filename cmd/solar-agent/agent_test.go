@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -92,21 +94,36 @@ func TestAgentReports(t *testing.T) {
 		assert.False(t, strings.Contains(logs, u.Token), "the token is never logged")
 	}
 
-	// Revoked: the loop says why and retries with growing waits until stopped.
-	require.NoError(t, s.Client.CoreV1().Secrets("alpha").DeleteCollection(ctx, metav1.DeleteOptions{},
-		metav1.ListOptions{LabelSelector: "solar.opendefense.cloud/agent-token-for=edge-1"}))
+	// The readiness probe of the agent chart: ready while reports go through.
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(creds[0].Kubeconfig)
 	require.NoError(t, err)
 	agentDyn, err := dynamic.NewForConfig(cfg)
 	require.NoError(t, err)
+	var buf lockedLog
+	a := &agent{client: agentDyn, namespace: "alpha", target: "edge-1", now: time.Now, backoff: 50 * time.Millisecond,
+		log: slog.New(slog.NewTextHandler(&buf, nil))}
+	probe := httptest.NewServer(a.health())
+	defer probe.Close()
+	readyz := func() int {
+		resp, err := http.Get(probe.URL + "/readyz")
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	assert.Equal(t, http.StatusServiceUnavailable, readyz(), "not ready before the first report")
+	okCtx, okCancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	a.loop(okCtx, time.Minute)
+	okCancel()
+	assert.Equal(t, http.StatusOK, readyz(), "ready after a report went through")
+
+	// Revoked: the loop says why and retries with growing waits until stopped.
+	require.NoError(t, s.Client.CoreV1().Secrets("alpha").DeleteCollection(ctx, metav1.DeleteOptions{},
+		metav1.ListOptions{LabelSelector: "solar.opendefense.cloud/agent-token-for=edge-1"}))
 	// The API server caches token checks for a few seconds.
 	require.Eventually(t, func() bool {
 		_, err := agentDyn.Resource(credential.TargetGVR).Namespace("alpha").Get(ctx, "edge-1", metav1.GetOptions{})
 		return apierrors.IsUnauthorized(err)
 	}, 30*time.Second, 200*time.Millisecond, "the deleted Secret's token is refused")
-	var buf lockedLog
-	a := &agent{client: agentDyn, namespace: "alpha", target: "edge-1", now: time.Now, backoff: 50 * time.Millisecond,
-		log: slog.New(slog.NewTextHandler(&buf, nil))}
 	loopCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	a.loop(loopCtx, 400*time.Millisecond)
@@ -116,6 +133,7 @@ func TestAgentReports(t *testing.T) {
 	assert.Contains(t, out, "it was revoked or has expired")
 	assert.Contains(t, out, "retry=50ms", "the first wait is the backoff")
 	assert.Contains(t, out, "retry=400ms", "the wait grows up to the interval")
+	assert.Equal(t, http.StatusServiceUnavailable, readyz(), "not ready while reports fail")
 }
 
 // lockedLog is a log sink the test reads while nothing writes any more.

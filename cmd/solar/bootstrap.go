@@ -12,12 +12,9 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
+	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/chart"
 )
-
-// bootstrapName names the objects a Target's cluster gets once; the bootstrap
-// chart's HelmReleases are named after it.
-const bootstrapName = "solar-bootstrap"
 
 func newBootstrapCmd(g *globals) *cobra.Command {
 	var registry, username, caFile, fluxNS string
@@ -35,7 +32,9 @@ needs once so that Flux pulls everything else solar publishes for it:
     the highest version (semver >=0.0.0), Helm chart layer;
   - HelmRelease solar-bootstrap of that chart (remediation retries 3, tests,
     drift detection), with values that make the chart's own OCIRepositories use
-    the same Secrets. Its HelmReleases are named solar-bootstrap-<uniqueName>.
+    the same Secrets. Its HelmReleases, solar-bootstrap-<uniqueName>, install
+    the release charts; theirs, <target>-<uniqueName>, the applications
+    (README, "Proven with Flux itself", lists every level).
 The objects go to the Flux namespace (--flux-namespace, default flux-system).`,
 		Example: `  solar bootstrap-manifests edge-1 -n alpha --registry registry.example.com/solar | kubectl apply -f -
   echo "$PULL_TOKEN" | solar bootstrap-manifests edge-1 -n alpha --registry 127.0.0.1:5000 \
@@ -75,7 +74,7 @@ The objects go to the Flux namespace (--flux-namespace, default flux-system).`,
 					"labels": map[string]any{"solar.opendefense.cloud/target": target}}
 			}
 			secret := map[string]any{
-				"apiVersion": "v1", "kind": "Secret", "metadata": meta(bootstrapName + "-pull"),
+				"apiVersion": "v1", "kind": "Secret", "metadata": meta(chain.PullSecret),
 				"type": "kubernetes.io/dockerconfigjson",
 				"data": map[string]any{".dockerconfigjson": base64.StdEncoding.EncodeToString(dockerConfig)},
 			}
@@ -86,23 +85,23 @@ The objects go to the Flux namespace (--flux-namespace, default flux-system).`,
 				"layerSelector": map[string]any{
 					"mediaType": chart.LayerMediaType, "operation": "copy",
 				},
-				"secretRef": map[string]any{"name": bootstrapName + "-pull"},
+				"secretRef": map[string]any{"name": chain.PullSecret},
 			}
 			docs := []any{secret}
 			// The bootstrap chart's own OCIRepositories pull from the same
 			// registry with the same Secrets.
-			registryValues := map[string]any{"pullSecret": bootstrapName + "-pull"}
+			registryValues := map[string]any{"pullSecret": chain.PullSecret}
 			if caFile != "" {
 				pem, err := os.ReadFile(caFile)
 				if err != nil {
 					return fmt.Errorf("reading --ca-file: %w", err)
 				}
 				docs = append(docs, map[string]any{
-					"apiVersion": "v1", "kind": "Secret", "metadata": meta(bootstrapName + "-ca"),
+					"apiVersion": "v1", "kind": "Secret", "metadata": meta(chain.CASecret),
 					"type": "Opaque", "data": map[string]any{"ca.crt": base64.StdEncoding.EncodeToString(pem)},
 				})
-				ociSpec["certSecretRef"] = map[string]any{"name": bootstrapName + "-ca"}
-				registryValues["certSecret"] = bootstrapName + "-ca"
+				ociSpec["certSecretRef"] = map[string]any{"name": chain.CASecret}
+				registryValues["certSecret"] = chain.CASecret
 			}
 			if plainHTTP {
 				ociSpec["insecure"] = true
@@ -111,14 +110,14 @@ The objects go to the Flux namespace (--flux-namespace, default flux-system).`,
 			docs = append(docs,
 				map[string]any{
 					"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "OCIRepository",
-					"metadata": meta(bootstrapName), "spec": ociSpec,
+					"metadata": meta(chain.Bootstrap), "spec": ociSpec,
 				},
 				map[string]any{
 					"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
-					"metadata": meta(bootstrapName),
+					"metadata": meta(chain.Bootstrap),
 					"spec": map[string]any{
 						"interval":       chart.Interval,
-						"chartRef":       map[string]any{"kind": "OCIRepository", "name": bootstrapName},
+						"chartRef":       map[string]any{"kind": "OCIRepository", "name": chain.Bootstrap},
 						"install":        map[string]any{"remediation": map[string]any{"retries": 3}},
 						"upgrade":        map[string]any{"remediation": map[string]any{"retries": 3}},
 						"test":           map[string]any{"enable": true},

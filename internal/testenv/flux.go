@@ -24,10 +24,12 @@ type SourceController struct {
 	Storage string
 }
 
-// StartSourceController installs the Flux source CRDs (those of the module
-// scripts/install-tools.sh built) into the API server and runs
-// source-controller against it on 127.0.0.1.
-func StartSourceController(t testing.TB, api *APIServer) *SourceController {
+// StartSourceController installs the Flux CRDs scripts/install-tools.sh put
+// beside source-controller (source-controller's own and helm-controller's
+// HelmRelease) into the API server and runs source-controller against it on
+// 127.0.0.1. It trusts the CA files given, as an image with those CAs in its
+// trust store would: for sources without a certSecretRef.
+func StartSourceController(t testing.TB, api *APIServer, trust ...string) *SourceController {
 	t.Helper()
 	bin := lookPath(t, "source-controller")
 	real, err := filepath.EvalSymlinks(bin)
@@ -50,6 +52,17 @@ func StartSourceController(t testing.TB, api *APIServer) *SourceController {
 		"--log-level", "info",
 	)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+api.Kubeconfig, "RUNTIME_NAMESPACE="+sc.Namespace)
+	if len(trust) > 0 {
+		var bundle []byte
+		for _, f := range trust {
+			pem, err := os.ReadFile(f)
+			require.NoError(t, err)
+			bundle = append(bundle, pem...)
+		}
+		file := filepath.Join(t.TempDir(), "ca-bundle.pem")
+		require.NoError(t, os.WriteFile(file, bundle, 0o600))
+		cmd.Env = append(cmd.Env, "SSL_CERT_FILE="+file)
+	}
 	logs := start(t, cmd)
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -4,15 +4,12 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io/fs"
 	"maps"
 	"path"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -177,16 +174,4 @@ func tgz(name string, files map[string][]byte, mtime time.Time) ([]byte, error) 
 		return nil, err
 	}
 	return buf.Bytes(), nil
-}
-
-// Cut shortens s to at most max characters: its first max-7, then "-" and six
-// hex digits of its sha256, so different long values stay different. Names and
-// label values stay valid: the cut part ends in a letter or digit.
-func Cut(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	sum := sha256.Sum256([]byte(s))
-	head := strings.TrimRight(s[:max-7], "-_.")
-	return head + "-" + hex.EncodeToString(sum[:])[:6]
 }

@@ -44,6 +44,21 @@ func sources(p *resolve.Plan) map[string]*Source {
 	return out
 }
 
+// given are the values a release chart of a plan gets from the bootstrap
+// chart of its first Target, by chart name; a bootstrap chart gets none.
+func given(p *resolve.Plan) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	for _, tp := range p.Targets {
+		for _, sel := range tp.Releases {
+			name := "release-" + sel.Release.Name
+			if _, ok := out[name]; !ok {
+				out[name] = TargetValues(sel)
+			}
+		}
+	}
+	return out
+}
+
 func TestPackageIsReproducible(t *testing.T) {
 	src := sources(testenv.ExamplesPlan(t))["bootstrap-edge-2"]
 	require.NotNil(t, src)
@@ -91,28 +106,17 @@ func TestPackageIsReproducible(t *testing.T) {
 	assert.JSONEq(t, string(a.Config), mustJSON(t, ch.Metadata), "the OCI config is the chart's metadata")
 }
 
-func TestCut(t *testing.T) {
-	short := strings.Repeat("a", 63)
-	assert.Equal(t, short, Cut(short, 63))
-	long1, long2 := strings.Repeat("a", 60)+"-one", strings.Repeat("a", 60)+"-two"
-	c1, c2 := Cut(long1, 63), Cut(long2, 63)
-	assert.Len(t, c1, 63)
-	assert.NotEqual(t, c1, c2, "cut values stay distinct")
-	// The kept part never ends in a separator: names and label values must
-	// stay valid.
-	assert.Regexp(t, `^ab-[0-9a-f]{6}$`, Cut("ab"+strings.Repeat("-", 20), 10))
-	assert.Regexp(t, `^ab-[0-9a-f]{6}$`, Cut("ab._"+strings.Repeat("x", 20), 11))
-}
-
 // TestChartsLintAndTemplate runs Helm's linter in process and the real helm
 // CLI on every chart examples/ renders.
 func TestChartsLintAndTemplate(t *testing.T) {
-	for name, src := range sources(testenv.ExamplesPlan(t)) {
+	plan := testenv.ExamplesPlan(t)
+	values := given(plan)
+	for name, src := range sources(plan) {
 		t.Run(name, func(t *testing.T) {
 			pkg, err := src.Package("0.0.1", Options{})
 			require.NoError(t, err)
-			lintArchive(t, pkg)
-			docs := helmTemplate(t, pkg, "solar-bootstrap", "flux-system")
+			lintArchive(t, pkg, values[name])
+			docs := helmTemplate(t, pkg, "solar-bootstrap-x", "flux-system", values[name])
 			require.NotEmpty(t, docs)
 			for _, d := range docs {
 				assertObject(t, d)
@@ -121,25 +125,29 @@ func TestChartsLintAndTemplate(t *testing.T) {
 	}
 }
 
-func lintArchive(t *testing.T, pkg *Packaged) {
+func lintArchive(t *testing.T, pkg *Packaged, values map[string]any) {
 	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, chartutil.Expand(dir, bytes.NewReader(pkg.Archive)))
-	l := lint.All(filepath.Join(dir, pkg.Name), nil, "flux-system", false)
+	l := lint.All(filepath.Join(dir, pkg.Name), values, "flux-system", false)
 	for _, m := range l.Messages {
 		assert.Less(t, m.Severity, support.WarningSev, "helm lint: %s", m)
 	}
 }
 
-// helmTemplate runs `helm template` of the archive and returns its documents.
-func helmTemplate(t *testing.T, pkg *Packaged, release, namespace string, args ...string) []map[string]any {
+// helmTemplate runs `helm template` of the archive with values and returns
+// its documents.
+func helmTemplate(t *testing.T, pkg *Packaged, release, namespace string, values map[string]any) []map[string]any {
 	t.Helper()
 	if _, err := exec.LookPath("helm"); err != nil {
 		t.Fatalf("the helm CLI is not on PATH: run scripts/install-tools.sh and put its bin directory on PATH (make test does): %v", err)
 	}
-	file := filepath.Join(t.TempDir(), pkg.Name+".tgz")
+	dir := t.TempDir()
+	file := filepath.Join(dir, pkg.Name+".tgz")
 	require.NoError(t, os.WriteFile(file, pkg.Archive, 0o644))
-	cmd := exec.Command("helm", append([]string{"template", release, file, "--namespace", namespace}, args...)...)
+	valuesFile := filepath.Join(dir, "values.json")
+	require.NoError(t, os.WriteFile(valuesFile, []byte(mustJSON(t, values)), 0o644))
+	cmd := exec.Command("helm", "template", release, file, "--namespace", namespace, "-f", valuesFile)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -207,10 +215,10 @@ spec: {releaseRef: {name: %[1]s-two-%[2]s}}
 	require.Empty(t, problems)
 	pkg, err := sources(testenv.Plan(t, objs))["bootstrap-t"].Package("0.0.1", Options{})
 	require.NoError(t, err)
-	lintArchive(t, pkg)
+	lintArchive(t, pkg, nil)
 
 	names := map[string]string{}
-	for _, d := range helmTemplate(t, pkg, "solar-bootstrap", "flux-system") {
+	for _, d := range helmTemplate(t, pkg, "solar-bootstrap", "flux-system", nil) {
 		assertObject(t, d)
 		meta := d["metadata"].(map[string]any)
 		full := meta["annotations"].(map[string]any)["solar.opendefense.cloud/name"]
@@ -254,11 +262,12 @@ spec: {releaseRef: {name: app}}
 `
 	objs, problems := load.Bytes("in.yaml", []byte(src), load.Options{})
 	require.Empty(t, problems)
-	srcs := sources(testenv.Plan(t, objs))
+	plan := testenv.Plan(t, objs)
+	srcs, values := sources(plan), given(plan)
 	for _, name := range []string{"bootstrap-t", "release-app"} {
 		pkg, err := srcs[name].Package("0.0.1", Options{})
 		require.NoError(t, err)
-		docs := helmTemplate(t, pkg, "solar-bootstrap-app", "flux-system")
+		docs := helmTemplate(t, pkg, "solar-bootstrap-app", "flux-system", values[name])
 		if name == "release-app" {
 			var values any
 			for _, d := range docs {

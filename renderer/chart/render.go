@@ -5,6 +5,7 @@ import (
 	"maps"
 	"strings"
 
+	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/resolve"
 )
 
@@ -40,12 +41,14 @@ func Release(sel *resolve.Selected) *Source {
 		},
 		"release": map[string]any{
 			"name":            name,
-			"label":           Cut(r.Namespace+"."+r.Name, maxLabel),
+			"label":           chain.Cut(r.Namespace+"."+r.Name, maxLabel),
 			"targetNamespace": r.Spec.TargetNamespace,
 			"values":          orEmpty(r.Spec.Values),
 		},
 		"pullSecret":         "",
 		"valuesFromTemplate": "",
+		// Set per Target by the bootstrap chart (TargetValues).
+		"names": names(chain.Name{}, chain.Name{}),
 	}
 	return &Source{
 		Name:        "release-" + r.Name,
@@ -64,21 +67,22 @@ func AgentRepository(targetNS, target, releaseNS, release string) string {
 }
 
 // Agent is the release chart of an agent Release for one Target: the release
-// chart with the Target's kubeconfig added to the Release's values as
-// "kubeconfig".
-func Agent(sel *resolve.Selected, kubeconfig []byte) *Source {
+// chart with the Target's kubeconfig and name added to the Release's values as
+// "kubeconfig" and "target" (what charts/solar-agent reads).
+func Agent(sel *resolve.Selected, target string, kubeconfig []byte) *Source {
 	src := Release(sel)
 	release := src.Values["release"].(map[string]any)
 	values := maps.Clone(release["values"].(map[string]any))
 	values["kubeconfig"] = string(kubeconfig)
+	values["target"] = target
 	release["values"] = values
 	return src
 }
 
 // TargetValues are the values the bootstrap chart gives the release chart of
-// sel: what differs per Target.
+// sel: what differs per Target, and the names of the release chart's objects.
 func TargetValues(sel *resolve.Selected) map[string]any {
-	values := map[string]any{}
+	values := map[string]any{"names": names(sel.Names.App, sel.Names.Values)}
 	if sel.PullSecret != "" {
 		values["pullSecret"] = sel.PullSecret
 	}
@@ -105,8 +109,9 @@ func Bootstrap(t *resolve.Target, refs []Ref, values []map[string]any) *Source {
 	for i, sel := range t.Releases {
 		releases = append(releases, map[string]any{
 			"key":     sel.Key,
+			"name":    nameValue(sel.Names.Source),
 			"release": resolve.Name(sel.Release),
-			"label":   Cut(sel.Release.Namespace+"."+sel.Release.Name, maxLabel),
+			"label":   chain.Cut(sel.Release.Namespace+"."+sel.Release.Name, maxLabel),
 			"url":     refs[i].URL,
 			"version": refs[i].Version,
 			"values":  values[i],
@@ -146,4 +151,13 @@ func orEmpty(m map[string]any) map[string]any {
 		return map[string]any{}
 	}
 	return m
+}
+
+// names are the level-2 names as the release chart reads them.
+func names(app, values chain.Name) map[string]any {
+	return map[string]any{"app": nameValue(app), "values": nameValue(values)}
+}
+
+func nameValue(n chain.Name) map[string]any {
+	return map[string]any{"name": n.Name, "full": n.Full}
 }

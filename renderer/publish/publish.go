@@ -218,7 +218,7 @@ func (p *publisher) releaseRepo(t *resolve.Target, sel *resolve.Selected) string
 // releaseJob publishes a selected release's chart for a Target.
 func (p *publisher) releaseJob(t *resolve.Target, sel *resolve.Selected) job {
 	if kubeconfig := p.agentKubeconfig(t, sel); kubeconfig != nil {
-		return job{repo: p.releaseRepo(t, sel), src: chart.Agent(sel, kubeconfig)}
+		return job{repo: p.releaseRepo(t, sel), src: chart.Agent(sel, t.Target.Name, kubeconfig)}
 	}
 	return job{repo: p.releaseRepo(t, sel), src: chart.Release(sel)}
 }

@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/diag"
 	"github.com/solar-pipeline/solar/renderer/load"
 	"github.com/solar-pipeline/solar/renderer/model"
@@ -56,6 +57,8 @@ type Selected struct {
 	PullSecret string
 	// RenderedValues is Source.ValuesTemplate rendered for the Target.
 	RenderedValues string
+	// Names are the names of the release's objects on the Target's cluster.
+	Names chain.Release
 }
 
 // Source is the chart a release deploys.
@@ -192,6 +195,16 @@ func resolveTarget(s *model.Set, t *model.Target, bindings []model.Binding, regB
 				out.Problems.Errorf(o.File, o.LineOf(path), path, "%v", err)
 			}
 		}
+	}
+	names := make([]chain.Release, len(out.Releases))
+	for i, r := range out.Releases {
+		r.Names = chain.For(t.Name, r.Key, r.Release.Spec.TargetNamespace)
+		names[i] = r.Names
+	}
+	// Only contrived names meet (a Target named like a level's prefix);
+	// Flux would then fail on the cluster, so the Target fails here.
+	for _, c := range chain.Collisions(chain.Objects("<flux namespace>", names)) {
+		targetErr("metadata.name", "two objects on its cluster would have one name: %s; rename the Target or a release's uniqueName", c)
 	}
 	if reg != nil {
 		if _, ok := out.PullSecrets[reg.Spec.Hostname]; !ok && opts.StrictRegistryBindings {

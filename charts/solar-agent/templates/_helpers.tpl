@@ -1,0 +1,12 @@
+{{/* solar-agent.labels are the labels of every object of the chart. */}}
+{{- define "solar-agent.labels" -}}
+app.kubernetes.io/name: solar-agent
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{/* solar-agent.kubeconfigSecret is the Secret with the kubeconfig. */}}
+{{- define "solar-agent.kubeconfigSecret" -}}
+{{ .Release.Name | trunc 52 | trimSuffix "-" }}-kubeconfig
+{{- end -}}

@@ -1,0 +1,60 @@
+package charts
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/lint"
+	"helm.sh/helm/v3/pkg/lint/support"
+	"sigs.k8s.io/yaml"
+)
+
+// TestSolarAgentChart lints the agent's own chart and renders it with the
+// values solar gives each Target: the kubeconfig goes to a Secret that the
+// Deployment mounts, never into the Deployment itself.
+func TestSolarAgentChart(t *testing.T) {
+	values := map[string]any{"kubeconfig": "apiVersion: v1\nkind: Config\n# token: s3cret-token\n", "target": "edge-1"}
+	l := lint.All("solar-agent", values, "solar-system", false)
+	for _, m := range l.Messages {
+		assert.Less(t, m.Severity, support.WarningSev, "helm lint: %s", m)
+	}
+
+	c, err := loader.Load("solar-agent")
+	require.NoError(t, err)
+	render := func(values map[string]any) (map[string]string, error) {
+		vals, err := chartutil.ToRenderValues(c, values, chartutil.ReleaseOptions{Name: "solar-system-edge-1-solar-agent", Namespace: "solar-system", IsInstall: true}, nil)
+		require.NoError(t, err)
+		return engine.Render(c, vals)
+	}
+	files, err := render(values)
+	require.NoError(t, err)
+	objs := map[string]map[string]any{}
+	for name, body := range files {
+		if strings.TrimSpace(body) == "" || !strings.HasSuffix(name, ".yaml") {
+			continue
+		}
+		var o map[string]any
+		require.NoError(t, yaml.Unmarshal([]byte(body), &o), name)
+		objs[o["kind"].(string)] = o
+	}
+	require.Contains(t, objs, "Secret")
+	require.Contains(t, objs, "Deployment")
+	require.Contains(t, objs, "ServiceAccount")
+	secretName := objs["Secret"]["metadata"].(map[string]any)["name"]
+	assert.Equal(t, "solar-system-edge-1-solar-agent-kubeconfig", secretName)
+	deployment, err := yaml.Marshal(objs["Deployment"])
+	require.NoError(t, err)
+	assert.NotContains(t, string(deployment), "s3cret-token", "the kubeconfig stays in the Secret")
+	assert.Contains(t, string(deployment), "secretName: "+secretName.(string))
+	assert.Contains(t, string(deployment), "--target=edge-1")
+	assert.Contains(t, string(deployment), "readinessProbe")
+	assert.Contains(t, string(deployment), "limits")
+
+	_, err = render(map[string]any{"target": "edge-1"})
+	assert.ErrorContains(t, err, "kubeconfig is set by solar for each Target")
+}

@@ -1,0 +1,66 @@
+package chain
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestCut(t *testing.T) {
+	short := strings.Repeat("a", 63)
+	assert.Equal(t, short, Cut(short, 63))
+	long1, long2 := strings.Repeat("a", 60)+"-one", strings.Repeat("a", 60)+"-two"
+	c1, c2 := Cut(long1, 63), Cut(long2, 63)
+	assert.Len(t, c1, 63)
+	assert.NotEqual(t, c1, c2, "cut values stay distinct")
+	// The kept part never ends in a separator: names and label values must
+	// stay valid.
+	assert.Regexp(t, `^ab-[0-9a-f]{6}$`, Cut("ab"+strings.Repeat("-", 20), 10))
+	assert.Regexp(t, `^ab-[0-9a-f]{6}$`, Cut("ab._"+strings.Repeat("x", 20), 11))
+}
+
+// TestHelmReleaseName checks the rule against helm-controller's own example
+// of a shortened name: 40 characters, "-", 12 hex digits.
+func TestHelmReleaseName(t *testing.T) {
+	assert.Equal(t, "edge-1-podinfo", HelmReleaseName("edge-1-podinfo", ""))
+	assert.Equal(t, "podinfo-edge-1-podinfo", HelmReleaseName("edge-1-podinfo", "podinfo"))
+	long := HelmReleaseName(strings.Repeat("n", 40), strings.Repeat("t", 20))
+	assert.Regexp(t, `^t{20}-n{19}-[0-9a-f]{12}$`, long)
+	assert.Len(t, long, 53)
+	assert.NotEqual(t, long, HelmReleaseName(strings.Repeat("n", 41), strings.Repeat("t", 19)),
+		"the hash keeps two long names apart")
+}
+
+func TestFor(t *testing.T) {
+	r := For("edge-1", "podinfo", "podinfo")
+	assert.Equal(t, Release{
+		Key:             "podinfo",
+		Source:          Name{"solar-bootstrap-podinfo", "solar-bootstrap-podinfo"},
+		App:             Name{"edge-1-podinfo", "edge-1-podinfo"},
+		Values:          Name{"edge-1-podinfo-values", "edge-1-podinfo-values"},
+		TargetNamespace: "podinfo",
+		AppRelease:      "podinfo-edge-1-podinfo",
+	}, r)
+
+	long := For(strings.Repeat("t", 40), strings.Repeat("k", 40), "")
+	for _, n := range []Name{long.Source, long.App, long.Values} {
+		assert.LessOrEqual(t, len(n.Name), MaxName)
+		assert.NotEqual(t, n.Name, n.Full)
+	}
+	assert.Equal(t, long.App.Name, long.AppRelease, "without targetNamespace the Helm release is the HelmRelease's name")
+}
+
+func TestCollisions(t *testing.T) {
+	ok := []Release{For("edge-1", "podinfo", "podinfo"), For("edge-1", "agent", "solar-system")}
+	assert.Empty(t, Collisions(Objects("flux-system", ok)))
+
+	// A Target named "solar" with the uniqueName "bootstrap-x" would give
+	// its level-2 objects the name of another release's level-1 objects.
+	bad := []Release{For("solar", "bootstrap-x", ""), For("solar", "x", "")}
+	assert.Equal(t, []string{
+		"OCIRepository flux-system/solar-bootstrap-x (level 1) is also OCIRepository flux-system/solar-bootstrap-x (level 2)",
+		"HelmRelease flux-system/solar-bootstrap-x (level 1) is also HelmRelease flux-system/solar-bootstrap-x (level 2)",
+		"Helm release flux-system/solar-bootstrap-x (level 2) is also Helm release flux-system/solar-bootstrap-x (level 3)",
+	}, Collisions(Objects("flux-system", bad)))
+}
