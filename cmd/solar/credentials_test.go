@@ -121,7 +121,9 @@ func TestCredentialsSyncAndRender(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "agent.tgz")
 	require.NoError(t, os.WriteFile(file, archive, 0o600))
 	// Not through helmCLI: its failure message would print the token.
-	rendered, err := exec.Command("helm", "template", "solar-bootstrap-solar-agent", file).Output()
+	// The names come from the bootstrap chart's values.
+	rendered, err := exec.Command("helm", "template", "solar-bootstrap-solar-agent", file,
+		"--set", "names.app.name=edge-1-solar-agent,names.values.name=edge-1-solar-agent-values").Output()
 	require.NoError(t, err)
 	assert.True(t, strings.Contains(string(rendered), "kubeconfig: |"), "the HelmRelease values carry a kubeconfig")
 	assert.True(t, strings.Contains(string(rendered), "server: https://solar.example.com:6443"), "for the apiserverURL of the PipelineConfig")
