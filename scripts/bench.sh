@@ -37,9 +37,9 @@ printf 'ratio solar/cue: %.2f\n' "$(echo "$solar $cue" | awk '{print $1/$2}')"
 # layout in process (BenchmarkRender10kTargets), with the peak RSS of that
 # process, against the baseline a hand-rolled job uses: one `helm package` per
 # chart.
-go test -c -o "$dir/publish.test" ./renderer/publish
-bench=$(cd renderer/publish && /usr/bin/time -f '%M' -o "$dir/rss" \
-  "$dir/publish.test" -test.run '^$' -test.bench Render10k -test.benchtime 1x -test.benchmem | grep '^Benchmark')
+go test -c -o "$dir/pipeline.test" ./renderer/pipeline
+bench=$(cd renderer/pipeline && /usr/bin/time -f '%M' -o "$dir/rss" \
+  "$dir/pipeline.test" -test.run '^$' -test.bench Render10k -test.benchtime 1x -test.benchmem | grep '^Benchmark')
 solar_cps=$(echo "$bench" | awk '{for (i=1;i<=NF;i++) if ($i=="charts/s") print $(i-1)}')
 bin/solar render --out "$dir/layout" examples/ >/dev/null 2>&1
 chart=$(find "$dir/layout/blobs" -type f -size +1k | head -1)

@@ -7,12 +7,19 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/solar-pipeline/solar/internal/testenv"
 )
@@ -43,7 +50,7 @@ func TestBootstrapManifestsPlaceholder(t *testing.T) {
 	oci := d["OCIRepository/solar-bootstrap"]
 	assert.Equal(t, "flux-system", oci["metadata"].(map[string]any)["namespace"])
 	assert.Equal(t, map[string]any{
-		"interval":      "10m",
+		"interval":      "10m0s",
 		"url":           "oci://registry.example.com/solar/alpha/bootstrap-edge-1",
 		"ref":           map[string]any{"semver": ">=0.0.0"},
 		"layerSelector": map[string]any{"mediaType": "application/vnd.cncf.helm.chart.content.v1.tar+gzip", "operation": "copy"},
@@ -100,4 +107,47 @@ func TestBootstrapManifestsAuth(t *testing.T) {
 	pulled := helmCLI(t, "pull", url, "--version", ">=0.0.0", "--ca-file", reg.CAFile,
 		"--username", reg.Username, "--password", reg.Password, "-d", t.TempDir())
 	assert.Contains(t, pulled, "bootstrap-plant-1:0.0.1")
+}
+
+// TestBootstrapManifestsServerDryRun: every object printed is valid for the
+// real API server with the Flux CRDs, as kubectl apply --dry-run=server checks.
+func TestBootstrapManifestsServerDryRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs a real etcd and kube-apiserver")
+	}
+	api := testenv.StartAPIServer(t)
+	testenv.InstallFluxCRDs(t, api)
+	dyn, err := dynamic.NewForConfig(api.Config)
+	require.NoError(t, err)
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	require.NoError(t, os.WriteFile(ca, []byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"), 0o600))
+	for name, args := range map[string][]string{
+		"placeholder": {"--registry", "registry.example.com/solar"},
+		"auth, CA":    {"--registry", "127.0.0.1:5000", "--username", "edge-1", "--password-stdin", "--ca-file", ca, "--flux-namespace", "default"},
+		"plain HTTP":  {"--registry", "localhost:5000/a/b", "--plain-http", "--flux-namespace", "default"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), append([]string{"bootstrap-manifests", "edge-1", "-n", "alpha"}, args...),
+				strings.NewReader("pull-password"), &stdout, &stderr)
+			require.Equal(t, 0, code, stderr.String())
+			ns := "default"
+			if !slices.Contains(args, "--flux-namespace") {
+				ns = "flux-system"
+				_, err := api.Client.CoreV1().Namespaces().Create(context.Background(),
+					&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+				if !apierrors.IsAlreadyExists(err) {
+					require.NoError(t, err)
+				}
+			}
+			for key, d := range docs(t, stdout.String()) {
+				u := &unstructured.Unstructured{Object: d}
+				gvr := map[string]schema.GroupVersionResource{"Secret": secretGVR, "OCIRepository": ociRepositoryGVR, "HelmRelease": helmReleaseGVR}[u.GetKind()]
+				require.NotEmpty(t, gvr.Resource, key)
+				_, err = dyn.Resource(gvr).Namespace(ns).Create(context.Background(), u,
+					metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldValidation: "Strict"})
+				assert.NoError(t, err, "%s is valid for the API server", key)
+			}
+		})
+	}
 }

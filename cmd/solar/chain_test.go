@@ -25,6 +25,7 @@ import (
 	"github.com/solar-pipeline/solar/internal/testenv"
 	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/credential"
+	"github.com/solar-pipeline/solar/renderer/pipeline"
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
@@ -146,12 +147,12 @@ func TestFluxChainToTheApplication(t *testing.T) {
 	}
 
 	registry := render.Host + "/solar"
-	pub := func() map[string]publish.TargetReport {
+	pub := func() map[string]pipeline.TargetReport {
 		t.Helper()
 		code, stdout, stderr := publishCLI(t, render, render.Password, "--ca-file", render.CAFile, "--registry", registry,
 			"--kubeconfig", api.Kubeconfig, "-o", "json", examples)
 		require.Equal(t, 0, code, stderr)
-		out := map[string]publish.TargetReport{}
+		out := map[string]pipeline.TargetReport{}
 		for _, tr := range decodeReport(t, stdout).Targets {
 			out[tr.Namespace+"/"+tr.Name] = tr
 		}
@@ -194,7 +195,7 @@ func TestFluxChainToTheApplication(t *testing.T) {
 	t.Logf("first install: %d Helm releases in %s", len(events), time.Since(start).Round(time.Millisecond))
 	names := map[string]map[string]chain.Release{} // Target -> uniqueName -> names
 	for _, tp := range testenv.ExamplesPlan(t).Targets {
-		key := tp.Target.Namespace + "/" + tp.Target.Name
+		key := tp.Namespace + "/" + tp.Name
 		names[key] = map[string]chain.Release{}
 		for _, sel := range tp.Releases {
 			names[key][sel.Key] = sel.Names

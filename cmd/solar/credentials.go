@@ -2,13 +2,10 @@ package main
 
 import (
 	"fmt"
-	"slices"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
-	"github.com/solar-pipeline/solar/renderer/credential"
-	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/pipeline"
 )
 
 func newCredentialsCmd(g *globals) *cobra.Command {
@@ -45,43 +42,19 @@ not be minted (the others are still synced). See docs/credentials.md.`,
 			if f.kubeconfig == "" {
 				return fmt.Errorf("--kubeconfig is required: the SolAr API server to mint credentials in")
 			}
-			plan, creds, problems, err := g.plan(cmd.Context(), args, f)
-			report := &publish.Report{Targets: []publish.TargetReport{}, Problems: problems}
-			if plan != nil {
-				for _, t := range plan.Targets {
-					if cred := creds[t.Target.Namespace+"/"+t.Target.Name]; cred != nil {
-						report.Targets = append(report.Targets, publish.TargetReport{
-							Namespace: t.Target.Namespace, Name: t.Target.Name, Credential: cred,
-							Releases: []publish.ReleaseReport{}, Excluded: []publish.ExcludedReport{},
-						})
-					}
-					report.Problems = append(report.Problems, t.Problems...)
-				}
-				report.Problems = report.Problems.Sorted()
-			}
+			opts, err := f.options(g, args)
 			if err != nil {
 				return err
 			}
-			if g.output == "json" {
-				err = writeJSON(g.stdout, report)
-			} else {
-				w := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(w, "TARGET\tSTATUS\tREASON\tMESSAGE")
-				for _, t := range report.Targets {
-					fmt.Fprintf(w, "%s/%s\t%s\t%s\t%s\n", t.Namespace, t.Name, t.Credential.Status, t.Credential.Reason, t.Credential.Message)
-				}
-				err = w.Flush()
-				for _, p := range report.Problems {
-					fmt.Fprintln(g.stdout, p)
-				}
-			}
+			plan, err := pipeline.NewPlan(cmd.Context(), opts)
+			report := pipeline.CredentialReport(plan)
 			if err != nil {
 				return err
 			}
-			failed := slices.ContainsFunc(report.Targets, func(t publish.TargetReport) bool {
-				return t.Credential.Reason == credential.ReasonMintFailed
-			})
-			if failed || report.Problems.HasErrors() {
+			if err := g.printReport(report, credentialsTable); err != nil {
+				return err
+			}
+			if report.MintFailed() || report.Problems.HasErrors() {
 				return exitError{code: 1}
 			}
 			return nil

@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	"github.com/fluxcd/pkg/apis/meta"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,12 +25,13 @@ import (
 
 	"github.com/solar-pipeline/solar/internal/testenv"
 	"github.com/solar-pipeline/solar/renderer/chain"
+	"github.com/solar-pipeline/solar/renderer/pipeline"
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
 var (
-	ociRepositoryGVR = schema.GroupVersionResource{Group: "source.toolkit.fluxcd.io", Version: "v1", Resource: "ocirepositories"}
-	helmReleaseGVR   = schema.GroupVersionResource{Group: "helm.toolkit.fluxcd.io", Version: "v2", Resource: "helmreleases"}
+	ociRepositoryGVR = sourcev1.GroupVersion.WithResource("ocirepositories")
+	helmReleaseGVR   = helmv2.GroupVersion.WithResource("helmreleases")
 	secretGVR        = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 )
 
@@ -82,10 +86,10 @@ func (f *flux) ready(name, requested string) map[string]any {
 		conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
 		for _, c := range conds {
 			m := c.(map[string]any)
-			if m["type"] == "Ready" {
+			if m["type"] == meta.ReadyCondition {
 				last = fmt.Sprintf("%v %v: %v", m["status"], m["reason"], m["message"])
 				artifact, _, _ := unstructured.NestedMap(obj.Object, "status", "artifact")
-				if m["status"] == "True" && artifact != nil && (requested == "" || handled == requested) {
+				if m["status"] == string(metav1.ConditionTrue) && artifact != nil && (requested == "" || handled == requested) {
 					return artifact
 				}
 			}
@@ -100,7 +104,7 @@ func (f *flux) ready(name, requested string) map[string]any {
 func (f *flux) reconcile(name string) string {
 	f.t.Helper()
 	token := time.Now().Format(time.RFC3339Nano)
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{"reconcile.fluxcd.io/requestedAt":%q}}}`, token)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, meta.ReconcileRequestAnnotation, token)
 	_, err := f.dyn.Resource(ociRepositoryGVR).Namespace(f.ns).Patch(context.Background(), name, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{})
 	require.NoError(f.t, err)
 	return token
@@ -134,20 +138,20 @@ func TestFluxPullsExactlyWhatSolarPublishes(t *testing.T) {
 	dir := t.TempDir()
 	copyExamples(t, dir)
 	examples := filepath.Join(dir, "examples")
-	pub := func() publish.Report {
+	pub := func() pipeline.Report {
 		t.Helper()
 		code, stdout, stderr := publishCLI(t, reg, reg.Password, "--ca-file", reg.CAFile, "--registry", registry, "-o", "json", examples)
 		require.Equal(t, 0, code, stderr)
 		return decodeReport(t, stdout)
 	}
-	edge1 := func(r publish.Report) publish.TargetReport {
+	edge1 := func(r pipeline.Report) pipeline.TargetReport {
 		for _, tr := range r.Targets {
 			if tr.Name == "edge-1" {
 				return tr
 			}
 		}
 		t.Fatal("no edge-1 in the report")
-		return publish.TargetReport{}
+		return pipeline.TargetReport{}
 	}
 
 	// 1. Publish.

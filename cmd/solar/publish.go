@@ -1,21 +1,19 @@
 package main
 
 import (
-	"fmt"
-	"io"
-	"os"
-	"strings"
+	"path"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/solar-pipeline/solar/renderer/pipeline"
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
 func newPublishCmd(g *globals) *cobra.Command {
 	var f planFlags
-	var ro publish.RemoteOptions
-	var passwordStdin, exitCode bool
+	var rf registryFlags
+	var insecure, exitCode bool
 	var concurrency int
 	cmd := &cobra.Command{
 		Use:   "publish PATH... --registry HOST[:PORT][/PREFIX]",
@@ -51,45 +49,30 @@ registry failed. With --exit-code: 0 when nothing changed, 2 when charts were
 			if err := g.checkOutput(); err != nil {
 				return err
 			}
-			if ro.Registry == "" {
-				return fmt.Errorf("--registry is required: HOST[:PORT][/PREFIX]")
-			}
-			if passwordStdin {
-				if ro.Username == "" {
-					return fmt.Errorf("--password-stdin needs --username")
-				}
-				b, err := io.ReadAll(cmd.InOrStdin())
-				if err != nil {
-					return fmt.Errorf("reading the password from stdin: %w", err)
-				}
-				ro.Password = strings.TrimRight(string(b), "\r\n")
-			} else if ro.Username != "" {
-				return fmt.Errorf("--username needs --password-stdin: solar does not take passwords as arguments")
-			}
-			opts, err := packageOptions()
+			l, err := rf.read(cmd.InOrStdin())
 			if err != nil {
 				return err
 			}
-			store, err := publish.NewRemote(ro)
+			opts, err := f.options(g, args)
 			if err != nil {
 				return err
 			}
-			plan, creds, problems, err := g.plan(cmd.Context(), args, f)
-			if err != nil || plan == nil {
-				return g.finish(&publish.Report{Targets: []publish.TargetReport{}, Problems: problems}, err)
+			store, err := publish.NewRemote(publish.RemoteOptions{Host: l.host, Prefix: l.prefix, Username: rf.username, Password: l.password,
+				CAFile: rf.caFile, PlainHTTP: rf.plainHTTP, InsecureSkipTLSVerify: insecure})
+			if err != nil {
+				return err
 			}
-			report, err := publish.Publish(cmd.Context(), store, plan, publish.Options{
-				Registry: ro.Registry, DryRun: f.dryRun, Concurrency: concurrency, Package: opts,
-				// Far longer than one registry round trip, the gap between a
-				// writer checking a tag and pushing it.
-				Settle:      500 * time.Millisecond,
-				Progress:    g.progress(),
-				Credentials: creds,
-				Log:         g.log,
-			})
-			report.Problems = append(problems, report.Problems...).Sorted()
-			err = g.finish(report, err)
-			if err == nil && exitCode && changed(report) {
+			plan, err := pipeline.NewPlan(cmd.Context(), opts)
+			if err != nil || len(plan.Targets) == 0 {
+				return g.finish(pipeline.NewReport(plan), rf.registry, err)
+			}
+			opts.Registry, opts.Concurrency = path.Join(l.host, l.prefix), concurrency
+			// Far longer than one registry round trip, the gap between a
+			// writer checking a tag and pushing it.
+			opts.Settle = 500 * time.Millisecond
+			report, err := pipeline.Run(cmd.Context(), plan, store, opts)
+			err = g.finish(report, rf.registry, err)
+			if err == nil && exitCode && report.Changed() {
 				return exitError{code: 2}
 			}
 			return err
@@ -97,52 +80,9 @@ registry failed. With --exit-code: 0 when nothing changed, 2 when charts were
 	}
 	f.register(cmd)
 	fl := cmd.Flags()
-	fl.StringVar(&ro.Registry, "registry", "", "registry to push to: HOST[:PORT][/PREFIX] (required)")
-	fl.StringVar(&ro.Username, "username", "", "registry user name (with --password-stdin)")
-	fl.BoolVar(&passwordStdin, "password-stdin", false, "read the registry password from stdin")
-	fl.StringVar(&ro.CAFile, "ca-file", "", "PEM file of CA certificates to trust for the registry")
-	fl.BoolVar(&ro.PlainHTTP, "plain-http", false, "talk plain HTTP to the registry (development only)")
-	fl.BoolVar(&ro.InsecureSkipTLSVerify, "insecure-skip-tls-verify", false, "do not verify the registry's TLS certificate (development only)")
+	rf.register(fl, "to push to")
+	fl.BoolVar(&insecure, "insecure-skip-tls-verify", false, "do not verify the registry's TLS certificate (development only)")
 	fl.BoolVar(&exitCode, "exit-code", false, "exit 2 when charts changed or (with --dry-run) would change, 0 when not")
 	fl.IntVar(&concurrency, "concurrency", 4, "charts pushed at once")
 	return cmd
-}
-
-// changed reports whether any chart was created or updated.
-func changed(r *publish.Report) bool {
-	for _, t := range r.Targets {
-		if t.Action != publish.Unchanged {
-			return true
-		}
-		for _, rel := range t.Releases {
-			if rel.Action != publish.Unchanged {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// progress reports each finished Target on stderr: a bar redrawn in place on
-// a terminal, one line per Target otherwise (CI logs).
-func (g *globals) progress() func(done, total int, t publish.TargetReport) {
-	f, ok := g.stderr.(*os.File)
-	tty := false
-	if ok {
-		if st, err := f.Stat(); err == nil {
-			tty = st.Mode()&os.ModeCharDevice != 0
-		}
-	}
-	return func(done, total int, t publish.TargetReport) {
-		if !tty {
-			fmt.Fprintf(g.stderr, "[%d/%d] %s/%s %s %s\n", done, total, t.Namespace, t.Name, t.Version, t.Action)
-			return
-		}
-		const width = 30
-		n := width * done / total
-		fmt.Fprintf(g.stderr, "\r[%s%s] %d/%d Targets", strings.Repeat("#", n), strings.Repeat(".", width-n), done, total)
-		if done == total {
-			fmt.Fprintln(g.stderr)
-		}
-	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/solar-pipeline/solar/internal/testenv"
+	"github.com/solar-pipeline/solar/renderer/pipeline"
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
@@ -59,12 +60,14 @@ func TestPublishTLS(t *testing.T) {
 	// Failures first: each leaves the registry as it was.
 	code, _, stderr := publishCLI(t, reg, "wrong", "--ca-file", reg.CAFile, "--registry", registry, "../../examples")
 	assert.Equal(t, 1, code)
-	assert.Contains(t, stderr, "denied access to repository")
+	assert.Contains(t, stderr, "registry "+reg.Host+"/solar: listing the versions of")
+	assert.Contains(t, stderr, "the registry denied access (401 Unauthorized)")
 	assert.Contains(t, stderr, "401 Unauthorized")
 
 	code, _, stderr = publishCLI(t, reg, reg.Password, "--registry", registry, "../../examples")
 	assert.Equal(t, 1, code)
-	assert.Contains(t, stderr, "its TLS certificate is not trusted (pass --ca-file")
+	assert.Contains(t, stderr, "TLS certificate is not trusted")
+	assert.Contains(t, stderr, "(pass --ca-file")
 
 	code, stdout, stderr := publishCLI(t, reg, reg.Password, "--ca-file", reg.CAFile, "--registry", registry, "-o", "json", "../../examples")
 	require.Equal(t, 0, code, stderr)
@@ -96,7 +99,7 @@ func TestPublishContentAddressed(t *testing.T) {
 	dir := t.TempDir()
 	copyExamples(t, dir)
 	examples := filepath.Join(dir, "examples")
-	pub := func(args ...string) (int, publish.Report, []string) {
+	pub := func(args ...string) (int, pipeline.Report, []string) {
 		t.Helper()
 		code, stdout, stderr := publishCLI(t, reg, reg.Password, append([]string{"--plain-http", "--registry", registry, "-o", "json"}, args...)...)
 		require.NotEqual(t, 1, code, stderr)
@@ -156,7 +159,7 @@ func TestPublishTwoWriters(t *testing.T) {
 		inputs = append(inputs, filepath.Join(dir, "examples"))
 	}
 	var wg sync.WaitGroup
-	reports := make([]publish.Report, 2)
+	reports := make([]pipeline.Report, 2)
 	for i, in := range inputs {
 		wg.Go(func() {
 			code, stdout, stderr := publishCLI(t, reg, reg.Password, "--plain-http", "--registry", registry, "-n", "alpha", "-o", "json", in)
@@ -199,5 +202,6 @@ func TestPublishRetriesAndUnreachable(t *testing.T) {
 	nobody := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
 	code, _, stderr = publishCLI(t, reg, reg.Password, "--plain-http", "--registry", nobody, "-n", "beta", "../../examples")
 	assert.Equal(t, 1, code)
-	assert.Contains(t, stderr, "cannot reach registry "+nobody)
+	assert.Contains(t, stderr, "registry "+nobody+": listing the versions of")
+	assert.Contains(t, stderr, "the registry cannot be reached")
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/pipeline"
 
 	// The subprocesses below run in other time zones; they must not depend on
 	// the machine having zoneinfo.
@@ -35,15 +35,15 @@ func copyExamples(t *testing.T, dir string) {
 	require.NoError(t, os.CopyFS(filepath.Join(dir, "examples"), os.DirFS("../../examples")))
 }
 
-func decodeReport(t *testing.T, out string) publish.Report {
+func decodeReport(t *testing.T, out string) pipeline.Report {
 	t.Helper()
-	var r publish.Report
+	var r pipeline.Report
 	require.NoError(t, json.Unmarshal([]byte(out), &r), out)
 	return r
 }
 
 // digests maps every chart repository of a report to version and digest.
-func digests(r publish.Report) map[string]string {
+func digests(r pipeline.Report) map[string]string {
 	out := map[string]string{}
 	for _, t := range r.Targets {
 		out[t.Repository] = t.Version + " " + t.Digest

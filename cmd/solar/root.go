@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,11 +8,6 @@ import (
 	"log/slog"
 
 	"github.com/spf13/cobra"
-
-	"github.com/solar-pipeline/solar/renderer/diag"
-	"github.com/solar-pipeline/solar/renderer/load"
-	"github.com/solar-pipeline/solar/renderer/model"
-	"github.com/solar-pipeline/solar/renderer/validate"
 )
 
 // exitError carries an exit code out of a command that already printed why.
@@ -73,22 +67,4 @@ func (g *globals) checkOutput() error {
 		return fmt.Errorf("invalid --output %q: want text or json", g.output)
 	}
 	return nil
-}
-
-// load reads and validates the objects of paths. The problems are sorted; the
-// set is nil when they have errors.
-func (g *globals) load(paths, policyDirs []string) (*model.Set, diag.List, error) {
-	v, err := validate.New(validate.Options{PolicyDirs: policyDirs})
-	if err != nil {
-		return nil, nil, err
-	}
-	objs, problems := load.Paths(paths, load.Options{Namespace: cmp.Or(g.namespace, "default")})
-	set, more := v.Validate(objs)
-	problems = append(problems, more...).Sorted()
-	errs, warns := count(problems)
-	g.log.Info("loaded", "objects", len(objs), "errors", errs, "warnings", warns)
-	if problems.HasErrors() {
-		return nil, problems, nil
-	}
-	return set, problems, nil
 }

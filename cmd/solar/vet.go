@@ -1,13 +1,9 @@
 package main
 
 import (
-	"encoding/json"
-	"io"
-
 	"github.com/spf13/cobra"
 
-	"github.com/solar-pipeline/solar/renderer/diag"
-	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/pipeline"
 )
 
 func newVetCmd(g *globals) *cobra.Command {
@@ -32,11 +28,11 @@ Warnings do not change the exit code. Exit code 0: valid; 1: invalid.`,
 			if err := g.checkOutput(); err != nil {
 				return err
 			}
-			_, problems, err := g.load(args, policyDirs)
+			_, problems, err := pipeline.Load(pipeline.Options{Paths: args, Namespace: g.namespace, PolicyDirs: policyDirs, Log: g.log})
 			if err != nil {
 				return err
 			}
-			if err := g.printReport(&publish.Report{Targets: []publish.TargetReport{}, Problems: append(diag.List{}, problems...)}); err != nil {
+			if err := g.printReport(pipeline.NewReport(&pipeline.Plan{Problems: problems}), chartsTable); err != nil {
 				return err
 			}
 			if problems.HasErrors() {
@@ -47,21 +43,4 @@ Warnings do not change the exit code. Exit code 0: valid; 1: invalid.`,
 	}
 	cmd.Flags().StringArrayVar(&policyDirs, "policy", nil, "directory of CUE policies (package policy) to add; repeatable")
 	return cmd
-}
-
-func count(problems diag.List) (errs, warns int) {
-	for _, p := range problems {
-		if p.Severity == diag.Warning {
-			warns++
-		} else {
-			errs++
-		}
-	}
-	return errs, warns
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }

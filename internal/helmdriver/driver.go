@@ -39,6 +39,9 @@ import (
 	"strings"
 	"time"
 
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	"github.com/fluxcd/pkg/apis/meta"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
@@ -46,23 +49,18 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/yaml"
 
 	"github.com/solar-pipeline/solar/renderer/chain"
 )
 
-// Finalizer is helm-controller's finalizer.
-const Finalizer = "finalizers.fluxcd.io"
-
 var (
-	helmReleaseGVR   = schema.GroupVersionResource{Group: "helm.toolkit.fluxcd.io", Version: "v2", Resource: "helmreleases"}
-	ociRepositoryGVR = schema.GroupVersionResource{Group: "source.toolkit.fluxcd.io", Version: "v1", Resource: "ocirepositories"}
+	helmReleaseGVR   = helmv2.GroupVersion.WithResource("helmreleases")
+	ociRepositoryGVR = sourcev1.GroupVersion.WithResource("ocirepositories")
 )
 
 // Event is one Helm action the driver took.
@@ -201,7 +199,7 @@ func (d *Driver) reconcile(ctx context.Context, hr *unstructured.Unstructured) (
 	ev = &Event{HelmRelease: ns + "/" + hr.GetName(), Release: releaseNS + "/" + name}
 
 	if hr.GetDeletionTimestamp() != nil {
-		if !slices.Contains(hr.GetFinalizers(), Finalizer) {
+		if !slices.Contains(hr.GetFinalizers(), helmv2.HelmReleaseFinalizer) {
 			return nil, "", nil
 		}
 		last, err := cfg.Releases.Last(name)
@@ -213,7 +211,7 @@ func (d *Driver) reconcile(ctx context.Context, hr *unstructured.Unstructured) (
 		} else if !errors.Is(err, driver.ErrReleaseNotFound) {
 			return nil, "", err
 		}
-		hr.SetFinalizers(slices.DeleteFunc(hr.GetFinalizers(), func(f string) bool { return f == Finalizer }))
+		hr.SetFinalizers(slices.DeleteFunc(hr.GetFinalizers(), func(f string) bool { return f == helmv2.HelmReleaseFinalizer }))
 		if _, err := d.dyn.Resource(helmReleaseGVR).Namespace(ns).Update(ctx, hr, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return nil, "", fmt.Errorf("removing the finalizer: %w", err)
 		}
@@ -222,8 +220,8 @@ func (d *Driver) reconcile(ctx context.Context, hr *unstructured.Unstructured) (
 		}
 		return ev, "", nil
 	}
-	if !slices.Contains(hr.GetFinalizers(), Finalizer) {
-		hr.SetFinalizers(append(hr.GetFinalizers(), Finalizer))
+	if !slices.Contains(hr.GetFinalizers(), helmv2.HelmReleaseFinalizer) {
+		hr.SetFinalizers(append(hr.GetFinalizers(), helmv2.HelmReleaseFinalizer))
 		if _, err := d.dyn.Resource(helmReleaseGVR).Namespace(ns).Update(ctx, hr, metav1.UpdateOptions{}); err != nil {
 			return nil, "", fmt.Errorf("adding the finalizer: %w", err)
 		}
@@ -280,7 +278,7 @@ func (d *Driver) config(releaseNS, storageNS string) (*action.Configuration, err
 // source-controller; wait says why not yet, until the source has caught up
 // with its spec and has an artifact.
 func (d *Driver) chart(ctx context.Context, ns string, s spec) (ch *chart.Chart, wait string, err error) {
-	if s.ChartRef.Kind != "OCIRepository" {
+	if s.ChartRef.Kind != sourcev1.OCIRepositoryKind {
 		return nil, "", fmt.Errorf("chartRef kind %q: only OCIRepository is driven here", s.ChartRef.Kind)
 	}
 	repo, err := d.dyn.Resource(ociRepositoryGVR).Namespace(cmp.Or(s.ChartRef.Namespace, ns)).Get(ctx, s.ChartRef.Name, metav1.GetOptions{})
@@ -325,70 +323,11 @@ func (d *Driver) chart(ctx context.Context, ns string, s spec) (ch *chart.Chart,
 func readiness(obj *unstructured.Unstructured) (bool, string) {
 	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
 	for _, c := range conds {
-		if m, _ := c.(map[string]any); m["type"] == "Ready" {
-			return m["status"] == "True", fmt.Sprint(m["message"])
+		if m, _ := c.(map[string]any); m["type"] == meta.ReadyCondition {
+			return m["status"] == string(metav1.ConditionTrue), fmt.Sprint(m["message"])
 		}
 	}
 	return false, "no Ready condition yet"
-}
-
-// values merges spec.valuesFrom in order, then spec.values over them.
-func (d *Driver) values(ctx context.Context, ns string, s spec) (map[string]any, error) {
-	out := map[string]any{}
-	for _, ref := range s.ValuesFrom {
-		key := cmp.Or(ref.ValuesKey, "values.yaml")
-		var data []byte
-		var found bool
-		switch ref.Kind {
-		case "ConfigMap":
-			cm, err := d.client.CoreV1().ConfigMaps(ns).Get(ctx, ref.Name, metav1.GetOptions{})
-			if err == nil {
-				var v string
-				v, found = cm.Data[key]
-				data = []byte(v)
-			} else if !apierrors.IsNotFound(err) {
-				return nil, err
-			}
-		case "Secret":
-			sec, err := d.client.CoreV1().Secrets(ns).Get(ctx, ref.Name, metav1.GetOptions{})
-			if err == nil {
-				data, found = sec.Data[key]
-			} else if !apierrors.IsNotFound(err) {
-				return nil, err
-			}
-		default:
-			return nil, fmt.Errorf("valuesFrom kind %q", ref.Kind)
-		}
-		if !found {
-			if ref.Optional {
-				continue
-			}
-			return nil, fmt.Errorf("valuesFrom %s %s/%s has no key %s", ref.Kind, ns, ref.Name, key)
-		}
-		if ref.TargetPath != "" {
-			return nil, fmt.Errorf("valuesFrom targetPath is not driven here")
-		}
-		var v map[string]any
-		if err := yaml.Unmarshal(data, &v); err != nil {
-			return nil, fmt.Errorf("valuesFrom %s %s/%s: %w", ref.Kind, ns, ref.Name, err)
-		}
-		merge(out, v)
-	}
-	merge(out, s.Values)
-	return out, nil
-}
-
-// merge merges src into dst: maps recursively, anything else replaced.
-func merge(dst, src map[string]any) {
-	for k, v := range src {
-		if sm, ok := v.(map[string]any); ok {
-			if dm, ok := dst[k].(map[string]any); ok {
-				merge(dm, sm)
-				continue
-			}
-		}
-		dst[k] = v
-	}
 }
 
 // unchanged: the same chart name and version and the same values, as

@@ -16,6 +16,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// InstallFluxCRDs installs the Flux CRDs scripts/install-tools.sh put beside
+// source-controller (source-controller's own and helm-controller's
+// HelmRelease) into the API server; it returns source-controller's path.
+func InstallFluxCRDs(t testing.TB, api *APIServer) string {
+	t.Helper()
+	bin := lookPath(t, "source-controller")
+	real, err := filepath.EvalSymlinks(bin)
+	require.NoError(t, err)
+	api.InstallCRDs(t, os.DirFS(filepath.Join(filepath.Dir(real), "crd")))
+	return bin
+}
+
 // SourceController is a running Flux source-controller.
 type SourceController struct {
 	// Namespace is its runtime namespace, flux-system.
@@ -24,20 +36,15 @@ type SourceController struct {
 	Storage string
 }
 
-// StartSourceController installs the Flux CRDs scripts/install-tools.sh put
-// beside source-controller (source-controller's own and helm-controller's
-// HelmRelease) into the API server and runs source-controller against it on
-// 127.0.0.1. It trusts the CA files given, as an image with those CAs in its
+// StartSourceController installs the Flux CRDs (InstallFluxCRDs) and runs
+// source-controller against the API server on 127.0.0.1. It trusts the CA files given, as an image with those CAs in its
 // trust store would: for sources without a certSecretRef.
 func StartSourceController(t testing.TB, api *APIServer, trust ...string) *SourceController {
 	t.Helper()
-	bin := lookPath(t, "source-controller")
-	real, err := filepath.EvalSymlinks(bin)
-	require.NoError(t, err)
-	api.InstallCRDs(t, os.DirFS(filepath.Join(filepath.Dir(real), "crd")))
+	bin := InstallFluxCRDs(t, api)
 
 	sc := &SourceController{Namespace: "flux-system", Storage: fmt.Sprintf("127.0.0.1:%d", FreePort(t))}
-	_, err = api.Client.CoreV1().Namespaces().Create(context.Background(),
+	_, err := api.Client.CoreV1().Namespaces().Create(context.Background(),
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: sc.Namespace}}, metav1.CreateOptions{})
 	if !apierrors.IsAlreadyExists(err) {
 		require.NoError(t, err)

@@ -64,7 +64,7 @@ func TestChainNamesNeverMeet(t *testing.T) {
 	apps := map[string]string{} // targetNamespace/Helm release -> Target
 	for _, tp := range plan.Targets {
 		require.False(t, tp.Problems.HasErrors(), "%v", tp.Problems)
-		target := tp.Target.Namespace + "/" + tp.Target.Name
+		target := tp.Namespace + "/" + tp.Name
 		owner := map[string]string{} // kind namespace/name -> Helm release
 		own := func(release string, level int, kind, ns, name string) {
 			key := fmt.Sprintf("%s %s/%s", kind, ns, name)
@@ -73,7 +73,7 @@ func TestChainNamesNeverMeet(t *testing.T) {
 			owner[key] = release
 		}
 		own("", 0, chain.HelmStorage, flux, chain.Bootstrap)
-		boot := render(t, srcs["bootstrap-"+tp.Target.Name], chain.Bootstrap, flux, nil)
+		boot := render(t, srcs["bootstrap-"+tp.Name], chain.Bootstrap, flux, nil)
 		var names []chain.Release
 		for _, d := range boot {
 			kind, name := d["kind"].(string), d["metadata"].(map[string]any)["name"].(string)

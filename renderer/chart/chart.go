@@ -21,15 +21,6 @@ import (
 	"github.com/solar-pipeline/solar/charts"
 )
 
-// Media types of a Helm chart in an OCI registry, as Helm and Flux expect them.
-const (
-	ConfigMediaType = "application/vnd.cncf.helm.config.v1+json"
-	LayerMediaType  = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
-)
-
-// Interval is how often Flux reconciles the objects the charts create.
-const Interval = "10m"
-
 // Options are the packaging settings that are not content.
 type Options struct {
 	// ModTime is the time of every tar entry and the manifest's created

@@ -32,13 +32,11 @@ func sources(p *resolve.Plan) map[string]*Source {
 	out := map[string]*Source{}
 	for _, tp := range p.Targets {
 		var refs []Ref
-		var values []map[string]any
 		for i, sel := range tp.Releases {
 			out[fmt.Sprintf("release-%s", sel.Release.Name)] = Release(sel)
-			refs = append(refs, Ref{URL: URL("registry.example.com/prefix", ReleaseRepository(tp.Target.Namespace, sel.Release.Namespace, sel.Release.Name)), Version: fmt.Sprintf("0.0.%d", i+1)})
-			values = append(values, TargetValues(sel))
+			refs = append(refs, Ref{URL: URL("registry.example.com/prefix", ReleaseRepository(tp.Namespace, sel.Release.Namespace, sel.Release.Name)), Version: fmt.Sprintf("0.0.%d", i+1)})
 		}
-		b := Bootstrap(tp, refs, values)
+		b := Bootstrap(tp, refs)
 		out[b.Name] = b
 	}
 	return out

@@ -3,23 +3,10 @@ package chart
 import (
 	"cmp"
 	"maps"
-	"strings"
 
 	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/resolve"
 )
-
-// Repository names inside a registry: where the charts of a Target live.
-func BootstrapRepository(targetNS, target string) string {
-	return targetNS + "/bootstrap-" + target
-}
-
-// ReleaseRepository is where a release chart for the Targets of targetNS lives.
-// The Target namespace comes first so that one namespace's charts never share a
-// repository with another's: a CI job per namespace writes only its own.
-func ReleaseRepository(targetNS, releaseNS, release string) string {
-	return targetNS + "/" + releaseNS + "/release-" + release
-}
 
 // maxLabel is the length limit of a Kubernetes label value.
 const maxLabel = 63
@@ -32,12 +19,14 @@ func Release(sel *resolve.Selected) *Source {
 	r := sel.Release
 	name := resolve.Name(r)
 	values := map[string]any{
-		"interval": Interval,
+		"interval":      Interval.String(),
+		"layerSelector": asValues(LayerSelector()),
+		"remediation":   asValues(Policy(r.Spec.TargetNamespace != "")),
 		"chart": map[string]any{
-			"url":      "oci://" + sel.Source.Repository,
-			"tag":      sel.Source.Tag,
-			"digest":   sel.Source.Digest,
-			"insecure": sel.Source.Insecure,
+			"url":      "oci://" + sel.Chart.Repository,
+			"tag":      sel.Chart.Tag,
+			"digest":   sel.Chart.Digest,
+			"insecure": sel.Chart.Insecure,
 		},
 		"release": map[string]any{
 			"name":            name,
@@ -53,17 +42,11 @@ func Release(sel *resolve.Selected) *Source {
 	return &Source{
 		Name:        "release-" + r.Name,
 		Description: "Release " + name + " rendered by solar",
-		AppVersion:  cmp.Or(sel.Source.Tag, sel.Source.Digest),
+		AppVersion:  cmp.Or(sel.Chart.Tag, sel.Chart.Digest),
 		Annotations: map[string]string{"solar.opendefense.cloud/release": name},
 		Values:      values,
 		Templates:   "release",
 	}
-}
-
-// AgentRepository is where the agent release chart of one Target lives: it
-// carries that Target's kubeconfig, so it is never shared.
-func AgentRepository(targetNS, target, releaseNS, release string) string {
-	return targetNS + "/" + releaseNS + "/" + target + "/release-" + release
 }
 
 // Agent is the release chart of an agent Release for one Target: the release
@@ -100,10 +83,10 @@ type Ref struct {
 }
 
 // Bootstrap is the bootstrap chart of a Target: for every selected release, in
-// order, an OCIRepository pinned to refs[i] and a HelmRelease of it with
-// values[i] (from TargetValues). Its pull secret and TLS setting are those of
-// the render registry.
-func Bootstrap(t *resolve.Target, refs []Ref, values []map[string]any) *Source {
+// order, an OCIRepository pinned to refs[i] and a HelmRelease of it with the
+// release's TargetValues. Its pull secret and TLS setting are those of the
+// render registry.
+func Bootstrap(t *resolve.Target, refs []Ref) *Source {
 	tt := t.Target
 	releases := []any{}
 	for i, sel := range t.Releases {
@@ -114,7 +97,7 @@ func Bootstrap(t *resolve.Target, refs []Ref, values []map[string]any) *Source {
 			"label":   chain.Cut(sel.Release.Namespace+"."+sel.Release.Name, maxLabel),
 			"url":     refs[i].URL,
 			"version": refs[i].Version,
-			"values":  values[i],
+			"values":  TargetValues(sel),
 		})
 	}
 	// The HelmRelease that installs the bootstrap chart may override these
@@ -129,19 +112,16 @@ func Bootstrap(t *resolve.Target, refs []Ref, values []map[string]any) *Source {
 		Description: "Bootstrap chart of Target " + tt.Namespace + "/" + tt.Name + " rendered by solar",
 		Annotations: map[string]string{"solar.opendefense.cloud/target": tt.Namespace + "/" + tt.Name},
 		Values: map[string]any{
-			"interval": Interval,
-			"target":   map[string]any{"name": tt.Name, "namespace": tt.Namespace},
-			"userdata": orEmpty(tt.Spec.Userdata),
-			"registry": registry,
-			"releases": releases,
+			"interval":      Interval.String(),
+			"layerSelector": asValues(LayerSelector()),
+			"remediation":   asValues(Policy(false)),
+			"target":        map[string]any{"name": tt.Name, "namespace": tt.Namespace},
+			"userdata":      orEmpty(tt.Spec.Userdata),
+			"registry":      registry,
+			"releases":      releases,
 		},
 		Templates: "bootstrap",
 	}
-}
-
-// URL is the oci:// URL of a repository in a registry given as HOST[:PORT][/PREFIX].
-func URL(registry, repository string) string {
-	return "oci://" + strings.TrimSuffix(registry, "/") + "/" + repository
 }
 
 // orEmpty keeps a missing map an empty one in values.yaml ({} rather than null),

@@ -15,16 +15,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/solar-pipeline/solar/renderer/model"
 )
@@ -383,50 +379,4 @@ func (m *Minter) revoke(ctx context.Context, t *model.Target) error {
 		}
 	}
 	return nil
-}
-
-// kubeconfig is what the agent release carries: the API server for agents,
-// its CA, the token.
-func (m *Minter) kubeconfig(t *model.Target, token string) ([]byte, error) {
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["solar"] = &clientcmdapi.Cluster{Server: m.opts.APIServerURL, CertificateAuthorityData: m.ca}
-	cfg.AuthInfos[Name(t.Name)] = &clientcmdapi.AuthInfo{Token: token}
-	cfg.Contexts["solar"] = &clientcmdapi.Context{Cluster: "solar", AuthInfo: Name(t.Name), Namespace: t.Namespace}
-	cfg.CurrentContext = "solar"
-	return clientcmd.Write(*cfg)
-}
-
-// writeCondition sets AgentCredentialReady on the Target's status when the
-// Target exists in the API server, and only when it changed.
-func (m *Minter) writeCondition(ctx context.Context, t *model.Target, cred Credential) error {
-	targets := m.dyn.Resource(TargetGVR).Namespace(t.Namespace)
-	obj, err := targets.Get(ctx, t.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	var status struct {
-		Conditions []metav1.Condition `json:"conditions,omitempty"`
-	}
-	if raw, ok := obj.Object["status"].(map[string]any); ok {
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &status); err != nil {
-			return fmt.Errorf("reading status: %w", err)
-		}
-	}
-	changed := apimeta.SetStatusCondition(&status.Conditions, metav1.Condition{
-		Type: ConditionType, Status: cred.Status, Reason: cred.Reason, Message: cred.Message,
-		ObservedGeneration: obj.GetGeneration(), LastTransitionTime: metav1.NewTime(m.opts.Now()),
-	})
-	if !changed {
-		return nil
-	}
-	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&status)
-	if err != nil {
-		return err
-	}
-	obj.Object["status"] = raw
-	_, err = targets.UpdateStatus(ctx, obj, metav1.UpdateOptions{})
-	return err
 }

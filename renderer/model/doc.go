@@ -4,10 +4,5 @@
 // Profiles and ReleaseBindings make.
 //
 // It takes objects that passed schema validation (load.Object) and returns a Set;
-// it does no input or output.
-//
-//	set, problems := model.NewSet(objs)
-//	for _, b := range set.Bindings() {
-//		fmt.Println(b.Target.Name, b.Release.Name, b.Via)
-//	}
+// it does no input or output. Example shows a use.
 package model

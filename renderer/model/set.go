@@ -100,8 +100,8 @@ func add[T any, PT interface {
 	return slices.Insert(list, i, v), nil
 }
 
-// Source returns the loaded object with that identity, for positions in problems.
-func (s *Set) Source(kind, namespace, name string) *load.Object {
+// Loaded returns the loaded object with that identity, for positions in problems.
+func (s *Set) Loaded(kind, namespace, name string) *load.Object {
 	return s.sources[load.ID{Kind: kind, Namespace: namespace, Name: name}]
 }
 
@@ -111,11 +111,11 @@ func Get[T any](s *Set, kind, namespace, name string) *T {
 	return v
 }
 
-// Resolve follows a reference from an object of kind fromKind in namespace
+// Lookup follows a reference from an object of kind fromKind in namespace
 // fromNS to an object of kind toKind. It fails with ErrNotGranted for a
 // cross-namespace reference no ReferenceGrant allows, else ErrNotFound when the
 // object does not exist.
-func Resolve[T any](s *Set, fromKind, fromNS, toKind string, ref Ref) (*T, error) {
+func Lookup[T any](s *Set, fromKind, fromNS, toKind string, ref Ref) (*T, error) {
 	ns := cmp.Or(ref.Namespace, fromNS)
 	if ns != fromNS && !s.Granted(fromKind, fromNS, toKind, ns, ref.Name) {
 		return nil, fmt.Errorf("%s %s/%s: no ReferenceGrant in namespace %q allows %s from namespace %q: %w",
@@ -179,7 +179,7 @@ func (s *Set) Bindings() ([]Binding, error) {
 	}
 	for _, b := range s.ReleaseBindings {
 		r := Get[Release](s, KindRelease, b.Namespace, b.Spec.ReleaseRef.Name)
-		t, err := Resolve[Target](s, KindReleaseBinding, b.Namespace, KindTarget, b.Spec.TargetRef)
+		t, err := Lookup[Target](s, KindReleaseBinding, b.Namespace, KindTarget, b.Spec.TargetRef)
 		if r == nil || err != nil {
 			continue
 		}

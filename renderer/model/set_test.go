@@ -44,7 +44,7 @@ spec:
 		{KindTarget, "shared", "missing", ErrNotFound},     // same namespace needs no grant
 		{KindTarget, "shared", "b", nil},                   // same namespace
 	} {
-		r, err := Resolve[Registry](s, tc.fromKind, tc.fromNS, KindRegistry, Ref{Name: tc.name, Namespace: "shared"})
+		r, err := Lookup[Registry](s, tc.fromKind, tc.fromNS, KindRegistry, Ref{Name: tc.name, Namespace: "shared"})
 		if tc.want == nil {
 			require.NoError(t, err, "%+v", tc)
 			assert.Equal(t, tc.name, r.Name)

@@ -21,8 +21,9 @@ import (
 
 // RemoteOptions say how to reach and log in to a registry.
 type RemoteOptions struct {
-	// Registry is HOST[:PORT][/PREFIX]; repositories are PREFIX/<name>.
-	Registry string
+	// Host is HOST[:PORT]; repositories are Prefix/<name> (Prefix may be
+	// empty).
+	Host, Prefix string
 	// Username and Password, when set, are used instead of the docker config.
 	Username string
 	Password string
@@ -43,23 +44,20 @@ type Remote struct {
 
 // NewRemote prepares the client; it does not contact the registry.
 func NewRemote(opts RemoteOptions) (*Remote, error) {
-	host, prefix, _ := strings.Cut(strings.Trim(opts.Registry, "/"), "/")
-	if host == "" || strings.Contains(host, "://") {
-		return nil, fmt.Errorf("invalid registry %q: want HOST[:PORT][/PREFIX], without a scheme", opts.Registry)
-	}
+	host, prefix := opts.Host, opts.Prefix
 	// InsecureSkipVerify only when the user asks for it, for development.
 	tlsConfig := &tls.Config{InsecureSkipVerify: opts.InsecureSkipTLSVerify}
 	if opts.CAFile != "" {
 		pem, err := os.ReadFile(opts.CAFile)
 		if err != nil {
-			return nil, fmt.Errorf("reading --ca-file: %w", err)
+			return nil, fmt.Errorf("reading the CA file: %w", err)
 		}
 		pool, err := x509.SystemCertPool()
 		if err != nil {
 			pool = x509.NewCertPool()
 		}
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--ca-file %s holds no PEM certificate", opts.CAFile)
+			return nil, fmt.Errorf("CA file %s holds no PEM certificate", opts.CAFile)
 		}
 		tlsConfig.RootCAs = pool
 	}
@@ -116,25 +114,38 @@ func (r *Remote) Repository(_ context.Context, name string) (Repository, error) 
 	}
 	repo.Client = r.client
 	repo.PlainHTTP = r.plainHTTP
-	return repo, nil
+	return remoteRepo{repo}, nil
 }
 
-// explain turns the errors users meet into messages that say what to do.
-func explain(err error, registry, repo string) error {
+// remoteRepo is a registry's repository: its blobs are its own.
+type remoteRepo struct{ *remote.Repository }
+
+func (remoteRepo) BlobsPerRepository() bool { return true }
+
+// What goes wrong with a registry, as errors.Is finds it in a publish error;
+// the CLI says which flag helps.
+var (
+	ErrDenied      = errors.New("the registry denied access")
+	ErrUntrusted   = errors.New("the registry's TLS certificate is not trusted")
+	ErrPlainHTTP   = errors.New("the registry speaks plain HTTP")
+	ErrUnreachable = errors.New("the registry cannot be reached")
+)
+
+// explain marks the errors users meet with one of the errors above.
+func explain(err error) error {
 	var resp *errcode.ErrorResponse
 	var unknownCA x509.UnknownAuthorityError
 	var hostname x509.HostnameError
 	var opErr *net.OpError
 	switch {
 	case errors.As(err, &resp) && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden):
-		return fmt.Errorf("registry %s denied access to repository %s (%d %s): check --username/--password-stdin or the credentials of the docker config: %w",
-			registry, repo, resp.StatusCode, http.StatusText(resp.StatusCode), err)
+		return fmt.Errorf("%w (%d %s): %w", ErrDenied, resp.StatusCode, http.StatusText(resp.StatusCode), err)
 	case errors.As(err, &unknownCA), errors.As(err, &hostname):
-		return fmt.Errorf("registry %s: its TLS certificate is not trusted (pass --ca-file, or --plain-http for a plain HTTP registry): %w", registry, err)
+		return fmt.Errorf("%w: %w", ErrUntrusted, err)
 	case strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
-		return fmt.Errorf("registry %s speaks plain HTTP: pass --plain-http: %w", registry, err)
+		return fmt.Errorf("%w: %w", ErrPlainHTTP, err)
 	case errors.As(err, &opErr):
-		return fmt.Errorf("cannot reach registry %s: %w", registry, err)
+		return fmt.Errorf("%w: %w", ErrUnreachable, err)
 	}
 	return err
 }

@@ -33,6 +33,14 @@ type Store interface {
 	Repository(ctx context.Context, name string) (Repository, error)
 }
 
+// BlobScoper is a Repository that says whether its blobs are its own (a
+// registry's) or shared with the store's other repositories (a layout's).
+// Publish does not ask whether each blob of a repository's first version is
+// there when the repository's blobs are its own.
+type BlobScoper interface {
+	BlobsPerRepository() bool
+}
+
 // layoutBackend is what both a writable and a read-only OCI layout offer.
 type layoutBackend interface {
 	content.ReadOnlyStorage

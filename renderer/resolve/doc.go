@@ -4,10 +4,5 @@
 // registry needs on the Target.
 //
 // It takes a model.Set of valid objects and returns a Plan; it is a pure function
-// of its input and does no input or output.
-//
-//	plan := resolve.Resolve(set, resolve.Options{})
-//	for _, t := range plan.Targets {
-//		fmt.Println(t.Target.Name, len(t.Releases), t.Problems.HasErrors())
-//	}
+// of its input and does no input or output. Example shows a use.
 package resolve

@@ -31,7 +31,7 @@ type Plan struct {
 // Target is the resolution of one Target. When Problems has errors the Target
 // must not be rendered; Releases and Excluded are then incomplete.
 type Target struct {
-	Target *model.Target
+	*model.Target
 	// RenderRegistry is where the Target's charts are published.
 	RenderRegistry *model.Registry
 	// Releases are the selected releases in winner order (priority descending,
@@ -51,8 +51,8 @@ type Selected struct {
 	Key     string
 	Release *model.Release
 	// Via is the first Profile or ReleaseBinding that bound the release.
-	Via    load.ID
-	Source Source
+	Via   load.ID
+	Chart Chart
 	// PullSecret is the Secret for Source's registry; empty pulls anonymously.
 	PullSecret string
 	// RenderedValues is Source.ValuesTemplate rendered for the Target.
@@ -61,8 +61,8 @@ type Selected struct {
 	Names chain.Release
 }
 
-// Source is the chart a release deploys.
-type Source struct {
+// Chart is the chart a release deploys.
+type Chart struct {
 	// Repository is HOST[:PORT]/PATH, without a scheme.
 	Repository string
 	Tag        string
@@ -75,7 +75,7 @@ type Source struct {
 }
 
 // Hostname is the registry part of the repository.
-func (s Source) Hostname() string {
+func (s Chart) Hostname() string {
 	host, _, _ := strings.Cut(s.Repository, "/")
 	return host
 }
@@ -103,7 +103,7 @@ func Resolve(s *model.Set, opts Options) (*Plan, error) {
 	// reports them.
 	regBindings := map[*model.Target][]*model.RegistryBinding{}
 	for _, b := range s.RegistryBindings {
-		if t, err := model.Resolve[model.Target](s, model.KindRegistryBinding, b.Namespace, model.KindTarget, b.Spec.TargetRef); err == nil {
+		if t, err := model.Lookup[model.Target](s, model.KindRegistryBinding, b.Namespace, model.KindTarget, b.Spec.TargetRef); err == nil {
 			regBindings[t] = append(regBindings[t], b)
 		}
 	}
@@ -116,12 +116,12 @@ func Resolve(s *model.Set, opts Options) (*Plan, error) {
 
 func resolveTarget(s *model.Set, t *model.Target, bindings []model.Binding, regBindings []*model.RegistryBinding, opts Options) *Target {
 	out := &Target{Target: t, PullSecrets: map[string]string{}}
-	src := s.Source(model.KindTarget, t.Namespace, t.Name)
+	src := s.Loaded(model.KindTarget, t.Namespace, t.Name)
 	targetErr := func(path, format string, args ...any) {
 		out.Problems.Errorf(src.File, src.LineOf(path), path, "Target %s/%s: "+format, append([]any{t.Namespace, t.Name}, args...)...)
 	}
 
-	reg, err := model.Resolve[model.Registry](s, model.KindTarget, t.Namespace, model.KindRegistry, t.Spec.RenderRegistryRef)
+	reg, err := model.Lookup[model.Registry](s, model.KindTarget, t.Namespace, model.KindRegistry, t.Spec.RenderRegistryRef)
 	if err != nil {
 		targetErr("spec.renderRegistryRef", "render registry: %v", err)
 	} else {
@@ -139,7 +139,7 @@ func resolveTarget(s *model.Set, t *model.Target, bindings []model.Binding, regB
 		seen[b.Release] = true
 		sel, err := selected(s, b)
 		if err != nil {
-			o := s.Source(model.KindRelease, b.Release.Namespace, b.Release.Name)
+			o := s.Loaded(model.KindRelease, b.Release.Namespace, b.Release.Name)
 			out.Problems.Errorf(o.File, o.LineOf("spec.componentVersionRef"), "spec.componentVersionRef",
 				"Release %s for Target %s/%s: %v", Name(b.Release), t.Namespace, t.Name, err)
 			continue
@@ -167,7 +167,7 @@ func resolveTarget(s *model.Set, t *model.Target, bindings []model.Binding, regB
 	for _, c := range taken {
 		other, err := conflict(c, out.Releases)
 		if err != nil {
-			o := s.Source(model.KindRelease, c.Release.Namespace, c.Release.Name)
+			o := s.Loaded(model.KindRelease, c.Release.Namespace, c.Release.Name)
 			out.Problems.Errorf(o.File, o.LineOf("spec.antiAffinity"), "spec.antiAffinity", "Release %s: %v", Name(c.Release), err)
 			continue
 		}
@@ -180,17 +180,17 @@ func resolveTarget(s *model.Set, t *model.Target, bindings []model.Binding, regB
 	}
 
 	for _, r := range out.Releases {
-		host := r.Source.Hostname()
+		host := r.Chart.Hostname()
 		secret, ok := out.PullSecrets[host]
 		if !ok && opts.StrictRegistryBindings {
 			targetErr("metadata.name", "release %s pulls from %s, which no RegistryBinding of the Target covers (--strict-registry-bindings)", Name(r.Release), host)
 		}
 		r.PullSecret = secret
-		if r.Source.ValuesTemplate != "" {
+		if r.Chart.ValuesTemplate != "" {
 			r.RenderedValues, err = valuesTemplate(t, r)
 			if err != nil {
-				cv := r.Source.ComponentVersion
-				o := s.Source(model.KindComponentVersion, cv.Namespace, cv.Name)
+				cv := r.Chart.ComponentVersion
+				o := s.Loaded(model.KindComponentVersion, cv.Namespace, cv.Name)
 				path := load.Key("spec.resources", cv.Spec.Entrypoint.ResourceName) + ".helm.valuesTemplate"
 				out.Problems.Errorf(o.File, o.LineOf(path), path, "%v", err)
 			}
@@ -234,12 +234,12 @@ func pullSecrets(s *model.Set, out *Target, render *model.Registry, bindings []*
 		from[host] = where
 	}
 	if render != nil {
-		o := s.Source(model.KindTarget, t.Namespace, t.Name)
+		o := s.Loaded(model.KindTarget, t.Namespace, t.Name)
 		add(render.Spec.Hostname, render.Spec.TargetPullSecretName, "its render registry "+render.Namespace+"/"+render.Name, o, "spec.renderRegistryRef")
 	}
 	for _, b := range bindings {
-		reg, err := model.Resolve[model.Registry](s, model.KindRegistryBinding, b.Namespace, model.KindRegistry, b.Spec.RegistryRef)
-		o := s.Source(model.KindRegistryBinding, b.Namespace, b.Name)
+		reg, err := model.Lookup[model.Registry](s, model.KindRegistryBinding, b.Namespace, model.KindRegistry, b.Spec.RegistryRef)
+		o := s.Loaded(model.KindRegistryBinding, b.Namespace, b.Name)
 		if err != nil {
 			out.Problems.Errorf(o.File, o.LineOf("spec.registryRef"), "spec.registryRef", "RegistryBinding %s/%s: %v", b.Namespace, b.Name, err)
 			continue
@@ -253,13 +253,13 @@ func selected(s *model.Set, b model.Binding) (*Selected, error) {
 	r := b.Release
 	sel := &Selected{Release: r, Via: b.Via, Key: cmp.Or(r.Spec.UniqueName, r.Name)}
 	if c := r.Spec.Chart; c != nil {
-		sel.Source = Source{Repository: c.Repository, Tag: c.Tag, Digest: c.Digest}
+		sel.Chart = Chart{Repository: c.Repository, Tag: c.Tag, Digest: c.Digest}
 		return sel, nil
 	}
 	if r.Spec.ComponentVersionRef == nil {
 		return nil, errors.New("neither componentVersionRef nor chart is set")
 	}
-	cv, err := model.Resolve[model.ComponentVersion](s, model.KindRelease, r.Namespace, model.KindComponentVersion, *r.Spec.ComponentVersionRef)
+	cv, err := model.Lookup[model.ComponentVersion](s, model.KindRelease, r.Namespace, model.KindComponentVersion, *r.Spec.ComponentVersionRef)
 	if err != nil {
 		return nil, err
 	}
@@ -268,9 +268,9 @@ func selected(s *model.Set, b model.Binding) (*Selected, error) {
 		return nil, fmt.Errorf("ComponentVersion %s/%s has no resource %q", cv.Namespace, cv.Name, cv.Spec.Entrypoint.ResourceName)
 	}
 	sel.Key = cmp.Or(r.Spec.UniqueName, cv.Spec.ComponentRef.Name)
-	sel.Source = Source{Repository: res.Repository, Tag: res.Tag, Insecure: res.Insecure, ComponentVersion: cv}
+	sel.Chart = Chart{Repository: res.Repository, Tag: res.Tag, Insecure: res.Insecure, ComponentVersion: cv}
 	if res.Helm != nil {
-		sel.Source.ValuesTemplate = res.Helm.ValuesTemplate
+		sel.Chart.ValuesTemplate = res.Helm.ValuesTemplate
 	}
 	return sel, nil
 }
@@ -296,7 +296,7 @@ func conflict(c *Selected, taken []*Selected) (*Selected, error) {
 // valuesTemplate renders a ComponentVersion's valuesTemplate (Go text/template)
 // with the Target and the Release; a missing key is an error.
 func valuesTemplate(t *model.Target, sel *Selected) (string, error) {
-	tmpl, err := template.New("valuesTemplate").Option("missingkey=error").Parse(sel.Source.ValuesTemplate)
+	tmpl, err := template.New("valuesTemplate").Option("missingkey=error").Parse(sel.Chart.ValuesTemplate)
 	if err != nil {
 		return "", err
 	}

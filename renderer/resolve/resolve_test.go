@@ -103,7 +103,7 @@ func summary(p *Plan) []string {
 	var out []string
 	for _, t := range p.Targets {
 		var b strings.Builder
-		fmt.Fprintf(&b, "%s/%s:", t.Target.Namespace, t.Target.Name)
+		fmt.Fprintf(&b, "%s/%s:", t.Namespace, t.Name)
 		for _, r := range t.Releases {
 			fmt.Fprintf(&b, " %s=%s", r.Key, Name(r.Release))
 			if r.PullSecret != "" {

@@ -48,7 +48,7 @@ func (v *Validator) evalPolicies(s *model.Set, valid []*load.Object) diag.List {
 	config := map[string]any{"metadata": map[string]any{"name": "", "namespace": ""}, "spec": map[string]any{}}
 	if len(s.PipelineConfigs) > 0 {
 		c := s.PipelineConfigs[0]
-		config = s.Source(model.KindPipelineConfig, c.Namespace, c.Name).Fields
+		config = s.Loaded(model.KindPipelineConfig, c.Namespace, c.Name).Fields
 	}
 	type ref struct {
 		Kind      string `json:"kind,omitempty"`
@@ -98,7 +98,7 @@ func (v *Validator) evalPolicies(s *model.Set, valid []*load.Object) diag.List {
 			for name, fs := range found {
 				for _, f := range fs {
 					p := diag.Problem{Path: f.Path, Message: fmt.Sprintf("%s (policy %s)", f.Message, name), Severity: sev}
-					if o := s.Source(f.Kind, f.Namespace, f.Name); o != nil {
+					if o := s.Loaded(f.Kind, f.Namespace, f.Name); o != nil {
 						p.File, p.Line = o.File, o.LineOf(f.Path)
 					}
 					problems = append(problems, p)

@@ -14,7 +14,7 @@ func references(s *model.Set) diag.List {
 		if err == nil {
 			return
 		}
-		o := s.Source(kind, m.Namespace, m.Name)
+		o := s.Loaded(kind, m.Namespace, m.Name)
 		msg := "refers to a missing "
 		if errors.Is(err, model.ErrNotGranted) {
 			msg = "refers across namespaces without a grant: "
@@ -24,23 +24,23 @@ func references(s *model.Set) diag.List {
 	local := func(name string) model.Ref { return model.Ref{Name: name} }
 
 	for _, t := range s.Targets {
-		_, err := model.Resolve[model.Registry](s, model.KindTarget, t.Namespace, model.KindRegistry, t.Spec.RenderRegistryRef)
+		_, err := model.Lookup[model.Registry](s, model.KindTarget, t.Namespace, model.KindRegistry, t.Spec.RenderRegistryRef)
 		check(model.KindTarget, t.Meta, "spec.renderRegistryRef", err)
 	}
 	for _, p := range s.Profiles {
-		_, err := model.Resolve[model.Release](s, model.KindProfile, p.Namespace, model.KindRelease, local(p.Spec.ReleaseRef.Name))
+		_, err := model.Lookup[model.Release](s, model.KindProfile, p.Namespace, model.KindRelease, local(p.Spec.ReleaseRef.Name))
 		check(model.KindProfile, p.Meta, "spec.releaseRef", err)
 	}
 	for _, r := range s.Releases {
 		if r.Spec.ComponentVersionRef != nil {
-			_, err := model.Resolve[model.ComponentVersion](s, model.KindRelease, r.Namespace, model.KindComponentVersion, *r.Spec.ComponentVersionRef)
+			_, err := model.Lookup[model.ComponentVersion](s, model.KindRelease, r.Namespace, model.KindComponentVersion, *r.Spec.ComponentVersionRef)
 			check(model.KindRelease, r.Meta, "spec.componentVersionRef", err)
 		}
 	}
 	for _, cv := range s.ComponentVersions {
-		_, err := model.Resolve[model.Component](s, model.KindComponentVersion, cv.Namespace, model.KindComponent, local(cv.Spec.ComponentRef.Name))
+		_, err := model.Lookup[model.Component](s, model.KindComponentVersion, cv.Namespace, model.KindComponent, local(cv.Spec.ComponentRef.Name))
 		check(model.KindComponentVersion, cv.Meta, "spec.componentRef", err)
-		o := s.Source(model.KindComponentVersion, cv.Namespace, cv.Name)
+		o := s.Loaded(model.KindComponentVersion, cv.Namespace, cv.Name)
 		name := cv.Spec.Entrypoint.ResourceName
 		res, ok := cv.Spec.Resources[name]
 		switch {
@@ -51,20 +51,20 @@ func references(s *model.Set) diag.List {
 		}
 	}
 	for _, b := range s.ReleaseBindings {
-		_, err := model.Resolve[model.Target](s, model.KindReleaseBinding, b.Namespace, model.KindTarget, b.Spec.TargetRef)
+		_, err := model.Lookup[model.Target](s, model.KindReleaseBinding, b.Namespace, model.KindTarget, b.Spec.TargetRef)
 		check(model.KindReleaseBinding, b.Meta, "spec.targetRef", err)
-		_, err = model.Resolve[model.Release](s, model.KindReleaseBinding, b.Namespace, model.KindRelease, local(b.Spec.ReleaseRef.Name))
+		_, err = model.Lookup[model.Release](s, model.KindReleaseBinding, b.Namespace, model.KindRelease, local(b.Spec.ReleaseRef.Name))
 		check(model.KindReleaseBinding, b.Meta, "spec.releaseRef", err)
 	}
 	for _, b := range s.RegistryBindings {
-		_, err := model.Resolve[model.Target](s, model.KindRegistryBinding, b.Namespace, model.KindTarget, b.Spec.TargetRef)
+		_, err := model.Lookup[model.Target](s, model.KindRegistryBinding, b.Namespace, model.KindTarget, b.Spec.TargetRef)
 		check(model.KindRegistryBinding, b.Meta, "spec.targetRef", err)
-		_, err = model.Resolve[model.Registry](s, model.KindRegistryBinding, b.Namespace, model.KindRegistry, b.Spec.RegistryRef)
+		_, err = model.Lookup[model.Registry](s, model.KindRegistryBinding, b.Namespace, model.KindRegistry, b.Spec.RegistryRef)
 		check(model.KindRegistryBinding, b.Meta, "spec.registryRef", err)
 	}
 	for _, c := range s.PipelineConfigs[min(1, len(s.PipelineConfigs)):] {
-		first := s.Source(model.KindPipelineConfig, s.PipelineConfigs[0].Namespace, s.PipelineConfigs[0].Name)
-		o := s.Source(model.KindPipelineConfig, c.Namespace, c.Name)
+		first := s.Loaded(model.KindPipelineConfig, s.PipelineConfigs[0].Namespace, s.PipelineConfigs[0].Name)
+		o := s.Loaded(model.KindPipelineConfig, c.Namespace, c.Name)
 		problems.Errorf(o.File, o.Line, "", "more than one PipelineConfig; the first is at %s", first.Pos())
 	}
 	return problems

@@ -1,4 +1,4 @@
-package publish
+package pipeline
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/solar-pipeline/solar/internal/testenv"
 	"github.com/solar-pipeline/solar/renderer/load"
+	"github.com/solar-pipeline/solar/renderer/publish"
 	"github.com/solar-pipeline/solar/renderer/resolve"
 )
 
@@ -48,14 +49,14 @@ spec: {releaseRef: {name: release-%[2]d}, targetSelector: {}}
 // BenchmarkRender10kTargets renders, packages and writes to a new OCI layout
 // 10,000 Targets × 5 Releases: 10,500 charts. Reported: charts/s.
 func BenchmarkRender10kTargets(b *testing.B) {
-	plan := benchPlan(b, 100, 100)
+	p := plan(benchPlan(b, 100, 100))
 	ctx := context.Background()
 	b.ReportAllocs()
 	charts := 0
 	for b.Loop() {
-		l, err := OpenLayout(ctx, filepath.Join(b.TempDir(), "out"), false)
+		l, err := publish.OpenLayout(ctx, filepath.Join(b.TempDir(), "out"), false)
 		require.NoError(b, err)
-		r, err := Publish(ctx, l, plan, Options{})
+		r, err := Run(ctx, p, l, Options{})
 		require.NoError(b, err)
 		require.NoError(b, l.Save())
 		charts += len(actions(r))

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"oras.land/oras-go/v2/registry"
+
+	"github.com/solar-pipeline/solar/renderer/chart"
+	"github.com/solar-pipeline/solar/renderer/pipeline"
+)
+
+// planFlags are the flags of every command that resolves and renders.
+type planFlags struct {
+	policyDirs []string
+	target     string
+	strict     bool
+	dryRun     bool
+	kubeconfig string
+}
+
+func (f *planFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringArrayVar(&f.policyDirs, "policy", nil, "directory of CUE policies (package policy) to add; repeatable")
+	cmd.Flags().StringVar(&f.target, "target", "", "work on the Target of this name only (with -n, of that namespace)")
+	cmd.Flags().BoolVar(&f.strict, "strict-registry-bindings", false, "make a registry a Target pulls from without a RegistryBinding an error (default: anonymous pulls)")
+	cmd.Flags().BoolVar(&f.dryRun, "dry-run", false, "compute versions and actions against the store, write nothing")
+	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the SolAr API server: mint agent credentials there first (docs/credentials.md)")
+}
+
+// options are the pipeline options of the flags; SOURCE_DATE_EPOCH, the
+// reproducible-builds convention, sets the time written into archives.
+func (f *planFlags) options(g *globals, paths []string) (pipeline.Options, error) {
+	opts := pipeline.Options{
+		Paths: paths, Namespace: g.namespace, Target: f.target, PolicyDirs: f.policyDirs,
+		StrictRegistryBindings: f.strict, Kubeconfig: f.kubeconfig, DryRun: f.dryRun, Log: g.log,
+		Progress: g.progress(),
+	}
+	if v := os.Getenv("SOURCE_DATE_EPOCH"); v != "" {
+		sec, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || sec < 0 {
+			return opts, fmt.Errorf("invalid SOURCE_DATE_EPOCH %q: want seconds since 1970 as an integer", v)
+		}
+		opts.Package = chart.Options{ModTime: time.Unix(sec, 0)}
+	}
+	return opts, nil
+}
+
+// registryFlags say where a registry is and how to log in.
+type registryFlags struct {
+	registry      string
+	username      string
+	passwordStdin bool
+	caFile        string
+	plainHTTP     bool
+}
+
+func (f *registryFlags) register(fl *pflag.FlagSet, what string) {
+	fl.StringVar(&f.registry, "registry", "", "registry "+what+": HOST[:PORT][/PREFIX] (required)")
+	fl.StringVar(&f.username, "username", "", "registry user name (with --password-stdin)")
+	fl.BoolVar(&f.passwordStdin, "password-stdin", false, "read the registry password from stdin")
+	fl.StringVar(&f.caFile, "ca-file", "", "PEM file of CA certificates to trust for the registry")
+	fl.BoolVar(&f.plainHTTP, "plain-http", false, "talk plain HTTP to the registry (development only)")
+}
+
+// login is what the registry flags say: where the registry is and the
+// password read from stdin.
+type login struct {
+	host, prefix, password string
+}
+
+// read parses --registry and reads the password.
+func (f *registryFlags) read(stdin io.Reader) (login, error) {
+	host, prefix, err := f.parse()
+	if err != nil {
+		return login{}, err
+	}
+	password, err := f.password(stdin)
+	return login{host: host, prefix: prefix, password: password}, err
+}
+
+// parse checks --registry with oras-go's reference rules and splits it into
+// host and prefix.
+func (f *registryFlags) parse() (host, prefix string, err error) {
+	if f.registry == "" {
+		return "", "", fmt.Errorf("--registry is required: HOST[:PORT][/PREFIX]")
+	}
+	s := strings.Trim(f.registry, "/")
+	invalid := func(err error) error {
+		return fmt.Errorf("invalid --registry %q: want HOST[:PORT][/PREFIX], without a scheme: %w", f.registry, err)
+	}
+	if strings.Contains(s, "://") {
+		return "", "", invalid(fmt.Errorf("a scheme"))
+	}
+	if !strings.Contains(s, "/") {
+		ref := registry.Reference{Registry: s}
+		if err := ref.ValidateRegistry(); err != nil {
+			return "", "", invalid(err)
+		}
+		return s, "", nil
+	}
+	ref, err := registry.ParseReference(s)
+	if err != nil {
+		return "", "", invalid(err)
+	}
+	if ref.Reference != "" {
+		return "", "", invalid(fmt.Errorf("a tag or digest %q", ref.Reference))
+	}
+	return ref.Registry, ref.Repository, nil
+}
+
+// password reads the password from stdin with --password-stdin; passwords
+// never come as arguments.
+func (f *registryFlags) password(stdin io.Reader) (string, error) {
+	if !f.passwordStdin {
+		if f.username != "" {
+			return "", fmt.Errorf("--username needs --password-stdin: solar does not take passwords as arguments")
+		}
+		return "", nil
+	}
+	if f.username == "" {
+		return "", fmt.Errorf("--password-stdin needs --username")
+	}
+	b, err := io.ReadAll(stdin)
+	if err != nil {
+		return "", fmt.Errorf("reading the password from stdin: %w", err)
+	}
+	return strings.TrimRight(string(b), "\r\n"), nil
+}

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// TestRegistryFlag: --registry is HOST[:PORT][/PREFIX], checked with
+// oras-go's reference rules, for publish and bootstrap-manifests alike.
+func TestRegistryFlag(t *testing.T) {
+	for _, c := range []struct{ in, host, prefix, err string }{
+		{in: "registry.example.com", host: "registry.example.com"},
+		{in: "127.0.0.1:5000/", host: "127.0.0.1:5000"},
+		{in: "registry.example.com/solar/prod", host: "registry.example.com", prefix: "solar/prod"},
+		{in: "", err: "--registry is required"},
+		{in: "https://registry.example.com", err: "without a scheme"},
+		{in: "registry.example.com/Solar", err: "invalid --registry"},
+		{in: "registry.example.com/solar:1.0", err: `a tag or digest "1.0"`},
+		{in: "bad host", err: "invalid --registry"},
+	} {
+		host, prefix, err := (&registryFlags{registry: c.in}).parse()
+		if c.err != "" {
+			assert.ErrorContains(t, err, c.err, c.in)
+			continue
+		}
+		assert.NoError(t, err, c.in)
+		assert.Equal(t, c.host, host, c.in)
+		assert.Equal(t, c.prefix, prefix, c.in)
+	}
+
+	for _, args := range [][]string{{"publish", "examples"}, {"bootstrap-manifests", "edge-1"}} {
+		code, _, stderr := solar(t, append(args, "--registry", "https://registry.example.com")...)
+		assert.Equal(t, 1, code)
+		assert.Contains(t, stderr, "without a scheme", args[0])
+	}
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/solar-pipeline/solar/renderer/pipeline"
+	"github.com/solar-pipeline/solar/renderer/publish"
+)
+
+// The tables a report prints as.
+const (
+	chartsTable      = iota // per Target its charts and excluded releases
+	credentialsTable        // per Target its credential's condition
+)
+
+// finish prints the report (even a partial one, so nothing done goes unsaid)
+// and returns the error or exit code it calls for; registry names the store
+// in registry errors.
+func (g *globals) finish(report *pipeline.Report, registry string, err error) error {
+	if perr := g.printReport(report, chartsTable); perr != nil && err == nil {
+		err = perr
+	}
+	g.log.Info("plan", report.Summary()...)
+	if err != nil {
+		return hint(err, registry)
+	}
+	if report.Problems.HasErrors() {
+		return exitError{code: 1}
+	}
+	return nil
+}
+
+// printReport writes the report as the JSON document of the CLI contract, or
+// as a table followed by the problems.
+func (g *globals) printReport(r *pipeline.Report, table int) error {
+	if g.output == "json" {
+		enc := json.NewEncoder(g.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	if len(r.Targets) > 0 {
+		w := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+		if table == credentialsTable {
+			fmt.Fprintln(w, "TARGET\tSTATUS\tREASON\tMESSAGE")
+			for _, t := range r.Targets {
+				fmt.Fprintf(w, "%s/%s\t%s\t%s\t%s\n", t.Namespace, t.Name, t.Credential.Status, t.Credential.Reason, t.Credential.Message)
+			}
+		} else {
+			fmt.Fprintln(w, "TARGET\tCHART\tVERSION\tDIGEST\tACTION")
+			for _, t := range r.Targets {
+				fmt.Fprintf(w, "%s/%s\t%s\t%s\t%s\t%s\n", t.Namespace, t.Name, t.Repository, t.Version, short(t.Digest), t.Action)
+				for _, rel := range t.Releases {
+					fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\n", rel.Key, rel.Repository, rel.Version, short(rel.Digest), rel.Action)
+				}
+				for _, e := range t.Excluded {
+					fmt.Fprintf(w, "  excluded\t%s\t-\t-\t%s\n", e.Release, e.Reason)
+				}
+			}
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+	}
+	for _, p := range r.Problems {
+		fmt.Fprintln(g.stdout, p)
+	}
+	return nil
+}
+
+// short is the first 12 hex digits of a digest.
+func short(d string) string {
+	_, hex, _ := strings.Cut(d, ":")
+	return hex[:min(12, len(hex))]
+}
+
+// hint names the registry in a registry error and adds the flag that helps.
+func hint(err error, registry string) error {
+	switch {
+	case errors.Is(err, publish.ErrDenied):
+		return fmt.Errorf("registry %s: %w (check --username/--password-stdin or the credentials of the docker config)", registry, err)
+	case errors.Is(err, publish.ErrUntrusted):
+		return fmt.Errorf("registry %s: %w (pass --ca-file, or --plain-http for a plain HTTP registry)", registry, err)
+	case errors.Is(err, publish.ErrPlainHTTP):
+		return fmt.Errorf("registry %s: %w (pass --plain-http)", registry, err)
+	case errors.Is(err, publish.ErrUnreachable):
+		return fmt.Errorf("registry %s: %w", registry, err)
+	}
+	return err
+}
+
+// progress reports each finished Target on stderr: a bar redrawn in place on
+// a terminal, one line per Target otherwise (CI logs).
+func (g *globals) progress() func(done, total int, t pipeline.TargetReport) {
+	f, ok := g.stderr.(*os.File)
+	tty := false
+	if ok {
+		if st, err := f.Stat(); err == nil {
+			tty = st.Mode()&os.ModeCharDevice != 0
+		}
+	}
+	return func(done, total int, t pipeline.TargetReport) {
+		if !tty {
+			fmt.Fprintf(g.stderr, "[%d/%d] %s/%s %s %s\n", done, total, t.Namespace, t.Name, t.Version, t.Action)
+			return
+		}
+		const width = 30
+		n := width * done / total
+		fmt.Fprintf(g.stderr, "\r[%s%s] %d/%d Targets", strings.Repeat("#", n), strings.Repeat(".", width-n), done, total)
+		if done == total {
+			fmt.Fprintln(g.stderr)
+		}
+	}
+}

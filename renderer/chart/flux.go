@@ -1,0 +1,66 @@
+package chart
+
+import (
+	"encoding/json"
+	"time"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Media types of a Helm chart in an OCI registry, as Helm and Flux expect them.
+const (
+	ConfigMediaType = "application/vnd.cncf.helm.config.v1+json"
+	LayerMediaType  = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
+)
+
+// Interval is how often Flux reconciles the objects the charts create.
+const Interval = 10 * time.Minute
+
+// The Flux policy every OCIRepository and HelmRelease solar makes follows,
+// defined here once: the first-contact objects use these values, and the
+// charts get them as values (the templates only copy them).
+
+// LayerSelector takes the chart layer of an OCI artifact as it is.
+func LayerSelector() *sourcev1.OCILayerSelector {
+	return &sourcev1.OCILayerSelector{MediaType: LayerMediaType, Operation: sourcev1.OCILayerCopy}
+}
+
+// Remediation is the install, upgrade, test and drift policy of every
+// HelmRelease: three retries, Helm tests, drift detection. createNamespace
+// creates the targetNamespace on install.
+type Remediation struct {
+	Install        *helmv2.Install        `json:"install"`
+	Upgrade        *helmv2.Upgrade        `json:"upgrade"`
+	Test           *helmv2.Test           `json:"test"`
+	DriftDetection *helmv2.DriftDetection `json:"driftDetection"`
+}
+
+// Policy returns the remediation policy.
+func Policy(createNamespace bool) Remediation {
+	return Remediation{
+		Install:        &helmv2.Install{CreateNamespace: createNamespace, Remediation: &helmv2.InstallRemediation{Retries: 3}},
+		Upgrade:        &helmv2.Upgrade{Remediation: &helmv2.UpgradeRemediation{Retries: 3}},
+		Test:           &helmv2.Test{Enable: true},
+		DriftDetection: &helmv2.DriftDetection{Mode: helmv2.DriftDetectionEnabled},
+	}
+}
+
+// interval is Interval as Flux objects spell it.
+func interval() metav1.Duration {
+	return metav1.Duration{Duration: Interval}
+}
+
+// asValues turns a typed Flux value into chart values (as its JSON reads).
+func asValues(v any) map[string]any {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // Flux API types always marshal
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		panic(err)
+	}
+	return m
+}

@@ -1,0 +1,65 @@
+package chart
+
+import (
+	"time"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/resolve"
+)
+
+// Job is a chart to publish: its repository and its source.
+type Job struct {
+	Repository string
+	Source     *Source
+}
+
+// ReleaseJob is the chart of a selected release of a Target: the release
+// chart the Targets of its namespace share or, given the Target's kubeconfig
+// (an agent Release of a Target with an issued credential), the Target's own
+// agent chart.
+func ReleaseJob(t *resolve.Target, sel *resolve.Selected, kubeconfig []byte) Job {
+	r := sel.Release
+	if kubeconfig != nil {
+		return Job{AgentRepository(t.Namespace, t.Name, r.Namespace, r.Name), Agent(sel, t.Name, kubeconfig)}
+	}
+	return Job{ReleaseRepository(t.Namespace, r.Namespace, r.Name), Release(sel)}
+}
+
+// BootstrapJob is the bootstrap chart of a Target, naming the release charts
+// of its releases at refs (in the order of t.Releases).
+func BootstrapJob(t *resolve.Target, refs []Ref) Job {
+	return Job{BootstrapRepository(t.Namespace, t.Name), Bootstrap(t, refs)}
+}
+
+// Publish is the job for renderer/publish: the chart packaged at each
+// version it asks for.
+func (j Job) Publish(opts Options) publish.Job {
+	return publish.Job{Repository: j.Repository, Pack: func(version string) (*publish.Artifact, error) {
+		return j.Source.Artifact(version, opts)
+	}}
+}
+
+// Artifact is the chart at version as an OCI artifact with Helm's media
+// types: the chart's metadata as config, the .tgz as the one layer, and only
+// content-derived manifest annotations with the fixed creation time.
+func (s *Source) Artifact(version string, opts Options) (*publish.Artifact, error) {
+	pkg, err := s.Package(version, opts)
+	if err != nil {
+		return nil, err
+	}
+	created := opts.ModTime
+	if created.IsZero() {
+		created = time.Unix(0, 0)
+	}
+	return &publish.Artifact{
+		Config: publish.Blob{Desc: pkg.ConfigDesc, Data: pkg.Config},
+		Layers: []publish.Blob{{Desc: pkg.Layer, Data: pkg.Archive}},
+		Annotations: map[string]string{
+			ocispec.AnnotationCreated: created.UTC().Format(time.RFC3339),
+			ocispec.AnnotationTitle:   pkg.Name,
+			ocispec.AnnotationVersion: pkg.Version,
+		},
+	}, nil
+}

@@ -1,0 +1,129 @@
+package chart
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"path"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	"github.com/fluxcd/pkg/apis/meta"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/solar-pipeline/solar/renderer/chain"
+)
+
+// FirstContact says what a Target's cluster needs once to pull its bootstrap
+// chart.
+type FirstContact struct {
+	// Target and Namespace name the Target.
+	Target, Namespace string
+	// Host (HOST[:PORT]) and Prefix locate the repositories solar publishes to.
+	Host, Prefix string
+	// FluxNamespace is where the objects go.
+	FluxNamespace string
+	// Username and Password of the pull; empty: a marked placeholder.
+	Username, Password string
+	// CA is the PEM of the registry's CA, if it needs one.
+	CA        []byte
+	PlainHTTP bool
+}
+
+// Placeholder is the user name and password of a pull Secret made without
+// credentials, for the operator to replace.
+const (
+	PlaceholderUsername = "REPLACE-WITH-THE-PULL-USERNAME"
+	PlaceholderPassword = "REPLACE-WITH-THE-PULL-PASSWORD"
+)
+
+// Manifests are the first-contact objects, from Flux's own API types: the pull
+// Secret, the CA Secret (with a CA), and the OCIRepository and HelmRelease of
+// the bootstrap chart, whose values make the chart's own OCIRepositories use
+// the same Secrets. They are unstructured, without server-set fields, ready to
+// print for kubectl apply.
+func Manifests(fc FirstContact) ([]map[string]any, error) {
+	auth := map[string]string{"username": PlaceholderUsername, "password": PlaceholderPassword}
+	if fc.Username != "" || fc.Password != "" {
+		auth = map[string]string{"username": fc.Username, "password": fc.Password,
+			"auth": base64.StdEncoding.EncodeToString([]byte(fc.Username + ":" + fc.Password))}
+	}
+	dockerConfig, err := json.Marshal(map[string]any{"auths": map[string]any{fc.Host: auth}})
+	if err != nil {
+		return nil, err
+	}
+	meta := func(name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, Namespace: fc.FluxNamespace,
+			Labels: map[string]string{"solar.opendefense.cloud/target": fc.Target}}
+	}
+	objs := []runtime.Object{&corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: meta(chain.PullSecret),
+		Type:       corev1.SecretTypeDockerConfigJson,
+		Data:       map[string][]byte{corev1.DockerConfigJsonKey: dockerConfig},
+	}}
+	repo := &sourcev1.OCIRepository{
+		TypeMeta:   metav1.TypeMeta{APIVersion: sourcev1.GroupVersion.String(), Kind: sourcev1.OCIRepositoryKind},
+		ObjectMeta: meta(chain.Bootstrap),
+		Spec: sourcev1.OCIRepositorySpec{
+			URL:           URL(path.Join(fc.Host, fc.Prefix), BootstrapRepository(fc.Namespace, fc.Target)),
+			Reference:     &sourcev1.OCIRepositoryRef{SemVer: ">=0.0.0"},
+			LayerSelector: LayerSelector(),
+			SecretRef:     &metaRef{Name: chain.PullSecret},
+			Interval:      interval(),
+			Insecure:      fc.PlainHTTP,
+		},
+	}
+	registry := map[string]any{"pullSecret": chain.PullSecret}
+	if len(fc.CA) > 0 {
+		objs = append(objs, &corev1.Secret{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+			ObjectMeta: meta(chain.CASecret),
+			Type:       corev1.SecretTypeOpaque,
+			Data:       map[string][]byte{"ca.crt": fc.CA},
+		})
+		repo.Spec.CertSecretRef = &metaRef{Name: chain.CASecret}
+		registry["certSecret"] = chain.CASecret
+	}
+	if fc.PlainHTTP {
+		registry["insecure"] = true
+	}
+	values, err := json.Marshal(map[string]any{"registry": registry})
+	if err != nil {
+		return nil, err
+	}
+	policy := Policy(false)
+	release := &helmv2.HelmRelease{
+		TypeMeta:   metav1.TypeMeta{APIVersion: helmv2.GroupVersion.String(), Kind: helmv2.HelmReleaseKind},
+		ObjectMeta: meta(chain.Bootstrap),
+		Spec: helmv2.HelmReleaseSpec{
+			Interval:       interval(),
+			ChartRef:       &helmv2.CrossNamespaceSourceReference{Kind: sourcev1.OCIRepositoryKind, Name: chain.Bootstrap},
+			Install:        policy.Install,
+			Upgrade:        policy.Upgrade,
+			Test:           policy.Test,
+			DriftDetection: policy.DriftDetection,
+			Values:         &apiextensionsv1.JSON{Raw: values},
+		},
+	}
+	objs = append(objs, repo, release)
+	out := make([]map[string]any, len(objs))
+	for i, o := range objs {
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+		if err != nil {
+			return nil, fmt.Errorf("converting %T: %w", o, err)
+		}
+		// Fields the API server sets: not for the user to apply.
+		delete(u, "status")
+		if m, ok := u["metadata"].(map[string]any); ok {
+			delete(m, "creationTimestamp")
+		}
+		out[i] = u
+	}
+	return out, nil
+}
+
+type metaRef = meta.LocalObjectReference

@@ -1,0 +1,35 @@
+package credential
+
+import (
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/solar-pipeline/solar/renderer/model"
+)
+
+// OptionsFrom reads the agent settings of the set's PipelineConfig: the API
+// server URL agents use and the token TTL (default 24h).
+func OptionsFrom(s *model.Set) (Options, error) {
+	opts := Options{TTL: 24 * time.Hour}
+	if len(s.PipelineConfigs) == 0 {
+		return opts, nil
+	}
+	agent := s.PipelineConfigs[0].Spec.Agent
+	opts.APIServerURL = agent.APIServerURL
+	if agent.TokenTTL != "" {
+		ttl, err := time.ParseDuration(agent.TokenTTL)
+		if err != nil {
+			return opts, fmt.Errorf("PipelineConfig spec.agent.tokenTTL: %w", err)
+		}
+		opts.TTL = ttl
+	}
+	return opts, nil
+}
+
+// Disabled is the credential of a Target when the PipelineConfig sets no
+// spec.agent.apiserverURL.
+func Disabled() *Credential {
+	return &Credential{Status: metav1.ConditionFalse, Reason: ReasonDisabled, Message: disabledMessage}
+}

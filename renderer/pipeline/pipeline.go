@@ -1,0 +1,172 @@
+package pipeline
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/solar-pipeline/solar/renderer/chart"
+	"github.com/solar-pipeline/solar/renderer/credential"
+	"github.com/solar-pipeline/solar/renderer/diag"
+	"github.com/solar-pipeline/solar/renderer/load"
+	"github.com/solar-pipeline/solar/renderer/model"
+	"github.com/solar-pipeline/solar/renderer/resolve"
+	"github.com/solar-pipeline/solar/renderer/validate"
+)
+
+// Options configure a plan and its run. The zero value reads nothing: Paths
+// is required.
+type Options struct {
+	// Paths are the files and directories of objects.
+	Paths []string
+	// Namespace is the namespace of objects that set none (default
+	// "default"); when set, only its Targets are planned.
+	Namespace string
+	// Target, when set, plans only the Target of this name.
+	Target string
+	// PolicyDirs are directories of CUE policies added to the embedded ones.
+	PolicyDirs []string
+	// StrictRegistryBindings makes a registry without a RegistryBinding an
+	// error.
+	StrictRegistryBindings bool
+	// Kubeconfig is the kubeconfig file of the SolAr API server; when set,
+	// the agent credentials are synced there.
+	Kubeconfig string
+	// DryRun reads the credentials and the store and writes neither.
+	DryRun bool
+
+	// Registry is HOST[:PORT][/PREFIX], the base of the URLs in bootstrap
+	// charts. Empty: each Target's render registry hostname.
+	Registry string
+	// Settle and Concurrency are publish.Options'.
+	Settle      time.Duration
+	Concurrency int
+	Package     chart.Options
+	// Progress, when set, is called after each Target's bootstrap chart, one
+	// call at a time.
+	Progress func(done, total int, t TargetReport)
+	// Log gets what the stages say; nil: slog's default.
+	Log *slog.Logger
+}
+
+func (o Options) log() *slog.Logger {
+	if o.Log == nil {
+		return slog.Default()
+	}
+	return o.Log
+}
+
+// Plan is what every selected Target gets.
+type Plan struct {
+	Targets []*Target
+	// Problems are those of loading and validating; each Target has its own.
+	Problems diag.List
+}
+
+// Target is a resolved Target and its agent credential.
+type Target struct {
+	*resolve.Target
+	// Credential is the agent credential's condition, when the Target gets
+	// an agent Release.
+	Credential *credential.Credential
+}
+
+// Load reads and validates the objects of opts.Paths: the problems are
+// sorted, the set is nil when they hold an error.
+func Load(opts Options) (*model.Set, diag.List, error) {
+	v, err := validate.New(validate.Options{PolicyDirs: opts.PolicyDirs})
+	if err != nil {
+		return nil, nil, err
+	}
+	objs, problems := load.Paths(opts.Paths, load.Options{Namespace: cmp.Or(opts.Namespace, "default")})
+	set, more := v.Validate(objs)
+	problems = append(problems, more...).Sorted()
+	errs := 0
+	for _, p := range problems {
+		if p.Severity == diag.Error {
+			errs++
+		}
+	}
+	opts.log().Info("loaded", "objects", len(objs), "errors", errs, "warnings", len(problems)-errs)
+	if problems.HasErrors() {
+		return nil, problems, nil
+	}
+	return set, problems, nil
+}
+
+// NewPlan loads, validates and resolves, keeps the Targets opts selects and,
+// with opts.Kubeconfig, syncs their agent credentials. A plan without Targets
+// and with problems is invalid input; an error is a failure to run.
+func NewPlan(ctx context.Context, opts Options) (*Plan, error) {
+	set, problems, err := Load(opts)
+	plan := &Plan{Problems: problems}
+	if err != nil || set == nil {
+		return plan, err
+	}
+	resolved, err := resolve.Resolve(set, resolve.Options{StrictRegistryBindings: opts.StrictRegistryBindings})
+	if err != nil {
+		return plan, err
+	}
+	for _, t := range resolved.Targets {
+		if (opts.Namespace == "" || t.Namespace == opts.Namespace) && (opts.Target == "" || t.Name == opts.Target) {
+			plan.Targets = append(plan.Targets, &Target{Target: t})
+		}
+	}
+	if opts.Target != "" && len(plan.Targets) == 0 {
+		in := ""
+		if opts.Namespace != "" {
+			in = " in namespace " + opts.Namespace
+		}
+		return plan, fmt.Errorf("no Target %q%s", opts.Target, in)
+	}
+	return plan, syncCredentials(ctx, set, plan, opts)
+}
+
+// syncCredentials attaches its agent credential to every Target of the plan
+// that resolved and gets an agent Release. Without a kubeconfig only a
+// disabled credential is known (no apiserverURL); the others stay absent.
+func syncCredentials(ctx context.Context, set *model.Set, plan *Plan, opts Options) error {
+	copts, err := credential.OptionsFrom(set)
+	if err != nil {
+		return err
+	}
+	var minter *credential.Minter
+	if opts.Kubeconfig != "" {
+		// A dry run reads the credentials and writes nothing.
+		copts.ReadOnly = opts.DryRun
+		cfg, err := clientcmd.BuildConfigFromFlags("", opts.Kubeconfig)
+		if err != nil {
+			return fmt.Errorf("reading the kubeconfig %s: %w", opts.Kubeconfig, err)
+		}
+		if minter, err = credential.NewMinter(cfg, copts); err != nil {
+			return err
+		}
+	}
+	for _, t := range plan.Targets {
+		if t.Problems.HasErrors() || !slices.ContainsFunc(t.Releases, func(s *resolve.Selected) bool { return credential.Wanted(s.Release) }) {
+			continue
+		}
+		switch {
+		case minter != nil:
+			cred := minter.Sync(ctx, t.Target.Target)
+			t.Credential = &cred
+		case copts.APIServerURL == "":
+			t.Credential = credential.Disabled()
+		}
+	}
+	return nil
+}
+
+// kubeconfig is what the chart of a selected release carries: the Target's
+// kubeconfig for an agent Release, when its credential has one.
+func (t *Target) kubeconfig(sel *resolve.Selected) []byte {
+	if t.Credential == nil || !credential.Wanted(sel.Release) {
+		return nil
+	}
+	return t.Credential.Kubeconfig
+}

@@ -1,0 +1,119 @@
+package pipeline
+
+import (
+	"slices"
+
+	"github.com/solar-pipeline/solar/renderer/credential"
+	"github.com/solar-pipeline/solar/renderer/diag"
+	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/resolve"
+)
+
+// Report is the outcome of a run: the CLI's -o json contract.
+type Report struct {
+	Targets  []TargetReport `json:"targets"`
+	Problems diag.List      `json:"problems"`
+}
+
+// TargetReport is one Target's bootstrap chart and its release charts.
+type TargetReport struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	publish.Result
+	Releases []ReleaseReport  `json:"releases"`
+	Excluded []ExcludedReport `json:"excluded"`
+	// Credential is the agent credential's condition, when the Target gets one.
+	Credential *credential.Credential `json:"credential,omitempty"`
+}
+
+// ReleaseReport is one release chart of a Target.
+type ReleaseReport struct {
+	Key     string `json:"key"`
+	Release string `json:"release"`
+	publish.Result
+}
+
+// ExcludedReport is a release a Target does not get.
+type ExcludedReport struct {
+	Release string `json:"release"`
+	Reason  string `json:"reason"`
+}
+
+// NewReport is the report of a plan before anything is published: its
+// problems and those of its Targets, sorted.
+func NewReport(plan *Plan) *Report {
+	r := &Report{Targets: []TargetReport{}, Problems: append(diag.List{}, plan.Problems...)}
+	for _, t := range plan.Targets {
+		r.Problems = append(r.Problems, t.Problems...)
+	}
+	r.Problems = r.Problems.Sorted()
+	return r
+}
+
+// targetReport is a Target's report with its bootstrap chart's result and
+// the results of its release charts (in the order of its releases).
+func targetReport(t *Target, boot publish.Result, releases []publish.Result) TargetReport {
+	tr := TargetReport{Namespace: t.Namespace, Name: t.Name, Result: boot, Credential: t.Credential,
+		Releases: []ReleaseReport{}, Excluded: []ExcludedReport{}}
+	for i, sel := range t.Releases {
+		tr.Releases = append(tr.Releases, ReleaseReport{Key: sel.Key, Release: resolve.Name(sel.Release), Result: releases[i]})
+	}
+	for _, e := range t.Excluded {
+		tr.Excluded = append(tr.Excluded, ExcludedReport{Release: resolve.Name(e.Release), Reason: e.Reason})
+	}
+	return tr
+}
+
+// CredentialReport is the report of solar credentials sync: the Targets with
+// an agent credential, nothing published.
+func CredentialReport(plan *Plan) *Report {
+	r := NewReport(plan)
+	for _, t := range plan.Targets {
+		if t.Credential != nil {
+			r.Targets = append(r.Targets, TargetReport{Namespace: t.Namespace, Name: t.Name, Credential: t.Credential,
+				Releases: []ReleaseReport{}, Excluded: []ExcludedReport{}})
+		}
+	}
+	return r
+}
+
+// MintFailed reports whether the credential of a Target could not be minted.
+func (r *Report) MintFailed() bool {
+	return slices.ContainsFunc(r.Targets, func(t TargetReport) bool {
+		return t.Credential != nil && t.Credential.Reason == credential.ReasonMintFailed
+	})
+}
+
+// Changed reports whether any chart was (or, in a dry run, would be) created
+// or updated.
+func (r *Report) Changed() bool {
+	for _, t := range r.Targets {
+		if t.Action != publish.Unchanged {
+			return true
+		}
+		for _, rel := range t.Releases {
+			if rel.Action != publish.Unchanged {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Summary counts the Targets and the charts per action, each shared release
+// chart once, as slog attributes.
+func (r *Report) Summary() []any {
+	counts := map[string]int{}
+	seen := map[string]bool{}
+	for _, t := range r.Targets {
+		counts[t.Action]++
+		for _, rel := range t.Releases {
+			if !seen[rel.Repository] {
+				seen[rel.Repository] = true
+				counts[rel.Action]++
+			}
+		}
+	}
+	return []any{"targets", len(r.Targets), publish.Create, counts[publish.Create], publish.Update, counts[publish.Update],
+		publish.Unchanged, counts[publish.Unchanged]}
+}

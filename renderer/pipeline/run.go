@@ -1,0 +1,75 @@
+package pipeline
+
+import (
+	"context"
+
+	"github.com/solar-pipeline/solar/renderer/chart"
+	"github.com/solar-pipeline/solar/renderer/publish"
+)
+
+// Run publishes the charts of every Target of the plan that resolved without
+// errors: its release and agent charts first (a release chart the Targets of
+// a namespace share, once), then its bootstrap chart naming their versions, so
+// a bootstrap chart never names a missing chart. Targets with problems are
+// skipped (the report names them). An error is a failure of the store, not of
+// the input; the report then holds what was done before it.
+func Run(ctx context.Context, plan *Plan, store publish.Store, opts Options) (*Report, error) {
+	report := NewReport(plan)
+	var targets []*Target
+	for _, t := range plan.Targets {
+		if !t.Problems.HasErrors() {
+			targets = append(targets, t)
+		}
+	}
+	popts := publish.Options{DryRun: opts.DryRun, Settle: opts.Settle, Concurrency: opts.Concurrency, Log: opts.log()}
+
+	// Release and agent charts, each once.
+	var jobs []publish.Job
+	index := map[string]int{} // repository -> job
+	repos := make([][]string, len(targets))
+	for i, t := range targets {
+		for _, sel := range t.Releases {
+			j := chart.ReleaseJob(t.Target, sel, t.kubeconfig(sel))
+			if _, ok := index[j.Repository]; !ok {
+				index[j.Repository] = len(jobs)
+				jobs = append(jobs, j.Publish(opts.Package))
+			}
+			repos[i] = append(repos[i], j.Repository)
+		}
+	}
+	released, err := publish.Publish(ctx, store, jobs, popts)
+	if err != nil {
+		return report, err
+	}
+
+	// Then the bootstrap charts, which name the release charts' versions.
+	releases := make([][]publish.Result, len(targets))
+	jobs = make([]publish.Job, len(targets))
+	for i, t := range targets {
+		registry := opts.Registry
+		if registry == "" {
+			registry = t.RenderRegistry.Spec.Hostname
+		}
+		refs := make([]chart.Ref, len(repos[i]))
+		for k, repo := range repos[i] {
+			r := released[index[repo]]
+			releases[i] = append(releases[i], r)
+			refs[k] = chart.Ref{URL: chart.URL(registry, repo), Version: r.Version}
+		}
+		jobs[i] = chart.BootstrapJob(t.Target, refs).Publish(opts.Package)
+	}
+	done := 0
+	if opts.Progress != nil {
+		popts.Done = func(i int, r publish.Result) {
+			done++
+			opts.Progress(done, len(targets), targetReport(targets[i], r, releases[i]))
+		}
+	}
+	boot, err := publish.Publish(ctx, store, jobs, popts)
+	for i, t := range targets {
+		if boot[i].Action != "" {
+			report.Targets = append(report.Targets, targetReport(t, boot[i], releases[i]))
+		}
+	}
+	return report, err
+}

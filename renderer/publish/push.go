@@ -1,0 +1,109 @@
+package publish
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2"
+	"oras.land/oras-go/v2/content"
+	"oras.land/oras-go/v2/content/memory"
+	"oras.land/oras-go/v2/errdef"
+	"oras.land/oras-go/v2/registry"
+	"oras.land/oras-go/v2/registry/remote/errcode"
+)
+
+// stage puts the artifact's blobs and manifest into a memory store, from
+// which push uploads what the repository lacks.
+func stage(ctx context.Context, art *Artifact) (*memory.Store, ocispec.Descriptor, error) {
+	mem := memory.New()
+	layers := make([]ocispec.Descriptor, len(art.Layers))
+	for i, b := range append([]Blob{art.Config}, art.Layers...) {
+		if err := mem.Push(ctx, b.Desc, bytes.NewReader(b.Data)); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
+			return nil, ocispec.Descriptor{}, err
+		}
+		if i > 0 {
+			layers[i-1] = b.Desc
+		}
+	}
+	desc, err := oras.PackManifest(ctx, mem, oras.PackManifestVersion1_1, "", oras.PackManifestOptions{
+		ConfigDescriptor:    &art.Config.Desc,
+		Layers:              layers,
+		ManifestAnnotations: art.Annotations,
+	})
+	return mem, desc, err
+}
+
+// push uploads the blobs the repository lacks (all of them without checking
+// when check is false) and then the manifest under the tag.
+func push(ctx context.Context, staged content.ReadOnlyStorage, repo Repository, manifest ocispec.Descriptor, tag string, check bool) error {
+	b, err := content.FetchAll(ctx, staged, manifest)
+	if err != nil {
+		return err
+	}
+	var m ocispec.Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	for _, d := range append([]ocispec.Descriptor{m.Config}, m.Layers...) {
+		if check {
+			exists, err := repo.Exists(ctx, d)
+			if err != nil {
+				return err
+			}
+			if exists {
+				continue
+			}
+		}
+		rc, err := staged.Fetch(ctx, d)
+		if err != nil {
+			return err
+		}
+		err = repo.Push(ctx, d, rc)
+		rc.Close()
+		if err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
+			return err
+		}
+	}
+	// The tag must still be free: another writer may have taken it since the
+	// versions were listed.
+	if _, err := repo.Resolve(ctx, tag); err == nil {
+		return errTaken
+	} else if !isNotFound(err) {
+		return err
+	}
+	// A registry takes the manifest and its tag in one request.
+	if rp, ok := repo.(registry.ReferencePusher); ok {
+		return rp.PushReference(ctx, manifest, bytes.NewReader(b), tag)
+	}
+	exists, err := repo.Exists(ctx, manifest)
+	if err != nil {
+		return err
+	}
+	if !exists {
+		if err := repo.Push(ctx, manifest, bytes.NewReader(b)); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
+			return err
+		}
+	}
+	return repo.Tag(ctx, manifest, tag)
+}
+
+// blobUnknown: the registry lost a blob of the manifest, as docker-registry
+// does when two writers upload the same blob into one repository at once.
+func blobUnknown(err error) bool {
+	var resp *errcode.ErrorResponse
+	return errors.As(err, &resp) && slices.ContainsFunc(resp.Errors, func(e errcode.Error) bool {
+		return e.Code == errcode.ErrorCodeManifestBlobUnknown || e.Code == errcode.ErrorCodeBlobUnknown
+	})
+}
+
+// isNotFound: the store does not have it (a layout says so with an error, a
+// registry with a 404).
+func isNotFound(err error) bool {
+	var resp *errcode.ErrorResponse
+	return errors.Is(err, errdef.ErrNotFound) || (errors.As(err, &resp) && resp.StatusCode == http.StatusNotFound)
+}

@@ -1,0 +1,140 @@
+package publish
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/Masterminds/semver/v3"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/content"
+	"oras.land/oras-go/v2/registry"
+)
+
+// publish publishes one job at the version its content needs: the latest
+// version when its layers are the same (nothing is written), else the next
+// patch version, skipping versions another writer takes meanwhile.
+func (p *publisher) publish(ctx context.Context, job Job) (Result, error) {
+	r := Result{Repository: job.Repository}
+	fail := func(doing string, err error) (Result, error) {
+		return r, fmt.Errorf("%s %s: %w", doing, job.Repository, explain(err))
+	}
+	repo, err := p.store.Repository(ctx, job.Repository)
+	if err != nil {
+		return fail("opening", err)
+	}
+	check := false
+	for attempt := 1; ; attempt++ {
+		latest, err := latestVersion(ctx, repo)
+		if err != nil {
+			return fail("listing the versions of", err)
+		}
+		version, action := "0.0.1", Create
+		if latest != nil {
+			art, err := job.Pack(latest.Original())
+			if err != nil {
+				return r, err
+			}
+			desc, layers, err := latestLayers(ctx, repo, latest.Original())
+			if err != nil {
+				return fail("reading version "+latest.Original()+" of", err)
+			}
+			if slices.Equal(layers, digests(art.Layers)) {
+				r.Version, r.Digest, r.Action = latest.Original(), desc.Digest.String(), Unchanged
+				return r, nil
+			}
+			version, action = latest.IncPatch().String(), Update
+		}
+		art, err := job.Pack(version)
+		if err != nil {
+			return r, err
+		}
+		staged, manifest, err := stage(ctx, art)
+		if err != nil {
+			return fail("packing", err)
+		}
+		r.Version, r.Digest, r.Action = version, manifest.Digest.String(), action
+		if p.opts.DryRun {
+			return r, nil
+		}
+		// Where blobs belong to one repository (a registry), a repository
+		// without versions has none yet: do not ask for each.
+		scoped, ok := repo.(BlobScoper)
+		err = push(ctx, staged, repo, manifest, version, check || latest != nil || !ok || !scoped.BlobsPerRepository())
+		if (errors.Is(err, errTaken) || blobUnknown(err)) && attempt < maxAttempts {
+			// A blob another writer uploaded at the same moment may be lost
+			// to a registry race: check each blob next time.
+			check = true
+			continue
+		}
+		if err != nil {
+			return fail("pushing version "+version+" to", err)
+		}
+		return r, nil
+	}
+}
+
+// digests lists the digests of blobs.
+func digests(blobs []Blob) []string {
+	out := make([]string, len(blobs))
+	for i, b := range blobs {
+		out[i] = b.Desc.Digest.String()
+	}
+	return out
+}
+
+// latestVersion is the highest semver tag of the repository, nil if none or
+// if the repository does not exist yet.
+func latestVersion(ctx context.Context, repo Repository) (*semver.Version, error) {
+	var latest *semver.Version
+	err := repo.Tags(ctx, "", func(tags []string) error {
+		for _, t := range tags {
+			v, err := semver.StrictNewVersion(t)
+			if err == nil && (latest == nil || v.GreaterThan(latest)) {
+				latest = v
+			}
+		}
+		return nil
+	})
+	if err != nil && !isNotFound(err) {
+		return nil, err
+	}
+	return latest, nil
+}
+
+// latestLayers returns the manifest descriptor of a tag and the digests of
+// its layers, in one request where the store can.
+func latestLayers(ctx context.Context, repo Repository, tag string) (ocispec.Descriptor, []string, error) {
+	var desc ocispec.Descriptor
+	var b []byte
+	var err error
+	if rf, ok := repo.(registry.ReferenceFetcher); ok {
+		var rc io.ReadCloser
+		desc, rc, err = rf.FetchReference(ctx, tag)
+		if err != nil {
+			return desc, nil, err
+		}
+		defer rc.Close()
+		b, err = content.ReadAll(rc, desc)
+	} else {
+		if desc, err = repo.Resolve(ctx, tag); err != nil {
+			return desc, nil, err
+		}
+		b, err = content.FetchAll(ctx, repo, desc)
+	}
+	if err != nil {
+		return desc, nil, err
+	}
+	var m ocispec.Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return desc, nil, fmt.Errorf("decoding manifest: %w", err)
+	}
+	out := make([]string, len(m.Layers))
+	for i, l := range m.Layers {
+		out[i] = l.Digest.String()
+	}
+	return desc, out, nil
+}
