@@ -42,7 +42,7 @@ not be minted (the others are still synced). See docs/credentials.md.`,
 			if f.kubeconfig == "" {
 				return fmt.Errorf("--kubeconfig is required: the SolAr API server to mint credentials in")
 			}
-			opts, err := f.options(g, args)
+			opts, err := f.options(g, cmd.InOrStdin(), args)
 			if err != nil {
 				return err
 			}

@@ -16,31 +16,48 @@ import (
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 )
 
+// loadFlags are the flags of every command that reads objects.
+type loadFlags struct {
+	policyDirs []string
+	exclude    []string
+	strict     bool
+}
+
+func (f *loadFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringArrayVar(&f.policyDirs, "policy", nil, "directory of CUE policies (package policy) to add; repeatable")
+	cmd.Flags().StringArrayVar(&f.exclude, "exclude", nil, "leave out files and folders matching this pattern (.solarignore syntax) below each directory; repeatable")
+	cmd.Flags().BoolVar(&f.strict, "strict", false, "make objects of other API groups, and walked files that hold none, errors instead of skipping them")
+}
+
+// options are the pipeline options of the flags; "-" as a path reads stdin.
+func (f *loadFlags) options(g *globals, stdin io.Reader, paths []string) pipeline.Options {
+	return pipeline.Options{Paths: paths, Namespace: g.namespace, PolicyDirs: f.policyDirs, Exclude: f.exclude,
+		Strict: f.strict, Stdin: stdin, Log: g.log}
+}
+
 // planFlags are the flags of every command that resolves and renders.
 type planFlags struct {
-	policyDirs []string
+	loadFlags
 	target     string
-	strict     bool
+	strictRegs bool
 	dryRun     bool
 	kubeconfig string
 }
 
 func (f *planFlags) register(cmd *cobra.Command) {
-	cmd.Flags().StringArrayVar(&f.policyDirs, "policy", nil, "directory of CUE policies (package policy) to add; repeatable")
+	f.loadFlags.register(cmd)
 	cmd.Flags().StringVar(&f.target, "target", "", "work on the Target of this name only (with -n, of that namespace)")
-	cmd.Flags().BoolVar(&f.strict, "strict-registry-bindings", false, "make a registry a Target pulls from without a RegistryBinding an error (default: anonymous pulls)")
+	cmd.Flags().BoolVar(&f.strictRegs, "strict-registry-bindings", false, "make a registry a Target pulls from without a RegistryBinding an error (default: anonymous pulls)")
 	cmd.Flags().BoolVar(&f.dryRun, "dry-run", false, "compute versions and actions against the store, write nothing")
 	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the SolAr API server: mint agent credentials there first (docs/credentials.md)")
 }
 
 // options are the pipeline options of the flags; SOURCE_DATE_EPOCH, the
 // reproducible-builds convention, sets the time written into archives.
-func (f *planFlags) options(g *globals, paths []string) (pipeline.Options, error) {
-	opts := pipeline.Options{
-		Paths: paths, Namespace: g.namespace, Target: f.target, PolicyDirs: f.policyDirs,
-		StrictRegistryBindings: f.strict, Kubeconfig: f.kubeconfig, DryRun: f.dryRun, Log: g.log,
-		Progress: g.progress(),
-	}
+func (f *planFlags) options(g *globals, stdin io.Reader, paths []string) (pipeline.Options, error) {
+	opts := f.loadFlags.options(g, stdin, paths)
+	opts.Target, opts.StrictRegistryBindings, opts.Kubeconfig, opts.DryRun = f.target, f.strictRegs, f.kubeconfig, f.dryRun
+	opts.Progress = g.progress()
 	if v := os.Getenv("SOURCE_DATE_EPOCH"); v != "" {
 		sec, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || sec < 0 {

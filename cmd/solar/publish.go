@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"path"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -49,11 +51,19 @@ registry failed. With --exit-code: 0 when nothing changed, 2 when charts were
 			if err := g.checkOutput(); err != nil {
 				return err
 			}
+			// stdin holds the password with --password-stdin.
+			stdin := cmd.InOrStdin()
+			if rf.passwordStdin {
+				if slices.Contains(args, "-") {
+					return fmt.Errorf("objects from stdin (-) and --password-stdin: only one can read stdin")
+				}
+				stdin = nil
+			}
 			l, err := rf.read(cmd.InOrStdin())
 			if err != nil {
 				return err
 			}
-			opts, err := f.options(g, args)
+			opts, err := f.options(g, stdin, args)
 			if err != nil {
 				return err
 			}

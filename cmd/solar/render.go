@@ -37,7 +37,7 @@ success; 1: invalid input or a Target failed.`,
 			if err := g.checkOutput(); err != nil {
 				return err
 			}
-			opts, err := f.options(g, args)
+			opts, err := f.options(g, cmd.InOrStdin(), args)
 			if err != nil {
 				return err
 			}

@@ -7,7 +7,7 @@ import (
 )
 
 func newVetCmd(g *globals) *cobra.Command {
-	var policyDirs []string
+	var f loadFlags
 	cmd := &cobra.Command{
 		Use:   "vet PATH...",
 		Short: "Validate objects against the schemas, references and policies",
@@ -28,7 +28,7 @@ Warnings do not change the exit code. Exit code 0: valid; 1: invalid.`,
 			if err := g.checkOutput(); err != nil {
 				return err
 			}
-			_, problems, err := pipeline.Load(pipeline.Options{Paths: args, Namespace: g.namespace, PolicyDirs: policyDirs, Log: g.log})
+			_, problems, err := pipeline.Load(f.options(g, cmd.InOrStdin(), args))
 			if err != nil {
 				return err
 			}
@@ -41,6 +41,6 @@ Warnings do not change the exit code. Exit code 0: valid; 1: invalid.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringArrayVar(&policyDirs, "policy", nil, "directory of CUE policies (package policy) to add; repeatable")
+	f.register(cmd)
 	return cmd
 }

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -27,13 +28,13 @@ func solar(t *testing.T, args ...string) (int, string, string) {
 	return code, stdout.String(), stderr.String()
 }
 
-// extract writes the files of an archive (all but "want") into a new directory
-// and returns it.
+// extract writes the files of an archive (all but "want", "args" and
+// "exit") into a new directory and returns it.
 func extract(t *testing.T, ar *txtar.Archive) string {
 	t.Helper()
 	dir := t.TempDir()
 	for _, f := range ar.Files {
-		if f.Name == "want" {
+		if f.Name == "want" || f.Name == "args" || f.Name == "exit" {
 			continue
 		}
 		p := filepath.Join(dir, f.Name)
@@ -41,6 +42,16 @@ func extract(t *testing.T, ar *txtar.Archive) string {
 		require.NoError(t, os.WriteFile(p, f.Data, 0o644))
 	}
 	return dir
+}
+
+// section is the content of an archive's file, "" when it has none.
+func section(ar *txtar.Archive, name string) string {
+	for _, f := range ar.Files {
+		if f.Name == name {
+			return string(f.Data)
+		}
+	}
+	return ""
 }
 
 func want(ar *txtar.Archive) string {
@@ -53,7 +64,9 @@ func want(ar *txtar.Archive) string {
 }
 
 // TestVetBadInput runs solar vet on every case of the bad-input corpus: each must
-// exit 1 and print exactly its golden lines, paths relative to the case.
+// exit 1 and print exactly its golden lines, paths relative to the case. A
+// case may give another command line ("args", default "vet .") and exit code
+// ("exit", default 1).
 func TestVetBadInput(t *testing.T) {
 	cases, err := filepath.Glob("testdata/vet/*.txtar")
 	require.NoError(t, err)
@@ -64,7 +77,16 @@ func TestVetBadInput(t *testing.T) {
 			require.NoError(t, err)
 			dir := extract(t, ar)
 			t.Chdir(dir)
-			code, stdout, stderr := solar(t, "vet", ".")
+			args := strings.Fields(section(ar, "args"))
+			if len(args) == 0 {
+				args = []string{"vet", "."}
+			}
+			exit := 1
+			if e := strings.TrimSpace(section(ar, "exit")); e != "" {
+				exit, err = strconv.Atoi(e)
+				require.NoError(t, err)
+			}
+			code, stdout, stderr := solar(t, args...)
 			if *update {
 				for i := range ar.Files {
 					if ar.Files[i].Name == "want" {
@@ -74,7 +96,7 @@ func TestVetBadInput(t *testing.T) {
 				require.NoError(t, os.WriteFile(filepath.Join(origDir, c), txtar.Format(ar), 0o644))
 				return
 			}
-			assert.Equal(t, 1, code, "exit code; stderr:\n%s", stderr)
+			assert.Equal(t, exit, code, "exit code; stderr:\n%s", stderr)
 			assert.Equal(t, want(ar), stdout)
 			assert.NotEmpty(t, stdout, "a bad input must print at least one problem")
 		})
@@ -144,4 +166,62 @@ func TestUsageErrors(t *testing.T) {
 	code, stdout, stderr := solar(t, "vet", "does-not-exist")
 	assert.Equal(t, 1, code, stderr)
 	assert.Contains(t, stdout, "does-not-exist: stat does-not-exist: no such file or directory")
+}
+
+// TestVetGitOpsTree: a repository holds much more than Solar objects; vet
+// skips and counts what is not Solar's, and reads objects from stdin.
+func TestVetGitOpsTree(t *testing.T) {
+	dir := t.TempDir()
+	copyExamples(t, dir)
+	files := map[string]string{
+		// Flux objects beside ours: other API groups.
+		"flux/podinfo.yaml": "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: podinfo}\nspec: {interval: 5m}\n" +
+			"---\napiVersion: v1\nkind: Namespace\nmetadata: {name: podinfo}\n",
+		// A Helm chart folder, its template no YAML at all.
+		"charts/app/Chart.yaml":             "apiVersion: v2\nname: app\nversion: 0.1.0\n",
+		"charts/app/values.yaml":            "replicaCount: 1\n",
+		"charts/app/templates/config.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\n",
+		"charts/app/templates/_helpers.tpl": "{{/* */}}",
+		// A values file and a template outside any chart.
+		"values.yaml":        "image: {tag: 1.0}\n",
+		"kustomize/cm.yaml":  "{{- if .Values.x }}\nkind: ConfigMap\n{{- end }}\n",
+		".github/ci.yaml":    "on: {push: {}}\njobs: {a: [\n",
+		"ignored/bad.yaml":   "apiVersion: solar.opendefense.cloud/v1alpha1\nkind: Target\nmetadata: {name: BAD}\n",
+		"excluded/bad.yaml":  "apiVersion: solar.opendefense.cloud/v1alpha1\nkind: Widget\n",
+		".solarignore":       "# a comment\nignored/\n",
+		"crds/target.yaml":   "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: targets.solar.opendefense.cloud}\n",
+		"examples/README.md": "not read",
+	}
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+	}
+	// An OCI layout solar rendered into out/.
+	code, _, stderr := solar(t, "render", "--out", filepath.Join(dir, "out"), filepath.Join(dir, "examples"))
+	require.Equal(t, 0, code, stderr)
+
+	code, stdout, stderr := solar(t, "vet", "--exclude", "excluded", dir)
+	assert.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	assert.Contains(t, stderr, "skipped 3 objects of other API groups (apiextensions.k8s.io 1, core 1, helm.toolkit.fluxcd.io 1)")
+	assert.Contains(t, stderr, "2 files that hold no Kubernetes objects")
+	assert.Contains(t, stderr, "2 Helm chart or OCI layout folders")
+
+	// --strict: what was skipped is an error.
+	code, stdout, _ = solar(t, "vet", "--strict", "--exclude", "excluded", dir)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stdout, filepath.Join(dir, "flux/podinfo.yaml")+":1: apiVersion: an object of API group \"helm.toolkit.fluxcd.io\", not a Solar object (--strict)")
+
+	// Without --exclude, the excluded folder's Widget is found.
+	code, stdout, _ = solar(t, "vet", dir)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stdout, "excluded/bad.yaml")
+
+	// Objects from stdin.
+	b, err := os.ReadFile("../../examples/beta/targets.yaml")
+	require.NoError(t, err)
+	var out, errOut bytes.Buffer
+	code = run(context.Background(), []string{"vet", "-"}, bytes.NewReader(b), &out, &errOut)
+	assert.Equal(t, 1, code, "the grant for the Targets' render Registry is elsewhere")
+	assert.Contains(t, out.String(), "<stdin>:18: spec.renderRegistryRef: refers across namespaces without a grant: Registry shared/render")
 }

@@ -24,7 +24,7 @@ func Plan(t testing.TB, objs []*load.Object) *resolve.Plan {
 // ExamplesPlan resolves examples/ (valid input: vet checks it elsewhere).
 func ExamplesPlan(t testing.TB) *resolve.Plan {
 	t.Helper()
-	objs, problems := load.Paths([]string{filepath.Join(Root(t), "examples")}, load.Options{Namespace: "default"})
+	objs, problems, _ := load.Paths([]string{filepath.Join(Root(t), "examples")}, load.Options{Namespace: "default"})
 	require.Empty(t, problems)
 	return Plan(t, objs)
 }

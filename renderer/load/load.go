@@ -4,10 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"io/fs"
 	"math/big"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -21,6 +18,14 @@ import (
 type Options struct {
 	// Namespace is given to objects without metadata.namespace. Default "default".
 	Namespace string
+	// Exclude are patterns in .solarignore (gitignore) syntax, relative to
+	// each walked directory, of files and folders to leave out.
+	Exclude []string
+	// Strict makes objects of other API groups errors, and reads every walked
+	// file as objects.
+	Strict bool
+	// Stdin is read for the path "-".
+	Stdin io.Reader
 }
 
 func (o Options) namespace() string {
@@ -33,60 +38,6 @@ func (o Options) namespace() string {
 // maxNodes bounds the YAML nodes one document may expand to, aliases included,
 // so that a small file of nested aliases cannot exhaust memory.
 const maxNodes = 1 << 20
-
-// Paths loads every object in the given files and directories. Directories are
-// walked recursively in lexical order for .yaml, .yml and .json files; a file named
-// explicitly is read whatever its extension. Objects come back in file order.
-func Paths(paths []string, opts Options) ([]*Object, diag.List) {
-	var (
-		objs     []*Object
-		problems diag.List
-	)
-	for _, root := range paths {
-		files, err := expand(root)
-		if err != nil {
-			problems.Errorf(root, 0, "", "%v", err)
-			continue
-		}
-		for _, f := range files {
-			data, err := os.ReadFile(f)
-			if err != nil {
-				problems.Errorf(f, 0, "", "reading file: %v", err)
-				continue
-			}
-			o, p := Bytes(f, data, opts)
-			objs = append(objs, o...)
-			problems = append(problems, p...)
-		}
-	}
-	problems = append(problems, duplicates(objs)...)
-	return objs, problems
-}
-
-func expand(root string) ([]string, error) {
-	info, err := os.Stat(root)
-	if err != nil {
-		return nil, err
-	}
-	if !info.IsDir() {
-		return []string{root}, nil
-	}
-	var files []string
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			return nil
-		}
-		switch strings.ToLower(filepath.Ext(path)) {
-		case ".yaml", ".yml", ".json":
-			files = append(files, path)
-		}
-		return nil
-	})
-	return files, err
-}
 
 // duplicates reports every object whose kind/namespace/name was seen before,
 // naming both places.
@@ -193,6 +144,8 @@ func listItems(root *yaml.Node) *yaml.Node {
 	return items
 }
 
+const notAnObject = "not an object"
+
 // object converts the node of one object; where names it in problems (items[N] of
 // a List, or empty for a whole document).
 func (c *converter) object(n *yaml.Node, where string, namespace string) *Object {
@@ -203,7 +156,7 @@ func (c *converter) object(n *yaml.Node, where string, namespace string) *Object
 	}
 	m, isMap := v.(map[string]any)
 	if !isMap {
-		c.problems.Errorf(c.file, n.Line, where, "not an object (found %s)", kindName(v))
+		c.problems.Errorf(c.file, n.Line, where, notAnObject+" (found %s)", kindName(v))
 		return nil
 	}
 	o := &Object{File: c.file, Line: n.Line, Fields: m, lines: c.lines}

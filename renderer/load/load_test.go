@@ -165,7 +165,7 @@ func TestPaths(t *testing.T) {
 	write(t, dir, "c/dup.yaml", target)
 	explicit := write(t, dir, "x.input", "kind: Release\nmetadata: {name: x}\n")
 
-	objs, problems := Paths([]string{dir, explicit}, Options{})
+	objs, problems, _ := Paths([]string{dir, explicit}, Options{})
 	var ids []string
 	for _, o := range objs {
 		ids = append(ids, o.ID().String())
@@ -175,7 +175,7 @@ func TestPaths(t *testing.T) {
 	require.Len(t, problems, 1)
 	assert.Equal(t, filepath.Join(dir, "c/dup.yaml")+":1: metadata.name: duplicate Target default/t, first defined at "+filepath.Join(dir, "b/one.yaml")+":1", problems[0].String())
 
-	_, problems = Paths([]string{filepath.Join(dir, "missing")}, Options{})
+	_, problems, _ = Paths([]string{filepath.Join(dir, "missing")}, Options{})
 	require.Len(t, problems, 1)
 	assert.Contains(t, problems[0].String(), "no such file or directory")
 }

@@ -4,8 +4,10 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
@@ -34,6 +36,12 @@ type Options struct {
 	// StrictRegistryBindings makes a registry without a RegistryBinding an
 	// error.
 	StrictRegistryBindings bool
+	// Exclude, Strict and Stdin are load.Options': what to leave out of
+	// walked directories, whether objects of other API groups are errors,
+	// and what the path "-" reads.
+	Exclude []string
+	Strict  bool
+	Stdin   io.Reader
 	// Kubeconfig is the kubeconfig file of the SolAr API server; when set,
 	// the agent credentials are synced there.
 	Kubeconfig string
@@ -83,7 +91,18 @@ func Load(opts Options) (*model.Set, diag.List, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	objs, problems := load.Paths(opts.Paths, load.Options{Namespace: cmp.Or(opts.Namespace, "default")})
+	objs, problems, skipped := load.Paths(opts.Paths, load.Options{Namespace: cmp.Or(opts.Namespace, "default"),
+		Exclude: opts.Exclude, Strict: opts.Strict, Stdin: opts.Stdin})
+	if s := skipped.String(); s != "" {
+		opts.log().Info("skipped " + s)
+	}
+	if len(objs) == 0 && !problems.HasErrors() {
+		msg := fmt.Sprintf("no Solar objects found (apiVersion %s/v1alpha1)", load.Group)
+		if s := skipped.String(); s != "" {
+			msg += "; skipped " + s
+		}
+		problems.Errorf(strings.Join(opts.Paths, " "), 0, "", "%s", msg)
+	}
 	set, more := v.Validate(objs)
 	problems = append(problems, more...).Sorted()
 	errs := 0

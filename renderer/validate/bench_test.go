@@ -20,7 +20,7 @@ func BenchmarkVet10k(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		objs, problems := load.Paths([]string{dir}, load.Options{})
+		objs, problems, _ := load.Paths([]string{dir}, load.Options{})
 		_, more := v.Validate(objs)
 		if len(problems)+len(more) > 0 || len(objs) < 10000 {
 			b.Fatalf("%d objects, problems: %v %v", len(objs), problems, more)

@@ -32,7 +32,7 @@ func vet(t *testing.T, opts Options, src string) []string {
 func TestExamplesWarnOnSharedAgentNamespace(t *testing.T) {
 	v, err := New(Options{})
 	require.NoError(t, err)
-	objs, problems := load.Paths([]string{"../../examples"}, load.Options{})
+	objs, problems, _ := load.Paths([]string{"../../examples"}, load.Options{})
 	require.Empty(t, problems)
 	set, problems := v.Validate(objs)
 	require.Len(t, problems, 1, "%v", problems)

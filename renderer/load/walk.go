@@ -1,0 +1,230 @@
+package load
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/solar-pipeline/solar/renderer/diag"
+)
+
+// Group is the API group of SolAr objects.
+const Group = "solar.opendefense.cloud"
+
+// Skipped counts what a walk left out, besides hidden files and folders and
+// those excluded on purpose.
+type Skipped struct {
+	// Groups counts objects of other API groups by group ("core" for v1).
+	Groups map[string]int
+	// Files counts walked files that hold no Kubernetes object (values
+	// files, chart templates, an OCI layout's index.json).
+	Files int
+	// Folders counts Helm charts (a Chart.yaml) and OCI image layouts (an
+	// oci-layout file).
+	Folders int
+}
+
+// Objects is how many objects of other API groups were skipped.
+func (s Skipped) Objects() int {
+	n := 0
+	for _, c := range s.Groups {
+		n += c
+	}
+	return n
+}
+
+// String says what was skipped, for a log line; empty when nothing was.
+func (s Skipped) String() string {
+	var parts []string
+	if n := s.Objects(); n > 0 {
+		var groups []string
+		for _, g := range slices.Sorted(maps.Keys(s.Groups)) {
+			groups = append(groups, fmt.Sprintf("%s %d", g, s.Groups[g]))
+		}
+		parts = append(parts, fmt.Sprintf("%d objects of other API groups (%s)", n, strings.Join(groups, ", ")))
+	}
+	if s.Files > 0 {
+		parts = append(parts, fmt.Sprintf("%d files that hold no Kubernetes objects", s.Files))
+	}
+	if s.Folders > 0 {
+		parts = append(parts, fmt.Sprintf("%d Helm chart or OCI layout folders", s.Folders))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Paths loads every Solar object in the given files and directories ("-" is
+// standard input). Directories are walked recursively in lexical order for
+// .yaml, .yml and .json files, leaving out hidden files and folders, Helm
+// chart and OCI layout folders, what Options.Exclude and each directory's
+// .solarignore name, and files that hold no Kubernetes object. A file named
+// explicitly is read whatever its extension, and must hold objects. Objects of
+// other API groups are skipped (with Options.Strict, they are errors).
+// Objects come back in file order.
+func Paths(paths []string, opts Options) ([]*Object, diag.List, Skipped) {
+	w := &walker{opts: opts, skipped: Skipped{Groups: map[string]int{}}}
+	for _, root := range paths {
+		if root == "-" {
+			w.stdin()
+			continue
+		}
+		files, err := w.expand(root)
+		if err != nil {
+			w.problems.Errorf(root, 0, "", "%v", err)
+			continue
+		}
+		for _, f := range files {
+			data, err := os.ReadFile(f.path)
+			if err != nil {
+				w.problems.Errorf(f.path, 0, "", "reading file: %v", err)
+				continue
+			}
+			w.file(f.path, data, f.walked)
+		}
+	}
+	w.problems = append(w.problems, duplicates(w.objs)...)
+	return w.objs, w.problems, w.skipped
+}
+
+type walker struct {
+	opts     Options
+	objs     []*Object
+	problems diag.List
+	skipped  Skipped
+}
+
+type file struct {
+	path   string
+	walked bool // found in a directory, not named
+}
+
+func (w *walker) stdin() {
+	if w.opts.Stdin == nil {
+		w.problems.Errorf("-", 0, "", "no standard input to read")
+		return
+	}
+	data, err := io.ReadAll(w.opts.Stdin)
+	if err != nil {
+		w.problems.Errorf("-", 0, "", "reading standard input: %v", err)
+		return
+	}
+	w.file("<stdin>", data, false)
+}
+
+// file keeps the Solar objects of one file's content.
+func (w *walker) file(name string, data []byte, walked bool) {
+	objs, problems := Bytes(name, data, w.opts)
+	if walked && !w.opts.Strict && !holdsObjects(objs, problems, data) {
+		w.skipped.Files++
+		return
+	}
+	for _, o := range objs {
+		if g := group(o.APIVersion); o.APIVersion != "" && g != Group {
+			if w.opts.Strict {
+				problems.Errorf(o.File, o.LineOf("apiVersion"), "apiVersion", "an object of API group %q, not a Solar object (--strict)", g)
+				continue
+			}
+			w.skipped.Groups[g]++
+			continue
+		}
+		w.objs = append(w.objs, o)
+	}
+	w.problems = append(w.problems, problems...)
+}
+
+// holdsObjects: the content has a document with apiVersion or kind, or a
+// broken document (a syntax error in what is not a template with {{ }}, a
+// duplicate field, ...) rather than documents that are no objects at all.
+func holdsObjects(objs []*Object, problems diag.List, data []byte) bool {
+	if slices.ContainsFunc(objs, func(o *Object) bool { return o.APIVersion != "" || o.Kind != "" }) {
+		return true
+	}
+	template := bytes.Contains(data, []byte("{{"))
+	return slices.ContainsFunc(problems, func(p diag.Problem) bool {
+		switch {
+		case strings.HasPrefix(p.Message, notAnObject):
+			return false
+		case strings.HasPrefix(p.Message, "syntax error"):
+			return !template
+		}
+		return true
+	})
+}
+
+// group is the API group of an apiVersion ("core" for v1).
+func group(apiVersion string) string {
+	g, _, found := strings.Cut(apiVersion, "/")
+	if !found {
+		return "core"
+	}
+	return g
+}
+
+// expand lists the files of a root: itself when it is a file.
+func (w *walker) expand(root string) ([]file, error) {
+	info, err := os.Stat(root)
+	if err != nil {
+		return nil, err
+	}
+	if !info.IsDir() {
+		return []file{{path: root}}, nil
+	}
+	ig := parseIgnore(w.opts.Exclude)
+	if data, err := os.ReadFile(filepath.Join(root, IgnoreFile)); err == nil {
+		ig = append(ig, readIgnore(data)...)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	var files []file
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == root {
+			if isFolderToSkip(p) {
+				w.skipped.Folders++
+				return fs.SkipDir
+			}
+			return nil
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		if strings.HasPrefix(d.Name(), ".") || ig.match(filepath.ToSlash(rel), d.IsDir()) {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			if isFolderToSkip(p) {
+				w.skipped.Folders++
+				return fs.SkipDir
+			}
+			return nil
+		}
+		switch strings.ToLower(filepath.Ext(p)) {
+		case ".yaml", ".yml", ".json":
+			files = append(files, file{path: p, walked: true})
+		}
+		return nil
+	})
+	return files, err
+}
+
+// isFolderToSkip: a Helm chart or an OCI image layout.
+func isFolderToSkip(dir string) bool {
+	for _, marker := range []string{"Chart.yaml", "oci-layout"} {
+		if _, err := os.Stat(filepath.Join(dir, marker)); err == nil {
+			return true
+		}
+	}
+	return false
+}
