@@ -34,16 +34,20 @@ func cueVet(t *testing.T, files ...string) (int, string) {
 	return 0, string(out)
 }
 
+// TestCueCLIAcceptsExamples: examples/ and the SolAr-format tree pass plain
+// cue vet.
 func TestCueCLIAcceptsExamples(t *testing.T) {
-	var files []string
-	require.NoError(t, filepath.WalkDir("../../examples", func(p string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && filepath.Ext(p) == ".yaml" {
-			files = append(files, p)
-		}
-		return err
-	}))
-	code, out := cueVet(t, files...)
-	assert.Equal(t, 0, code, out)
+	for _, dir := range []string{"../../examples", solarFormat} {
+		var files []string
+		require.NoError(t, filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && filepath.Ext(p) == ".yaml" {
+				files = append(files, p)
+			}
+			return err
+		}))
+		code, out := cueVet(t, files...)
+		assert.Equal(t, 0, code, "%s: %s", dir, out)
+	}
 }
 
 // TestCueCLIRejectsSchemaErrors: the cases of the corpus that break a schema

@@ -42,7 +42,7 @@ func Release(sel *resolve.Selected) *Source {
 	return &Source{
 		Name:        "release-" + r.Name,
 		Description: "Release " + name + " rendered by solar",
-		AppVersion:  cmp.Or(sel.Chart.Tag, sel.Chart.Digest),
+		AppVersion:  cmp.Or(sel.Chart.AppVersion, sel.Chart.Tag, sel.Chart.Digest),
 		Annotations: map[string]string{"solar.opendefense.cloud/release": name},
 		Values:      values,
 		Templates:   "release",

@@ -59,6 +59,11 @@ func (l *List) Errorf(file string, line int, path, format string, args ...any) {
 	*l = append(*l, Problem{File: file, Line: line, Path: path, Message: fmt.Sprintf(format, args...), Severity: Error})
 }
 
+// Warnf adds a warning.
+func (l *List) Warnf(file string, line int, path, format string, args ...any) {
+	*l = append(*l, Problem{File: file, Line: line, Path: path, Message: fmt.Sprintf(format, args...), Severity: Warning})
+}
+
 // HasErrors reports whether any problem is an error.
 func (l List) HasErrors() bool {
 	return slices.ContainsFunc(l, func(p Problem) bool { return p.Severity == Error })

@@ -22,6 +22,10 @@ const (
 	KindPipelineConfig   = "PipelineConfig"
 )
 
+// Kinds are the kinds solar reads.
+var Kinds = []string{KindTarget, KindProfile, KindRelease, KindComponent, KindComponentVersion, KindRegistry,
+	KindReleaseBinding, KindRegistryBinding, KindReferenceGrant, KindTargetReport, KindPipelineConfig}
+
 // Meta is the part of ObjectMeta solar reads.
 type Meta struct {
 	Name        string            `json:"name"`
@@ -108,6 +112,7 @@ type Resource struct {
 	Helm       *struct {
 		Name           string `json:"name"`
 		Version        string `json:"version"`
+		AppVersion     string `json:"appVersion,omitempty"`
 		ValuesTemplate string `json:"valuesTemplate,omitempty"`
 	} `json:"helm,omitempty"`
 }

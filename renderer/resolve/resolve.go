@@ -70,6 +70,8 @@ type Chart struct {
 	Insecure   bool
 	// ValuesTemplate is the ComponentVersion's helm.valuesTemplate, if any.
 	ValuesTemplate string
+	// AppVersion is the ComponentVersion's helm.appVersion, if any.
+	AppVersion string
 	// ComponentVersion is nil for an inline chart.
 	ComponentVersion *model.ComponentVersion
 }
@@ -138,6 +140,13 @@ func resolveTarget(s *model.Set, t *model.Target, bindings []model.Binding, regB
 		}
 		seen[b.Release] = true
 		sel, err := selected(s, b)
+		if cv, ok := errors.AsType[*unsupportedError](err); ok {
+			o := s.Loaded(model.KindComponentVersion, cv.cv.Namespace, cv.cv.Name)
+			out.Problems.Warnf(o.File, o.LineOf("spec.entrypoint.type"), "spec.entrypoint.type",
+				"Release %s for Target %s/%s: %v", Name(b.Release), t.Namespace, t.Name, err)
+			out.Excluded = append(out.Excluded, Excluded{Release: b.Release, Reason: err.Error()})
+			continue
+		}
 		if err != nil {
 			o := s.Loaded(model.KindRelease, b.Release.Namespace, b.Release.Name)
 			out.Problems.Errorf(o.File, o.LineOf("spec.componentVersionRef"), "spec.componentVersionRef",
@@ -253,7 +262,7 @@ func selected(s *model.Set, b model.Binding) (*Selected, error) {
 	r := b.Release
 	sel := &Selected{Release: r, Via: b.Via, Key: cmp.Or(r.Spec.UniqueName, r.Name)}
 	if c := r.Spec.Chart; c != nil {
-		sel.Chart = Chart{Repository: c.Repository, Tag: c.Tag, Digest: c.Digest}
+		sel.Chart = Chart{Repository: c.Repository, Tag: c.Tag, Digest: c.Digest, Insecure: plainHTTP(s, c.Repository)}
 		return sel, nil
 	}
 	if r.Spec.ComponentVersionRef == nil {
@@ -267,12 +276,34 @@ func selected(s *model.Set, b model.Binding) (*Selected, error) {
 	if !ok {
 		return nil, fmt.Errorf("ComponentVersion %s/%s has no resource %q", cv.Namespace, cv.Name, cv.Spec.Entrypoint.ResourceName)
 	}
+	if cv.Spec.Entrypoint.Type != "helm" {
+		return nil, &unsupportedError{cv: cv}
+	}
 	sel.Key = cmp.Or(r.Spec.UniqueName, cv.Spec.ComponentRef.Name)
-	sel.Chart = Chart{Repository: res.Repository, Tag: res.Tag, Insecure: res.Insecure, ComponentVersion: cv}
+	// Without helm, the chart is the resource's repository at its tag, as
+	// SolAr renders it.
+	sel.Chart = Chart{Repository: res.Repository, Tag: res.Tag, ComponentVersion: cv,
+		Insecure: res.Insecure || plainHTTP(s, res.Repository)}
 	if res.Helm != nil {
 		sel.Chart.ValuesTemplate = res.Helm.ValuesTemplate
+		sel.Chart.AppVersion = res.Helm.AppVersion
 	}
 	return sel, nil
+}
+
+// unsupportedError: the ComponentVersion's entrypoint is of a type solar does
+// not render (kro).
+type unsupportedError struct{ cv *model.ComponentVersion }
+
+func (e *unsupportedError) Error() string {
+	return fmt.Sprintf("entrypoint type %q of ComponentVersion %s/%s is not supported by solar yet", e.cv.Spec.Entrypoint.Type, e.cv.Namespace, e.cv.Name)
+}
+
+// plainHTTP: a Registry of the set serves the repository's host over plain
+// HTTP.
+func plainHTTP(s *model.Set, repository string) bool {
+	host, _, _ := strings.Cut(repository, "/")
+	return slices.ContainsFunc(s.Registries, func(r *model.Registry) bool { return r.Spec.Hostname == host && r.Spec.PlainHTTP })
 }
 
 // conflict returns the first taken release c's antiAffinity matches, or nil. A

@@ -2,8 +2,10 @@ package validate
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/solar-pipeline/solar/renderer/diag"
+	"github.com/solar-pipeline/solar/renderer/load"
 	"github.com/solar-pipeline/solar/renderer/model"
 )
 
@@ -42,12 +44,8 @@ func references(s *model.Set) diag.List {
 		check(model.KindComponentVersion, cv.Meta, "spec.componentRef", err)
 		o := s.Loaded(model.KindComponentVersion, cv.Namespace, cv.Name)
 		name := cv.Spec.Entrypoint.ResourceName
-		res, ok := cv.Spec.Resources[name]
-		switch {
-		case !ok:
+		if _, ok := cv.Spec.Resources[name]; !ok {
 			problems.Errorf(o.File, o.LineOf("spec.entrypoint.resourceName"), "spec.entrypoint.resourceName", "no resource %q in spec.resources", name)
-		case cv.Spec.Entrypoint.Type == "helm" && res.Helm == nil:
-			problems.Errorf(o.File, o.LineOf("spec.entrypoint.type"), "spec.entrypoint.type", "entrypoint of type helm needs spec.resources[%q].helm", name)
 		}
 	}
 	for _, b := range s.ReleaseBindings {
@@ -61,6 +59,15 @@ func references(s *model.Set) diag.List {
 		check(model.KindRegistryBinding, b.Meta, "spec.targetRef", err)
 		_, err = model.Lookup[model.Registry](s, model.KindRegistryBinding, b.Namespace, model.KindRegistry, b.Spec.RegistryRef)
 		check(model.KindRegistryBinding, b.Meta, "spec.registryRef", err)
+	}
+	for _, g := range s.ReferenceGrants {
+		o := s.Loaded(model.KindReferenceGrant, g.Namespace, g.Name)
+		for i, f := range g.Spec.From {
+			if f.Group != model.Group || !slices.Contains(model.Kinds, f.Kind) {
+				path := load.Index("spec.from", i) + ".kind"
+				problems.Warnf(o.File, o.LineOf(path), path, "solar does not process %s of group %q: this entry grants nothing here", f.Kind, f.Group)
+			}
+		}
 	}
 	for _, c := range s.PipelineConfigs[min(1, len(s.PipelineConfigs)):] {
 		first := s.Loaded(model.KindPipelineConfig, s.PipelineConfigs[0].Namespace, s.PipelineConfigs[0].Name)
