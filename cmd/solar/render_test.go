@@ -153,9 +153,9 @@ func TestRenderSelectsTargets(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	require.Len(t, decodeReport(t, stdout).Targets, 1)
 
-	code, _, stderr = solar(t, "render", "-n", "beta", "--target", "edge-1", "--out", filepath.Join(dir, "out"), "../../examples")
+	code, stdout, _ = solar(t, "render", "-n", "beta", "--target", "edge-1", "--out", filepath.Join(dir, "out"), "../../examples")
 	assert.Equal(t, 1, code)
-	assert.Contains(t, stderr, `no Target "edge-1" in namespace beta`)
+	assert.Contains(t, stdout, "no Target matches -n beta --target edge-1")
 }
 
 func TestRenderInvalidInputWritesNothing(t *testing.T) {

@@ -123,10 +123,19 @@ func Lookup[T any](s *Set, fromKind, fromNS, toKind string, ref Ref) (*T, error)
 	}
 	v := Get[T](s, toKind, ns, ref.Name)
 	if v == nil {
-		return nil, fmt.Errorf("%s %s/%s: %w", toKind, ns, ref.Name, ErrNotFound)
+		return nil, &NotFoundError{ID: load.ID{Kind: toKind, Namespace: ns, Name: ref.Name}}
 	}
 	return v, nil
 }
+
+// NotFoundError names the object a reference did not find; it is ErrNotFound.
+type NotFoundError struct{ ID load.ID }
+
+func (e *NotFoundError) Error() string {
+	return fmt.Sprintf("%s %s/%s: %v", e.ID.Kind, e.ID.Namespace, e.ID.Name, ErrNotFound)
+}
+
+func (e *NotFoundError) Unwrap() error { return ErrNotFound }
 
 // Granted reports whether a ReferenceGrant in toNS allows objects of kind
 // fromKind in fromNS to refer to the toKind object named toName.

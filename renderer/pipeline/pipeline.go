@@ -87,6 +87,12 @@ type Target struct {
 // Load reads and validates the objects of opts.Paths: the problems are
 // sorted, the set is nil when they hold an error.
 func Load(opts Options) (*model.Set, diag.List, error) {
+	return loadSet(opts, false)
+}
+
+// loadSet is Load; scoped, the problems of objects that opts.Namespace does
+// not use are warnings.
+func loadSet(opts Options, scoped bool) (*model.Set, diag.List, error) {
 	v, err := validate.New(validate.Options{PolicyDirs: opts.PolicyDirs})
 	if err != nil {
 		return nil, nil, err
@@ -104,7 +110,11 @@ func Load(opts Options) (*model.Set, diag.List, error) {
 		problems.Errorf(strings.Join(opts.Paths, " "), 0, "", "%s", msg)
 	}
 	set, more := v.Validate(objs)
-	problems = append(problems, more...).Sorted()
+	problems = append(problems, more...)
+	if scoped && opts.Namespace != "" {
+		problems = scope(opts.Namespace, objs, problems)
+	}
+	problems = problems.Sorted()
 	errs := 0
 	for _, p := range problems {
 		if p.Severity == diag.Error {
@@ -122,7 +132,7 @@ func Load(opts Options) (*model.Set, diag.List, error) {
 // with opts.Kubeconfig, syncs their agent credentials. A plan without Targets
 // and with problems is invalid input; an error is a failure to run.
 func NewPlan(ctx context.Context, opts Options) (*Plan, error) {
-	set, problems, err := Load(opts)
+	set, problems, err := loadSet(opts, true)
 	plan := &Plan{Problems: problems}
 	if err != nil || set == nil {
 		return plan, err
@@ -136,12 +146,16 @@ func NewPlan(ctx context.Context, opts Options) (*Plan, error) {
 			plan.Targets = append(plan.Targets, &Target{Target: t})
 		}
 	}
-	if opts.Target != "" && len(plan.Targets) == 0 {
-		in := ""
+	if len(plan.Targets) == 0 && (opts.Namespace != "" || opts.Target != "") {
+		var sel []string
 		if opts.Namespace != "" {
-			in = " in namespace " + opts.Namespace
+			sel = append(sel, "-n "+opts.Namespace)
 		}
-		return plan, fmt.Errorf("no Target %q%s", opts.Target, in)
+		if opts.Target != "" {
+			sel = append(sel, "--target "+opts.Target)
+		}
+		plan.Problems.Errorf(strings.Join(opts.Paths, " "), 0, "", "no Target matches %s", strings.Join(sel, " "))
+		return plan, nil
 	}
 	return plan, syncCredentials(ctx, set, plan, opts)
 }

@@ -9,8 +9,9 @@ import (
 	"github.com/solar-pipeline/solar/renderer/model"
 )
 
-// references reports every reference between objects that does not resolve.
-func references(s *model.Set) diag.List {
+// references reports every reference between objects that does not resolve;
+// a reference to an object that failed its schema (in invalid) says so.
+func references(s *model.Set, invalid map[load.ID]*load.Object) diag.List {
 	var problems diag.List
 	check := func(kind string, m model.Meta, path string, err error) {
 		if err == nil {
@@ -18,8 +19,15 @@ func references(s *model.Set) diag.List {
 		}
 		o := s.Loaded(kind, m.Namespace, m.Name)
 		msg := "refers to a missing "
-		if errors.Is(err, model.ErrNotGranted) {
+		var nf *model.NotFoundError
+		switch {
+		case errors.Is(err, model.ErrNotGranted):
 			msg = "refers across namespaces without a grant: "
+		case errors.As(err, &nf):
+			if bad := invalid[nf.ID]; bad != nil {
+				problems.Errorf(o.File, o.LineOf(path), path, "refers to %s %s/%s, which is invalid: see %s", nf.ID.Kind, nf.ID.Namespace, nf.ID.Name, bad.Pos())
+				return
+			}
 		}
 		problems.Errorf(o.File, o.LineOf(path), path, "%s%v", msg, err)
 	}

@@ -119,11 +119,14 @@ func (v *Validator) Validate(objs []*load.Object) (*model.Set, diag.List) {
 	var (
 		problems diag.List
 		valid    []*load.Object
+		invalid  = map[load.ID]*load.Object{}
 	)
 	for _, o := range objs {
 		p := v.schema(o)
 		if len(p) == 0 {
 			valid = append(valid, o)
+		} else {
+			invalid[o.ID()] = o
 		}
 		problems = append(problems, p...)
 	}
@@ -133,7 +136,7 @@ func (v *Validator) Validate(objs []*load.Object) (*model.Set, diag.List) {
 		problems.Errorf("", 0, "", "internal error: %v", err)
 		return nil, problems
 	}
-	problems = append(problems, references(set)...)
+	problems = append(problems, references(set, invalid)...)
 	problems = append(problems, v.evalPolicies(set, valid)...)
 	return set, problems.Sorted()
 }

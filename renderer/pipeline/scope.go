@@ -1,0 +1,130 @@
+package pipeline
+
+import (
+	"slices"
+	"sort"
+
+	"github.com/solar-pipeline/solar/renderer/diag"
+	"github.com/solar-pipeline/solar/renderer/load"
+	"github.com/solar-pipeline/solar/renderer/model"
+)
+
+// scope keeps one namespace's run independent of the others: a problem of an
+// object the namespace does not use (directly or through a reference that a
+// grant allows) becomes a warning for this run. Problems that no object owns
+// (a file that does not parse) stay as they are.
+func scope(ns string, objs []*load.Object, problems diag.List) diag.List {
+	used := usedBy(ns, objs)
+	owner := owners(objs)
+	out := make(diag.List, len(problems))
+	for i, p := range problems {
+		out[i] = p
+		if o := owner(p); p.Severity == diag.Error && o != nil && !used[o.ID()] {
+			out[i].Severity = diag.Warning
+			out[i].Message = "not used by namespace " + ns + ": " + p.Message
+		}
+	}
+	return out
+}
+
+// usedBy is every object the namespace's Targets depend on: its own objects,
+// the bindings from other namespaces that name its Targets, what all of them
+// refer to (Registries, Releases, ComponentVersions, Components), the grants
+// of the namespaces they live in, and the PipelineConfig.
+func usedBy(ns string, objs []*load.Object) map[load.ID]bool {
+	byID := map[load.ID]*load.Object{}
+	for _, o := range objs {
+		byID[o.ID()] = o
+	}
+	used := map[load.ID]bool{}
+	var queue []*load.Object
+	use := func(id load.ID) {
+		if o, ok := byID[id]; ok && !used[id] {
+			used[id] = true
+			queue = append(queue, o)
+		}
+	}
+	for _, o := range objs {
+		if o.Namespace == ns || o.Kind == model.KindPipelineConfig ||
+			((o.Kind == model.KindReleaseBinding || o.Kind == model.KindRegistryBinding) && refNS(o, "targetRef") == ns) {
+			use(o.ID())
+		}
+	}
+	namespaces := map[string]bool{}
+	for len(queue) > 0 {
+		o := queue[0]
+		queue = queue[1:]
+		namespaces[o.Namespace] = true
+		for _, r := range references(o) {
+			use(r)
+		}
+	}
+	for _, o := range objs {
+		if o.Kind == model.KindReferenceGrant && namespaces[o.Namespace] {
+			used[o.ID()] = true
+		}
+	}
+	return used
+}
+
+// references are the objects an object names.
+func references(o *load.Object) []load.ID {
+	ref := func(field, kind string) load.ID {
+		return load.ID{Kind: kind, Namespace: refNS(o, field), Name: refName(o, field)}
+	}
+	switch o.Kind {
+	case model.KindTarget:
+		return []load.ID{ref("renderRegistryRef", model.KindRegistry)}
+	case model.KindProfile:
+		return []load.ID{ref("releaseRef", model.KindRelease)}
+	case model.KindRelease:
+		return []load.ID{ref("componentVersionRef", model.KindComponentVersion)}
+	case model.KindComponentVersion:
+		return []load.ID{ref("componentRef", model.KindComponent)}
+	case model.KindReleaseBinding:
+		return []load.ID{ref("targetRef", model.KindTarget), ref("releaseRef", model.KindRelease)}
+	case model.KindRegistryBinding:
+		return []load.ID{ref("targetRef", model.KindTarget), ref("registryRef", model.KindRegistry)}
+	}
+	return nil
+}
+
+func refField(o *load.Object, field string) map[string]any {
+	spec, _ := o.Fields["spec"].(map[string]any)
+	r, _ := spec[field].(map[string]any)
+	return r
+}
+
+func refName(o *load.Object, field string) string {
+	name, _ := refField(o, field)["name"].(string)
+	return name
+}
+
+// refNS is the namespace a reference names, the object's own when it names
+// none.
+func refNS(o *load.Object, field string) string {
+	if ns, _ := refField(o, field)["namespace"].(string); ns != "" {
+		return ns
+	}
+	return o.Namespace
+}
+
+// owners finds the object a problem is about: the last object of the
+// problem's file that starts at or before its line.
+func owners(objs []*load.Object) func(diag.Problem) *load.Object {
+	byFile := map[string][]*load.Object{}
+	for _, o := range objs {
+		byFile[o.File] = append(byFile[o.File], o)
+	}
+	for _, l := range byFile {
+		slices.SortStableFunc(l, func(a, b *load.Object) int { return a.Line - b.Line })
+	}
+	return func(p diag.Problem) *load.Object {
+		l := byFile[p.File]
+		i := sort.Search(len(l), func(i int) bool { return l[i].Line > p.Line })
+		if p.Line == 0 || i == 0 {
+			return nil
+		}
+		return l[i-1]
+	}
+}
