@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"oras.land/oras-go/v2/registry"
 
 	"github.com/solar-pipeline/solar/renderer/chart"
@@ -18,21 +19,27 @@ import (
 
 // loadFlags are the flags of every command that reads objects.
 type loadFlags struct {
-	policyDirs []string
-	exclude    []string
-	strict     bool
+	policyDirs  []string
+	exclude     []string
+	strict      bool
+	maxFileSize string
 }
 
 func (f *loadFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVar(&f.policyDirs, "policy", nil, "directory of CUE policies (package policy) to add; repeatable")
 	cmd.Flags().StringArrayVar(&f.exclude, "exclude", nil, "leave out files and folders matching this pattern (.solarignore syntax) below each directory; repeatable")
 	cmd.Flags().BoolVar(&f.strict, "strict", false, "make objects of other API groups, and walked files that hold none, errors instead of skipping them")
+	cmd.Flags().StringVar(&f.maxFileSize, "max-file-size", "16Mi", "largest input file read (a size such as 512Ki, 16Mi, 1Gi)")
 }
 
 // options are the pipeline options of the flags; "-" as a path reads stdin.
-func (f *loadFlags) options(g *globals, stdin io.Reader, paths []string) pipeline.Options {
+func (f *loadFlags) options(g *globals, stdin io.Reader, paths []string) (pipeline.Options, error) {
+	size, err := resource.ParseQuantity(f.maxFileSize)
+	if err != nil || size.Sign() <= 0 {
+		return pipeline.Options{}, fmt.Errorf("invalid --max-file-size %q: want a size such as 16Mi", f.maxFileSize)
+	}
 	return pipeline.Options{Paths: paths, Namespace: g.namespace, PolicyDirs: f.policyDirs, Exclude: f.exclude,
-		Strict: f.strict, Stdin: stdin, Log: g.log}
+		Strict: f.strict, Stdin: stdin, MaxFileSize: size.Value(), Log: g.log}, nil
 }
 
 // planFlags are the flags of every command that resolves and renders.
@@ -55,7 +62,10 @@ func (f *planFlags) register(cmd *cobra.Command) {
 // options are the pipeline options of the flags; SOURCE_DATE_EPOCH, the
 // reproducible-builds convention, sets the time written into archives.
 func (f *planFlags) options(g *globals, stdin io.Reader, paths []string) (pipeline.Options, error) {
-	opts := f.loadFlags.options(g, stdin, paths)
+	opts, err := f.loadFlags.options(g, stdin, paths)
+	if err != nil {
+		return opts, err
+	}
 	opts.Target, opts.StrictRegistryBindings, opts.Kubeconfig, opts.DryRun = f.target, f.strictRegs, f.kubeconfig, f.dryRun
 	opts.Progress = g.progress()
 	if v := os.Getenv("SOURCE_DATE_EPOCH"); v != "" {

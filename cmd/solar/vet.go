@@ -28,7 +28,11 @@ Warnings do not change the exit code. Exit code 0: valid; 1: invalid.`,
 			if err := g.checkOutput(); err != nil {
 				return err
 			}
-			_, problems, err := pipeline.Load(f.options(g, cmd.InOrStdin(), args))
+			opts, err := f.options(g, cmd.InOrStdin(), args)
+			if err != nil {
+				return err
+			}
+			_, problems, err := pipeline.Load(opts)
 			if err != nil {
 				return err
 			}

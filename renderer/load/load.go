@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math"
 	"math/big"
 	"regexp"
 	"strconv"
@@ -26,6 +27,8 @@ type Options struct {
 	Strict bool
 	// Stdin is read for the path "-".
 	Stdin io.Reader
+	// MaxFileSize bounds one file's size; 0 means DefaultMaxFileSize.
+	MaxFileSize int64
 }
 
 func (o Options) namespace() string {
@@ -95,12 +98,19 @@ func syntaxError(err error) (int, string) {
 	return 0, strings.TrimPrefix(msg, "yaml: ")
 }
 
+// maxDepth bounds how deeply values nest.
+const maxDepth = 1000
+
 // converter turns one YAML document into objects, recording field lines.
 type converter struct {
 	file     string
 	budget   int
 	lines    map[string]int
 	problems diag.List
+	// expanding are the anchored values being converted: an alias to one
+	// of them is inside the value it refers to.
+	expanding map[*yaml.Node]bool
+	depth     int
 }
 
 func (c *converter) document(doc *yaml.Node, namespace string) []*Object {
@@ -195,8 +205,26 @@ func (c *converter) value(n *yaml.Node, path string) (any, bool) {
 	if _, seen := c.lines[path]; !seen {
 		c.lines[path] = n.Line
 	}
+	c.depth++
+	defer func() { c.depth-- }()
+	if c.depth > maxDepth {
+		c.problems.Errorf(c.file, n.Line, path, "values nest more than %d levels deep", maxDepth)
+		c.budget = -2 // report once, stop converting
+		return nil, false
+	}
+	if n.Anchor != "" {
+		if c.expanding == nil {
+			c.expanding = map[*yaml.Node]bool{}
+		}
+		c.expanding[n] = true
+		defer delete(c.expanding, n)
+	}
 	switch n.Kind {
 	case yaml.AliasNode:
+		if c.expanding[n.Alias] {
+			c.problems.Errorf(c.file, n.Line, path, "alias *%s refers to the value it is in", n.Value)
+			return nil, false
+		}
 		return c.value(n.Alias, path)
 	case yaml.MappingNode:
 		m := make(map[string]any, len(n.Content)/2)
@@ -249,11 +277,18 @@ func (c *converter) scalar(n *yaml.Node, path string) (any, bool) {
 		}
 	case "!!float":
 		// YAML resolves an integer beyond int64 as a float: keep it exact, so
-		// validation can say it is out of range.
+		// validation can say it is out of range and charts get every digit.
 		if b, ok := new(big.Int).SetString(n.Value, 10); ok {
 			return b, true
 		}
-		fallthrough
+		var f float64
+		if err := n.Decode(&f); err == nil {
+			if math.IsNaN(f) || math.IsInf(f, 0) {
+				c.problems.Errorf(c.file, n.Line, path, "%s is not a number JSON can carry: write a finite number, or quote it as a string", n.Value)
+				return nil, false
+			}
+			return f, true
+		}
 	case "!!bool":
 		var v any
 		if err := n.Decode(&v); err == nil {

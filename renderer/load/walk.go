@@ -80,9 +80,9 @@ func Paths(paths []string, opts Options) ([]*Object, diag.List, Skipped) {
 			continue
 		}
 		for _, f := range files {
-			data, err := os.ReadFile(f.path)
+			data, err := w.read(f.path, f.root)
 			if err != nil {
-				w.problems.Errorf(f.path, 0, "", "reading file: %v", err)
+				w.problems.Errorf(f.path, 0, "", "%v", err)
 				continue
 			}
 			w.file(f.path, data, f.walked)
@@ -101,7 +101,69 @@ type walker struct {
 
 type file struct {
 	path   string
-	walked bool // found in a directory, not named
+	root   string // the tree a symlink must stay in
+	walked bool   // found in a directory, not named
+}
+
+// DefaultMaxFileSize bounds the size of one input file.
+const DefaultMaxFileSize = 16 << 20
+
+func (o Options) maxFileSize() int64 {
+	if o.MaxFileSize <= 0 {
+		return DefaultMaxFileSize
+	}
+	return o.MaxFileSize
+}
+
+// read reads one input file: a regular file, or a symlink to one inside root,
+// of at most MaxFileSize bytes. Nothing else is opened: a FIFO would block, a
+// device never end, a symlink out of the tree read what the input should not.
+func (w *walker) read(p, root string) ([]byte, error) {
+	info, err := os.Lstat(p)
+	if err != nil {
+		return nil, err
+	}
+	if info.Mode()&fs.ModeSymlink != 0 {
+		target, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			return nil, fmt.Errorf("reading symlink: %w", err)
+		}
+		tree, err := filepath.EvalSymlinks(root)
+		if err != nil {
+			return nil, err
+		}
+		if rel, err := filepath.Rel(tree, target); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return nil, fmt.Errorf("a symlink to %s, outside %s: not read", target, root)
+		}
+		if info, err = os.Stat(target); err != nil {
+			return nil, err
+		}
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (%s): not read", info.Mode().Type())
+	}
+	max := w.opts.maxFileSize()
+	if info.Size() > max {
+		return nil, fmt.Errorf("the file has %d bytes, more than the limit of %d (--max-file-size)", info.Size(), max)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readMax(f, max)
+}
+
+// readMax reads at most max bytes, failing beyond.
+func readMax(r io.Reader, max int64) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("more than the limit of %d bytes (--max-file-size)", max)
+	}
+	return data, nil
 }
 
 func (w *walker) stdin() {
@@ -109,7 +171,7 @@ func (w *walker) stdin() {
 		w.problems.Errorf("-", 0, "", "no standard input to read")
 		return
 	}
-	data, err := io.ReadAll(w.opts.Stdin)
+	data, err := readMax(w.opts.Stdin, w.opts.maxFileSize())
 	if err != nil {
 		w.problems.Errorf("-", 0, "", "reading standard input: %v", err)
 		return
@@ -173,7 +235,7 @@ func (w *walker) expand(root string) ([]file, error) {
 		return nil, err
 	}
 	if !info.IsDir() {
-		return []file{{path: root}}, nil
+		return []file{{path: root, root: filepath.Dir(root)}}, nil
 	}
 	ig := parseIgnore(w.opts.Exclude)
 	if data, err := os.ReadFile(filepath.Join(root, IgnoreFile)); err == nil {
@@ -212,7 +274,7 @@ func (w *walker) expand(root string) ([]file, error) {
 		}
 		switch strings.ToLower(filepath.Ext(p)) {
 		case ".yaml", ".yml", ".json":
-			files = append(files, file{path: p, walked: true})
+			files = append(files, file{path: p, root: root, walked: true})
 		}
 		return nil
 	})

@@ -39,9 +39,10 @@ type Options struct {
 	// Exclude, Strict and Stdin are load.Options': what to leave out of
 	// walked directories, whether objects of other API groups are errors,
 	// and what the path "-" reads.
-	Exclude []string
-	Strict  bool
-	Stdin   io.Reader
+	Exclude     []string
+	Strict      bool
+	Stdin       io.Reader
+	MaxFileSize int64
 	// Kubeconfig is the kubeconfig file of the SolAr API server; when set,
 	// the agent credentials are synced there.
 	Kubeconfig string
@@ -84,10 +85,27 @@ type Target struct {
 	Credential *credential.Credential
 }
 
-// Load reads and validates the objects of opts.Paths: the problems are
-// sorted, the set is nil when they hold an error.
+// Load reads and validates the objects of opts.Paths, and resolves them to
+// find what only resolving can (a valuesTemplate is rendered for every
+// Target bound to it): the problems are sorted, the set is nil when they hold
+// an error.
 func Load(opts Options) (*model.Set, diag.List, error) {
-	return loadSet(opts, false)
+	set, problems, err := loadSet(opts, false)
+	if err != nil || set == nil {
+		return set, problems, err
+	}
+	resolved, err := resolve.Resolve(set, resolve.Options{StrictRegistryBindings: opts.StrictRegistryBindings})
+	if err != nil {
+		return nil, problems, err
+	}
+	for _, t := range resolved.Targets {
+		problems = append(problems, t.Problems...)
+	}
+	problems = problems.Sorted()
+	if problems.HasErrors() {
+		return nil, problems, nil
+	}
+	return set, problems, nil
 }
 
 // loadSet is Load; scoped, the problems of objects that opts.Namespace does
@@ -98,7 +116,7 @@ func loadSet(opts Options, scoped bool) (*model.Set, diag.List, error) {
 		return nil, nil, err
 	}
 	objs, problems, skipped := load.Paths(opts.Paths, load.Options{Namespace: cmp.Or(opts.Namespace, "default"),
-		Exclude: opts.Exclude, Strict: opts.Strict, Stdin: opts.Stdin})
+		Exclude: opts.Exclude, Strict: opts.Strict, Stdin: opts.Stdin, MaxFileSize: opts.MaxFileSize})
 	if s := skipped.String(); s != "" {
 		opts.log().Info("skipped " + s)
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"text/template"
 
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -322,26 +321,4 @@ func conflict(c *Selected, taken []*Selected) (*Selected, error) {
 		}
 	}
 	return nil, nil
-}
-
-// valuesTemplate renders a ComponentVersion's valuesTemplate (Go text/template)
-// with the Target and the Release; a missing key is an error.
-func valuesTemplate(t *model.Target, sel *Selected) (string, error) {
-	tmpl, err := template.New("valuesTemplate").Option("missingkey=error").Parse(sel.Chart.ValuesTemplate)
-	if err != nil {
-		return "", err
-	}
-	userdata := t.Spec.Userdata
-	if userdata == nil {
-		userdata = map[string]any{}
-	}
-	data := map[string]any{
-		"Target":  map[string]any{"Name": t.Name, "Namespace": t.Namespace, "Labels": t.Labels, "Userdata": userdata},
-		"Release": map[string]any{"Name": sel.Release.Name, "Namespace": sel.Release.Namespace},
-	}
-	var b strings.Builder
-	if err := tmpl.Execute(&b, data); err != nil {
-		return "", fmt.Errorf("rendering for Target %s/%s: %w", t.Namespace, t.Name, err)
-	}
-	return b.String(), nil
 }

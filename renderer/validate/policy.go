@@ -43,7 +43,8 @@ func (v *Validator) evalPolicies(s *model.Set, valid []*load.Object) diag.List {
 		if objects[o.Kind][o.Namespace] == nil {
 			objects[o.Kind][o.Namespace] = map[string]any{}
 		}
-		objects[o.Kind][o.Namespace][o.Name] = o.Fields
+		// Policies see the user's opaque data as empty: see opaque.
+		objects[o.Kind][o.Namespace][o.Name], _ = withoutOpaque(o)
 	}
 	config := map[string]any{"metadata": map[string]any{"name": "", "namespace": ""}, "spec": map[string]any{}}
 	if len(s.PipelineConfigs) > 0 {

@@ -154,10 +154,11 @@ func (v *Validator) schema(o *load.Object) diag.List {
 		return problems
 	}
 	prefix := len(def.Path().Selectors())
+	fields, problems := withoutOpaque(o)
 	// One problem per field: a value that breaks two constraints makes CUE report
 	// the second as a consequence of the first; the shortest message is the cause.
 	byPath := map[string]string{}
-	for _, e := range fieldErrors(def.Unify(v.ctx.Encode(o.Fields)), o.Fields) {
+	for _, e := range fieldErrors(def.Unify(v.ctx.Encode(fields)), fields) {
 		path := cuePath(e.path[min(prefix, len(e.path)):])
 		if msg, ok := byPath[path]; !ok || len(e.msg) < len(msg) {
 			byPath[path] = e.msg

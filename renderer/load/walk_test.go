@@ -1,0 +1,84 @@
+package load
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/solar-pipeline/solar/renderer/diag"
+)
+
+func TestIgnore(t *testing.T) {
+	ig := parseIgnore([]string{"# comment", "", "*.tmp", "build/", "/top.yaml", "docs/**/draft-*.yaml", "keep*", "!keep-me.yaml"})
+	for _, c := range []struct {
+		rel   string
+		dir   bool
+		match bool
+	}{
+		{"a.tmp", false, true},
+		{"deep/b.tmp", false, true},
+		{"build", true, true},
+		{"sub/build", true, true},
+		{"build", false, false}, // build/ matches folders only
+		{"top.yaml", false, true},
+		{"sub/top.yaml", false, false}, // anchored
+		{"docs/draft-1.yaml", false, true},
+		{"docs/a/b/draft-2.yaml", false, true},
+		{"docs/a/final.yaml", false, false},
+		{"keep-it.yaml", false, true},
+		{"keep-me.yaml", false, false}, // negated by the later line
+		{"targets.yaml", false, false},
+	} {
+		assert.Equal(t, c.match, ig.match(c.rel, c.dir), c.rel)
+	}
+}
+
+// TestReadsRegularFilesOnly: what a pull request can put into the input tree
+// never makes solar read outside it, block, or run out of memory.
+func TestReadsRegularFilesOnly(t *testing.T) {
+	outside := t.TempDir()
+	secret := write(t, outside, "kubeconfig.yaml", "apiVersion: v1\nkind: Config\n")
+	dir := t.TempDir()
+	target := "apiVersion: solar.opendefense.cloud/v1alpha1\nkind: Target\nmetadata: {name: t}\n"
+	write(t, dir, "a/target.yaml", target)
+	require.NoError(t, os.Symlink(filepath.Join(dir, "a/target.yaml"), filepath.Join(dir, "inside.yaml")))
+	require.NoError(t, os.Symlink(secret, filepath.Join(dir, "leak.yaml")))
+	require.NoError(t, os.Symlink("/dev/zero", filepath.Join(dir, "zero.yaml")))
+	require.NoError(t, syscall.Mkfifo(filepath.Join(dir, "pipe.yaml"), 0o600))
+	write(t, dir, "big.yaml", strings.Repeat("# padding\n", 200))
+
+	done := make(chan struct{})
+	var objs []*Object
+	var problems diag.List
+	go func() {
+		defer close(done)
+		objs, problems, _ = Paths([]string{dir}, Options{MaxFileSize: 1000})
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("reading the tree blocked (a FIFO opened?)")
+	}
+	var got []string
+	for _, p := range problems {
+		got = append(got, strings.TrimPrefix(p.String(), dir+"/"))
+	}
+	assert.ElementsMatch(t, []string{
+		"big.yaml: the file has 2000 bytes, more than the limit of 1000 (--max-file-size)",
+		"leak.yaml: a symlink to " + secret + ", outside " + dir + ": not read",
+		"pipe.yaml: not a regular file (p---------): not read",
+		"zero.yaml: a symlink to /dev/zero, outside " + dir + ": not read",
+		"inside.yaml:1: metadata.name: duplicate Target default/t, first defined at " + dir + "/a/target.yaml:1",
+	}, got)
+	assert.Len(t, objs, 2, "the symlink inside the tree is read")
+
+	_, problems, _ = Paths([]string{"-"}, Options{Stdin: strings.NewReader(strings.Repeat("x", 2000)), MaxFileSize: 1000})
+	require.Len(t, problems, 1)
+	assert.Equal(t, "-: reading standard input: more than the limit of 1000 bytes (--max-file-size)", problems[0].String())
+}

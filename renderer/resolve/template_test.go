@@ -1,0 +1,55 @@
+package resolve
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/solar-pipeline/solar/renderer/model"
+)
+
+// TestValuesTemplateHostile: a template from a pull request renders within
+// bounded time and output, or fails with a clear error; it cannot add keys
+// through user data printed as it is.
+func TestValuesTemplateHostile(t *testing.T) {
+	target := &model.Target{Meta: model.Meta{Name: "edge-1", Namespace: "alpha"}}
+	target.Spec.Userdata = map[string]any{
+		"site":  "hamburg\nimage: evil\nhostNetwork: true",
+		"tags":  []any{"a", "b"},
+		"plain": "north",
+	}
+	render := func(tmpl string) (string, error) {
+		sel := &Selected{Release: &model.Release{Meta: model.Meta{Name: "r", Namespace: "alpha"}}}
+		sel.Chart.ValuesTemplate = tmpl
+		return valuesTemplate(target, sel)
+	}
+	for _, c := range []struct{ tmpl, want, err string }{
+		{tmpl: `site: {{ .Target.Userdata.plain }}`, want: "site: north"},
+		{tmpl: `site: {{ .Target.Userdata.site | toJson }}`, want: `site: "hamburg\nimage: evil\nhostNetwork: true"`},
+		{tmpl: `site: {{ .Target.Userdata.site | quote }}`, want: `site: "hamburg\nimage: evil\nhostNetwork: true"`},
+		{tmpl: "tags: {{ .Target.Userdata.tags | toYaml | nindent 2 }}", want: "tags: \n  - a\n  - b"},
+		{tmpl: `message: {{ .Target.Userdata.site }}`, err: "a multi-line string printed as it is could add keys to the values: pipe it through toYaml, toJson or quote"},
+		{tmpl: `tags: {{ .Target.Userdata.tags }}`, err: "a map or list printed as it is"},
+		{tmpl: `home: {{ env "HOME" }}`, err: `function "env" not defined`},
+		{tmpl: `{{range 2000000000}}xxxxxxxx{{end}}`, err: "the output is longer than 1048576 bytes"},
+		{tmpl: `just a string`, err: "the output is not a YAML mapping of values"},
+		{tmpl: "a: [", err: "the output is not a YAML mapping of values"},
+	} {
+		got, err := render(c.tmpl)
+		if c.err != "" {
+			assert.ErrorContains(t, err, c.err, c.tmpl)
+			continue
+		}
+		require.NoError(t, err, c.tmpl)
+		assert.Equal(t, c.want, got, c.tmpl)
+	}
+
+	start := time.Now()
+	_, err := render(`{{range 100000}}{{range 100000}}{{end}}{{end}}`)
+	assert.ErrorContains(t, err, "did not finish within 2s")
+	assert.Less(t, time.Since(start), TemplateTimeout+time.Second, "the caller is not held past the deadline")
+	assert.True(t, strings.HasPrefix(err.Error(), "rendering for Target alpha/edge-1: "))
+}

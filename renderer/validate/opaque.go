@@ -1,0 +1,71 @@
+package validate
+
+import (
+	"maps"
+	"math/big"
+
+	"github.com/solar-pipeline/solar/renderer/diag"
+	"github.com/solar-pipeline/solar/renderer/load"
+	"github.com/solar-pipeline/solar/renderer/model"
+)
+
+// opaque are the fields whose content is the user's data, not solar's:
+// schemas and policies see them as empty, and Go checks them as data. Unifying
+// a large map in CUE costs time quadratic in its keys.
+var opaque = map[string][]string{
+	model.KindRelease: {"values"},
+	model.KindTarget:  {"userdata"},
+	model.KindProfile: {"userdata"},
+}
+
+// maxExact is the largest integer a float64 holds exactly: Helm reads values
+// as float64, so a larger one would reach the chart changed.
+var maxExact = big.NewInt(1 << 53)
+
+// withoutOpaque returns the object's fields with its opaque maps emptied (a
+// shallow copy; o.Fields is not changed), and the problems of their data.
+func withoutOpaque(o *load.Object) (map[string]any, diag.List) {
+	fields := opaque[o.Kind]
+	spec, ok := o.Fields["spec"].(map[string]any)
+	if len(fields) == 0 || !ok {
+		return o.Fields, nil
+	}
+	var problems diag.List
+	out := maps.Clone(o.Fields)
+	spec = maps.Clone(spec)
+	out["spec"] = spec
+	for _, f := range fields {
+		if m, ok := spec[f].(map[string]any); ok {
+			checkData(o, load.Key("spec", f), m, &problems)
+			spec[f] = map[string]any{}
+		}
+	}
+	return out, problems
+}
+
+// checkData reports integers that do not survive Helm's values (float64).
+func checkData(o *load.Object, path string, v any, problems *diag.List) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			checkData(o, load.Key(path, k), e, problems)
+		}
+	case []any:
+		for i, e := range v {
+			checkData(o, load.Index(path, i), e, problems)
+		}
+	case int64:
+		if v > 1<<53 || v < -(1<<53) {
+			tooBig(o, path, big.NewInt(v), problems)
+		}
+	case *big.Int:
+		tooBig(o, path, v, problems)
+	}
+}
+
+func tooBig(o *load.Object, path string, n *big.Int, problems *diag.List) {
+	if new(big.Int).Abs(n).Cmp(maxExact) <= 0 {
+		return
+	}
+	problems.Errorf(o.File, o.LineOf(path), path, "%s is beyond ±2^53: Helm reads values as float64 and would change it; quote it as a string", n)
+}
