@@ -72,11 +72,11 @@ registry failed. With --exit-code: 0 when nothing changed, 2 when charts were
 			if err != nil {
 				return err
 			}
+			opts.Registry, opts.Concurrency = path.Join(l.host, l.prefix), concurrency
 			plan, err := pipeline.NewPlan(cmd.Context(), opts)
 			if err != nil || len(plan.Targets) == 0 {
 				return g.finish(pipeline.NewReport(plan), rf.registry, err)
 			}
-			opts.Registry, opts.Concurrency = path.Join(l.host, l.prefix), concurrency
 			// Far longer than one registry round trip, the gap between a
 			// writer checking a tag and pushing it.
 			opts.Settle = 500 * time.Millisecond

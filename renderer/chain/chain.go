@@ -27,8 +27,10 @@ type Name struct {
 	Full string `json:"full"`
 }
 
+// name is a name on the cluster: a Helm release name too, which charts put
+// into names that take no dots (Services), so dots become dashes.
 func name(full string) Name {
-	return Name{Name: Cut(full, MaxName), Full: full}
+	return Name{Name: Cut(strings.ReplaceAll(full, ".", "-"), MaxName), Full: full}
 }
 
 // Release is the names of one release of a Target, level by level.

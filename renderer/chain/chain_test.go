@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	"github.com/stretchr/testify/assert"
 )
 
@@ -63,4 +65,34 @@ func TestCollisions(t *testing.T) {
 		"HelmRelease flux-system/solar-bootstrap-x (level 1) is also HelmRelease flux-system/solar-bootstrap-x (level 2)",
 		"Helm release flux-system/solar-bootstrap-x (level 2) is also Helm release flux-system/solar-bootstrap-x (level 3)",
 	}, Collisions(Objects("flux-system", bad)))
+}
+
+// TestNamesValidWhereverTheSeparatorIs: whatever a name's dots and dashes,
+// every name made from it is valid for Kubernetes (its own validation), so a
+// cut never ends in a separator and Helm release names take no dots.
+func TestNamesValidWhereverTheSeparatorIs(t *testing.T) {
+	base := strings.Repeat("a", 70)
+	for i := 1; i < len(base)-1; i++ {
+		for _, sep := range []string{".", "-"} {
+			key := base[:i] + sep + base[i+1:]
+			r := For("edge-1."+key[:20], key, "podinfo")
+			for _, n := range []Name{r.Source, r.App, r.Values} {
+				assert.Empty(t, validation.IsDNS1123Subdomain(n.Name), n.Name)
+				assert.LessOrEqual(t, len(n.Name), MaxName, n.Name)
+			}
+			assert.Empty(t, validation.IsDNS1123Label(r.App.Name), "a Helm release name charts use in Service names: %s", r.App.Name)
+			assert.Empty(t, validation.IsDNS1123Label(r.AppRelease), r.AppRelease)
+			label := Cut("alpha."+key, 63)
+			assert.Empty(t, validation.IsValidLabelValue(label), label)
+		}
+	}
+}
+
+func TestCheckRepository(t *testing.T) {
+	assert.NoError(t, CheckRepository("solar", ReleaseRepository("alpha", "alpha", "podinfo")))
+	long := strings.Repeat("r", 235)
+	assert.ErrorContains(t, CheckRepository("", ReleaseRepository("alpha", "alpha", long)),
+		"would have a name of 243 characters, more than 240 (helm pull writes <chart>-<version>.tgz)")
+	assert.ErrorContains(t, CheckRepository(strings.Repeat("p", 40), ReleaseRepository(strings.Repeat("n", 63), "alpha", strings.Repeat("r", 150))),
+		"more than the 255 registries take")
 }

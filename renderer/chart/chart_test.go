@@ -23,6 +23,7 @@ import (
 	"helm.sh/helm/v3/pkg/lint/support"
 
 	"github.com/solar-pipeline/solar/internal/testenv"
+	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/load"
 	"github.com/solar-pipeline/solar/renderer/resolve"
 )
@@ -34,7 +35,7 @@ func sources(p *resolve.Plan) map[string]*Source {
 		var refs []Ref
 		for i, sel := range tp.Releases {
 			out[fmt.Sprintf("release-%s", sel.Release.Name)] = Release(sel)
-			refs = append(refs, Ref{URL: URL("registry.example.com/prefix", ReleaseRepository(tp.Namespace, sel.Release.Namespace, sel.Release.Name)), Version: fmt.Sprintf("0.0.%d", i+1)})
+			refs = append(refs, Ref{URL: chain.URL("registry.example.com/prefix", chain.ReleaseRepository(tp.Namespace, sel.Release.Namespace, sel.Release.Name)), Version: fmt.Sprintf("0.0.%d", i+1)})
 		}
 		b := Bootstrap(tp, refs)
 		out[b.Name] = b

@@ -5,6 +5,7 @@ import (
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/publish"
 	"github.com/solar-pipeline/solar/renderer/resolve"
 )
@@ -22,15 +23,15 @@ type Job struct {
 func ReleaseJob(t *resolve.Target, sel *resolve.Selected, kubeconfig []byte) Job {
 	r := sel.Release
 	if kubeconfig != nil {
-		return Job{AgentRepository(t.Namespace, t.Name, r.Namespace, r.Name), Agent(sel, t.Name, kubeconfig)}
+		return Job{chain.AgentRepository(t.Namespace, t.Name, r.Namespace, r.Name), Agent(sel, t.Name, kubeconfig)}
 	}
-	return Job{ReleaseRepository(t.Namespace, r.Namespace, r.Name), Release(sel)}
+	return Job{chain.ReleaseRepository(t.Namespace, r.Namespace, r.Name), Release(sel)}
 }
 
 // BootstrapJob is the bootstrap chart of a Target, naming the release charts
 // of its releases at refs (in the order of t.Releases).
 func BootstrapJob(t *resolve.Target, refs []Ref) Job {
-	return Job{BootstrapRepository(t.Namespace, t.Name), Bootstrap(t, refs)}
+	return Job{chain.BootstrapRepository(t.Namespace, t.Name), Bootstrap(t, refs)}
 }
 
 // Publish is the job for renderer/publish: the chart packaged at each

@@ -69,7 +69,7 @@ func Manifests(fc FirstContact) ([]map[string]any, error) {
 		TypeMeta:   metav1.TypeMeta{APIVersion: sourcev1.GroupVersion.String(), Kind: sourcev1.OCIRepositoryKind},
 		ObjectMeta: meta(chain.Bootstrap),
 		Spec: sourcev1.OCIRepositorySpec{
-			URL:           URL(path.Join(fc.Host, fc.Prefix), BootstrapRepository(fc.Namespace, fc.Target)),
+			URL:           chain.URL(path.Join(fc.Host, fc.Prefix), chain.BootstrapRepository(fc.Namespace, fc.Target)),
 			Reference:     &sourcev1.OCIRepositoryRef{SemVer: ">=0.0.0"},
 			LayerSelector: LayerSelector(),
 			SecretRef:     &metaRef{Name: chain.PullSecret},

@@ -27,8 +27,6 @@ import (
 
 // Annotations and the condition of the credential.
 const (
-	// AnnotationTargetCredential marks the agent Release: "true".
-	AnnotationTargetCredential = "solar.opendefense.cloud/target-credential"
 	// AnnotationAgentCredential on a Target: "revoked" revokes its credential.
 	AnnotationAgentCredential = "solar.opendefense.cloud/agent-credential"
 	ConditionType             = "AgentCredentialReady"
@@ -78,7 +76,7 @@ type Credential struct {
 
 // Wanted reports whether a Target gets an agent credential: one of its
 // releases is annotated target-credential: "true".
-func Wanted(r *model.Release) bool { return r.Annotations[AnnotationTargetCredential] == "true" }
+func Wanted(r *model.Release) bool { return r.Annotations[model.AnnotationTargetCredential] == "true" }
 
 // Minter mints credentials in one API server.
 type Minter struct {

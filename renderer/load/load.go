@@ -208,6 +208,9 @@ func (c *converter) value(n *yaml.Node, path string) (any, bool) {
 	c.depth++
 	defer func() { c.depth-- }()
 	if c.depth > maxDepth {
+		if len(path) > 80 {
+			path = path[:80] + "..."
+		}
 		c.problems.Errorf(c.file, n.Line, path, "values nest more than %d levels deep", maxDepth)
 		c.budget = -2 // report once, stop converting
 		return nil, false

@@ -22,6 +22,10 @@ const (
 	KindPipelineConfig   = "PipelineConfig"
 )
 
+// AnnotationTargetCredential marks the agent Release ("true"): every Target
+// bound to it gets an agent credential.
+const AnnotationTargetCredential = "solar.opendefense.cloud/target-credential"
+
 // Kinds are the kinds solar reads.
 var Kinds = []string{KindTarget, KindProfile, KindRelease, KindComponent, KindComponentVersion, KindRegistry,
 	KindReleaseBinding, KindRegistryBinding, KindReferenceGrant, KindTargetReport, KindPipelineConfig}

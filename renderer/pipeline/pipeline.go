@@ -155,7 +155,8 @@ func NewPlan(ctx context.Context, opts Options) (*Plan, error) {
 	if err != nil || set == nil {
 		return plan, err
 	}
-	resolved, err := resolve.Resolve(set, resolve.Options{StrictRegistryBindings: opts.StrictRegistryBindings})
+	_, prefix, _ := strings.Cut(opts.Registry, "/")
+	resolved, err := resolve.Resolve(set, resolve.Options{StrictRegistryBindings: opts.StrictRegistryBindings, RegistryPrefix: prefix})
 	if err != nil {
 		return plan, err
 	}

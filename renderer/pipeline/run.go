@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 
+	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/chart"
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
@@ -54,7 +55,7 @@ func Run(ctx context.Context, plan *Plan, store publish.Store, opts Options) (*R
 		for k, repo := range repos[i] {
 			r := released[index[repo]]
 			releases[i] = append(releases[i], r)
-			refs[k] = chart.Ref{URL: chart.URL(registry, repo), Version: r.Version}
+			refs[k] = chart.Ref{URL: chain.URL(registry, repo), Version: r.Version}
 		}
 		jobs[i] = chart.BootstrapJob(t.Target, refs).Publish(opts.Package)
 	}

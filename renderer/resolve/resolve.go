@@ -17,6 +17,9 @@ import (
 
 // Options changes how strictly Targets resolve.
 type Options struct {
+	// RegistryPrefix is the path under which the repositories will be, when
+	// known (publish --registry HOST/PREFIX): names are bounded with it.
+	RegistryPrefix string
 	// StrictRegistryBindings makes a registry a Target pulls from without a
 	// RegistryBinding an error; otherwise such pulls are anonymous.
 	StrictRegistryBindings bool
@@ -209,6 +212,7 @@ func resolveTarget(s *model.Set, t *model.Target, bindings []model.Binding, regB
 		r.Names = chain.For(t.Name, r.Key, r.Release.Spec.TargetNamespace)
 		names[i] = r.Names
 	}
+	checkLengths(s, out, opts.RegistryPrefix)
 	// Only contrived names meet (a Target named like a level's prefix);
 	// Flux would then fail on the cluster, so the Target fails here.
 	for _, c := range chain.Collisions(chain.Objects("<flux namespace>", names)) {
@@ -296,6 +300,26 @@ type unsupportedError struct{ cv *model.ComponentVersion }
 
 func (e *unsupportedError) Error() string {
 	return fmt.Sprintf("entrypoint type %q of ComponentVersion %s/%s is not supported by solar yet", e.cv.Spec.Entrypoint.Type, e.cv.Namespace, e.cv.Name)
+}
+
+// checkLengths reports the Target and releases whose repositories or chart
+// names would be too long for the registry or for helm.
+func checkLengths(s *model.Set, t *Target, prefix string) {
+	if err := chain.CheckRepository(prefix, chain.BootstrapRepository(t.Namespace, t.Name)); err != nil {
+		o := s.Loaded(model.KindTarget, t.Namespace, t.Name)
+		t.Problems.Errorf(o.File, o.LineOf("metadata.name"), "metadata.name", "Target %s/%s: %v", t.Namespace, t.Name, err)
+	}
+	for _, sel := range t.Releases {
+		r := sel.Release
+		repo := chain.ReleaseRepository(t.Namespace, r.Namespace, r.Name)
+		if r.Annotations[model.AnnotationTargetCredential] == "true" {
+			repo = chain.AgentRepository(t.Namespace, t.Name, r.Namespace, r.Name)
+		}
+		if err := chain.CheckRepository(prefix, repo); err != nil {
+			o := s.Loaded(model.KindRelease, r.Namespace, r.Name)
+			t.Problems.Errorf(o.File, o.LineOf("metadata.name"), "metadata.name", "Release %s for Target %s/%s: %v", Name(r), t.Namespace, t.Name, err)
+		}
+	}
 }
 
 // plainHTTP: a Registry of the set serves the repository's host over plain

@@ -48,16 +48,21 @@ var templateFuncs = template.FuncMap{
 
 const scalarFunc = "solarScalar"
 
+// unsafeError: a value printed as it is could add keys to the values.
+type unsafeError struct{ msg string }
+
+func (e *unsafeError) Error() string { return e.msg }
+
 // scalar lets through what prints safely inside one YAML line: a map, a list
 // or a multi-line string printed as it is could add keys to the values.
 func scalar(v any) (any, error) {
 	switch v := v.(type) {
 	case string:
 		if strings.ContainsAny(v, "\n\r") {
-			return nil, errors.New("a multi-line string printed as it is could add keys to the values: pipe it through toYaml, toJson or quote")
+			return nil, &unsafeError{"a multi-line string printed as it is could add keys to the values: pipe it through toYaml, toJson or quote"}
 		}
 	case map[string]any, []any:
-		return nil, errors.New("a map or list printed as it is: pipe it through toYaml or toJson")
+		return nil, &unsafeError{"a map or list printed as it is: pipe it through toYaml or toJson"}
 	}
 	return v, nil
 }
@@ -143,20 +148,21 @@ func valuesTemplate(t *model.Target, sel *Selected) (string, error) {
 	case <-time.After(TemplateTimeout):
 		err = fmt.Errorf("did not finish within %s", TemplateTimeout)
 	}
+	if unsafe, ok := errors.AsType[*unsafeError](err); ok {
+		// "template: valuesTemplate:1:12: executing ...": keep where.
+		where, _, _ := strings.Cut(strings.TrimPrefix(err.Error(), "template: "), ": executing")
+		err = fmt.Errorf("%s: %w", where, unsafe)
+	}
 	if err != nil {
 		return "", fmt.Errorf("rendering for Target %s/%s: %w", t.Namespace, t.Name, err)
 	}
 	out := w.b.String()
-	var m map[string]any
-	if err := yaml.Unmarshal([]byte(out), &m); err != nil || (m == nil && strings.TrimSpace(out) != "") {
-		return "", fmt.Errorf("rendering for Target %s/%s: the output is not a YAML mapping of values: %v", t.Namespace, t.Name, cmpErr(err))
+	var v any
+	if err := yaml.Unmarshal([]byte(out), &v); err != nil {
+		return "", fmt.Errorf("rendering for Target %s/%s: the output is not YAML: %w", t.Namespace, t.Name, err)
+	}
+	if _, ok := v.(map[string]any); !ok && v != nil {
+		return "", fmt.Errorf("rendering for Target %s/%s: the output is not a YAML mapping of values (found %T)", t.Namespace, t.Name, v)
 	}
 	return out, nil
-}
-
-func cmpErr(err error) any {
-	if err == nil {
-		return "found another YAML value"
-	}
-	return err
 }

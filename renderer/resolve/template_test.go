@@ -36,7 +36,7 @@ func TestValuesTemplateHostile(t *testing.T) {
 		{tmpl: `home: {{ env "HOME" }}`, err: `function "env" not defined`},
 		{tmpl: `{{range 2000000000}}xxxxxxxx{{end}}`, err: "the output is longer than 1048576 bytes"},
 		{tmpl: `just a string`, err: "the output is not a YAML mapping of values"},
-		{tmpl: "a: [", err: "the output is not a YAML mapping of values"},
+		{tmpl: "a: [", err: "the output is not YAML"},
 	} {
 		got, err := render(c.tmpl)
 		if c.err != "" {

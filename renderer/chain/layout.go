@@ -1,6 +1,10 @@
-package chart
+package chain
 
-import "strings"
+import (
+	"fmt"
+	"path"
+	"strings"
+)
 
 // Repository names inside a registry: where the charts of a Target live.
 func BootstrapRepository(targetNS, target string) string {
@@ -23,4 +27,27 @@ func AgentRepository(targetNS, target, releaseNS, release string) string {
 // URL is the oci:// URL of a repository in a registry given as HOST[:PORT][/PREFIX].
 func URL(registry, repository string) string {
 	return "oci://" + strings.TrimSuffix(registry, "/") + "/" + repository
+}
+
+// Limits of what repository and chart names become.
+const (
+	// MaxRepository is the longest repository name, prefix included, that
+	// registries take.
+	MaxRepository = 255
+	// MaxChartName keeps <chart>-<version>.tgz, the file helm pull writes,
+	// within a file name's 255 bytes.
+	MaxChartName = 240
+)
+
+// CheckRepository says why a repository under the registry's prefix, or the
+// name of its chart (its last component), would be too long.
+func CheckRepository(prefix, repository string) error {
+	full := path.Join(prefix, repository)
+	if len(full) > MaxRepository {
+		return fmt.Errorf("the repository %s would have %d characters, more than the %d registries take", full, len(full), MaxRepository)
+	}
+	if chart := path.Base(repository); len(chart) > MaxChartName {
+		return fmt.Errorf("the chart %s would have a name of %d characters, more than %d (helm pull writes <chart>-<version>.tgz)", chart, len(chart), MaxChartName)
+	}
+	return nil
 }
