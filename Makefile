@@ -5,7 +5,7 @@ SOLAR_TOOLS ?= $(HOME)/.cache/solar/tools
 export SOLAR_TOOLS
 # The tools scripts/install-tools.sh builds come first on PATH.
 export PATH := $(SOLAR_TOOLS)/bin:$(PATH)
-FUZZTIME ?= 30s
+FUZZTIME ?= 60s
 
 .PHONY: build test demo bench fuzz lint tools
 
@@ -28,8 +28,12 @@ bench: tools build
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	scripts/bench.sh
 
+## fuzz: each fuzz target for FUZZTIME (60s): the loader, validation of
+## arbitrary objects, valuesTemplate rendering.
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzBytes -fuzztime $(FUZZTIME) ./renderer/load
+	$(GO) test -run '^$$' -fuzz FuzzValidate -fuzztime $(FUZZTIME) ./renderer/validate
+	$(GO) test -run '^$$' -fuzz FuzzValuesTemplate -fuzztime $(FUZZTIME) ./renderer/resolve
 
 lint:
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }

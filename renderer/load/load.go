@@ -38,8 +38,8 @@ func (o Options) namespace() string {
 	return o.Namespace
 }
 
-// maxNodes bounds the YAML nodes one document may expand to, aliases included,
-// so that a small file of nested aliases cannot exhaust memory.
+// maxNodes bounds the YAML nodes one file may expand to, aliases included,
+// so that a small file of nested aliases cannot exhaust memory or time.
 const maxNodes = 1 << 20
 
 // duplicates reports every object whose kind/namespace/name was seen before,
@@ -68,6 +68,8 @@ func Bytes(name string, data []byte, opts Options) ([]*Object, diag.List) {
 		problems diag.List
 	)
 	dec := yaml.NewDecoder(bytes.NewReader(data))
+	// One budget for the whole file: many documents may not each expand.
+	c := &converter{file: name, budget: maxNodes}
 	for {
 		var doc yaml.Node
 		err := dec.Decode(&doc)
@@ -80,11 +82,12 @@ func Bytes(name string, data []byte, opts Options) ([]*Object, diag.List) {
 			// The decoder cannot resume after a syntax error.
 			break
 		}
-		c := converter{file: name, budget: maxNodes}
 		objs = append(objs, c.document(&doc, opts.namespace())...)
-		problems = append(problems, c.problems...)
+		if c.budget < 0 {
+			break // the file's budget is spent: it was reported once
+		}
 	}
-	return objs, problems
+	return objs, append(problems, c.problems...)
 }
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)

@@ -4,6 +4,7 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -190,6 +191,12 @@ func FuzzBytes(f *testing.F) {
 		"a: &x [1]\nb: *x\n<<: {c: 1}\n? [k]\n: v\n",
 		"kind: List\nitems: {}\n",
 		"\t- ]",
+		// The hostile cases of the bad-input corpus.
+		"a: &a [*a]\n",
+		"a: &a {b: *a}\n",
+		"kind: Target\nspec: {userdata: {a: .nan, b: -.inf, c: .NaN}}\n",
+		"kind: Release\nspec: {values: {id: 9007199254740993, big: 123456789012345678901234567890}}\n",
+		strings.Repeat("[", 1200) + strings.Repeat("]", 1200),
 	} {
 		f.Add([]byte(seed))
 	}

@@ -53,3 +53,28 @@ func TestValuesTemplateHostile(t *testing.T) {
 	assert.Less(t, time.Since(start), TemplateTimeout+time.Second, "the caller is not held past the deadline")
 	assert.True(t, strings.HasPrefix(err.Error(), "rendering for Target alpha/edge-1: "))
 }
+
+// FuzzValuesTemplate: whatever the template, rendering ends within its
+// deadline with a mapping or an error, never a panic.
+func FuzzValuesTemplate(f *testing.F) {
+	for _, seed := range []string{
+		`site: {{ .Target.Userdata.site }}`,
+		`site: {{ .Target.Userdata.site | toYaml | nindent 2 }}`,
+		`{{range 2000000000}}xxxxxxxx{{end}}`,
+		`{{ env "HOME" }}`,
+		`{{ define "x" }}{{ template "x" }}{{ end }}{{ template "x" }}`,
+		`a: {{ .Release.Name | quote }}{{ if .Target.Labels }}b: 1{{ end }}`,
+	} {
+		f.Add(seed)
+	}
+	target := &model.Target{Meta: model.Meta{Name: "t", Namespace: "n", Labels: map[string]string{"a": "b"}}}
+	target.Spec.Userdata = map[string]any{"site": "a\nb: c", "n": int64(3)}
+	f.Fuzz(func(t *testing.T, tmpl string) {
+		sel := &Selected{Release: &model.Release{Meta: model.Meta{Name: "r", Namespace: "n"}}}
+		sel.Chart.ValuesTemplate = tmpl
+		out, err := valuesTemplate(target, sel)
+		if err == nil && len(out) > MaxTemplateOutput {
+			t.Fatalf("output of %d bytes", len(out))
+		}
+	})
+}
