@@ -19,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/solar-pipeline/solar/internal/helmdriver"
@@ -248,6 +249,23 @@ func TestFluxChainToTheApplication(t *testing.T) {
 		after := lastReport()
 		require.NotEmpty(t, after, key)
 		assert.NotEqual(t, before, after, "%s: lastReportTime advanced", key)
+	}
+
+	// No token in a custom resource: only Secrets hold it on the cluster.
+	require.NotEmpty(t, tokens(t, api, "alpha"), "the agents' tokens")
+	for _, gvr := range []schema.GroupVersionResource{helmReleaseGVR, ociRepositoryGVR} {
+		list, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{})
+		require.NoError(t, err)
+		require.NotEmpty(t, list.Items)
+		for _, item := range list.Items {
+			spec, err := json.Marshal(item.Object["spec"])
+			require.NoError(t, err)
+			for _, ns := range []string{"alpha", "beta"} {
+				for _, tok := range tokens(t, api, ns) {
+					assert.False(t, strings.Contains(string(spec), tok), "%s %s/%s holds a token", item.GetKind(), item.GetNamespace(), item.GetName())
+				}
+			}
+		}
 	}
 
 	// 3. A changed Release upgrades exactly its Target's application.

@@ -123,8 +123,20 @@ func TestCredentialsSyncAndRender(t *testing.T) {
 	// Not through helmCLI: its failure message would print the token.
 	// The names come from the bootstrap chart's values.
 	rendered, err := exec.Command("helm", "template", "solar-bootstrap-solar-agent", file,
-		"--set", "names.app.name=edge-1-solar-agent,names.values.name=edge-1-solar-agent-values").Output()
+		"--set", "names.app.name=edge-1-solar-agent,names.values.name=edge-1-solar-agent-values,names.credential.name=edge-1-solar-agent-credential").Output()
 	require.NoError(t, err)
-	assert.True(t, strings.Contains(string(rendered), "kubeconfig: |"), "the HelmRelease values carry a kubeconfig")
-	assert.True(t, strings.Contains(string(rendered), "server: https://solar.example.com:6443"), "for the apiserverURL of the PipelineConfig")
+	d := docs(t, string(rendered))
+	secret := d["Secret/edge-1-solar-agent-credential"]
+	require.NotNil(t, secret, "the kubeconfig goes to a Secret")
+	values := secret["stringData"].(map[string]any)["values.yaml"].(string)
+	assert.True(t, strings.Contains(values, "kubeconfig: |"), "the Secret's values carry a kubeconfig")
+	assert.True(t, strings.Contains(values, "server: https://solar.example.com:6443"), "for the apiserverURL of the PipelineConfig")
+	assert.True(t, strings.Contains(values, "target: edge-1"))
+	hr := d["HelmRelease/edge-1-solar-agent"]["spec"].(map[string]any)
+	assert.Equal(t, []any{map[string]any{"kind": "Secret", "name": "edge-1-solar-agent-credential", "valuesKey": "values.yaml"}}, hr["valuesFrom"])
+	spec, err := json.Marshal(hr)
+	require.NoError(t, err)
+	for _, tok := range tokens(t, s, "alpha") {
+		assert.False(t, strings.Contains(string(spec), tok), "no token in the HelmRelease's spec")
+	}
 }

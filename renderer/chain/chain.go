@@ -45,6 +45,9 @@ type Release struct {
 	App Name
 	// Values (level 2): the ConfigMap with the rendered valuesTemplate.
 	Values Name
+	// Credential (level 2): the Secret with an agent's kubeconfig, which the
+	// HelmRelease reads with valuesFrom: a token never sits in its spec.
+	Credential Name
 	// TargetNamespace is where the application goes; empty: the Flux namespace.
 	TargetNamespace string
 	// AppRelease (level 3) is the Helm release helm-controller installs the
@@ -63,6 +66,7 @@ func For(target, key, targetNamespace string) Release {
 		Source:          name(Bootstrap + "-" + key),
 		App:             app,
 		Values:          name(app.Full + "-values"),
+		Credential:      name(app.Full + "-credential"),
 		TargetNamespace: targetNamespace,
 		AppRelease:      HelmReleaseName(app.Name, targetNamespace),
 	}
@@ -132,6 +136,7 @@ func Objects(fluxNS string, releases []Release) []Object {
 			Object{2, "OCIRepository", fluxNS, r.App.Name},
 			Object{2, "HelmRelease", fluxNS, r.App.Name},
 			Object{2, "ConfigMap", fluxNS, r.Values.Name},
+			Object{2, "Secret", fluxNS, r.Credential.Name},
 			Object{3, HelmStorage, fluxNS, r.AppRelease},
 		)
 	}

@@ -41,12 +41,13 @@ func TestFor(t *testing.T) {
 		Source:          Name{"solar-bootstrap-podinfo", "solar-bootstrap-podinfo"},
 		App:             Name{"edge-1-podinfo", "edge-1-podinfo"},
 		Values:          Name{"edge-1-podinfo-values", "edge-1-podinfo-values"},
+		Credential:      Name{"edge-1-podinfo-credential", "edge-1-podinfo-credential"},
 		TargetNamespace: "podinfo",
 		AppRelease:      "podinfo-edge-1-podinfo",
 	}, r)
 
 	long := For(strings.Repeat("t", 40), strings.Repeat("k", 40), "")
-	for _, n := range []Name{long.Source, long.App, long.Values} {
+	for _, n := range []Name{long.Source, long.App, long.Values, long.Credential} {
 		assert.LessOrEqual(t, len(n.Name), MaxName)
 		assert.NotEqual(t, n.Name, n.Full)
 	}
@@ -76,7 +77,7 @@ func TestNamesValidWhereverTheSeparatorIs(t *testing.T) {
 		for _, sep := range []string{".", "-"} {
 			key := base[:i] + sep + base[i+1:]
 			r := For("edge-1."+key[:20], key, "podinfo")
-			for _, n := range []Name{r.Source, r.App, r.Values} {
+			for _, n := range []Name{r.Source, r.App, r.Values, r.Credential} {
 				assert.Empty(t, validation.IsDNS1123Subdomain(n.Name), n.Name)
 				assert.LessOrEqual(t, len(n.Name), MaxName, n.Name)
 			}

@@ -111,15 +111,17 @@ func TestChainNamesNeverMeet(t *testing.T) {
 		require.Len(t, names, len(tp.Releases), "%s: a HelmRelease per release", target)
 
 		// What rendered is what chain.Objects lists (but for the values
-		// ConfigMap, listed for every release and rendered for those with a
-		// valuesTemplate, and level 0, which bootstrap-manifests prints).
+		// ConfigMap and the credential Secret, listed for every release and
+		// rendered for those with a valuesTemplate or a credential, and level
+		// 0, which bootstrap-manifests prints).
 		listed := map[string]bool{}
 		for _, o := range chain.Objects(flux, names) {
-			if o.Level > 0 && o.Kind != "ConfigMap" {
-				listed[fmt.Sprintf("%s %s/%s", o.Kind, o.Namespace, o.Name)] = true
-			}
-			if o.Kind == "ConfigMap" {
-				delete(owner, fmt.Sprintf("%s %s/%s", o.Kind, o.Namespace, o.Name))
+			key := fmt.Sprintf("%s %s/%s", o.Kind, o.Namespace, o.Name)
+			switch {
+			case o.Level == 2 && (o.Kind == "ConfigMap" || o.Kind == "Secret"):
+				delete(owner, key)
+			case o.Level > 0:
+				listed[key] = true
 			}
 		}
 		assert.Equal(t, listed, func() map[string]bool {

@@ -2,7 +2,6 @@ package chart
 
 import (
 	"cmp"
-	"maps"
 
 	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/resolve"
@@ -37,7 +36,7 @@ func Release(sel *resolve.Selected) *Source {
 		"pullSecret":         "",
 		"valuesFromTemplate": "",
 		// Set per Target by the bootstrap chart (TargetValues).
-		"names": names(chain.Name{}, chain.Name{}),
+		"names": names(chain.Release{}),
 	}
 	return &Source{
 		Name:        "release-" + r.Name,
@@ -50,22 +49,20 @@ func Release(sel *resolve.Selected) *Source {
 }
 
 // Agent is the release chart of an agent Release for one Target: the release
-// chart with the Target's kubeconfig and name added to the Release's values as
-// "kubeconfig" and "target" (what charts/solar-agent reads).
+// chart with the Target's kubeconfig and name ("kubeconfig" and "target", what
+// charts/solar-agent reads) as the credential. The chart puts them into a
+// Secret that its HelmRelease reads with valuesFrom: the token never sits in
+// a HelmRelease's spec on the cluster.
 func Agent(sel *resolve.Selected, target string, kubeconfig []byte) *Source {
 	src := Release(sel)
-	release := src.Values["release"].(map[string]any)
-	values := maps.Clone(release["values"].(map[string]any))
-	values["kubeconfig"] = string(kubeconfig)
-	values["target"] = target
-	release["values"] = values
+	src.Values["credential"] = map[string]any{"kubeconfig": string(kubeconfig), "target": target}
 	return src
 }
 
 // TargetValues are the values the bootstrap chart gives the release chart of
 // sel: what differs per Target, and the names of the release chart's objects.
 func TargetValues(sel *resolve.Selected) map[string]any {
-	values := map[string]any{"names": names(sel.Names.App, sel.Names.Values)}
+	values := map[string]any{"names": names(sel.Names)}
 	if sel.PullSecret != "" {
 		values["pullSecret"] = sel.PullSecret
 	}
@@ -134,8 +131,8 @@ func orEmpty(m map[string]any) map[string]any {
 }
 
 // names are the level-2 names as the release chart reads them.
-func names(app, values chain.Name) map[string]any {
-	return map[string]any{"app": nameValue(app), "values": nameValue(values)}
+func names(r chain.Release) map[string]any {
+	return map[string]any{"app": nameValue(r.App), "values": nameValue(r.Values), "credential": nameValue(r.Credential)}
 }
 
 func nameValue(n chain.Name) map[string]any {
