@@ -98,7 +98,7 @@ func TestBootstrapManifestsAuth(t *testing.T) {
 	dockerConfig := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dockerConfig, "config.json"), config, 0o600))
 	t.Setenv("DOCKER_CONFIG", dockerConfig)
-	code, out, errOut := solar(t, "publish", "-n", "beta", "--registry", reg.Host, "--ca-file", reg.CAFile, "../../examples")
+	code, out, errOut := solar(t, "publish", "--no-credentials", "-n", "beta", "--registry", reg.Host, "--ca-file", reg.CAFile, "../../examples")
 	require.Equal(t, 0, code, errOut)
 	assert.NotContains(t, out+errOut, reg.Password)
 

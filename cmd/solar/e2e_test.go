@@ -140,7 +140,7 @@ func TestFluxPullsExactlyWhatSolarPublishes(t *testing.T) {
 	examples := filepath.Join(dir, "examples")
 	pub := func() pipeline.Report {
 		t.Helper()
-		code, stdout, stderr := publishCLI(t, reg, reg.Password, "--ca-file", reg.CAFile, "--registry", registry, "-o", "json", examples)
+		code, stdout, stderr := publishCLI(t, reg, reg.Password, "--no-credentials", "--ca-file", reg.CAFile, "--registry", registry, "-o", "json", examples)
 		require.Equal(t, 0, code, stderr)
 		return decodeReport(t, stdout)
 	}

@@ -45,10 +45,11 @@ func (f *loadFlags) options(g *globals, stdin io.Reader, paths []string) (pipeli
 // planFlags are the flags of every command that resolves and renders.
 type planFlags struct {
 	loadFlags
-	target     string
-	strictRegs bool
-	dryRun     bool
-	kubeconfig string
+	target        string
+	strictRegs    bool
+	dryRun        bool
+	kubeconfig    string
+	noCredentials bool
 }
 
 func (f *planFlags) register(cmd *cobra.Command) {
@@ -57,6 +58,7 @@ func (f *planFlags) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.strictRegs, "strict-registry-bindings", false, "make a registry a Target pulls from without a RegistryBinding an error (default: anonymous pulls)")
 	cmd.Flags().BoolVar(&f.dryRun, "dry-run", false, "compute versions and actions against the store, write nothing")
 	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the SolAr API server: mint agent credentials there first (docs/credentials.md)")
+	cmd.Flags().BoolVar(&f.noCredentials, "no-credentials", false, "render agent Releases without a token (a demo, an offline review); without it a Target whose agent credential is not issued fails")
 }
 
 // options are the pipeline options of the flags; SOURCE_DATE_EPOCH, the
@@ -67,6 +69,7 @@ func (f *planFlags) options(g *globals, stdin io.Reader, paths []string) (pipeli
 		return opts, err
 	}
 	opts.Target, opts.StrictRegistryBindings, opts.Kubeconfig, opts.DryRun = f.target, f.strictRegs, f.kubeconfig, f.dryRun
+	opts.NoCredentials = f.noCredentials
 	opts.Progress = g.progress()
 	if v := os.Getenv("SOURCE_DATE_EPOCH"); v != "" {
 		sec, err := strconv.ParseInt(v, 10, 64)

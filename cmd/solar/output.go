@@ -54,6 +54,9 @@ func (g *globals) printReport(r *pipeline.Report, table int) error {
 			fmt.Fprintln(w, "TARGET\tCHART\tVERSION\tDIGEST\tACTION")
 			for _, t := range r.Targets {
 				fmt.Fprintf(w, "%s/%s\t%s\t%s\t%s\t%s\n", t.Namespace, t.Name, t.Repository, t.Version, short(t.Digest), t.Action)
+				if c := t.Credential; c != nil {
+					fmt.Fprintf(w, "  credential\t%s\t-\t-\t%s\n", c.Reason, c.Message)
+				}
 				for _, rel := range t.Releases {
 					fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\n", rel.Key, rel.Repository, rel.Version, short(rel.Digest), rel.Action)
 				}

@@ -58,18 +58,18 @@ func TestPublishTLS(t *testing.T) {
 	registry := reg.Host + "/solar"
 
 	// Failures first: each leaves the registry as it was.
-	code, _, stderr := publishCLI(t, reg, "wrong", "--ca-file", reg.CAFile, "--registry", registry, "../../examples")
+	code, _, stderr := publishCLI(t, reg, "wrong", "--no-credentials", "--ca-file", reg.CAFile, "--registry", registry, "../../examples")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, "registry "+reg.Host+"/solar: listing the versions of")
 	assert.Contains(t, stderr, "the registry denied access (401 Unauthorized)")
 	assert.Contains(t, stderr, "401 Unauthorized")
 
-	code, _, stderr = publishCLI(t, reg, reg.Password, "--registry", registry, "../../examples")
+	code, _, stderr = publishCLI(t, reg, reg.Password, "--no-credentials", "--registry", registry, "../../examples")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, "TLS certificate is not trusted")
 	assert.Contains(t, stderr, "(pass --ca-file")
 
-	code, stdout, stderr := publishCLI(t, reg, reg.Password, "--ca-file", reg.CAFile, "--registry", registry, "-o", "json", "../../examples")
+	code, stdout, stderr := publishCLI(t, reg, reg.Password, "--no-credentials", "--ca-file", reg.CAFile, "--registry", registry, "-o", "json", "../../examples")
 	require.Equal(t, 0, code, stderr)
 	r := decodeReport(t, stdout)
 	require.Len(t, r.Targets, 4)
@@ -101,7 +101,7 @@ func TestPublishContentAddressed(t *testing.T) {
 	examples := filepath.Join(dir, "examples")
 	pub := func(args ...string) (int, pipeline.Report, []string) {
 		t.Helper()
-		code, stdout, stderr := publishCLI(t, reg, reg.Password, append([]string{"--plain-http", "--registry", registry, "-o", "json"}, args...)...)
+		code, stdout, stderr := publishCLI(t, reg, reg.Password, append([]string{"--no-credentials", "--plain-http", "--registry", registry, "-o", "json"}, args...)...)
 		require.NotEqual(t, 1, code, stderr)
 		return code, decodeReport(t, stdout), proxy.Take()
 	}
@@ -162,7 +162,7 @@ func TestPublishTwoWriters(t *testing.T) {
 	reports := make([]pipeline.Report, 2)
 	for i, in := range inputs {
 		wg.Go(func() {
-			code, stdout, stderr := publishCLI(t, reg, reg.Password, "--plain-http", "--registry", registry, "-n", "alpha", "-o", "json", in)
+			code, stdout, stderr := publishCLI(t, reg, reg.Password, "--no-credentials", "--plain-http", "--registry", registry, "-n", "alpha", "-o", "json", in)
 			assert.Equal(t, 0, code, stderr)
 			reports[i] = decodeReport(t, stdout)
 		})
@@ -190,17 +190,17 @@ func TestPublishRetriesAndUnreachable(t *testing.T) {
 	reg := testenv.StartRegistry(t, testenv.RegistryOptions{})
 	proxy := testenv.StartProxy(t, reg.Host)
 	proxy.FailNext(3, 503)
-	code, _, stderr := publishCLI(t, reg, reg.Password, "--plain-http", "--registry", proxy.Host, "-n", "beta", "../../examples")
+	code, _, stderr := publishCLI(t, reg, reg.Password, "--no-credentials", "--plain-http", "--registry", proxy.Host, "-n", "beta", "../../examples")
 	require.Equal(t, 0, code, stderr)
 	proxy.FailNext(2, 429)
-	code, stdout, stderr := publishCLI(t, reg, reg.Password, "--plain-http", "--registry", proxy.Host, "-n", "beta", "-o", "json", "../../examples")
+	code, stdout, stderr := publishCLI(t, reg, reg.Password, "--no-credentials", "--plain-http", "--registry", proxy.Host, "-n", "beta", "-o", "json", "../../examples")
 	require.Equal(t, 0, code, stderr)
 	for _, tr := range decodeReport(t, stdout).Targets {
 		assert.Equal(t, publish.Unchanged, tr.Action)
 	}
 
 	nobody := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
-	code, _, stderr = publishCLI(t, reg, reg.Password, "--plain-http", "--registry", nobody, "-n", "beta", "../../examples")
+	code, _, stderr = publishCLI(t, reg, reg.Password, "--no-credentials", "--plain-http", "--registry", nobody, "-n", "beta", "../../examples")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, "registry "+nobody+": listing the versions of")
 	assert.Contains(t, stderr, "the registry cannot be reached")

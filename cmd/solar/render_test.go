@@ -64,7 +64,7 @@ func TestRenderIsReproducible(t *testing.T) {
 	for _, tz := range []string{"UTC", "Pacific/Chatham"} {
 		dir := t.TempDir()
 		copyExamples(t, dir)
-		cmd := exec.Command(os.Args[0], "render", "-o", "json", "--out", filepath.Join(dir, "layout"), "examples")
+		cmd := exec.Command(os.Args[0], "render", "--no-credentials", "-o", "json", "--out", filepath.Join(dir, "layout"), "examples")
 		cmd.Dir = dir
 		cmd.Env = append(slices.DeleteFunc(os.Environ(), func(e string) bool {
 			return strings.HasPrefix(e, "SOURCE_DATE_EPOCH=") || strings.HasPrefix(e, "TZ=")
@@ -94,12 +94,12 @@ func TestRenderIsReproducible(t *testing.T) {
 
 func TestRenderTwiceIsUnchanged(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out")
-	code, stdout, stderr := solar(t, "render", "--out", out, "../../examples")
+	code, stdout, stderr := solar(t, "render", "--no-credentials", "--out", out, "../../examples")
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stdout, "create")
 	assert.NotContains(t, stdout, "unchanged")
 
-	code, stdout, stderr = solar(t, "render", "--out", out, "../../examples")
+	code, stdout, stderr = solar(t, "render", "--no-credentials", "--out", out, "../../examples")
 	require.Equal(t, 0, code, stderr)
 	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n")[1:] {
 		if strings.Contains(line, "excluded") || strings.Contains(line, "warning") {
@@ -110,7 +110,7 @@ func TestRenderTwiceIsUnchanged(t *testing.T) {
 }
 
 func TestRenderJSONContract(t *testing.T) {
-	code, stdout, stderr := solar(t, "render", "--dry-run", "-o", "json", "--out", filepath.Join(t.TempDir(), "out"), "../../examples")
+	code, stdout, stderr := solar(t, "render", "--no-credentials", "--dry-run", "-o", "json", "--out", filepath.Join(t.TempDir(), "out"), "../../examples")
 	require.Equal(t, 0, code, stderr)
 	var doc struct {
 		Targets  []map[string]json.RawMessage `json:"targets"`
@@ -135,13 +135,28 @@ func TestRenderJSONContract(t *testing.T) {
 		{"release": "alpha/podinfo-stable", "reason": "uniqueName \"podinfo\" is taken by alpha/podinfo-canary (priority 20, this release has 10)"},
 		{"release": "alpha/metrics", "reason": "antiAffinity matches the labels of alpha/podinfo-canary, taken before it"}
 	]`, string(edge2["excluded"]))
-	require.Len(t, doc.Problems, 1, "the shared-agent warning")
-	assert.Equal(t, "warning", doc.Problems[0]["severity"])
+	require.Len(t, doc.Problems, 3, "the shared-agent warning, and --no-credentials for edge-1 and edge-2")
+	for _, p := range doc.Problems {
+		assert.Equal(t, "warning", p["severity"])
+	}
+	assert.Contains(t, doc.Problems[0]["message"], "Target alpha/edge-1: its agent gets no credential (--no-credentials)")
+
+	// Without --no-credentials and without --kubeconfig, the alpha Targets
+	// keep their previous bootstrap charts and the run fails.
+	code, stdout, _ = solar(t, "render", "--dry-run", "-o", "json", "--out", filepath.Join(t.TempDir(), "out"), "../../examples")
+	assert.Equal(t, 1, code)
+	r := decodeReport(t, stdout)
+	var names []string
+	for _, tr := range r.Targets {
+		names = append(names, tr.Namespace+"/"+tr.Name)
+	}
+	assert.Equal(t, []string{"beta/plant-1", "beta/plant-2"}, names)
+	assert.Contains(t, stdout, "Target alpha/edge-2: its agent credential is not issued (unknown: pass --kubeconfig of the SolAr API server); the Target keeps its previous bootstrap chart")
 }
 
 func TestRenderSelectsTargets(t *testing.T) {
 	dir := t.TempDir()
-	code, stdout, stderr := solar(t, "render", "-n", "beta", "-o", "json", "--out", filepath.Join(dir, "out"), "../../examples")
+	code, stdout, stderr := solar(t, "render", "--no-credentials", "-n", "beta", "-o", "json", "--out", filepath.Join(dir, "out"), "../../examples")
 	require.Equal(t, 0, code, stderr)
 	var names []string
 	for _, tr := range decodeReport(t, stdout).Targets {
@@ -149,11 +164,11 @@ func TestRenderSelectsTargets(t *testing.T) {
 	}
 	assert.Equal(t, []string{"beta/plant-1", "beta/plant-2"}, names)
 
-	code, stdout, stderr = solar(t, "render", "--target", "edge-1", "-o", "json", "--out", filepath.Join(dir, "out"), "../../examples")
+	code, stdout, stderr = solar(t, "render", "--no-credentials", "--target", "edge-1", "-o", "json", "--out", filepath.Join(dir, "out"), "../../examples")
 	require.Equal(t, 0, code, stderr)
 	require.Len(t, decodeReport(t, stdout).Targets, 1)
 
-	code, stdout, _ = solar(t, "render", "-n", "beta", "--target", "edge-1", "--out", filepath.Join(dir, "out"), "../../examples")
+	code, stdout, _ = solar(t, "render", "--no-credentials", "-n", "beta", "--target", "edge-1", "--out", filepath.Join(dir, "out"), "../../examples")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stdout, "no Target matches -n beta --target edge-1")
 }
@@ -167,7 +182,7 @@ kind: Release
 metadata: {name: Bad_Name, namespace: alpha}
 spec: {chart: {repository: ghcr.io/x/y, tag: "1"}}
 `), 0o644))
-	code, stdout, _ := solar(t, "render", "--out", out, filepath.Join(dir, "examples"))
+	code, stdout, _ := solar(t, "render", "--no-credentials", "--out", out, filepath.Join(dir, "examples"))
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stdout, "bad.yaml:3: metadata.name:")
 	assert.NoDirExists(t, out, "invalid input writes nothing")
@@ -192,7 +207,7 @@ spec:
   registryRef: {name: ghcr-other}
 `), 0o644))
 	out := filepath.Join(dir, "out")
-	code, stdout, _ := solar(t, "render", "-o", "json", "--out", out, filepath.Join(dir, "examples"))
+	code, stdout, _ := solar(t, "render", "--no-credentials", "-o", "json", "--out", out, filepath.Join(dir, "examples"))
 	assert.Equal(t, 1, code)
 	r := decodeReport(t, stdout)
 	var names []string
@@ -212,12 +227,12 @@ spec:
 
 func TestRenderSourceDateEpoch(t *testing.T) {
 	t.Setenv("SOURCE_DATE_EPOCH", "yesterday")
-	code, _, stderr := solar(t, "render", "--dry-run", "--out", filepath.Join(t.TempDir(), "out"), "../../examples")
+	code, _, stderr := solar(t, "render", "--no-credentials", "--dry-run", "--out", filepath.Join(t.TempDir(), "out"), "../../examples")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, `invalid SOURCE_DATE_EPOCH "yesterday"`)
 
 	t.Setenv("SOURCE_DATE_EPOCH", "1700000000")
-	code, stdout, stderr := solar(t, "render", "--dry-run", "-o", "json", "--out", filepath.Join(t.TempDir(), "out"), "../../examples")
+	code, stdout, stderr := solar(t, "render", "--no-credentials", "--dry-run", "-o", "json", "--out", filepath.Join(t.TempDir(), "out"), "../../examples")
 	require.Equal(t, 0, code, stderr)
 	b, err := os.ReadFile("testdata/render/digests.json")
 	require.NoError(t, err)

@@ -198,7 +198,7 @@ func TestVetGitOpsTree(t *testing.T) {
 		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
 	}
 	// An OCI layout solar rendered into out/.
-	code, _, stderr := solar(t, "render", "--out", filepath.Join(dir, "out"), filepath.Join(dir, "examples"))
+	code, _, stderr := solar(t, "render", "--no-credentials", "--out", filepath.Join(dir, "out"), filepath.Join(dir, "examples"))
 	require.Equal(t, 0, code, stderr)
 
 	code, stdout, stderr := solar(t, "vet", "--exclude", "excluded", dir)

@@ -46,6 +46,10 @@ type Options struct {
 	// Kubeconfig is the kubeconfig file of the SolAr API server; when set,
 	// the agent credentials are synced there.
 	Kubeconfig string
+	// NoCredentials renders agent Releases without a kubeconfig (a demo, an
+	// offline review). Otherwise a Target whose agent credential is not
+	// issued fails: it keeps its previous bootstrap chart.
+	NoCredentials bool
 	// DryRun reads the credentials and the store and writes neither.
 	DryRun bool
 
@@ -210,8 +214,31 @@ func syncCredentials(ctx context.Context, set *model.Set, plan *Plan, opts Optio
 		case copts.APIServerURL == "":
 			t.Credential = credential.Disabled()
 		}
+		checkCredential(set, t, opts)
 	}
 	return nil
+}
+
+// checkCredential fails a Target whose agent credential is not issued (in a
+// dry run, would be): a new bootstrap chart would point its agent at a chart
+// without a token. With NoCredentials that is only a warning.
+func checkCredential(set *model.Set, t *Target, opts Options) {
+	c := t.Credential
+	if c != nil && (c.Reason == credential.ReasonIssued || (opts.DryRun && c.Reason == credential.ReasonPending)) {
+		return
+	}
+	why := "unknown: pass --kubeconfig of the SolAr API server"
+	if c != nil {
+		why = c.Reason + ": " + c.Message
+	}
+	o := set.Loaded(model.KindTarget, t.Namespace, t.Name)
+	if opts.NoCredentials {
+		t.Problems.Warnf(o.File, o.LineOf("metadata.name"), "metadata.name",
+			"Target %s/%s: its agent gets no credential (--no-credentials); the agent credential is %s", t.Namespace, t.Name, why)
+		return
+	}
+	t.Problems.Errorf(o.File, o.LineOf("metadata.name"), "metadata.name",
+		"Target %s/%s: its agent credential is not issued (%s); the Target keeps its previous bootstrap chart", t.Namespace, t.Name, why)
 }
 
 // kubeconfig is what the chart of a selected release carries: the Target's
