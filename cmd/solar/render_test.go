@@ -241,3 +241,18 @@ func TestRenderSourceDateEpoch(t *testing.T) {
 	got := digests(decodeReport(t, stdout))
 	assert.NotEqual(t, golden["alpha/bootstrap-edge-1"], got["alpha/bootstrap-edge-1"], "the archive times are part of the content")
 }
+
+// TestReadmePlanIsCurrent: the example plan in the README is what render
+// prints for examples/ today.
+func TestReadmePlanIsCurrent(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	_, block, found := strings.Cut(string(readme), "```\nTARGET ")
+	require.True(t, found, "the README shows a plan")
+	block, _, _ = strings.Cut("TARGET "+block, "```")
+	code, stdout, stderr := solar(t, "render", "--no-credentials", "--dry-run", "--out", filepath.Join(t.TempDir(), "out"), "../../examples")
+	require.Equal(t, 0, code, stderr)
+	for _, line := range strings.Split(strings.TrimSpace(block), "\n") {
+		assert.Contains(t, stdout, line+"\n", "README.md's plan is stale: paste what `bin/solar render --no-credentials --dry-run examples/` prints")
+	}
+}
