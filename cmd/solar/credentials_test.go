@@ -106,8 +106,9 @@ func TestCredentialsSyncAndRender(t *testing.T) {
 		assert.Equal(t, publish.Unchanged, tr.Action, tr.Name)
 	}
 	// The agent chart carries the kubeconfig for PipelineConfig's apiserverURL.
-	l, err := publish.OpenLayout(ctx, out, true)
+	l, err := publish.OpenLayout(ctx, out, publish.LayoutOptions{ReadOnly: true})
 	require.NoError(t, err)
+	defer l.Close()
 	repo, err := l.Repository(ctx, "alpha/alpha/edge-1/release-solar-agent")
 	require.NoError(t, err)
 	desc, err := repo.Resolve(ctx, "0.0.1")

@@ -5,8 +5,26 @@ package main
 import (
 	"context"
 	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
 )
 
 func main() {
-	os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	// SIGINT and SIGTERM stop the run: it pushes nothing more, saves what it
+	// completed and exits 128 + the signal's number (130, 143).
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	var got atomic.Int32
+	go func() {
+		s := <-sigs
+		got.Store(int32(s.(syscall.Signal)))
+		cancel()
+	}()
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	if s := got.Load(); s != 0 {
+		code = 128 + int(s)
+	}
+	os.Exit(code)
 }

@@ -1,6 +1,10 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"time"
+
 	"github.com/spf13/cobra"
 
 	"github.com/solar-pipeline/solar/renderer/pipeline"
@@ -10,6 +14,7 @@ import (
 func newRenderCmd(g *globals) *cobra.Command {
 	var f planFlags
 	var out string
+	var lockTimeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "render PATH...",
 		Short: "Render and package the charts of every Target into an OCI image layout",
@@ -45,18 +50,22 @@ success; 1: invalid input or a Target failed.`,
 			if err != nil || len(plan.Targets) == 0 {
 				return g.finish(pipeline.NewReport(plan), "", err)
 			}
-			store, err := publish.OpenLayout(cmd.Context(), out, f.dryRun)
+			store, err := publish.OpenLayout(cmd.Context(), out, publish.LayoutOptions{ReadOnly: f.dryRun, LockTimeout: lockTimeout,
+				Waiting: func() { fmt.Fprintf(g.stderr, "waiting for another solar run to finish with %s\n", out) }})
 			if err != nil {
 				return err
 			}
+			defer store.Close()
 			report, err := pipeline.Run(cmd.Context(), plan, store, opts)
-			if err == nil {
-				err = store.Save()
+			// What completed is saved, also when the run was stopped.
+			if serr := store.Save(context.WithoutCancel(cmd.Context())); err == nil {
+				err = serr
 			}
 			return g.finish(report, "", err)
 		},
 	}
 	f.register(cmd)
 	cmd.Flags().StringVar(&out, "out", "out", "directory of the OCI image layout")
+	cmd.Flags().DurationVar(&lockTimeout, "lock-timeout", 5*time.Minute, "how long to wait while another solar run holds the layout")
 	return cmd
 }

@@ -33,8 +33,9 @@ const solarFormat = "../../testdata/solar-format"
 func chartFiles(t *testing.T, dir, repository, version string) map[string]string {
 	t.Helper()
 	ctx := context.Background()
-	l, err := publish.OpenLayout(ctx, dir, true)
+	l, err := publish.OpenLayout(ctx, dir, publish.LayoutOptions{ReadOnly: true})
 	require.NoError(t, err)
+	defer l.Close()
 	repo, err := l.Repository(ctx, repository)
 	require.NoError(t, err)
 	desc, err := repo.Resolve(ctx, version)

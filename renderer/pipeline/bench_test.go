@@ -54,11 +54,12 @@ func BenchmarkRender10kTargets(b *testing.B) {
 	b.ReportAllocs()
 	charts := 0
 	for b.Loop() {
-		l, err := publish.OpenLayout(ctx, filepath.Join(b.TempDir(), "out"), false)
+		l, err := publish.OpenLayout(ctx, filepath.Join(b.TempDir(), "out"), publish.LayoutOptions{})
 		require.NoError(b, err)
 		r, err := Run(ctx, p, l, Options{})
 		require.NoError(b, err)
-		require.NoError(b, l.Save())
+		require.NoError(b, l.Save(ctx))
+		require.NoError(b, l.Close())
 		charts += len(actions(r))
 	}
 	b.ReportMetric(float64(charts)/b.Elapsed().Seconds(), "charts/s")

@@ -22,15 +22,16 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	store, err := publish.OpenLayout(ctx, filepath.Join(dir, "out"), false)
+	store, err := publish.OpenLayout(ctx, filepath.Join(dir, "out"), publish.LayoutOptions{})
 	if err != nil {
 		panic(err)
 	}
+	defer store.Close()
 	report, err := pipeline.Run(ctx, plan, store, opts)
 	if err != nil {
 		panic(err)
 	}
-	if err := store.Save(); err != nil {
+	if err := store.Save(ctx); err != nil {
 		panic(err)
 	}
 	for _, t := range report.Targets {

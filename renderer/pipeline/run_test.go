@@ -64,14 +64,15 @@ func plan(resolved *resolve.Plan) *Plan {
 func publishTo(t *testing.T, dir string, resolved *resolve.Plan, dryRun bool) (*Report, *counting) {
 	t.Helper()
 	ctx := context.Background()
-	l, err := publish.OpenLayout(ctx, dir, dryRun)
+	l, err := publish.OpenLayout(ctx, dir, publish.LayoutOptions{ReadOnly: dryRun})
 	require.NoError(t, err)
+	defer l.Close()
 	c := &counting{Store: l}
 	// One at a time: two identical charts published at once could both find
 	// their blobs missing, and the counts would vary.
 	r, err := Run(ctx, plan(resolved), c, Options{DryRun: dryRun, Concurrency: 1})
 	require.NoError(t, err)
-	require.NoError(t, l.Save())
+	require.NoError(t, l.Save(ctx))
 	return r, c
 }
 
@@ -188,8 +189,9 @@ func TestRunLayout(t *testing.T) {
 	}
 
 	// The layout still holds the old versions: Flux may be on them.
-	l, err := publish.OpenLayout(context.Background(), dir, true)
+	l, err := publish.OpenLayout(context.Background(), dir, publish.LayoutOptions{ReadOnly: true})
 	require.NoError(t, err)
+	defer l.Close()
 	repo, err := l.Repository(context.Background(), "alpha/bootstrap-edge-1")
 	require.NoError(t, err)
 	var tags []string

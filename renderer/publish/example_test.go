@@ -22,7 +22,7 @@ func Example() {
 		}, nil
 	}}
 	for range 2 {
-		store, err := publish.OpenLayout(ctx, filepath.Join(dir, "out"), false)
+		store, err := publish.OpenLayout(ctx, filepath.Join(dir, "out"), publish.LayoutOptions{})
 		if err != nil {
 			panic(err)
 		}
@@ -30,9 +30,10 @@ func Example() {
 		if err != nil {
 			panic(err)
 		}
-		if err := store.Save(); err != nil {
+		if err := store.Save(ctx); err != nil {
 			panic(err)
 		}
+		store.Close()
 		fmt.Println(results[0].Repository, results[0].Version, results[0].Action)
 	}
 	// Output:

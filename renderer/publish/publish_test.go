@@ -24,11 +24,12 @@ func textJob(repo, text string) Job {
 func publishJobs(t *testing.T, dir string, dryRun bool, jobs ...Job) []string {
 	t.Helper()
 	ctx := context.Background()
-	l, err := OpenLayout(ctx, dir, dryRun)
+	l, err := OpenLayout(ctx, dir, LayoutOptions{ReadOnly: dryRun})
 	require.NoError(t, err)
+	defer l.Close()
 	results, err := Publish(ctx, l, jobs, Options{DryRun: dryRun})
 	require.NoError(t, err)
-	require.NoError(t, l.Save())
+	require.NoError(t, l.Save(ctx))
 	var out []string
 	for _, r := range results {
 		out = append(out, r.Repository+" "+r.Version+" "+r.Action)

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// solarBinary builds the CLI once per test: kills and concurrent runs need
+// real processes.
+func solarBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "solar")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "building solar: %s", out)
+	return bin
+}
+
+// index reads a layout's index.json: it must be one whole JSON document.
+func index(t *testing.T, dir string) ocispec.Index {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "index.json"))
+	require.NoError(t, err)
+	var idx ocispec.Index
+	require.NoError(t, json.Unmarshal(b, &idx), "index.json is whole")
+	assert.Equal(t, 2, idx.SchemaVersion)
+	return idx
+}
+
+// TestLayoutConcurrentRenders: two CI shards render into one out/ at once;
+// the lock makes the second wait, and no tag is lost.
+func TestLayoutConcurrentRenders(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds solar and runs it as processes")
+	}
+	bin := solarBinary(t)
+	for round := range 3 {
+		out := filepath.Join(t.TempDir(), "out")
+		var wg sync.WaitGroup
+		outputs := make([][]byte, 2)
+		for i, ns := range []string{"alpha", "beta"} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				cmd := exec.Command(bin, "render", "--no-credentials", "-n", ns, "--out", out, "../../examples")
+				var err error
+				outputs[i], err = cmd.CombinedOutput()
+				assert.NoError(t, err, "round %d, %s: %s", round, ns, outputs[i])
+			}()
+		}
+		wg.Wait()
+		idx := index(t, out)
+		assert.Len(t, idx.Manifests, 6+4, "round %d: every tag of both shards (alpha: 2 bootstraps, 4 release charts; beta: 2 and 2)", round)
+		info, err := os.Stat(out)
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o700), info.Mode().Perm(), "only the owner reads the layout")
+	}
+}
+
+// TestLayoutSurvivesKills: kill -9 at any moment leaves a layout the next
+// render takes; SIGTERM stops the run, saves what it completed, exits 143.
+func TestLayoutSurvivesKills(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds solar and runs it as processes")
+	}
+	bin := solarBinary(t)
+	tree := t.TempDir()
+	gen, err := exec.Command("go", "run", "../../scripts/genobjects", "-n", "2000", "-out", tree).CombinedOutput()
+	require.NoError(t, err, "%s", gen)
+	out := filepath.Join(t.TempDir(), "out")
+	for i := range 6 {
+		cmd := exec.Command(bin, "render", "--no-credentials", "--out", out, tree)
+		require.NoError(t, cmd.Start())
+		time.Sleep(time.Duration(50+rand.IntN(1500)) * time.Millisecond)
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		_ = cmd.Wait()
+		if _, err := os.Stat(filepath.Join(out, "index.json")); err == nil {
+			index(t, out) // whole after kill %d
+		}
+		t.Logf("kill %d done", i)
+	}
+
+	cmd := exec.Command(bin, "render", "--no-credentials", "--out", out, tree)
+	require.NoError(t, cmd.Start())
+	time.Sleep(300 * time.Millisecond)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		assert.Equal(t, 143, exit.ExitCode(), "SIGTERM: 128+15")
+	} else {
+		t.Logf("the render finished before SIGTERM: %v", err)
+	}
+	index(t, out)
+
+	final, err := exec.Command(bin, "render", "--no-credentials", "-o", "json", "--out", out, tree).Output()
+	require.NoError(t, err)
+	again, err := exec.Command(bin, "render", "--no-credentials", "--dry-run", "-o", "json", "--out", out, tree).Output()
+	require.NoError(t, err)
+	for _, tr := range decodeReport(t, string(again)).Targets {
+		assert.Equal(t, "unchanged", tr.Action, "%s/%s after the kills", tr.Namespace, tr.Name)
+	}
+	assert.NotEmpty(t, decodeReport(t, string(final)).Targets)
+}
+
+// TestLayoutRefusesWhatIsNotOne: solar writes only into its own layouts and
+// follows no symlink inside them.
+func TestLayoutRefusesWhatIsNotOne(t *testing.T) {
+	render := func(out string) (int, string) {
+		code, _, stderr := solar(t, "render", "--no-credentials", "-n", "beta", "--out", out, "../../examples")
+		return code, stderr
+	}
+	notLayout := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(notLayout, "index.json"), []byte(`{"mine": true}`), 0o644))
+	code, stderr := render(notLayout)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "is not empty and not an OCI image layout (no oci-layout)")
+	b, _ := os.ReadFile(filepath.Join(notLayout, "index.json"))
+	assert.JSONEq(t, `{"mine": true}`, string(b), "left as it was")
+
+	out := filepath.Join(t.TempDir(), "out")
+	code, stderr = render(out)
+	require.Equal(t, 0, code, stderr)
+
+	secret := filepath.Join(t.TempDir(), "secret.json")
+	require.NoError(t, os.WriteFile(secret, []byte(`{}`), 0o600))
+	linked := filepath.Join(t.TempDir(), "linked")
+	require.NoError(t, os.CopyFS(linked, os.DirFS(out)))
+	require.NoError(t, os.Remove(filepath.Join(linked, "index.json")))
+	require.NoError(t, os.Symlink(secret, filepath.Join(linked, "index.json")))
+	code, stderr = render(linked)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "index.json is not a regular file")
+
+	b, err := os.ReadFile(filepath.Join(out, "index.json"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(out, "index.json"), append(b, []byte(`{"trailing": 1}`)...), 0o600))
+	code, stderr = render(out)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "index.json is damaged")
+}
