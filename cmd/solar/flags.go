@@ -62,7 +62,7 @@ func (f *planFlags) register(cmd *cobra.Command) {
 }
 
 // options are the pipeline options of the flags; SOURCE_DATE_EPOCH, the
-// reproducible-builds convention, sets the time written into archives.
+// reproducible-builds convention, sets the manifests' created time.
 func (f *planFlags) options(g *globals, stdin io.Reader, paths []string) (pipeline.Options, error) {
 	opts, err := f.loadFlags.options(g, stdin, paths)
 	if err != nil {
@@ -76,7 +76,7 @@ func (f *planFlags) options(g *globals, stdin io.Reader, paths []string) (pipeli
 		if err != nil || sec < 0 {
 			return opts, fmt.Errorf("invalid SOURCE_DATE_EPOCH %q: want seconds since 1970 as an integer", v)
 		}
-		opts.Package = chart.Options{ModTime: time.Unix(sec, 0)}
+		opts.Package = chart.Options{Created: time.Unix(sec, 0)}
 	}
 	return opts, nil
 }

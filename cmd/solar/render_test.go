@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/solar-pipeline/solar/renderer/pipeline"
+	"github.com/solar-pipeline/solar/renderer/publish"
 
 	// The subprocesses below run in other time zones; they must not depend on
 	// the machine having zoneinfo.
@@ -231,15 +232,25 @@ func TestRenderSourceDateEpoch(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, `invalid SOURCE_DATE_EPOCH "yesterday"`)
 
+	// SOURCE_DATE_EPOCH=$(git log -1 --format=%ct) moves with every commit:
+	// the created time is in the manifest, never in the chart's bytes, and a
+	// new time alone is no change.
+	out := filepath.Join(t.TempDir(), "out")
 	t.Setenv("SOURCE_DATE_EPOCH", "1700000000")
-	code, stdout, stderr := solar(t, "render", "--no-credentials", "--dry-run", "-o", "json", "--out", filepath.Join(t.TempDir(), "out"), "../../examples")
+	code, stdout, stderr := solar(t, "render", "--no-credentials", "-o", "json", "--out", out, "../../examples")
 	require.Equal(t, 0, code, stderr)
 	b, err := os.ReadFile("testdata/render/digests.json")
 	require.NoError(t, err)
 	var golden map[string]string
 	require.NoError(t, json.Unmarshal(b, &golden))
 	got := digests(decodeReport(t, stdout))
-	assert.NotEqual(t, golden["alpha/bootstrap-edge-1"], got["alpha/bootstrap-edge-1"], "the archive times are part of the content")
+	assert.NotEqual(t, golden["alpha/bootstrap-edge-1"], got["alpha/bootstrap-edge-1"], "the created time is in the manifest")
+	t.Setenv("SOURCE_DATE_EPOCH", "1800000000")
+	code, stdout, stderr = solar(t, "render", "--no-credentials", "-o", "json", "--out", out, "../../examples")
+	require.Equal(t, 0, code, stderr)
+	for _, tr := range decodeReport(t, stdout).Targets {
+		assert.Equal(t, publish.Unchanged, tr.Action, "%s: a new time alone is no change", tr.Name)
+	}
 }
 
 // TestReadmePlanIsCurrent: the example plan in the README is what render

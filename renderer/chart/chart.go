@@ -23,10 +23,11 @@ import (
 
 // Options are the packaging settings that are not content.
 type Options struct {
-	// ModTime is the time of every tar entry and the manifest's created
-	// annotation; the zero value means the Unix epoch. The CLI sets it from
-	// SOURCE_DATE_EPOCH.
-	ModTime time.Time
+	// Created is the manifest's created annotation; the zero value means the
+	// Unix epoch. The CLI sets it from SOURCE_DATE_EPOCH. The chart's bytes
+	// never depend on it (tar entries are at the epoch), so a new time alone
+	// is no new content.
+	Created time.Time
 }
 
 // Source is a chart without its version: its name, Chart.yaml fields, values
@@ -73,7 +74,7 @@ func (s *Source) Package(version string, opts Options) (*Packaged, error) {
 	if err != nil {
 		return nil, fmt.Errorf("chart %s: %w", s.Name, err)
 	}
-	archive, err := tgz(s.Name, files, opts.ModTime)
+	archive, err := tgz(s.Name, files)
 	if err != nil {
 		return nil, fmt.Errorf("packaging chart %s: %w", s.Name, err)
 	}
@@ -131,10 +132,8 @@ var gzipWriters = sync.Pool{New: func() any {
 
 // tgz is the deterministic tar writer: Helm's own writes the host's times and
 // user into the archive.
-func tgz(name string, files map[string][]byte, mtime time.Time) ([]byte, error) {
-	if mtime.IsZero() {
-		mtime = time.Unix(0, 0)
-	}
+func tgz(name string, files map[string][]byte) ([]byte, error) {
+	mtime := time.Unix(0, 0)
 	var buf bytes.Buffer
 	zw := gzipWriters.Get().(*gzip.Writer)
 	defer gzipWriters.Put(zw)

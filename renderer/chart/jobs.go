@@ -50,7 +50,7 @@ func (s *Source) Artifact(version string, opts Options) (*publish.Artifact, erro
 	if err != nil {
 		return nil, err
 	}
-	created := opts.ModTime
+	created := opts.Created
 	if created.IsZero() {
 		created = time.Unix(0, 0)
 	}
