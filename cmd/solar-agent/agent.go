@@ -20,11 +20,9 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/solar-pipeline/solar/internal/buildinfo"
 	"github.com/solar-pipeline/solar/renderer/credential"
 )
-
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
 
 type agent struct {
 	client    dynamic.Interface
@@ -62,6 +60,7 @@ report went through, 503 otherwise) for the probes of its Deployment.`,
 		Example: `  solar-agent --kubeconfig /etc/solar/kubeconfig --target edge-1
   solar-agent --kubeconfig kubeconfig --target edge-1 --once`,
 		Args:          cobra.NoArgs,
+		Version:       buildinfo.Read().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -169,7 +168,7 @@ func (a *agent) report(ctx context.Context) error {
 	host, _ := os.Hostname()
 	spec := map[string]any{
 		"lastReportTime": a.now().UTC().Format(time.RFC3339Nano),
-		"agentVersion":   version,
+		"agentVersion":   buildinfo.Read().Version,
 		"facts":          map[string]any{"os": runtime.GOOS, "arch": runtime.GOARCH, "hostname": host},
 	}
 	if err := unstructured.SetNestedMap(report.Object, spec, "spec"); err != nil {

@@ -57,7 +57,7 @@ func (f *planFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.target, "target", "", "work on the Target of this name only (with -n, of that namespace)")
 	cmd.Flags().BoolVar(&f.strictRegs, "strict-registry-bindings", false, "make a registry a Target pulls from without a RegistryBinding an error (default: anonymous pulls)")
 	cmd.Flags().BoolVar(&f.dryRun, "dry-run", false, "compute versions and actions against the store, write nothing")
-	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the SolAr API server: mint agent credentials there first (docs/credentials.md)")
+	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the SolAr API server: mint agent credentials there first (docs/credentials.md; default $KUBECONFIG)")
 	cmd.Flags().BoolVar(&f.noCredentials, "no-credentials", false, "render agent Releases without a token (a demo, an offline review); without it a Target whose agent credential is not issued fails")
 }
 
@@ -91,7 +91,7 @@ type registryFlags struct {
 }
 
 func (f *registryFlags) register(fl *pflag.FlagSet, what string) {
-	fl.StringVar(&f.registry, "registry", "", "registry "+what+": HOST[:PORT][/PREFIX] (required)")
+	fl.StringVar(&f.registry, "registry", "", "registry "+what+": [oci://]HOST[:PORT][/PREFIX] (required)")
 	fl.StringVar(&f.username, "username", "", "registry user name (with --password-stdin)")
 	fl.BoolVar(&f.passwordStdin, "password-stdin", false, "read the registry password from stdin")
 	fl.StringVar(&f.caFile, "ca-file", "", "PEM file of CA certificates to trust for the registry")
@@ -120,12 +120,17 @@ func (f *registryFlags) parse() (host, prefix string, err error) {
 	if f.registry == "" {
 		return "", "", fmt.Errorf("--registry is required: HOST[:PORT][/PREFIX]")
 	}
-	s := strings.Trim(f.registry, "/")
+	if strings.Contains(f.registry, "@") {
+		// Never echoed: it may hold a password.
+		return "", "", fmt.Errorf("invalid --registry: it holds user information (user:password@); pass --username and --password-stdin instead")
+	}
+	// oci://, as Flux and Helm write registries, is the only scheme.
+	s := strings.Trim(strings.TrimPrefix(f.registry, "oci://"), "/")
 	invalid := func(err error) error {
-		return fmt.Errorf("invalid --registry %q: want HOST[:PORT][/PREFIX], without a scheme: %w", f.registry, err)
+		return fmt.Errorf("invalid --registry %q: want [oci://]HOST[:PORT][/PREFIX]: %w", f.registry, err)
 	}
 	if strings.Contains(s, "://") {
-		return "", "", invalid(fmt.Errorf("a scheme"))
+		return "", "", invalid(fmt.Errorf("a scheme other than oci://"))
 	}
 	if !strings.Contains(s, "/") {
 		ref := registry.Reference{Registry: s}

@@ -14,7 +14,9 @@ func TestRegistryFlag(t *testing.T) {
 		{in: "127.0.0.1:5000/", host: "127.0.0.1:5000"},
 		{in: "registry.example.com/solar/prod", host: "registry.example.com", prefix: "solar/prod"},
 		{in: "", err: "--registry is required"},
-		{in: "https://registry.example.com", err: "without a scheme"},
+		{in: "oci://registry.example.com/solar", host: "registry.example.com", prefix: "solar"},
+		{in: "https://registry.example.com", err: "a scheme other than oci://"},
+		{in: "ci:s3cret@registry.example.com", err: "it holds user information (user:password@)"},
 		{in: "registry.example.com/Solar", err: "invalid --registry"},
 		{in: "registry.example.com/solar:1.0", err: `a tag or digest "1.0"`},
 		{in: "bad host", err: "invalid --registry"},
@@ -32,6 +34,9 @@ func TestRegistryFlag(t *testing.T) {
 	for _, args := range [][]string{{"publish", "examples"}, {"bootstrap-manifests", "edge-1"}} {
 		code, _, stderr := solar(t, append(args, "--registry", "https://registry.example.com")...)
 		assert.Equal(t, 1, code)
-		assert.Contains(t, stderr, "without a scheme", args[0])
+		assert.Contains(t, stderr, "a scheme other than oci://", args[0])
+		code, stdout, stderr := solar(t, append(args, "--registry", "ci:s3cret@registry.example.com")...)
+		assert.Equal(t, 1, code)
+		assert.NotContains(t, stdout+stderr, "s3cret", "a password in --registry is never echoed")
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
@@ -26,6 +28,9 @@ func (g *globals) finish(report *pipeline.Report, registry string, err error) er
 		err = perr
 	}
 	g.log.Info("plan", report.Summary()...)
+	if !g.quiet {
+		fmt.Fprintln(g.stderr, report.SummaryLine())
+	}
 	if err != nil {
 		return hint(err, registry)
 	}
@@ -38,10 +43,8 @@ func (g *globals) finish(report *pipeline.Report, registry string, err error) er
 // printReport writes the report as the JSON document of the CLI contract, or
 // as a table followed by the problems.
 func (g *globals) printReport(r *pipeline.Report, table int) error {
-	if g.output == "json" {
-		enc := json.NewEncoder(g.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(r)
+	if g.output != "text" {
+		return g.printData(r)
 	}
 	if len(r.Targets) > 0 {
 		w := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
@@ -73,6 +76,21 @@ func (g *globals) printReport(r *pipeline.Report, table int) error {
 		fmt.Fprintln(g.stdout, p)
 	}
 	return nil
+}
+
+// printData writes v as JSON (-o json) or YAML (-o yaml), one document.
+func (g *globals) printData(v any) error {
+	if g.output == "yaml" {
+		b, err := yaml.Marshal(v)
+		if err != nil {
+			return err
+		}
+		_, err = g.stdout.Write(b)
+		return err
+	}
+	enc := json.NewEncoder(g.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 // short is the first 12 hex digits of a digest.
@@ -107,6 +125,9 @@ func (g *globals) progress() func(done, total int, t pipeline.TargetReport) {
 		}
 	}
 	return func(done, total int, t pipeline.TargetReport) {
+		if g.quiet {
+			return
+		}
 		if !tty {
 			fmt.Fprintf(g.stderr, "[%d/%d] %s/%s %s %s\n", done, total, t.Namespace, t.Name, t.Version, t.Action)
 			return

@@ -19,6 +19,8 @@ func (e exitError) Error() string { return fmt.Sprintf("exit code %d", e.code) }
 type globals struct {
 	namespace string
 	output    string
+	verbose   bool
+	quiet     bool
 	stdout    io.Writer
 	stderr    io.Writer
 	log       *slog.Logger
@@ -27,7 +29,9 @@ type globals struct {
 // run executes the CLI and returns the process exit code: 0 success, 1 error or
 // invalid input.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	g := &globals{stdout: stdout, stderr: stderr, log: slog.New(slog.NewTextHandler(stderr, nil))}
+	g := &globals{stdout: stdout, stderr: stderr}
+	level := new(slog.LevelVar)
+	g.log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	root := &cobra.Command{
 		Use:   "solar",
 		Short: "Turn SolAr deployment objects into Helm charts in OCI repositories for Flux",
@@ -42,8 +46,23 @@ them to an OCI registry (publish) that Flux pulls from (bootstrap-manifests).`,
 	}
 	root.PersistentFlags().StringVarP(&g.namespace, "namespace", "n", "", `namespace of objects that do not set metadata.namespace (default "default");
 render and publish also work on the Targets of this namespace only`)
-	root.PersistentFlags().StringVarP(&g.output, "output", "o", "text", "output format: text or json")
-	root.AddCommand(newVetCmd(g), newRenderCmd(g), newPublishCmd(g), newBootstrapCmd(g), newCredentialsCmd(g))
+	root.PersistentFlags().StringVarP(&g.output, "output", "o", "text", "output format: text, json or yaml")
+	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "log what each stage does on stderr")
+	root.PersistentFlags().BoolVarP(&g.quiet, "quiet", "q", false, "print only errors on stderr: no progress, no summary")
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		switch {
+		case g.verbose && g.quiet:
+			return fmt.Errorf("--verbose and --quiet: choose one")
+		case g.verbose:
+			level.Set(slog.LevelInfo)
+		case g.quiet:
+			level.Set(slog.LevelError)
+		default:
+			level.Set(slog.LevelWarn)
+		}
+		return nil
+	}
+	root.AddCommand(newVetCmd(g), newRenderCmd(g), newPublishCmd(g), newBootstrapCmd(g), newCredentialsCmd(g), newVersionCmd(g))
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)
@@ -63,8 +82,8 @@ render and publish also work on the Targets of this namespace only`)
 }
 
 func (g *globals) checkOutput() error {
-	if g.output != "text" && g.output != "json" {
-		return fmt.Errorf("invalid --output %q: want text or json", g.output)
+	if g.output != "text" && g.output != "json" && g.output != "yaml" {
+		return fmt.Errorf("invalid --output %q: want text, json or yaml", g.output)
 	}
 	return nil
 }

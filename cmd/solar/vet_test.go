@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/tools/txtar"
+	"sigs.k8s.io/yaml"
 
 	"github.com/solar-pipeline/solar/renderer/diag"
 )
@@ -159,11 +160,32 @@ func TestUsageErrors(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, "requires at least 1 arg")
 
-	code, _, stderr = solar(t, "vet", "-o", "yaml", ".")
+	code, _, stderr = solar(t, "vet", "-o", "xml", ".")
 	assert.Equal(t, 1, code)
-	assert.Contains(t, stderr, `invalid --output "yaml"`)
+	assert.Contains(t, stderr, `invalid --output "xml": want text, json or yaml`)
 
-	code, stdout, stderr := solar(t, "vet", "does-not-exist")
+	code, _, stderr = solar(t, "vet", "-v", "-q", "../../examples")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "--verbose and --quiet: choose one")
+
+	// -o yaml wherever -o json: the same document.
+	code, stdout, _ := solar(t, "vet", "-o", "yaml", "../../examples")
+	assert.Equal(t, 0, code)
+	var doc struct {
+		Targets  []any `json:"targets"`
+		Problems []any `json:"problems"`
+	}
+	require.NoError(t, yaml.Unmarshal([]byte(stdout), &doc))
+	assert.Len(t, doc.Problems, 1, "the shared-agent warning")
+
+	code, stdout, _ = solar(t, "version", "-o", "json")
+	assert.Equal(t, 0, code)
+	var v map[string]string
+	require.NoError(t, json.Unmarshal([]byte(stdout), &v))
+	assert.NotEmpty(t, v["version"])
+	assert.Contains(t, v["goVersion"], "go1.")
+
+	code, stdout, stderr = solar(t, "vet", "does-not-exist")
 	assert.Equal(t, 1, code, stderr)
 	assert.Contains(t, stdout, "does-not-exist: stat does-not-exist: no such file or directory")
 }
@@ -201,7 +223,7 @@ func TestVetGitOpsTree(t *testing.T) {
 	code, _, stderr := solar(t, "render", "--no-credentials", "--out", filepath.Join(dir, "out"), filepath.Join(dir, "examples"))
 	require.Equal(t, 0, code, stderr)
 
-	code, stdout, stderr := solar(t, "vet", "--exclude", "excluded", dir)
+	code, stdout, stderr := solar(t, "vet", "-v", "--exclude", "excluded", dir)
 	assert.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	assert.Contains(t, stderr, "skipped 3 objects of other API groups (apiextensions.k8s.io 1, core 1, helm.toolkit.fluxcd.io 1)")
 	assert.Contains(t, stderr, "2 files that hold no Kubernetes objects")

@@ -192,7 +192,7 @@ func syncCredentials(ctx context.Context, set *model.Set, plan *Plan, opts Optio
 		return err
 	}
 	var minter *credential.Minter
-	if opts.Kubeconfig != "" {
+	if opts.Kubeconfig != "" && !opts.NoCredentials {
 		// A dry run reads the credentials and writes nothing.
 		copts.ReadOnly = opts.DryRun
 		cfg, err := clientcmd.BuildConfigFromFlags("", opts.Kubeconfig)

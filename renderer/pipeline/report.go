@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/solar-pipeline/solar/renderer/credential"
@@ -98,6 +99,19 @@ func (r *Report) Changed() bool {
 		}
 	}
 	return false
+}
+
+// SummaryLine is Summary in words, for the end of a run.
+func (r *Report) SummaryLine() string {
+	a := r.Summary()
+	errs := 0
+	for _, p := range r.Problems {
+		if p.Severity == diag.Error {
+			errs++
+		}
+	}
+	return fmt.Sprintf("%d Targets: %d charts created, %d updated, %d unchanged; %d problems (%d errors)",
+		a[1], a[3], a[5], a[7], len(r.Problems), errs)
 }
 
 // Summary counts the Targets and the charts per action, each shared release
