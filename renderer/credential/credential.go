@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -185,7 +186,8 @@ func (m *Minter) peek(ctx context.Context, t *model.Target) Credential {
 // issue ensures the RBAC objects and TargetReport, and a token with enough
 // lifetime left.
 func (m *Minter) issue(ctx context.Context, t *model.Target) (Credential, error) {
-	if err := m.ensureRBAC(ctx, t); err != nil {
+	repaired, err := m.ensureRBAC(ctx, t)
+	if err != nil {
 		return Credential{}, err
 	}
 	if err := m.ensureReport(ctx, t); err != nil {
@@ -195,7 +197,11 @@ func (m *Minter) issue(ctx context.Context, t *model.Target) (Credential, error)
 	if err != nil {
 		return Credential{}, err
 	}
-	return m.issued(t, secret)
+	cred, err := m.issued(t, secret)
+	if len(repaired) > 0 {
+		cred.Message += "; repaired: " + strings.Join(repaired, "; ")
+	}
+	return cred, err
 }
 
 // issued is the credential of a token Secret.
@@ -217,44 +223,6 @@ func (m *Minter) issued(t *model.Target, secret *corev1.Secret) (Credential, err
 func Fingerprint(token []byte) string {
 	sum := sha256.Sum256(token)
 	return "sha256:" + hex.EncodeToString(sum[:])[:12]
-}
-
-func (m *Minter) ensureRBAC(ctx context.Context, t *model.Target) error {
-	ns, name := t.Namespace, Name(t.Name)
-	labels := map[string]string{labelTokenFor: t.Name}
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}}
-	if _, err := m.client.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating ServiceAccount %s/%s: %w", ns, name, err)
-	}
-	rules := []rbacv1.PolicyRule{
-		{APIGroups: []string{model.Group}, Resources: []string{"targets"}, ResourceNames: []string{t.Name}, Verbs: []string{"get", "watch"}},
-		{APIGroups: []string{model.Group}, Resources: []string{"targetreports"}, ResourceNames: []string{t.Name}, Verbs: []string{"get", "update", "patch"}},
-	}
-	roles := m.client.RbacV1().Roles(ns)
-	role, err := roles.Get(ctx, name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		role = &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}, Rules: rules}
-		if _, err := roles.Create(ctx, role, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("creating Role %s/%s: %w", ns, name, err)
-		}
-	case err != nil:
-		return fmt.Errorf("reading Role %s/%s: %w", ns, name, err)
-	case !equalRules(role.Rules, rules):
-		role.Rules = rules
-		if _, err := roles.Update(ctx, role, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("updating Role %s/%s: %w", ns, name, err)
-		}
-	}
-	rb := &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: ns}},
-	}
-	if _, err := m.client.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating RoleBinding %s/%s: %w", ns, name, err)
-	}
-	return nil
 }
 
 func equalRules(a, b []rbacv1.PolicyRule) bool {

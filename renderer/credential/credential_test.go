@@ -327,3 +327,45 @@ func TestRotation(t *testing.T) {
 	assert.NotEqual(t, old[0].Name, left[0].Name)
 	assert.True(t, strings.HasPrefix(left[0].Name, "solar-agent-edge-1-token-"))
 }
+
+// TestDriftIsRepaired: a RoleBinding of the agent's name that somebody bound
+// to cluster-admin (or to more subjects) is not trusted: sync makes it what it
+// must be, and says so.
+func TestDriftIsRepaired(t *testing.T) {
+	e := start(t, "alpha")
+	ctx := context.Background()
+	edge1 := e.target(t, "alpha", "edge-1")
+	name := Name("edge-1")
+	_, err := e.s.Client.RbacV1().RoleBindings("alpha").Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "alpha"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: "alpha"}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	m := e.minter(t, e.s.Config, Options{TTL: time.Hour})
+	cred := m.Sync(ctx, edge1)
+	require.Equal(t, ReasonIssued, cred.Reason, cred.Message)
+	assert.Contains(t, cred.Message, "repaired: RoleBinding alpha/solar-agent-edge-1 was bound to ClusterRole cluster-admin")
+	rb, err := e.s.Client.RbacV1().RoleBindings("alpha").Get(ctx, name, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name}, rb.RoleRef)
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(cred.Kubeconfig)
+	require.NoError(t, err)
+	core, err := dynamic.NewForConfig(cfg)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		_, err := core.Resource(corev1.SchemeGroupVersion.WithResource("secrets")).Namespace("alpha").List(ctx, metav1.ListOptions{})
+		return apierrors.IsForbidden(err)
+	}, 10*time.Second, 200*time.Millisecond, "the agent is no cluster-admin")
+
+	// More subjects than the agent: trimmed.
+	rb.Subjects = append(rb.Subjects, rbacv1.Subject{Kind: rbacv1.UserKind, Name: "mallory", APIGroup: rbacv1.GroupName})
+	_, err = e.s.Client.RbacV1().RoleBindings("alpha").Update(ctx, rb, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	cred = m.Sync(ctx, edge1)
+	assert.Contains(t, cred.Message, "repaired: RoleBinding alpha/solar-agent-edge-1 had other subjects")
+	rb, err = e.s.Client.RbacV1().RoleBindings("alpha").Get(ctx, name, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Len(t, rb.Subjects, 1)
+	assert.NotContains(t, m.Sync(ctx, edge1).Message, "repaired", "nothing to repair the next time")
+}
