@@ -3,6 +3,7 @@ package validate
 import (
 	"maps"
 	"math/big"
+	"regexp"
 
 	"github.com/solar-pipeline/solar/renderer/diag"
 	"github.com/solar-pipeline/solar/renderer/load"
@@ -37,10 +38,31 @@ func withoutOpaque(o *load.Object) (map[string]any, diag.List) {
 	for _, f := range fields {
 		if m, ok := spec[f].(map[string]any); ok {
 			checkData(o, load.Key("spec", f), m, &problems)
+			if f == "userdata" {
+				secretKeys(o, load.Key("spec", f), m, &problems)
+			}
 			spec[f] = map[string]any{}
 		}
 	}
 	return out, problems
+}
+
+// secretLike are words in a key that suggest a secret.
+var secretLike = regexp.MustCompile(`(?i)(password|passwd|token|secret|credential|private|api[-_]?key|(^|[-_.])key$)`)
+
+// secretKeys warns about userdata keys that look like secrets: userdata is
+// published into every bootstrap chart of the Target, which the Target's pull
+// secret (shared by its namespace) reads.
+func secretKeys(o *load.Object, path string, m map[string]any, problems *diag.List) {
+	for k, v := range m {
+		p := load.Key(path, k)
+		if secretLike.MatchString(k) {
+			problems.Warnf(o.File, o.LineOf(p), p, "looks like a secret: userdata is published in the Target's bootstrap chart, which every pull secret of its namespace reads; keep secrets in Secrets on the cluster (policy secret-userdata)")
+		}
+		if sub, ok := v.(map[string]any); ok {
+			secretKeys(o, p, sub, problems)
+		}
+	}
 }
 
 // checkData reports integers that do not survive Helm's values (float64).
