@@ -1,9 +1,15 @@
 package main
 
 import (
+	"strings"
+
 	"cmp"
 	"fmt"
 	"os"
+
+	"github.com/solar-pipeline/solar/renderer/model"
+	"github.com/solar-pipeline/solar/renderer/pipeline"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
@@ -15,7 +21,7 @@ func newBootstrapCmd(g *globals) *cobra.Command {
 	var rf registryFlags
 	var fluxNS string
 	cmd := &cobra.Command{
-		Use:   "bootstrap-manifests TARGET --registry HOST[:PORT][/PREFIX] [-n NS]",
+		Use:   "bootstrap-manifests TARGET [PATH...] --registry HOST[:PORT][/PREFIX] [-n NS]",
 		Short: "Print what a Target's cluster needs once to pull its bootstrap chart",
 		Long: `bootstrap-manifests prints, as YAML for kubectl apply, what a Target's cluster
 needs once so that Flux pulls everything else solar publishes for it:
@@ -30,17 +36,43 @@ needs once so that Flux pulls everything else solar publishes for it:
     the same Secrets. Its HelmReleases, solar-bootstrap-<uniqueName>, install
     the release charts; theirs, <target>-<uniqueName>, the applications
     (README, "Proven with Flux itself", lists every level).
-The objects go to the Flux namespace (--flux-namespace, default flux-system).`,
+The objects go to the Flux namespace (--flux-namespace, default flux-system).
+With PATHs, the Target must be one of their objects. -o json prints a List.`,
 		Example: `  solar bootstrap-manifests edge-1 -n alpha --registry registry.example.com/solar | kubectl apply -f -
   echo "$PULL_TOKEN" | solar bootstrap-manifests edge-1 -n alpha --registry 127.0.0.1:5000 \
-      --username edge-1 --password-stdin --ca-file ca.pem > edge-1.yaml`,
-		Args: cobra.ExactArgs(1),
+      --username edge-1 --password-stdin --ca-file ca.pem > edge-1.yaml
+  solar bootstrap-manifests plant-1 examples/ -n beta --registry registry.example.com/solar -o json`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := g.checkOutput(); err != nil {
+				return err
+			}
+			ns := cmp.Or(g.namespace, "default")
+			for _, f := range [][2]string{{"TARGET", args[0]}, {"-n", ns}, {"--flux-namespace", fluxNS}} {
+				if errs := validation.IsDNS1123Label(f[1]); len(errs) > 0 {
+					return fmt.Errorf("invalid %s %q: %s", f[0], f[1], strings.Join(errs, "; "))
+				}
+			}
+			if len(args) > 1 {
+				set, problems, err := pipeline.Load(pipeline.Options{Paths: args[1:], Namespace: g.namespace, Log: g.log})
+				if err != nil {
+					return err
+				}
+				if set == nil {
+					if err := g.printReport(pipeline.NewReport(&pipeline.Plan{Problems: problems}), chartsTable); err != nil {
+						return err
+					}
+					return exitError{code: 1}
+				}
+				if model.Get[model.Target](set, model.KindTarget, ns, args[0]) == nil {
+					return fmt.Errorf("no Target %s/%s in %s", ns, args[0], strings.Join(args[1:], " "))
+				}
+			}
 			l, err := rf.read(cmd.InOrStdin())
 			if err != nil {
 				return err
 			}
-			target, ns := args[0], cmp.Or(g.namespace, "default")
+			target := args[0]
 			fc := chart.FirstContact{Target: target, Namespace: ns, Host: l.host, Prefix: l.prefix, FluxNamespace: fluxNS,
 				Username: rf.username, Password: l.password, PlainHTTP: rf.plainHTTP}
 			if rf.caFile != "" {
@@ -52,9 +84,15 @@ The objects go to the Flux namespace (--flux-namespace, default flux-system).`,
 			if err != nil {
 				return err
 			}
-			placeholder := !rf.passwordStdin
+			if g.output != "text" {
+				items := make([]any, len(docs))
+				for i, d := range docs {
+					items[i] = d
+				}
+				return g.printData(map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
+			}
 			fmt.Fprintf(g.stdout, "# What the cluster of Target %s/%s needs once: kubectl apply -f this file.\n", ns, target)
-			if placeholder {
+			if !rf.passwordStdin {
 				fmt.Fprintf(g.stdout, "# PLACEHOLDER: the pull Secret below holds no real credentials. Replace the\n"+
 					"# username and password in its .dockerconfigjson (base64) for %s, or rerun with\n"+
 					"# --username and --password-stdin.\n", l.host)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -150,4 +151,32 @@ func TestBootstrapManifestsServerDryRun(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestBootstrapManifestsChecksItsInput: names are DNS labels, a Target named
+// with PATHs must exist there, -o json prints a List kubectl applies.
+func TestBootstrapManifestsChecksItsInput(t *testing.T) {
+	reg := []string{"--registry", "oci://registry.example.com/solar"}
+	code, _, stderr := solar(t, append([]string{"bootstrap-manifests", "Edge_1", "-n", "alpha"}, reg...)...)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, `invalid TARGET "Edge_1"`)
+	code, _, stderr = solar(t, append([]string{"bootstrap-manifests", "edge-1", "-n", "al.pha"}, reg...)...)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, `invalid -n "al.pha"`)
+
+	code, _, stderr = solar(t, append([]string{"bootstrap-manifests", "edge-9", "../../examples", "-n", "alpha"}, reg...)...)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "no Target alpha/edge-9 in ../../examples")
+
+	code, stdout, stderr := solar(t, append([]string{"bootstrap-manifests", "plant-1", "../../examples", "-n", "beta", "-o", "json"}, reg...)...)
+	require.Equal(t, 0, code, stderr)
+	var list struct {
+		Kind  string           `json:"kind"`
+		Items []map[string]any `json:"items"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &list))
+	assert.Equal(t, "List", list.Kind)
+	require.Len(t, list.Items, 3)
+	spec := list.Items[1]["spec"].(map[string]any)
+	assert.Equal(t, "oci://registry.example.com/solar/beta/bootstrap-plant-1", spec["url"], "oci:// in --registry is taken once")
 }
