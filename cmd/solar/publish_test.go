@@ -61,7 +61,8 @@ func TestPublishTLS(t *testing.T) {
 	code, _, stderr := publishCLI(t, reg, "wrong", "--no-credentials", "--ca-file", reg.CAFile, "--registry", registry, "../../examples")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, "registry "+reg.Host+"/solar: listing the versions of")
-	assert.Contains(t, stderr, "the registry denied access (401 Unauthorized)")
+	assert.Contains(t, stderr, "the registry denied access: 401 Unauthorized to GET https://"+reg.Host+"/v2/solar/")
+	assert.NotContains(t, stderr, "map[", "no raw error details")
 	assert.Contains(t, stderr, "401 Unauthorized")
 
 	code, _, stderr = publishCLI(t, reg, reg.Password, "--no-credentials", "--registry", registry, "../../examples")

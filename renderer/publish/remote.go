@@ -131,21 +131,53 @@ var (
 	ErrUnreachable = errors.New("the registry cannot be reached")
 )
 
-// explain marks the errors users meet with one of the errors above.
+// explain marks the errors users meet with one of the errors above, in a
+// sentence: what was asked, what the registry answered.
 func explain(err error) error {
 	var resp *errcode.ErrorResponse
 	var unknownCA x509.UnknownAuthorityError
 	var hostname x509.HostnameError
 	var opErr *net.OpError
 	switch {
+	case errors.Is(err, auth.ErrBasicCredentialNotFound):
+		return &registryError{kind: ErrDenied, msg: "no credentials for it: none given and none in the docker config", err: err}
 	case errors.As(err, &resp) && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden):
-		return fmt.Errorf("%w (%d %s): %w", ErrDenied, resp.StatusCode, http.StatusText(resp.StatusCode), err)
+		return &registryError{kind: ErrDenied, msg: answer(resp), err: err}
 	case errors.As(err, &unknownCA), errors.As(err, &hostname):
-		return fmt.Errorf("%w: %w", ErrUntrusted, err)
+		return &registryError{kind: ErrUntrusted, msg: err.Error(), err: err}
 	case strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
-		return fmt.Errorf("%w: %w", ErrPlainHTTP, err)
+		return &registryError{kind: ErrPlainHTTP, msg: err.Error(), err: err}
 	case errors.As(err, &opErr):
-		return fmt.Errorf("%w: %w", ErrUnreachable, err)
+		return &registryError{kind: ErrUnreachable, msg: err.Error(), err: err}
+	case errors.As(err, &resp):
+		return &registryError{kind: errors.New("the registry answered with an error"), msg: answer(resp), err: err}
 	}
 	return err
 }
+
+// answer says what a registry answered to which request, without the raw
+// error details oras-go prints ([map[Action:pull ...]]).
+func answer(resp *errcode.ErrorResponse) string {
+	var msgs []string
+	for _, e := range resp.Errors {
+		if e.Message != "" {
+			msgs = append(msgs, e.Message)
+		}
+	}
+	s := fmt.Sprintf("%d %s to %s %s", resp.StatusCode, http.StatusText(resp.StatusCode), resp.Method, resp.URL)
+	if len(msgs) > 0 {
+		s += ": " + strings.Join(msgs, "; ")
+	}
+	return s
+}
+
+// registryError is a registry failure in a sentence; errors.Is finds both its
+// kind and the error it explains.
+type registryError struct {
+	kind error
+	msg  string
+	err  error
+}
+
+func (e *registryError) Error() string   { return e.kind.Error() + ": " + e.msg }
+func (e *registryError) Unwrap() []error { return []error{e.kind, e.err} }
