@@ -59,6 +59,18 @@ func (f *planFlags) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.dryRun, "dry-run", false, "compute versions and actions against the store, write nothing")
 	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the SolAr API server: mint agent credentials there first (docs/credentials.md; default $KUBECONFIG)")
 	cmd.Flags().BoolVar(&f.noCredentials, "no-credentials", false, "render agent Releases without a token (a demo, an offline review); without it a Target whose agent credential is not issued fails")
+	// Completion of --target from the Targets of the PATHs typed so far
+	// (of -n, when given).
+	_ = cmd.RegisterFlagCompletionFunc("target", func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+		ns, _ := cmd.InheritedFlags().GetString("namespace")
+		var names []string
+		for _, t := range pipeline.Targets(pipeline.Options{Paths: args, Namespace: ns, Exclude: f.exclude}) {
+			if ns == "" || t[0] == ns {
+				names = append(names, t[1])
+			}
+		}
+		return names, cobra.ShellCompDirectiveNoFileComp
+	})
 }
 
 // options are the pipeline options of the flags; SOURCE_DATE_EPOCH, the

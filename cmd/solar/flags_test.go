@@ -40,3 +40,16 @@ func TestRegistryFlag(t *testing.T) {
 		assert.NotContains(t, stdout+stderr, "s3cret", "a password in --registry is never echoed")
 	}
 }
+
+// TestCompletion: -n and --target complete from the Targets of the PATHs
+// typed so far (cobra's dynamic completion, as the shell scripts of
+// `solar completion bash` ask for it).
+func TestCompletion(t *testing.T) {
+	_, stdout, _ := solar(t, "__complete", "render", "../../examples", "-n", "")
+	assert.Equal(t, "alpha\nbeta\n:4\n", stdout)
+	_, stdout, _ = solar(t, "__complete", "render", "../../examples", "-n", "beta", "--target", "")
+	assert.Equal(t, "plant-1\nplant-2\n:4\n", stdout)
+	code, stdout, _ := solar(t, "completion", "bash")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, stdout, "__solar_")
+}

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 
 	"github.com/spf13/cobra"
+
+	"github.com/solar-pipeline/solar/renderer/pipeline"
 )
 
 // exitError carries an exit code out of a command that already printed why.
@@ -62,6 +64,18 @@ render and publish also work on the Targets of this namespace only`)
 		}
 		return nil
 	}
+	// Completion of -n from the namespaces of the Targets of the PATHs.
+	_ = root.RegisterFlagCompletionFunc("namespace", func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+		seen := map[string]bool{}
+		var namespaces []string
+		for _, t := range pipeline.Targets(pipeline.Options{Paths: args}) {
+			if !seen[t[0]] {
+				seen[t[0]] = true
+				namespaces = append(namespaces, t[0])
+			}
+		}
+		return namespaces, cobra.ShellCompDirectiveNoFileComp
+	})
 	root.AddCommand(newVetCmd(g), newRenderCmd(g), newPublishCmd(g), newBootstrapCmd(g), newCredentialsCmd(g), newVersionCmd(g))
 	root.SetArgs(args)
 	root.SetIn(stdin)

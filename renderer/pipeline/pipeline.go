@@ -249,3 +249,17 @@ func (t *Target) kubeconfig(sel *resolve.Selected) []byte {
 	}
 	return t.Credential.Kubeconfig
 }
+
+// Targets lists the Targets of opts.Paths, as namespace and name, without
+// validating anything: for shell completion.
+func Targets(opts Options) [][2]string {
+	objs, _, _ := load.Paths(opts.Paths, load.Options{Namespace: cmp.Or(opts.Namespace, "default"),
+		Exclude: opts.Exclude, MaxFileSize: opts.MaxFileSize})
+	var out [][2]string
+	for _, o := range objs {
+		if o.Kind == model.KindTarget && o.Name != "" {
+			out = append(out, [2]string{o.Namespace, o.Name})
+		}
+	}
+	return out
+}
