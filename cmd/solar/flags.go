@@ -103,7 +103,7 @@ type registryFlags struct {
 }
 
 func (f *registryFlags) register(fl *pflag.FlagSet, what string) {
-	fl.StringVar(&f.registry, "registry", "", "registry "+what+": [oci://]HOST[:PORT][/PREFIX] (required)")
+	fl.StringVar(&f.registry, "registry", "", "registry "+what+": [oci://]HOST[:PORT][/PREFIX]")
 	fl.StringVar(&f.username, "username", "", "registry user name (with --password-stdin)")
 	fl.BoolVar(&f.passwordStdin, "password-stdin", false, "read the registry password from stdin")
 	fl.StringVar(&f.caFile, "ca-file", "", "PEM file of CA certificates to trust for the registry")

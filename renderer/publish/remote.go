@@ -105,6 +105,14 @@ var retryPolicy = &retry.GenericPolicy{
 
 // Repository returns the repository PREFIX/name of the registry.
 func (r *Remote) Repository(_ context.Context, name string) (Repository, error) {
+	repo, err := r.repository(name)
+	if err != nil {
+		return nil, err
+	}
+	return remoteRepo{repo}, nil
+}
+
+func (r *Remote) repository(name string) (*remote.Repository, error) {
 	if r.prefix != "" {
 		name = r.prefix + "/" + name
 	}
@@ -114,7 +122,7 @@ func (r *Remote) Repository(_ context.Context, name string) (Repository, error) 
 	}
 	repo.Client = r.client
 	repo.PlainHTTP = r.plainHTTP
-	return remoteRepo{repo}, nil
+	return repo, nil
 }
 
 // remoteRepo is a registry's repository: its blobs are its own.

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/solar-pipeline/solar/renderer/publish"
+)
+
+func newGCCmd(g *globals) *cobra.Command {
+	var rf registryFlags
+	var out string
+	var keep int
+	var dryRun, insecure bool
+	cmd := &cobra.Command{
+		Use:   "gc (--out DIR | --registry HOST[:PORT][/PREFIX]) [--keep N] [-n NS] [--dry-run]",
+		Short: "Remove old chart versions, and the blobs nothing references any more",
+		Long: `gc keeps the newest --keep versions of every repository (of namespace -n
+only, with it) and removes the older ones. In an OCI layout (--out) it then
+removes every blob no kept version references and the leftovers of killed runs
+(ingest/), holding the layout's lock. In a registry (--registry) it deletes the
+old versions' manifests; the registry's own garbage collection frees their
+blobs (docker-registry garbage-collect), and the registry must allow deletes.
+Flux follows the newest version: --keep is at least 1. --dry-run lists what
+would go.`,
+		Example: `  solar gc --out out --keep 3 --dry-run
+  echo "$PASSWORD" | solar gc --registry registry.example.com/solar -n alpha --keep 5 --username ci --password-stdin`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := g.checkOutput(); err != nil {
+				return err
+			}
+			if (out == "") == (rf.registry == "") {
+				return fmt.Errorf("give one of --out and --registry")
+			}
+			opts := publish.GCOptions{Keep: keep, DryRun: dryRun}
+			if g.namespace != "" {
+				opts.Prefix = g.namespace + "/"
+			}
+			var res publish.GCResult
+			var err error
+			if out != "" {
+				var l *publish.Layout
+				l, err = publish.OpenLayout(cmd.Context(), out, publish.LayoutOptions{ReadOnly: dryRun, LockTimeout: 5 * time.Minute})
+				if err != nil {
+					return err
+				}
+				defer l.Close()
+				res, err = l.GC(context.WithoutCancel(cmd.Context()), opts)
+			} else {
+				l, rerr := rf.read(cmd.InOrStdin())
+				if rerr != nil {
+					return rerr
+				}
+				var r *publish.Remote
+				r, err = publish.NewRemote(publish.RemoteOptions{Host: l.host, Prefix: l.prefix, Username: rf.username, Password: l.password,
+					CAFile: rf.caFile, PlainHTTP: rf.plainHTTP, InsecureSkipTLSVerify: insecure})
+				if err != nil {
+					return err
+				}
+				res, err = r.GC(cmd.Context(), opts)
+			}
+			if err != nil {
+				return hint(err, rf.registry)
+			}
+			if g.output != "text" {
+				return g.printData(res)
+			}
+			verb := "removed"
+			if dryRun {
+				verb = "would remove"
+			}
+			for _, v := range res.Versions {
+				fmt.Fprintf(g.stdout, "%s %s\n", verb, v)
+			}
+			fmt.Fprintf(g.stdout, "%s %d versions, %d blobs (%d bytes)\n", verb, len(res.Versions), res.Blobs, res.Bytes)
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&out, "out", "", "directory of the OCI image layout")
+	rf.register(fl, "to collect")
+	fl.BoolVar(&insecure, "insecure-skip-tls-verify", false, "do not verify the registry's TLS certificate (development only)")
+	fl.IntVar(&keep, "keep", 3, "newest versions kept per repository (at least 1)")
+	fl.BoolVar(&dryRun, "dry-run", false, "list what would be removed, remove nothing")
+	return cmd
+}

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"oras.land/oras-go/v2/registry/remote"
+	"oras.land/oras-go/v2/registry/remote/auth"
+
+	"github.com/solar-pipeline/solar/internal/testenv"
+)
+
+// countFiles counts the files below dir.
+func countFiles(t *testing.T, dir string) int {
+	t.Helper()
+	n := 0
+	require.NoError(t, filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			n++
+		}
+		return err
+	}))
+	return n
+}
+
+// changeRelease bumps podinfo-stable's replicaCount in a copy of examples/.
+func changeRelease(t *testing.T, examples string, from, to string) {
+	t.Helper()
+	p := filepath.Join(examples, "alpha", "releases.yaml")
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(p, bytes.Replace(b, []byte("replicaCount: "+from), []byte("replicaCount: "+to), 1), 0o644))
+}
+
+func TestGCLayout(t *testing.T) {
+	dir := t.TempDir()
+	copyExamples(t, dir)
+	examples := filepath.Join(dir, "examples")
+	out := filepath.Join(dir, "out")
+	for i, n := range []string{"2", "3", "4"} {
+		if i > 0 {
+			changeRelease(t, examples, []string{"2", "3", "4"}[i-1], n)
+		}
+		code, _, stderr := solar(t, "render", "--no-credentials", "--out", out, examples)
+		require.Equal(t, 0, code, stderr)
+	}
+	require.NoError(t, os.MkdirAll(filepath.Join(out, "ingest"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(out, "ingest", "leftover"), []byte("a killed run's"), 0o600))
+	blobs := countFiles(t, filepath.Join(out, "blobs"))
+	index := string(must(os.ReadFile(filepath.Join(out, "index.json"))))
+
+	code, stdout, stderr := solar(t, "gc", "--out", out, "--keep", "1", "--dry-run")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "would remove alpha/bootstrap-edge-1:0.0.1\n")
+	assert.Contains(t, stdout, "would remove alpha/bootstrap-edge-1:0.0.2\n")
+	assert.Equal(t, blobs, countFiles(t, filepath.Join(out, "blobs")), "a dry run removes nothing")
+	assert.Equal(t, index, string(must(os.ReadFile(filepath.Join(out, "index.json")))))
+
+	code, stdout, stderr = solar(t, "gc", "--out", out, "--keep", "1")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "removed 4 versions, ")
+	assert.Less(t, countFiles(t, filepath.Join(out, "blobs")), blobs)
+	assert.NoFileExists(t, filepath.Join(out, "ingest", "leftover"))
+	assert.NotContains(t, string(must(os.ReadFile(filepath.Join(out, "index.json")))), "bootstrap-edge-1:0.0.1")
+
+	// What was kept is whole: the next render finds every chart unchanged.
+	code, stdout, stderr = solar(t, "render", "--no-credentials", "--dry-run", "-o", "json", "--out", out, examples)
+	require.Equal(t, 0, code, stderr)
+	for _, tr := range decodeReport(t, stdout).Targets {
+		assert.Equal(t, "unchanged", tr.Action, tr.Name)
+	}
+	code, _, stderr = solar(t, "gc", "--out", out, "--keep", "0")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "keep at least 1 version")
+}
+
+func TestGCRegistry(t *testing.T) {
+	needRegistry(t)
+	reg := testenv.StartRegistry(t, testenv.RegistryOptions{})
+	dir := t.TempDir()
+	copyExamples(t, dir)
+	examples := filepath.Join(dir, "examples")
+	for i, n := range []string{"2", "3"} {
+		if i > 0 {
+			changeRelease(t, examples, "2", n)
+		}
+		code, _, stderr := publishCLI(t, reg, reg.Password, "--no-credentials", "--plain-http", "--registry", reg.Host+"/solar", "-n", "alpha", examples)
+		require.Equal(t, 0, code, stderr)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"gc", "--registry", reg.Host + "/solar", "--plain-http", "-n", "alpha", "--keep", "1",
+		"--username", reg.Username, "--password-stdin"}, strings.NewReader(reg.Password), &stdout, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	assert.Contains(t, stdout.String(), "removed alpha/bootstrap-edge-1:0.0.1\n")
+	assert.Contains(t, stdout.String(), "removed alpha/alpha/release-podinfo-stable:0.0.1\n")
+
+	repo, err := remote.NewRepository(reg.Host + "/solar/alpha/bootstrap-edge-1")
+	require.NoError(t, err)
+	repo.PlainHTTP = true
+	repo.Client = &auth.Client{Credential: auth.StaticCredential(reg.Host, auth.Credential{Username: reg.Username, Password: reg.Password})}
+	var tags []string
+	require.NoError(t, repo.Tags(context.Background(), "", func(ts []string) error { tags = append(tags, ts...); return nil }))
+	assert.Equal(t, []string{"0.0.2"}, tags, "the newest version stays")
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}

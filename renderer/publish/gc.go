@@ -1,0 +1,204 @@
+package publish
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/Masterminds/semver/v3"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/content"
+	"oras.land/oras-go/v2/registry/remote"
+)
+
+// GCOptions say what a garbage collection keeps.
+type GCOptions struct {
+	// Keep is how many of the newest versions of each repository stay; at
+	// least 1 (Flux follows the newest).
+	Keep int
+	// Prefix limits the collection to repositories under it ("alpha/").
+	Prefix string
+	// DryRun says what would go, removing nothing.
+	DryRun bool
+}
+
+// GCResult is what a garbage collection removed (or, in a dry run, would).
+type GCResult struct {
+	// Versions are "repository:version" no longer kept.
+	Versions []string `json:"versions"`
+	// Blobs and Bytes count the layout's blobs no kept version references,
+	// and leftovers of killed runs.
+	Blobs int   `json:"blobs"`
+	Bytes int64 `json:"bytes"`
+}
+
+// old returns the versions of tags beyond the newest keep, oldest first.
+func old(tags []string, keep int) []string {
+	var versions []*semver.Version
+	for _, t := range tags {
+		if v, err := semver.StrictNewVersion(t); err == nil {
+			versions = append(versions, v)
+		}
+	}
+	slices.SortFunc(versions, func(a, b *semver.Version) int { return b.Compare(a) })
+	var out []string
+	for _, v := range versions[min(keep, len(versions)):] {
+		out = append(out, v.Original())
+	}
+	slices.Reverse(out)
+	return out
+}
+
+// GC removes from the layout the versions beyond the newest opts.Keep of each
+// repository, then every blob that no kept version references and the temporary
+// files of killed runs. The layout must be open writable (it is locked).
+func (l *Layout) GC(ctx context.Context, opts GCOptions) (GCResult, error) {
+	var r GCResult
+	if opts.Keep < 1 {
+		return r, fmt.Errorf("keep at least 1 version: Flux follows the newest")
+	}
+	if l.store == nil && !opts.DryRun {
+		return r, errReadOnly
+	}
+	l.mu.Lock()
+	for _, repo := range slices.Sorted(maps.Keys(l.tags)) {
+		if !strings.HasPrefix(repo, opts.Prefix) {
+			continue
+		}
+		drop := old(l.tags[repo], opts.Keep)
+		for _, v := range drop {
+			r.Versions = append(r.Versions, repo+":"+v)
+			if !opts.DryRun {
+				if err := l.store.Untag(ctx, repo+":"+v); err != nil {
+					l.mu.Unlock()
+					return r, fmt.Errorf("removing %s:%s: %w", repo, v, err)
+				}
+			}
+		}
+		if !opts.DryRun && len(drop) > 0 {
+			l.tags[repo] = slices.DeleteFunc(l.tags[repo], func(t string) bool { return slices.Contains(drop, t) })
+			l.dirty = true
+		}
+	}
+	l.mu.Unlock()
+	if !opts.DryRun {
+		if err := l.Save(ctx); err != nil {
+			return r, err
+		}
+	}
+
+	// What the kept versions reference stays.
+	keep := map[string]bool{}
+	for repo, tags := range l.tags {
+		for _, tag := range tags {
+			if opts.DryRun && slices.Contains(r.Versions, repo+":"+tag) {
+				continue
+			}
+			desc, err := l.backend.Resolve(ctx, repo+":"+tag)
+			if err != nil {
+				return r, err
+			}
+			b, err := content.FetchAll(ctx, l.backend, desc)
+			if err != nil {
+				return r, err
+			}
+			var m ocispec.Manifest
+			if err := json.Unmarshal(b, &m); err != nil {
+				return r, fmt.Errorf("reading %s:%s: %w", repo, tag, err)
+			}
+			keep[desc.Digest.Encoded()] = true
+			keep[m.Config.Digest.Encoded()] = true
+			for _, layer := range m.Layers {
+				keep[layer.Digest.Encoded()] = true
+			}
+		}
+	}
+	for _, sub := range []string{"blobs", "ingest"} {
+		root := filepath.Join(l.dir, sub)
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			if err != nil || d.IsDir() {
+				return err
+			}
+			if sub == "blobs" && keep[d.Name()] {
+				return nil
+			}
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			r.Blobs++
+			r.Bytes += info.Size()
+			if opts.DryRun {
+				return nil
+			}
+			return os.Remove(p)
+		})
+		if err != nil {
+			return r, fmt.Errorf("collecting %s: %w", root, err)
+		}
+	}
+	return r, nil
+}
+
+// GC removes from the registry the versions beyond the newest opts.Keep of
+// every repository under its prefix (and opts.Prefix): their manifests are
+// deleted, and the registry's own garbage collection frees their blobs
+// (docker-registry garbage-collect). The registry must allow deletes.
+func (r *Remote) GC(ctx context.Context, opts GCOptions) (GCResult, error) {
+	var res GCResult
+	if opts.Keep < 1 {
+		return res, fmt.Errorf("keep at least 1 version: Flux follows the newest")
+	}
+	reg, err := remote.NewRegistry(r.host)
+	if err != nil {
+		return res, err
+	}
+	reg.Client, reg.PlainHTTP = r.client, r.plainHTTP
+	under := strings.TrimPrefix(strings.TrimSuffix(r.prefix, "/")+"/"+opts.Prefix, "/")
+	var names []string
+	err = reg.Repositories(ctx, "", func(repos []string) error {
+		for _, name := range repos {
+			if strings.HasPrefix(name, under) {
+				names = append(names, strings.TrimPrefix(strings.TrimPrefix(name, r.prefix), "/"))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return res, fmt.Errorf("listing the repositories: %w", explain(err))
+	}
+	for _, name := range names {
+		repo, err := r.repository(name)
+		if err != nil {
+			return res, err
+		}
+		var tags []string
+		if err := repo.Tags(ctx, "", func(t []string) error { tags = append(tags, t...); return nil }); err != nil {
+			return res, fmt.Errorf("listing the versions of %s: %w", name, explain(err))
+		}
+		for _, v := range old(tags, opts.Keep) {
+			res.Versions = append(res.Versions, name+":"+v)
+			if opts.DryRun {
+				continue
+			}
+			desc, err := repo.Resolve(ctx, v)
+			if err != nil {
+				return res, fmt.Errorf("reading %s:%s: %w", name, v, explain(err))
+			}
+			if err := repo.Delete(ctx, desc); err != nil {
+				return res, fmt.Errorf("deleting %s:%s: %w", name, v, explain(err))
+			}
+		}
+	}
+	return res, nil
+}
