@@ -50,6 +50,12 @@ type planFlags struct {
 	dryRun        bool
 	kubeconfig    string
 	noCredentials bool
+	prune         bool
+}
+
+// registerPrune adds --prune: only render, publish and diff take it.
+func (f *planFlags) registerPrune(cmd *cobra.Command, what string) {
+	cmd.Flags().BoolVar(&f.prune, "prune", false, what)
 }
 
 func (f *planFlags) register(cmd *cobra.Command) {
@@ -81,7 +87,7 @@ func (f *planFlags) options(g *globals, stdin io.Reader, paths []string) (pipeli
 		return opts, err
 	}
 	opts.Target, opts.StrictRegistryBindings, opts.Kubeconfig, opts.DryRun = f.target, f.strictRegs, f.kubeconfig, f.dryRun
-	opts.NoCredentials = f.noCredentials
+	opts.NoCredentials, opts.Prune = f.noCredentials, f.prune
 	opts.Progress = g.progress()
 	if v := os.Getenv("SOURCE_DATE_EPOCH"); v != "" {
 		sec, err := strconv.ParseInt(v, 10, 64)

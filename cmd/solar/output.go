@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -72,6 +71,13 @@ func (g *globals) printReport(r *pipeline.Report, table int) error {
 			return err
 		}
 	}
+	for _, o := range r.Orphans {
+		if o.Pruned != nil {
+			fmt.Fprintf(g.stdout, "orphan %s/bootstrap-%s: the Target is gone; pruned to %s without releases (%s)\n", o.Namespace, o.Name, o.Pruned.Version, o.Pruned.Action)
+		} else {
+			fmt.Fprintf(g.stdout, "orphan %s/bootstrap-%s: the Target is gone, Flux keeps applying its last version; --prune uninstalls its releases\n", o.Namespace, o.Name)
+		}
+	}
 	for _, p := range r.Problems {
 		fmt.Fprintln(g.stdout, p)
 	}
@@ -117,13 +123,7 @@ func hint(err error, registry string) error {
 // progress reports each finished Target on stderr: a bar redrawn in place on
 // a terminal, one line per Target otherwise (CI logs).
 func (g *globals) progress() func(done, total int, t pipeline.TargetReport) {
-	f, ok := g.stderr.(*os.File)
-	tty := false
-	if ok {
-		if st, err := f.Stat(); err == nil {
-			tty = st.Mode()&os.ModeCharDevice != 0
-		}
-	}
+	tty := isTerminal(g.stderr)
 	return func(done, total int, t pipeline.TargetReport) {
 		if g.quiet {
 			return

@@ -89,6 +89,7 @@ registry failed. With --exit-code: 0 when nothing changed, 2 when charts were
 		},
 	}
 	f.register(cmd)
+	f.registerPrune(cmd, "for every orphan (the bootstrap repository of a Target no longer in the input), push a version without releases: Flux then uninstalls them")
 	fl := cmd.Flags()
 	rf.register(fl, "to push to")
 	fl.BoolVar(&insecure, "insecure-skip-tls-verify", false, "do not verify the registry's TLS certificate (development only)")

@@ -60,6 +60,12 @@ type Options struct {
 	Settle      time.Duration
 	Concurrency int
 	Package     chart.Options
+	// Prune publishes, for every orphan (a bootstrap repository of a Target
+	// no longer in the input), a next version without releases: Flux then
+	// uninstalls them.
+	Prune bool
+	// Compare keeps the old and new layers of what changes, for Diff.
+	Compare bool
 	// Progress, when set, is called after each Target's bootstrap chart, one
 	// call at a time.
 	Progress func(done, total int, t TargetReport)
@@ -79,6 +85,9 @@ type Plan struct {
 	Targets []*Target
 	// Problems are those of loading and validating; each Target has its own.
 	Problems diag.List
+	// all are the namespaces and names of every Target of the input,
+	// selected or not: a bootstrap repository of none of them is an orphan.
+	all map[[2]string]bool
 }
 
 // Target is a resolved Target and its agent credential.
@@ -164,7 +173,9 @@ func NewPlan(ctx context.Context, opts Options) (*Plan, error) {
 	if err != nil {
 		return plan, err
 	}
+	plan.all = map[[2]string]bool{}
 	for _, t := range resolved.Targets {
+		plan.all[[2]string{t.Namespace, t.Name}] = true
 		if (opts.Namespace == "" || t.Namespace == opts.Namespace) && (opts.Target == "" || t.Name == opts.Target) {
 			plan.Targets = append(plan.Targets, &Target{Target: t})
 		}

@@ -12,8 +12,20 @@ import (
 
 // Report is the outcome of a run: the CLI's -o json contract.
 type Report struct {
-	Targets  []TargetReport `json:"targets"`
-	Problems diag.List      `json:"problems"`
+	Targets []TargetReport `json:"targets"`
+	// Orphans are bootstrap repositories of Targets no longer in the input:
+	// Flux keeps applying their last version until they are pruned.
+	Orphans  []Orphan  `json:"orphans,omitempty"`
+	Problems diag.List `json:"problems"`
+}
+
+// Orphan is the bootstrap repository of a Target that is gone, and, when
+// pruned, the version without releases published to it.
+type Orphan struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Pruned is the empty version published (--prune), or nil.
+	Pruned *publish.Result `json:"pruned,omitempty"`
 }
 
 // TargetReport is one Target's bootstrap chart and its release charts.

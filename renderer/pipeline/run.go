@@ -2,10 +2,15 @@ package pipeline
 
 import (
 	"context"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/chart"
+	"github.com/solar-pipeline/solar/renderer/model"
 	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/resolve"
 )
 
 // Run publishes the charts of every Target of the plan that resolved without
@@ -22,7 +27,7 @@ func Run(ctx context.Context, plan *Plan, store publish.Store, opts Options) (*R
 			targets = append(targets, t)
 		}
 	}
-	popts := publish.Options{DryRun: opts.DryRun, Settle: opts.Settle, Concurrency: opts.Concurrency, Log: opts.log()}
+	popts := publish.Options{DryRun: opts.DryRun, Settle: opts.Settle, Concurrency: opts.Concurrency, Log: opts.log(), Compare: opts.Compare}
 
 	// Release and agent charts, each once.
 	var jobs []publish.Job
@@ -72,5 +77,54 @@ func Run(ctx context.Context, plan *Plan, store publish.Store, opts Options) (*R
 			report.Targets = append(report.Targets, targetReport(t, boot[i], releases[i]))
 		}
 	}
-	return report, err
+	if err != nil {
+		return report, err
+	}
+	return report, orphans(ctx, plan, store, opts, report)
+}
+
+// orphans finds, in the namespaces of the run, the bootstrap repositories of
+// Targets no longer in the input, and with opts.Prune publishes a version of
+// each without releases. A run of one --target looks for none.
+func orphans(ctx context.Context, plan *Plan, store publish.Store, opts Options, report *Report) error {
+	lister, ok := store.(publish.Lister)
+	if !ok || opts.Target != "" || plan.all == nil {
+		return nil
+	}
+	namespaces := map[string]bool{}
+	for t := range plan.all {
+		if opts.Namespace == "" || t[0] == opts.Namespace {
+			namespaces[t[0]] = true
+		}
+	}
+	if opts.Namespace != "" {
+		namespaces[opts.Namespace] = true
+	}
+	var jobs []publish.Job
+	for _, ns := range slices.Sorted(maps.Keys(namespaces)) {
+		repos, err := lister.Repositories(ctx, ns+"/")
+		if err != nil {
+			return err
+		}
+		for _, repo := range repos {
+			name, ok := strings.CutPrefix(repo, ns+"/bootstrap-")
+			if !ok || strings.Contains(name, "/") || plan.all[[2]string{ns, name}] {
+				continue
+			}
+			report.Orphans = append(report.Orphans, Orphan{Namespace: ns, Name: name})
+			gone := &resolve.Target{Target: &model.Target{Meta: model.Meta{Name: name, Namespace: ns}}}
+			jobs = append(jobs, chart.BootstrapJob(gone, nil).Publish(opts.Package))
+		}
+	}
+	if !opts.Prune || len(jobs) == 0 {
+		return nil
+	}
+	pruned, err := publish.Publish(ctx, store, jobs, publish.Options{DryRun: opts.DryRun, Settle: opts.Settle,
+		Concurrency: opts.Concurrency, Log: opts.log(), Compare: opts.Compare})
+	for i := range pruned {
+		if pruned[i].Action != "" {
+			report.Orphans[i].Pruned = &pruned[i]
+		}
+	}
+	return err
 }

@@ -159,23 +159,9 @@ func (r *Remote) GC(ctx context.Context, opts GCOptions) (GCResult, error) {
 	if opts.Keep < 1 {
 		return res, fmt.Errorf("keep at least 1 version: Flux follows the newest")
 	}
-	reg, err := remote.NewRegistry(r.host)
+	names, err := r.Repositories(ctx, opts.Prefix)
 	if err != nil {
 		return res, err
-	}
-	reg.Client, reg.PlainHTTP = r.client, r.plainHTTP
-	under := strings.TrimPrefix(strings.TrimSuffix(r.prefix, "/")+"/"+opts.Prefix, "/")
-	var names []string
-	err = reg.Repositories(ctx, "", func(repos []string) error {
-		for _, name := range repos {
-			if strings.HasPrefix(name, under) {
-				names = append(names, strings.TrimPrefix(strings.TrimPrefix(name, r.prefix), "/"))
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return res, fmt.Errorf("listing the repositories: %w", explain(err))
 	}
 	for _, name := range names {
 		repo, err := r.repository(name)
@@ -201,4 +187,28 @@ func (r *Remote) GC(ctx context.Context, opts GCOptions) (GCResult, error) {
 		}
 	}
 	return res, nil
+}
+
+// Repositories lists the registry's repositories under its prefix and then
+// prefix, as names relative to its prefix (the registry's catalog).
+func (r *Remote) Repositories(ctx context.Context, prefix string) ([]string, error) {
+	reg, err := remote.NewRegistry(r.host)
+	if err != nil {
+		return nil, err
+	}
+	reg.Client, reg.PlainHTTP = r.client, r.plainHTTP
+	under := strings.TrimPrefix(strings.TrimSuffix(r.prefix, "/")+"/"+prefix, "/")
+	var names []string
+	err = reg.Repositories(ctx, "", func(repos []string) error {
+		for _, name := range repos {
+			if strings.HasPrefix(name, under) {
+				names = append(names, strings.TrimPrefix(strings.TrimPrefix(name, r.prefix), "/"))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing the repositories: %w", explain(err))
+	}
+	return names, nil
 }

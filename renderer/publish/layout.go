@@ -316,3 +316,17 @@ func (r *layoutRepo) Tags(_ context.Context, last string, fn func([]string) erro
 	slices.Sort(tags)
 	return fn(tags)
 }
+
+// Repositories lists the layout's repositories under prefix.
+func (l *Layout) Repositories(_ context.Context, prefix string) ([]string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for repo := range l.tags {
+		if strings.HasPrefix(repo, prefix) {
+			out = append(out, repo)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}

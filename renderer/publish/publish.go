@@ -59,6 +59,10 @@ type Result struct {
 	// Digest is the manifest digest.
 	Digest string `json:"digest"`
 	Action string `json:"action"`
+	// Old and New are the layers of the latest version and of the content
+	// (packed at that version, so only the content differs), when
+	// Options.Compare asked for them and the content changed.
+	Old, New []Blob `json:"-"`
 }
 
 // Options configures a publish. The zero value publishes with GOMAXPROCS
@@ -76,6 +80,8 @@ type Options struct {
 	// Done, when set, is called after each job's first round, one call at a
 	// time, with the job's index.
 	Done func(i int, r Result)
+	// Compare fills Result.Old and Result.New, for a diff.
+	Compare bool
 }
 
 // maxAttempts bounds how often a job is pushed again because another writer

@@ -25,3 +25,9 @@ type Store interface {
 type BlobScoper interface {
 	BlobsPerRepository() bool
 }
+
+// Lister is a Store that lists its repositories under a prefix ("alpha/"):
+// what finds the orphans a deleted Target leaves.
+type Lister interface {
+	Repositories(ctx context.Context, prefix string) ([]string, error)
+}

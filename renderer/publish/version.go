@@ -46,11 +46,20 @@ func (p *publisher) publish(ctx context.Context, job Job) (Result, error) {
 				r.Version, r.Digest, r.Action = latest.Original(), desc.Digest.String(), Unchanged
 				return r, nil
 			}
+			if p.opts.Compare {
+				if r.Old, err = fetchLayers(ctx, repo, desc); err != nil {
+					return fail("reading version "+latest.Original()+" of", err)
+				}
+				r.New = art.Layers
+			}
 			version, action = latest.IncPatch().String(), Update
 		}
 		art, err := job.Pack(version)
 		if err != nil {
 			return r, err
+		}
+		if p.opts.Compare && latest == nil {
+			r.New = art.Layers
 		}
 		staged, manifest, err := stage(ctx, art)
 		if err != nil {
@@ -137,4 +146,25 @@ func latestLayers(ctx context.Context, repo Repository, tag string) (ocispec.Des
 		out[i] = l.Digest.String()
 	}
 	return desc, out, nil
+}
+
+// fetchLayers reads the layers of a manifest.
+func fetchLayers(ctx context.Context, repo Repository, desc ocispec.Descriptor) ([]Blob, error) {
+	b, err := content.FetchAll(ctx, repo, desc)
+	if err != nil {
+		return nil, err
+	}
+	var m ocispec.Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("decoding manifest: %w", err)
+	}
+	out := make([]Blob, len(m.Layers))
+	for i, l := range m.Layers {
+		data, err := content.FetchAll(ctx, repo, l)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = Blob{Desc: l, Data: data}
+	}
+	return out, nil
 }

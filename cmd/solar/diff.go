@@ -1,0 +1,151 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/solar-pipeline/solar/renderer/pipeline"
+	"github.com/solar-pipeline/solar/renderer/publish"
+)
+
+func newDiffCmd(g *globals) *cobra.Command {
+	var f planFlags
+	var rf registryFlags
+	var out string
+	var insecure, exitCode bool
+	cmd := &cobra.Command{
+		Use:   "diff PATH... (--out DIR | --registry HOST[:PORT][/PREFIX])",
+		Short: "Show, file by file, what publishing would change on every Target",
+		Long: `diff renders as publish would and compares every chart that would change with
+its latest version in the store (an OCI layout, --out, or a registry,
+--registry): a unified diff of its files (Chart.yaml, values.yaml, templates),
+the versions, and the Targets each chart reaches (a release chart the Targets
+of a namespace share lists them all). Tokens and passwords show as
+<redacted sha256:...>: a reviewer sees that a token changed, never the token.
+Bootstrap repositories of Targets no longer in the input (orphans) are listed;
+with --prune, the version without releases that publish --prune would push is
+shown. Nothing is written. With --exit-code: 0 no change, 2 changes, 1 error.`,
+		Example: `  solar diff examples/ --out out
+  solar diff --exit-code -n alpha examples/ --registry registry.example.com/solar --kubeconfig solar.yaml`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := g.checkOutput(); err != nil {
+				return err
+			}
+			if (out == "") == (rf.registry == "") {
+				return fmt.Errorf("give one of --out and --registry")
+			}
+			f.dryRun = true
+			opts, err := f.options(g, cmd.InOrStdin(), args)
+			if err != nil {
+				return err
+			}
+			var store publish.Store
+			if out != "" {
+				l, err := publish.OpenLayout(cmd.Context(), out, publish.LayoutOptions{ReadOnly: true})
+				if err != nil {
+					return err
+				}
+				defer l.Close()
+				store = l
+			} else {
+				l, err := rf.read(cmd.InOrStdin())
+				if err != nil {
+					return err
+				}
+				if store, err = publish.NewRemote(publish.RemoteOptions{Host: l.host, Prefix: l.prefix, Username: rf.username,
+					Password: l.password, CAFile: rf.caFile, PlainHTTP: rf.plainHTTP, InsecureSkipTLSVerify: insecure}); err != nil {
+					return err
+				}
+				opts.Registry = path.Join(l.host, l.prefix)
+			}
+			plan, err := pipeline.NewPlan(cmd.Context(), opts)
+			if err != nil {
+				return hint(err, rf.registry)
+			}
+			d := &pipeline.DiffReport{Charts: []pipeline.ChartDiff{}, Problems: pipeline.NewReport(plan).Problems}
+			if len(plan.Targets) > 0 {
+				if d, err = pipeline.Diff(cmd.Context(), plan, store, opts); err != nil {
+					return hint(err, rf.registry)
+				}
+			}
+			if err := g.printDiff(d); err != nil {
+				return err
+			}
+			switch {
+			case d.Problems.HasErrors():
+				return exitError{code: 1}
+			case exitCode && d.Changed():
+				return exitError{code: 2}
+			}
+			return nil
+		},
+	}
+	f.register(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&out, "out", "", "directory of the OCI image layout to compare with")
+	rf.register(fl, "to compare with")
+	fl.BoolVar(&insecure, "insecure-skip-tls-verify", false, "do not verify the registry's TLS certificate (development only)")
+	fl.BoolVar(&exitCode, "exit-code", false, "exit 2 when something would change, 0 when not")
+	f.registerPrune(cmd, "show the versions without releases publish --prune would push for orphans")
+	return cmd
+}
+
+// printDiff writes the diff as data (-o json, -o yaml) or as unified diffs,
+// coloured on a terminal.
+func (g *globals) printDiff(d *pipeline.DiffReport) error {
+	if g.output != "text" {
+		return g.printData(d)
+	}
+	color := isTerminal(g.stdout)
+	paint := func(line string) string {
+		switch {
+		case !color:
+			return line
+		case strings.HasPrefix(line, "+++"), strings.HasPrefix(line, "---"):
+			return "\x1b[1m" + line + "\x1b[0m"
+		case strings.HasPrefix(line, "+"):
+			return "\x1b[32m" + line + "\x1b[0m"
+		case strings.HasPrefix(line, "-"):
+			return "\x1b[31m" + line + "\x1b[0m"
+		case strings.HasPrefix(line, "@@"):
+			return "\x1b[36m" + line + "\x1b[0m"
+		}
+		return line
+	}
+	for _, c := range d.Charts {
+		from := c.From
+		if from == "" {
+			from = "(new)"
+		}
+		fmt.Fprintf(g.stdout, "# %s %s -> %s, reaches %s\n", c.Repository, from, c.To, strings.Join(c.Targets, ", "))
+		for _, f := range c.Files {
+			for _, line := range strings.SplitAfter(f.Diff, "\n") {
+				if line != "" {
+					fmt.Fprint(g.stdout, paint(strings.TrimSuffix(line, "\n"))+"\n")
+				}
+			}
+		}
+	}
+	for _, o := range d.Orphans {
+		fmt.Fprintf(g.stdout, "# orphan: %s/bootstrap-%s: Target %s/%s is no longer in the input (publish --prune uninstalls its releases)\n", o.Namespace, o.Name, o.Namespace, o.Name)
+	}
+	for _, p := range d.Problems {
+		fmt.Fprintln(g.stdout, p)
+	}
+	return nil
+}
+
+// isTerminal: w is a terminal (colour, a progress bar).
+func isTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

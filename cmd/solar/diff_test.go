@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/solar-pipeline/solar/renderer/pipeline"
+)
+
+// removeTarget drops beta/plant-2, and its RegistryBinding, from a copy of
+// examples/.
+func removeTarget(t *testing.T, examples string) {
+	t.Helper()
+	for file, from := range map[string]string{
+		"targets.yaml":  "  - apiVersion: solar.opendefense.cloud/v1alpha1\n    kind: Target\n    metadata:\n      name: plant-2",
+		"releases.yaml": "---\napiVersion: solar.opendefense.cloud/v1alpha1\nkind: RegistryBinding\nmetadata:\n  name: plant-2-ghcr",
+	} {
+		p := filepath.Join(examples, "beta", file)
+		b, err := os.ReadFile(p)
+		require.NoError(t, err)
+		i := bytes.Index(b, []byte(from))
+		require.Positive(t, i, file)
+		require.NoError(t, os.WriteFile(p, b[:i], 0o644))
+	}
+}
+
+// TestDiff: a changed Release diffs to exactly its files and the Targets it
+// reaches; unchanged input diffs to nothing; a deleted Target is an orphan,
+// pruned only with --prune.
+func TestDiff(t *testing.T) {
+	dir := t.TempDir()
+	copyExamples(t, dir)
+	examples := filepath.Join(dir, "examples")
+	out := filepath.Join(dir, "out")
+	code, _, stderr := solar(t, "render", "--no-credentials", "--out", out, examples)
+	require.Equal(t, 0, code, stderr)
+
+	code, stdout, stderr := solar(t, "diff", "--no-credentials", "--exit-code", "-o", "json", "--out", out, examples)
+	require.Equal(t, 0, code, stderr)
+	var d pipeline.DiffReport
+	require.NoError(t, json.Unmarshal([]byte(stdout), &d))
+	assert.Empty(t, d.Charts, "unchanged input")
+
+	changeRelease(t, examples, "2", "3")
+	code, stdout, stderr = solar(t, "diff", "--no-credentials", "--exit-code", "-o", "json", "--out", out, examples)
+	require.Equal(t, 2, code, stderr)
+	d = pipeline.DiffReport{}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &d))
+	got := map[string][]string{}
+	for _, c := range d.Charts {
+		assert.Equal(t, []string{"alpha/edge-1"}, c.Targets, c.Repository)
+		assert.Equal(t, "0.0.1", c.From)
+		assert.Equal(t, "0.0.2", c.To)
+		for _, f := range c.Files {
+			got[c.Repository] = append(got[c.Repository], f.Name)
+		}
+	}
+	assert.Equal(t, map[string][]string{
+		"alpha/alpha/release-podinfo-stable": {"values.yaml"},
+		"alpha/bootstrap-edge-1":             {"values.yaml"},
+	}, got)
+	assert.Contains(t, d.Charts[0].Files[0].Diff, "-    replicaCount: 2\n+    replicaCount: 3\n")
+
+	// A deleted Target: an orphan, listed by diff and render, pruned only
+	// with --prune.
+	removeTarget(t, examples)
+	code, stdout, _ = solar(t, "diff", "--no-credentials", "-n", "beta", "--out", out, examples)
+	require.Equal(t, 0, code)
+	assert.Contains(t, stdout, "# orphan: beta/bootstrap-plant-2: Target beta/plant-2 is no longer in the input")
+	code, stdout, stderr = solar(t, "render", "--no-credentials", "-n", "beta", "-o", "json", "--out", out, examples)
+	require.Equal(t, 0, code, stderr)
+	r := decodeReport(t, stdout)
+	require.Len(t, r.Orphans, 1)
+	assert.Nil(t, r.Orphans[0].Pruned, "never without --prune")
+	code, stdout, stderr = solar(t, "render", "--no-credentials", "-n", "beta", "--prune", "-o", "json", "--out", out, examples)
+	require.Equal(t, 0, code, stderr)
+	r = decodeReport(t, stdout)
+	require.Len(t, r.Orphans, 1)
+	require.NotNil(t, r.Orphans[0].Pruned)
+	assert.Equal(t, "beta/bootstrap-plant-2", r.Orphans[0].Pruned.Repository)
+	assert.Equal(t, "0.0.2", r.Orphans[0].Pruned.Version)
+	files := chartFiles(t, out, "beta/bootstrap-plant-2", "0.0.2")
+	assert.Contains(t, files["values.yaml"], "releases: []", "a bootstrap without releases: Flux uninstalls them")
+}

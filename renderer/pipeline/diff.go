@@ -1,0 +1,187 @@
+package pipeline
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/pmezard/go-difflib/difflib"
+
+	"github.com/solar-pipeline/solar/renderer/diag"
+	"github.com/solar-pipeline/solar/renderer/publish"
+)
+
+// DiffReport is what a publish would change, file by file.
+type DiffReport struct {
+	Charts   []ChartDiff `json:"charts"`
+	Orphans  []Orphan    `json:"orphans,omitempty"`
+	Problems diag.List   `json:"problems"`
+}
+
+// ChartDiff is one chart that would change.
+type ChartDiff struct {
+	Repository string `json:"repository"`
+	// From is the latest version in the store, empty for a new chart.
+	From string `json:"from"`
+	To   string `json:"to"`
+	// Targets are the Targets the chart reaches ("<namespace>/<name>"): a
+	// release chart the Targets of a namespace share lists them all.
+	Targets []string   `json:"targets"`
+	Files   []FileDiff `json:"files"`
+}
+
+// FileDiff is the unified diff of one file of a chart, secrets masked.
+type FileDiff struct {
+	Name string `json:"name"`
+	Diff string `json:"diff"`
+}
+
+// Changed reports whether anything would change.
+func (d *DiffReport) Changed() bool {
+	return len(d.Charts) > 0 || slices.ContainsFunc(d.Orphans, func(o Orphan) bool { return o.Pruned != nil })
+}
+
+// Diff computes, without writing, what publishing the plan into the store
+// would change: per chart the diff of its files between the latest version in
+// the store and the new content (at the same version, so only content shows).
+func Diff(ctx context.Context, plan *Plan, store publish.Store, opts Options) (*DiffReport, error) {
+	opts.DryRun, opts.Compare, opts.Progress = true, true, nil
+	report, err := Run(ctx, plan, store, opts)
+	d := &DiffReport{Charts: []ChartDiff{}, Orphans: report.Orphans, Problems: report.Problems}
+	if err != nil {
+		return d, err
+	}
+	index := map[string]int{}
+	add := func(target string, r publish.Result) error {
+		if r.Action == publish.Unchanged || r.Action == "" {
+			return nil
+		}
+		if i, ok := index[r.Repository]; ok {
+			d.Charts[i].Targets = append(d.Charts[i].Targets, target)
+			return nil
+		}
+		files, err := fileDiffs(r.Old, r.New)
+		if err != nil {
+			return fmt.Errorf("comparing %s: %w", r.Repository, err)
+		}
+		index[r.Repository] = len(d.Charts)
+		d.Charts = append(d.Charts, ChartDiff{Repository: r.Repository, From: previous(r), To: r.Version, Targets: []string{target}, Files: files})
+		return nil
+	}
+	for _, tr := range report.Targets {
+		target := tr.Namespace + "/" + tr.Name
+		for _, rel := range tr.Releases {
+			if err := add(target, rel.Result); err != nil {
+				return d, err
+			}
+		}
+		if err := add(target, tr.Result); err != nil {
+			return d, err
+		}
+	}
+	for _, o := range report.Orphans {
+		if o.Pruned != nil {
+			if err := add(o.Namespace+"/"+o.Name+" (gone)", *o.Pruned); err != nil {
+				return d, err
+			}
+		}
+	}
+	return d, nil
+}
+
+// previous is the version an update replaces.
+func previous(r publish.Result) string {
+	if r.Action != publish.Update {
+		return ""
+	}
+	var major, minor, patch int
+	if _, err := fmt.Sscanf(r.Version, "%d.%d.%d", &major, &minor, &patch); err != nil || patch == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d.%d.%d", major, minor, patch-1)
+}
+
+// fileDiffs compares the files of two chart layers (.tgz).
+func fileDiffs(old, new []publish.Blob) ([]FileDiff, error) {
+	a, err := chartFiles(old)
+	if err != nil {
+		return nil, err
+	}
+	b, err := chartFiles(new)
+	if err != nil {
+		return nil, err
+	}
+	names := slices.Sorted(maps.Keys(a))
+	for n := range b {
+		if _, ok := a[n]; !ok {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	var out []FileDiff
+	for _, n := range names {
+		if a[n] == b[n] {
+			continue
+		}
+		text, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+			A: difflib.SplitLines(mask(a[n])), B: difflib.SplitLines(mask(b[n])),
+			FromFile: "a/" + n, ToFile: "b/" + n, Context: 3,
+		})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, FileDiff{Name: n, Diff: text})
+	}
+	return out, nil
+}
+
+// chartFiles reads the files of a chart's layers, without the chart's folder.
+func chartFiles(layers []publish.Blob) (map[string]string, error) {
+	files := map[string]string{}
+	for _, l := range layers {
+		zr, err := gzip.NewReader(bytes.NewReader(l.Data))
+		if err != nil {
+			return nil, err
+		}
+		tr := tar.NewReader(zr)
+		for {
+			h, err := tr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return nil, err
+			}
+			b, err := io.ReadAll(io.LimitReader(tr, 64<<20))
+			if err != nil {
+				return nil, err
+			}
+			_, name, _ := strings.Cut(h.Name, "/")
+			files[name] = string(b)
+		}
+	}
+	return files, nil
+}
+
+// secretLine is a line of YAML whose value is a secret: a token in a
+// kubeconfig, a password, key data.
+var secretLine = regexp.MustCompile(`(?m)^(\s*"?(?:token|password|client-key-data|client-certificate-data)"?\s*:\s*)("?)([^"\s]+)("?)\s*$`)
+
+// mask replaces secret values with a fingerprint: a reviewer sees that a
+// token changed, never the token.
+func mask(text string) string {
+	return secretLine.ReplaceAllStringFunc(text, func(line string) string {
+		m := secretLine.FindStringSubmatch(line)
+		sum := sha256.Sum256([]byte(m[3]))
+		return m[1] + "<redacted sha256:" + hex.EncodeToString(sum[:])[:12] + ">"
+	})
+}
