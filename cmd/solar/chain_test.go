@@ -148,10 +148,10 @@ func TestFluxChainToTheApplication(t *testing.T) {
 	}
 
 	registry := render.Host + "/solar"
-	pub := func() map[string]pipeline.TargetReport {
+	pub := func(extra ...string) map[string]pipeline.TargetReport {
 		t.Helper()
-		code, stdout, stderr := publishCLI(t, render, render.Password, "--ca-file", render.CAFile, "--registry", registry,
-			"--kubeconfig", api.Kubeconfig, "-o", "json", examples)
+		code, stdout, stderr := publishCLI(t, render, render.Password, append([]string{"--ca-file", render.CAFile, "--registry", registry,
+			"--kubeconfig", api.Kubeconfig, "-o", "json", examples}, extra...)...)
 		require.Equal(t, 0, code, stderr)
 		out := map[string]pipeline.TargetReport{}
 		for _, tr := range decodeReport(t, stdout).Targets {
@@ -309,5 +309,21 @@ func TestFluxChainToTheApplication(t *testing.T) {
 		assert.Equal(t, publish.Unchanged, tr.Action, key)
 	}
 	assert.Empty(t, reconcile(), "no Helm action on unchanged input")
+
+	// 6. A Target deleted from the input: publish --prune gives its
+	// bootstrap a version without releases, and Flux uninstalls them.
+	removeTarget(t, examples)
+	pub("--prune")
+	pruned := map[string]bool{}
+	for _, e := range reconcile() {
+		pruned[e.Action+" "+e.Release] = true
+	}
+	plant2 := names["beta/plant-2"]["podinfo"]
+	assert.Equal(t, map[string]bool{
+		"upgrade flux-beta-plant-2/" + chain.Bootstrap:      true,
+		"uninstall flux-beta-plant-2/" + plant2.Source.Name: true,
+		"uninstall podinfo/" + plant2.AppRelease:            true,
+	}, pruned)
+	assert.Nil(t, appValues(t, api, plant2), "the orphan's application is gone")
 	t.Logf("the whole chain, four rounds: %s", time.Since(start).Round(time.Millisecond))
 }

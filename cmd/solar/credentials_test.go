@@ -140,4 +140,19 @@ func TestCredentialsSyncAndRender(t *testing.T) {
 	for _, tok := range tokens(t, s, "alpha") {
 		assert.False(t, strings.Contains(string(spec), tok), "no token in the HelmRelease's spec")
 	}
+
+	// A new token shows in a diff as two fingerprints, never as the token.
+	before := tokens(t, s, "alpha")
+	require.NoError(t, s.Client.CoreV1().Secrets("alpha").DeleteCollection(ctx, metav1.DeleteOptions{},
+		metav1.ListOptions{LabelSelector: "solar.opendefense.cloud/agent-token-for=edge-1"}))
+	code, _, stderr = solar(t, "credentials", "sync", "-n", "alpha", "--kubeconfig", s.Kubeconfig, "../../examples")
+	require.Equal(t, 0, code, stderr)
+	code, stdout, stderr = solar(t, "diff", "-n", "alpha", "--kubeconfig", s.Kubeconfig, "--out", out, "../../examples")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "# alpha/alpha/edge-1/release-solar-agent 0.0.1 -> 0.0.2, reaches alpha/edge-1")
+	assert.Regexp(t, `(?m)^-\s+token: <redacted sha256:[0-9a-f]{12}>$`, stdout)
+	assert.Regexp(t, `(?m)^\+\s+token: <redacted sha256:[0-9a-f]{12}>$`, stdout)
+	for _, tok := range append(before, tokens(t, s, "alpha")...) {
+		assert.False(t, strings.Contains(stdout+stderr, tok), "no token in the diff")
+	}
 }
