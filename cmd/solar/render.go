@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"path"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,7 +15,9 @@ import (
 
 func newRenderCmd(g *globals) *cobra.Command {
 	var f planFlags
+	var rf registryFlags
 	var out string
+	var insecure bool
 	var lockTimeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "render PATH...",
@@ -27,7 +31,12 @@ No registry is used (with --kubeconfig, the API server is, to mint agent
 credentials first; see solar credentials sync). The layout is the state: a chart whose content equals its
 latest version is unchanged and nothing is written; otherwise the next patch
 version (0.0.N) is. Packaging is byte-reproducible: the same input gives the same
-digests on any machine (tar times come from SOURCE_DATE_EPOCH, else the epoch).
+digests on any machine (SOURCE_DATE_EPOCH sets the manifests' created time).
+
+With --registry, the registry is the state instead, read only: versions are
+computed against it, the bootstrap charts name it, and the charts that would be
+published land in --out, for review (solar diff) and for solar push, which
+pushes exactly those bytes.
 
 The plan lists per Target its bootstrap chart, its releases and the releases it
 does not get, with the reason. Invalid input writes nothing. A Target that does
@@ -36,6 +45,7 @@ success; 1: invalid input or a Target failed.`,
 		Example: `  solar render examples/
   solar render --dry-run -o json examples/ | jq '.targets[] | {name, action}'
   solar render -n alpha --target edge-1 --out /tmp/layout examples/
+  solar render --registry registry.example.com/solar --out reviewed examples/ --kubeconfig solar.yaml
   SOURCE_DATE_EPOCH=1700000000 solar render examples/`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -46,27 +56,48 @@ success; 1: invalid input or a Target failed.`,
 			if err != nil {
 				return err
 			}
+			var remote *publish.Remote
+			if rf.registry != "" {
+				if rf.passwordStdin && slices.Contains(args, "-") {
+					return fmt.Errorf("objects from stdin (-) and --password-stdin: only one can read stdin")
+				}
+				l, err := rf.read(cmd.InOrStdin())
+				if err != nil {
+					return err
+				}
+				if remote, err = publish.NewRemote(publish.RemoteOptions{Host: l.host, Prefix: l.prefix, Username: rf.username,
+					Password: l.password, CAFile: rf.caFile, PlainHTTP: rf.plainHTTP, InsecureSkipTLSVerify: insecure}); err != nil {
+					return err
+				}
+				opts.Registry = path.Join(l.host, l.prefix)
+			}
 			plan, err := pipeline.NewPlan(cmd.Context(), opts)
 			if err != nil || len(plan.Targets) == 0 {
 				return g.finish(pipeline.NewReport(plan), "", err)
 			}
-			store, err := publish.OpenLayout(cmd.Context(), out, publish.LayoutOptions{ReadOnly: f.dryRun, LockTimeout: lockTimeout,
+			layout, err := publish.OpenLayout(cmd.Context(), out, publish.LayoutOptions{ReadOnly: f.dryRun, LockTimeout: lockTimeout,
 				Waiting: func() { fmt.Fprintf(g.stderr, "waiting for another solar run to finish with %s\n", out) }})
 			if err != nil {
 				return err
 			}
-			defer store.Close()
+			defer layout.Close()
+			var store publish.Store = layout
+			if remote != nil {
+				store = publish.Overlay(remote, layout)
+			}
 			report, err := pipeline.Run(cmd.Context(), plan, store, opts)
 			// What completed is saved, also when the run was stopped.
-			if serr := store.Save(context.WithoutCancel(cmd.Context())); err == nil {
+			if serr := layout.Save(context.WithoutCancel(cmd.Context())); err == nil {
 				err = serr
 			}
-			return g.finish(report, "", err)
+			return g.finish(report, rf.registry, err)
 		},
 	}
 	f.register(cmd)
 	f.registerPrune(cmd, "for every orphan (the bootstrap repository of a Target no longer in the input), write a version without releases")
 	cmd.Flags().StringVar(&out, "out", "out", "directory of the OCI image layout")
+	rf.register(cmd.Flags(), "to compute versions against (read only), named by the bootstrap charts")
+	cmd.Flags().BoolVar(&insecure, "insecure-skip-tls-verify", false, "do not verify the registry's TLS certificate (development only)")
 	cmd.Flags().DurationVar(&lockTimeout, "lock-timeout", 5*time.Minute, "how long to wait while another solar run holds the layout")
 	return cmd
 }

@@ -1,0 +1,82 @@
+package publish
+
+import (
+	"context"
+	"errors"
+	"io"
+	"slices"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+)
+
+// Overlay is a store that reads from base (a registry) and writes into top
+// (an OCI layout): render --registry computes versions against the registry
+// and puts the charts into a layout, for review and a later push. What top
+// holds wins: a version written in this run is read back from it.
+func Overlay(base Store, top *Layout) Store {
+	return &overlay{base: base, top: top}
+}
+
+type overlay struct {
+	base Store
+	top  *Layout
+}
+
+func (o *overlay) Repository(ctx context.Context, name string) (Repository, error) {
+	b, err := o.base.Repository(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	t, err := o.top.Repository(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return &overlayRepo{base: b, top: t}, nil
+}
+
+// overlayRepo reads from top, then base; writes go to top. Exists asks top
+// only, so that every blob of a version written lands in the layout.
+type overlayRepo struct {
+	base, top Repository
+}
+
+func (r *overlayRepo) Fetch(ctx context.Context, d ocispec.Descriptor) (io.ReadCloser, error) {
+	if ok, err := r.top.Exists(ctx, d); err == nil && ok {
+		return r.top.Fetch(ctx, d)
+	}
+	return r.base.Fetch(ctx, d)
+}
+
+func (r *overlayRepo) Exists(ctx context.Context, d ocispec.Descriptor) (bool, error) {
+	return r.top.Exists(ctx, d)
+}
+
+func (r *overlayRepo) Push(ctx context.Context, d ocispec.Descriptor, rd io.Reader) error {
+	return r.top.Push(ctx, d, rd)
+}
+
+func (r *overlayRepo) Resolve(ctx context.Context, ref string) (ocispec.Descriptor, error) {
+	d, err := r.top.Resolve(ctx, ref)
+	if err == nil || !isNotFound(err) {
+		return d, err
+	}
+	return r.base.Resolve(ctx, ref)
+}
+
+func (r *overlayRepo) Tag(ctx context.Context, d ocispec.Descriptor, tag string) error {
+	return r.top.Tag(ctx, d, tag)
+}
+
+// Tags are those of both, in ascending order.
+func (r *overlayRepo) Tags(ctx context.Context, last string, fn func([]string) error) error {
+	var tags []string
+	collect := func(t []string) error { tags = append(tags, t...); return nil }
+	if err := r.base.Tags(ctx, last, collect); err != nil && !isNotFound(err) {
+		return err
+	}
+	if err := r.top.Tags(ctx, last, collect); err != nil && !errors.Is(err, errReadOnly) {
+		return err
+	}
+	slices.Sort(tags)
+	return fn(slices.Compact(tags))
+}
