@@ -150,5 +150,7 @@ ln -sfn "$TOOLS/source-controller-$SC/crd" "$TOOLS/flux-crd"
 
 go_tool cue cuelang.org/go/cmd/cue v0.17.1
 go_tool helm helm.sh/helm/v3/cmd/helm v3.22.0
+# The oras CLI: the tests read solar's layouts by tag with it, as users would.
+go_tool oras oras.land/oras/cmd/oras v1.3.6
 
 echo "$BIN"

@@ -50,24 +50,24 @@ func TestGCLayout(t *testing.T) {
 		code, _, stderr := solar(t, "render", "--no-credentials", "--out", out, examples)
 		require.Equal(t, 0, code, stderr)
 	}
-	require.NoError(t, os.MkdirAll(filepath.Join(out, "ingest"), 0o700))
-	require.NoError(t, os.WriteFile(filepath.Join(out, "ingest", "leftover"), []byte("a killed run's"), 0o600))
-	blobs := countFiles(t, filepath.Join(out, "blobs"))
-	index := string(must(os.ReadFile(filepath.Join(out, "index.json"))))
+	require.NoError(t, os.MkdirAll(filepath.Join(out, "alpha", "bootstrap-edge-1", "ingest"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(out, "alpha", "bootstrap-edge-1", "ingest", "leftover"), []byte("a killed run's"), 0o600))
+	blobs := countFiles(t, out)
+	index := string(must(os.ReadFile(filepath.Join(out, "alpha", "bootstrap-edge-1", "index.json"))))
 
 	code, stdout, stderr := solar(t, "gc", "--out", out, "--keep", "1", "--dry-run")
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stdout, "would remove alpha/bootstrap-edge-1:0.0.1\n")
 	assert.Contains(t, stdout, "would remove alpha/bootstrap-edge-1:0.0.2\n")
-	assert.Equal(t, blobs, countFiles(t, filepath.Join(out, "blobs")), "a dry run removes nothing")
-	assert.Equal(t, index, string(must(os.ReadFile(filepath.Join(out, "index.json")))))
+	assert.Equal(t, blobs, countFiles(t, out), "a dry run removes nothing")
+	assert.Equal(t, index, string(must(os.ReadFile(filepath.Join(out, "alpha", "bootstrap-edge-1", "index.json")))))
 
 	code, stdout, stderr = solar(t, "gc", "--out", out, "--keep", "1")
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stdout, "removed 4 versions, ")
-	assert.Less(t, countFiles(t, filepath.Join(out, "blobs")), blobs)
-	assert.NoFileExists(t, filepath.Join(out, "ingest", "leftover"))
-	assert.NotContains(t, string(must(os.ReadFile(filepath.Join(out, "index.json")))), "bootstrap-edge-1:0.0.1")
+	assert.Less(t, countFiles(t, out), blobs)
+	assert.NoFileExists(t, filepath.Join(out, "alpha", "bootstrap-edge-1", "ingest", "leftover"))
+	assert.NotContains(t, string(must(os.ReadFile(filepath.Join(out, "alpha", "bootstrap-edge-1", "index.json")))), `"0.0.1"`)
 
 	// What was kept is whole: the next render finds every chart unchanged.
 	code, stdout, stderr = solar(t, "render", "--no-credentials", "--dry-run", "-o", "json", "--out", out, examples)

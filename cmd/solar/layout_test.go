@@ -27,15 +27,36 @@ func solarBinary(t *testing.T) string {
 	return bin
 }
 
-// index reads a layout's index.json: it must be one whole JSON document.
-func index(t *testing.T, dir string) ocispec.Index {
+// indexes reads the index.json of every repository of a layout, by
+// repository: each must be one whole JSON document.
+func indexes(t *testing.T, dir string) map[string]ocispec.Index {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "index.json"))
-	require.NoError(t, err)
-	var idx ocispec.Index
-	require.NoError(t, json.Unmarshal(b, &idx), "index.json is whole")
-	assert.Equal(t, 2, idx.SchemaVersion)
-	return idx
+	out := map[string]ocispec.Index{}
+	require.NoError(t, filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.Name() != "index.json" {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		require.NoError(t, err)
+		var idx ocispec.Index
+		require.NoError(t, json.Unmarshal(b, &idx), "%s is whole", p)
+		assert.Equal(t, 2, idx.SchemaVersion)
+		rel, err := filepath.Rel(dir, filepath.Dir(p))
+		require.NoError(t, err)
+		out[filepath.ToSlash(rel)] = idx
+		return nil
+	}))
+	return out
+}
+
+// tagCount counts the tags of every repository of a layout.
+func tagCount(t *testing.T, dir string) int {
+	t.Helper()
+	n := 0
+	for _, idx := range indexes(t, dir) {
+		n += len(idx.Manifests)
+	}
+	return n
 }
 
 // TestLayoutConcurrentRenders: two CI shards render into one out/ at once;
@@ -60,8 +81,7 @@ func TestLayoutConcurrentRenders(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		idx := index(t, out)
-		assert.Len(t, idx.Manifests, 6+4, "round %d: every tag of both shards (alpha: 2 bootstraps, 4 release charts; beta: 2 and 2)", round)
+		assert.Equal(t, 6+4, tagCount(t, out), "round %d: every tag of both shards (alpha: 2 bootstraps, 4 release charts; beta: 2 and 2)", round)
 		info, err := os.Stat(out)
 		require.NoError(t, err)
 		assert.Equal(t, os.FileMode(0o700), info.Mode().Perm(), "only the owner reads the layout")
@@ -85,9 +105,7 @@ func TestLayoutSurvivesKills(t *testing.T) {
 		time.Sleep(time.Duration(50+rand.IntN(1500)) * time.Millisecond)
 		_ = cmd.Process.Signal(syscall.SIGKILL)
 		_ = cmd.Wait()
-		if _, err := os.Stat(filepath.Join(out, "index.json")); err == nil {
-			index(t, out) // whole after kill %d
-		}
+		indexes(t, out) // whole after each kill
 		t.Logf("kill %d done", i)
 	}
 
@@ -102,7 +120,7 @@ func TestLayoutSurvivesKills(t *testing.T) {
 	} else {
 		t.Logf("the render finished before SIGTERM: %v", err)
 	}
-	index(t, out)
+	indexes(t, out)
 
 	final, err := exec.Command(bin, "render", "--no-credentials", "-o", "json", "--out", out, tree).Output()
 	require.NoError(t, err)
@@ -125,7 +143,7 @@ func TestLayoutRefusesWhatIsNotOne(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(notLayout, "index.json"), []byte(`{"mine": true}`), 0o644))
 	code, stderr := render(notLayout)
 	assert.Equal(t, 1, code)
-	assert.Contains(t, stderr, "is not empty and not an OCI image layout (no oci-layout)")
+	assert.Contains(t, stderr, "is not empty and not a solar layout (no .solar-layout)")
 	b, _ := os.ReadFile(filepath.Join(notLayout, "index.json"))
 	assert.JSONEq(t, `{"mine": true}`, string(b), "left as it was")
 
@@ -137,15 +155,16 @@ func TestLayoutRefusesWhatIsNotOne(t *testing.T) {
 	require.NoError(t, os.WriteFile(secret, []byte(`{}`), 0o600))
 	linked := filepath.Join(t.TempDir(), "linked")
 	require.NoError(t, os.CopyFS(linked, os.DirFS(out)))
-	require.NoError(t, os.Remove(filepath.Join(linked, "index.json")))
-	require.NoError(t, os.Symlink(secret, filepath.Join(linked, "index.json")))
+	repoIndex := filepath.Join("beta", "bootstrap-plant-1", "index.json")
+	require.NoError(t, os.Remove(filepath.Join(linked, repoIndex)))
+	require.NoError(t, os.Symlink(secret, filepath.Join(linked, repoIndex)))
 	code, stderr = render(linked)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, "index.json is not a regular file")
 
-	b, err := os.ReadFile(filepath.Join(out, "index.json"))
+	b, err := os.ReadFile(filepath.Join(out, repoIndex))
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(out, "index.json"), append(b, []byte(`{"trailing": 1}`)...), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(out, repoIndex), append(b, []byte(`{"trailing": 1}`)...), 0o600))
 	code, stderr = render(out)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, "index.json is damaged")

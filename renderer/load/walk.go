@@ -281,9 +281,10 @@ func (w *walker) expand(root string) ([]file, error) {
 	return files, err
 }
 
-// isFolderToSkip: a Helm chart or an OCI image layout.
+// isFolderToSkip: a Helm chart, an OCI image layout or a layout of solar's
+// (a folder of them).
 func isFolderToSkip(dir string) bool {
-	for _, marker := range []string{"Chart.yaml", "oci-layout"} {
+	for _, marker := range []string{"Chart.yaml", "oci-layout", ".solar-layout"} {
 		if _, err := os.Stat(filepath.Join(dir, marker)); err == nil {
 			return true
 		}

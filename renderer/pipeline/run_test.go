@@ -141,9 +141,9 @@ func TestRunLayout(t *testing.T) {
 	assert.Equal(t, dry, actions(r), "the dry run predicted the publish")
 	assert.Len(t, c.tagged, 10)
 	first := c.pushed
-	// alpha/alpha/release-metrics and beta/alpha/release-metrics are the same
-	// chart: its blobs and manifest are stored once.
-	assert.Len(t, first, 3*10-3, "config, layer and manifest of each chart, the shared one once")
+	// One OCI layout per repository: alpha/alpha/release-metrics and
+	// beta/alpha/release-metrics, the same chart, each hold its blobs.
+	assert.Len(t, first, 3*10, "config, layer and manifest of each chart")
 	before := snapshot(t, dir)
 
 	// Unchanged input writes nothing, not even index.json.

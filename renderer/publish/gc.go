@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -57,61 +56,60 @@ func old(tags []string, keep int) []string {
 }
 
 // GC removes from the layout the versions beyond the newest opts.Keep of each
-// repository, then every blob that no kept version references and the temporary
-// files of killed runs. The layout must be open writable (it is locked).
+// repository, then every blob that no kept version of its repository
+// references and the temporary files of killed runs. The layout must be open
+// writable (it is locked), or read-only for a dry run.
 func (l *Layout) GC(ctx context.Context, opts GCOptions) (GCResult, error) {
 	var r GCResult
 	if opts.Keep < 1 {
 		return r, fmt.Errorf("keep at least 1 version: Flux follows the newest")
 	}
-	if l.store == nil && !opts.DryRun {
-		return r, errReadOnly
+	names, err := l.Repositories(ctx, opts.Prefix)
+	if err != nil {
+		return r, err
 	}
-	l.mu.Lock()
-	for _, repo := range slices.Sorted(maps.Keys(l.tags)) {
-		if !strings.HasPrefix(repo, opts.Prefix) {
-			continue
+	for _, name := range names {
+		s, err := l.open(ctx, name)
+		if err != nil {
+			return r, err
 		}
-		drop := old(l.tags[repo], opts.Keep)
+		if s.store == nil && !opts.DryRun {
+			return r, errReadOnly
+		}
+		drop := old(s.tags, opts.Keep)
 		for _, v := range drop {
-			r.Versions = append(r.Versions, repo+":"+v)
+			r.Versions = append(r.Versions, name+":"+v)
 			if !opts.DryRun {
-				if err := l.store.Untag(ctx, repo+":"+v); err != nil {
-					l.mu.Unlock()
-					return r, fmt.Errorf("removing %s:%s: %w", repo, v, err)
+				if err := s.store.Untag(ctx, v); err != nil {
+					return r, fmt.Errorf("removing %s:%s: %w", name, v, err)
 				}
 			}
 		}
+		kept := slices.DeleteFunc(slices.Clone(s.tags), func(t string) bool { return slices.Contains(drop, t) })
 		if !opts.DryRun && len(drop) > 0 {
-			l.tags[repo] = slices.DeleteFunc(l.tags[repo], func(t string) bool { return slices.Contains(drop, t) })
-			l.dirty = true
-		}
-	}
-	l.mu.Unlock()
-	if !opts.DryRun {
-		if err := l.Save(ctx); err != nil {
-			return r, err
-		}
-	}
-
-	// What the kept versions reference stays.
-	keep := map[string]bool{}
-	for repo, tags := range l.tags {
-		for _, tag := range tags {
-			if opts.DryRun && slices.Contains(r.Versions, repo+":"+tag) {
-				continue
+			l.mu.Lock()
+			s.tags, s.dirty = kept, true
+			l.mu.Unlock()
+			// The index without them first: a kill while blobs go leaves
+			// no version naming a missing blob.
+			if err := l.Save(ctx); err != nil {
+				return r, err
 			}
-			desc, err := l.backend.Resolve(ctx, repo+":"+tag)
+		}
+		// What the kept versions reference stays.
+		keep := map[string]bool{}
+		for _, tag := range kept {
+			desc, err := s.backend.Resolve(ctx, tag)
 			if err != nil {
 				return r, err
 			}
-			b, err := content.FetchAll(ctx, l.backend, desc)
+			b, err := content.FetchAll(ctx, s.backend, desc)
 			if err != nil {
 				return r, err
 			}
 			var m ocispec.Manifest
 			if err := json.Unmarshal(b, &m); err != nil {
-				return r, fmt.Errorf("reading %s:%s: %w", repo, tag, err)
+				return r, fmt.Errorf("reading %s:%s: %w", name, tag, err)
 			}
 			keep[desc.Digest.Encoded()] = true
 			keep[m.Config.Digest.Encoded()] = true
@@ -119,32 +117,32 @@ func (l *Layout) GC(ctx context.Context, opts GCOptions) (GCResult, error) {
 				keep[layer.Digest.Encoded()] = true
 			}
 		}
-	}
-	for _, sub := range []string{"blobs", "ingest"} {
-		root := filepath.Join(l.dir, sub)
-		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			if err != nil || d.IsDir() {
-				return err
-			}
-			if sub == "blobs" && keep[d.Name()] {
-				return nil
-			}
-			info, err := d.Info()
+		for _, sub := range []string{"blobs", "ingest"} {
+			root := filepath.Join(s.dir, sub)
+			err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+				if errors.Is(err, fs.ErrNotExist) {
+					return nil
+				}
+				if err != nil || d.IsDir() {
+					return err
+				}
+				if sub == "blobs" && keep[d.Name()] {
+					return nil
+				}
+				info, err := d.Info()
+				if err != nil {
+					return err
+				}
+				r.Blobs++
+				r.Bytes += info.Size()
+				if opts.DryRun {
+					return nil
+				}
+				return os.Remove(p)
+			})
 			if err != nil {
-				return err
+				return r, fmt.Errorf("collecting %s: %w", root, err)
 			}
-			r.Blobs++
-			r.Bytes += info.Size()
-			if opts.DryRun {
-				return nil
-			}
-			return os.Remove(p)
-		})
-		if err != nil {
-			return r, fmt.Errorf("collecting %s: %w", root, err)
 		}
 	}
 	return r, nil

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,27 +24,35 @@ import (
 	"oras.land/oras-go/v2/registry"
 )
 
+// Layout is a folder of OCI image layouts, one per repository: out/<repository>/
+// is a standard OCI image layout whose tags are the versions, as oras
+// (--oci-layout out/alpha/bootstrap-edge-1:0.0.1) and go-containerregistry read
+// it. The folder holds MarkerFile; it is locked while open (Close unlocks), and
+// Save writes each index.json whole or not at all.
+type Layout struct {
+	dir      string
+	readOnly bool
+	lock     *os.File
+
+	mu    sync.Mutex
+	known []string // repositories found when opened
+	repos map[string]*layoutStore
+}
+
+// layoutStore is one repository's OCI image layout.
+type layoutStore struct {
+	dir     string
+	backend layoutBackend
+	store   *oci.Store // nil when read-only
+	tags    []string
+	dirty   bool
+}
+
 // layoutBackend is what both a writable and a read-only OCI layout offer.
 type layoutBackend interface {
 	content.ReadOnlyStorage
 	content.Resolver
 	registry.TagLister
-}
-
-// Layout is an OCI image layout holding many repositories: a manifest of
-// repository R at version V is tagged "R:V" (org.opencontainers.image.ref.name).
-// Blobs are shared by all repositories. The layout is the state of renders:
-// it is locked while open (Close unlocks), and Save writes index.json whole
-// or not at all.
-type Layout struct {
-	dir     string
-	backend layoutBackend
-	store   *oci.Store // nil when read-only
-	lock    *os.File
-
-	mu    sync.Mutex
-	tags  map[string][]string // repository → versions
-	dirty bool
 }
 
 // LayoutOptions say how to open a layout. The zero value opens it writable
@@ -62,15 +71,17 @@ type LayoutOptions struct {
 // errReadOnly is what a dry run gets if it ever tried to write.
 var errReadOnly = errors.New("the OCI layout is open read-only")
 
-// lockFile is the file that solar runs lock in a layout.
-const lockFile = ".solar.lock"
+// MarkerFile marks a folder as a solar layout; lockFile is what runs lock.
+const (
+	MarkerFile = ".solar-layout"
+	lockFile   = ".solar.lock"
+)
 
-// OpenLayout opens the OCI image layout in dir. A writable layout is created
-// when missing (0700: only its owner reads the charts, and their tokens); a
-// folder that holds something else is refused. index.json and oci-layout must
-// be regular files: symlinks inside the layout are not followed.
+// OpenLayout opens the layout in dir. A writable one is created when missing
+// (0700: only its owner reads the charts, and their tokens); a folder that
+// holds something else is refused, and no symlink inside is followed.
 func OpenLayout(ctx context.Context, dir string, opts LayoutOptions) (*Layout, error) {
-	l := &Layout{dir: dir, tags: map[string][]string{}}
+	l := &Layout{dir: dir, readOnly: opts.ReadOnly, repos: map[string]*layoutStore{}}
 	exists, err := checkLayoutDir(dir)
 	if err != nil {
 		return nil, err
@@ -79,60 +90,43 @@ func OpenLayout(ctx context.Context, dir string, opts LayoutOptions) (*Layout, e
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("creating OCI layout %s: %w", dir, err)
 		}
+		if err := writeAtomic(filepath.Join(dir, MarkerFile), []byte(`{"layout":"one OCI image layout per repository"}`+"\n")); err != nil {
+			return nil, fmt.Errorf("creating OCI layout %s: %w", dir, err)
+		}
 		exists = true
 	}
-	if exists {
-		if l.lock, err = lockLayout(ctx, dir, !opts.ReadOnly, opts); err != nil {
-			return nil, err
-		}
+	if !exists {
+		return l, nil
 	}
-	if err := l.open(ctx, exists, opts.ReadOnly); err != nil {
-		l.Close()
+	if l.lock, err = lockLayout(ctx, dir, !opts.ReadOnly, opts); err != nil {
 		return nil, err
 	}
-	return l, nil
-}
-
-func (l *Layout) open(ctx context.Context, exists, readOnly bool) error {
-	if !readOnly {
-		s, err := oci.NewWithContext(ctx, l.dir)
-		if err != nil {
-			return fmt.Errorf("opening OCI layout %s: %w", l.dir, err)
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() || p == dir {
+			return err
 		}
-		// One index.json write at the end (Save), not one per tag.
-		s.AutoSaveIndex = false
-		l.backend, l.store = s, s
-	} else {
-		var fsys fs.FS = os.DirFS(l.dir)
-		if !exists {
-			fsys = fstest.MapFS{
-				ocispec.ImageLayoutFile: {Data: []byte(`{"imageLayoutVersion":"1.0.0"}`)},
-				ocispec.ImageIndexFile:  {Data: []byte(`{"schemaVersion":2,"manifests":[]}`)},
+		if strings.HasPrefix(d.Name(), ".") {
+			return fs.SkipDir
+		}
+		if _, err := os.Lstat(filepath.Join(p, ocispec.ImageLayoutFile)); err == nil {
+			rel, err := filepath.Rel(dir, p)
+			if err != nil {
+				return err
 			}
-		}
-		s, err := oci.NewFromFS(ctx, fsys)
-		if err != nil {
-			return fmt.Errorf("opening OCI layout %s: %w", l.dir, err)
-		}
-		l.backend = s
-	}
-	err := l.backend.Tags(ctx, "", func(tags []string) error {
-		for _, t := range tags {
-			if repo, version, ok := cutRef(t); ok {
-				l.tags[repo] = append(l.tags[repo], version)
-			}
+			l.known = append(l.known, filepath.ToSlash(rel))
+			return fs.SkipDir
 		}
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("listing tags of OCI layout %s: %w", l.dir, err)
+		l.Close()
+		return nil, fmt.Errorf("opening OCI layout %s: %w", dir, err)
 	}
-	return nil
+	return l, nil
 }
 
-// checkLayoutDir says whether dir exists as a layout, refusing what is not
-// one: a non-empty folder without oci-layout, symlinked or non-regular
-// index.json and oci-layout, an index.json that is not one JSON document.
+// checkLayoutDir says whether dir exists as a solar layout; a folder that
+// holds something else is refused.
 func checkLayoutDir(dir string) (bool, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -144,74 +138,142 @@ func checkLayoutDir(dir string) (bool, error) {
 	if len(entries) == 0 {
 		return false, nil
 	}
+	info, err := os.Lstat(filepath.Join(dir, MarkerFile))
+	switch {
+	case err == nil && info.Mode().IsRegular():
+		return true, nil
+	case err == nil:
+		return false, fmt.Errorf("OCI layout %s: %s is not a regular file (%s): not followed", dir, MarkerFile, info.Mode().Type())
+	}
+	if _, err := os.Lstat(filepath.Join(dir, ocispec.ImageLayoutFile)); err == nil {
+		return false, fmt.Errorf("%s is one OCI image layout for all repositories, as older solar versions wrote: render into a new folder", dir)
+	}
+	return false, fmt.Errorf("%s is not empty and not a solar layout (no %s): solar writes only into its own layouts", dir, MarkerFile)
+}
+
+// open opens the layout of one repository (a missing one is empty; written,
+// it is created).
+func (l *Layout) open(ctx context.Context, name string) (*layoutStore, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s, ok := l.repos[name]; ok {
+		return s, nil
+	}
+	if !filepath.IsLocal(filepath.FromSlash(name)) {
+		return nil, fmt.Errorf("repository name %q leaves the layout", name)
+	}
+	s := &layoutStore{dir: filepath.Join(l.dir, filepath.FromSlash(name))}
+	exists, err := checkRepoLayout(s.dir)
+	if err != nil {
+		return nil, fmt.Errorf("OCI layout %s: %w", s.dir, err)
+	}
+	switch {
+	case !l.readOnly:
+		if err := os.MkdirAll(s.dir, 0o700); err != nil {
+			return nil, err
+		}
+		st, err := oci.NewWithContext(ctx, s.dir)
+		if err != nil {
+			return nil, fmt.Errorf("opening OCI layout %s: %w", s.dir, err)
+		}
+		// One index.json write at the end (Save), not one per tag.
+		st.AutoSaveIndex = false
+		s.backend, s.store = st, st
+	case exists:
+		st, err := oci.NewFromFS(ctx, os.DirFS(s.dir))
+		if err != nil {
+			return nil, fmt.Errorf("opening OCI layout %s: %w", s.dir, err)
+		}
+		s.backend = st
+	default:
+		st, err := oci.NewFromFS(ctx, fstest.MapFS{
+			ocispec.ImageLayoutFile: {Data: []byte(`{"imageLayoutVersion":"1.0.0"}`)},
+			ocispec.ImageIndexFile:  {Data: []byte(`{"schemaVersion":2,"manifests":[]}`)},
+		})
+		if err != nil {
+			return nil, err
+		}
+		s.backend = st
+	}
+	err = s.backend.Tags(ctx, "", func(tags []string) error {
+		s.tags = append(s.tags, tags...)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing tags of OCI layout %s: %w", s.dir, err)
+	}
+	l.repos[name] = s
+	return s, nil
+}
+
+// checkRepoLayout says whether a repository's layout exists, refusing
+// symlinked or damaged index.json and oci-layout.
+func checkRepoLayout(dir string) (bool, error) {
+	info, err := os.Lstat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	case err != nil:
+		return false, err
+	case !info.IsDir():
+		return false, fmt.Errorf("not a folder (%s): not followed", info.Mode().Type())
+	}
 	for _, name := range []string{ocispec.ImageLayoutFile, ocispec.ImageIndexFile} {
 		info, err := os.Lstat(filepath.Join(dir, name))
 		switch {
-		case errors.Is(err, fs.ErrNotExist) && name == ocispec.ImageLayoutFile:
-			return false, fmt.Errorf("%s is not empty and not an OCI image layout (no %s): solar writes only into its own layouts", dir, name)
 		case errors.Is(err, fs.ErrNotExist):
 			continue // a layout killed before its first index: oras starts one
 		case err != nil:
 			return false, err
 		case !info.Mode().IsRegular():
-			return false, fmt.Errorf("OCI layout %s: %s is not a regular file (%s): not followed", dir, name, info.Mode().Type())
+			return false, fmt.Errorf("%s is not a regular file (%s): not followed", name, info.Mode().Type())
 		}
 	}
-	b, err := os.ReadFile(filepath.Join(dir, ocispec.ImageIndexFile))
-	if err == nil {
+	if b, err := os.ReadFile(filepath.Join(dir, ocispec.ImageIndexFile)); err == nil {
 		var index ocispec.Index
 		if err := json.Unmarshal(b, &index); err != nil {
-			return false, fmt.Errorf("OCI layout %s: index.json is damaged: %w", dir, err)
+			return false, fmt.Errorf("index.json is damaged: %w", err)
 		}
 	}
 	return true, nil
 }
 
-// cutRef splits "alpha/bootstrap-edge-1:0.0.1" into repository and tag.
-func cutRef(ref string) (repo, tag string, ok bool) {
-	i := strings.LastIndexByte(ref, ':')
-	if i <= 0 || !strings.Contains(ref[:i], "/") {
-		return "", "", false
-	}
-	return ref[:i], ref[i+1:], true
-}
-
-// Save writes index.json if anything was tagged: every tagged manifest,
-// sorted by reference so that the same layout gives the same bytes, written
-// to a temporary file that is synced and renamed over the old one. A kill at
-// any moment leaves the old index or the new one.
+// Save writes the index.json of every repository that got a tag: its tagged
+// manifests in version order, so the same layout gives the same bytes, to a
+// temporary file that is synced and renamed over the old one. A kill at any
+// moment leaves the old index or the new one.
 func (l *Layout) Save(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.store == nil || !l.dirty {
-		return nil
-	}
-	index := ocispec.Index{Manifests: []ocispec.Descriptor{}}
-	index.SchemaVersion = 2
-	index.MediaType = ocispec.MediaTypeImageIndex
-	for repo, tags := range l.tags {
-		for _, tag := range tags {
-			ref := repo + ":" + tag
-			desc, err := l.store.Resolve(ctx, ref)
+	for _, name := range slices.Sorted(maps.Keys(l.repos)) {
+		s := l.repos[name]
+		if s.store == nil || !s.dirty {
+			continue
+		}
+		index := ocispec.Index{Manifests: []ocispec.Descriptor{}}
+		index.SchemaVersion = 2
+		index.MediaType = ocispec.MediaTypeImageIndex
+		for _, tag := range s.tags {
+			desc, err := s.store.Resolve(ctx, tag)
 			if err != nil {
-				return fmt.Errorf("saving OCI layout index: %s: %w", ref, err)
+				return fmt.Errorf("saving OCI layout index of %s: %s: %w", name, tag, err)
 			}
-			desc.Annotations = map[string]string{ocispec.AnnotationRefName: ref}
+			desc.Annotations = map[string]string{ocispec.AnnotationRefName: tag}
 			index.Manifests = append(index.Manifests, desc)
 		}
+		slices.SortFunc(index.Manifests, func(a, b ocispec.Descriptor) int {
+			return cmp.Or(cmp.Compare(a.Annotations[ocispec.AnnotationRefName], b.Annotations[ocispec.AnnotationRefName]),
+				cmp.Compare(a.Digest, b.Digest))
+		})
+		b, err := json.Marshal(index)
+		if err != nil {
+			return err
+		}
+		if err := writeAtomic(filepath.Join(s.dir, ocispec.ImageIndexFile), b); err != nil {
+			return fmt.Errorf("saving OCI layout index of %s: %w", name, err)
+		}
+		s.dirty = false
 	}
-	slices.SortFunc(index.Manifests, func(a, b ocispec.Descriptor) int {
-		return cmp.Or(cmp.Compare(a.Annotations[ocispec.AnnotationRefName], b.Annotations[ocispec.AnnotationRefName]),
-			cmp.Compare(a.Digest, b.Digest))
-	})
-	b, err := json.Marshal(index)
-	if err != nil {
-		return err
-	}
-	if err := writeAtomic(filepath.Join(l.dir, ocispec.ImageIndexFile), b); err != nil {
-		return fmt.Errorf("saving OCI layout index: %w", err)
-	}
-	l.dirty = false
 	return nil
 }
 
@@ -257,49 +319,69 @@ func (l *Layout) Close() error {
 }
 
 // Repository returns the view of one repository.
-func (l *Layout) Repository(_ context.Context, name string) (Repository, error) {
-	return &layoutRepo{l: l, name: name}, nil
+func (l *Layout) Repository(ctx context.Context, name string) (Repository, error) {
+	s, err := l.open(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return &layoutRepo{l: l, s: s}, nil
+}
+
+// Repositories lists the layout's repositories under prefix.
+func (l *Layout) Repositories(_ context.Context, prefix string) ([]string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	seen := map[string]bool{}
+	var out []string
+	for _, name := range append(slices.Clone(l.known), slices.Collect(maps.Keys(l.repos))...) {
+		if s, opened := l.repos[name]; opened && len(s.tags) == 0 {
+			continue
+		}
+		if !seen[name] && strings.HasPrefix(name, prefix) {
+			seen[name] = true
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 type layoutRepo struct {
-	l    *Layout
-	name string
+	l *Layout
+	s *layoutStore
 }
 
 func (r *layoutRepo) Fetch(ctx context.Context, d ocispec.Descriptor) (io.ReadCloser, error) {
-	return r.l.backend.Fetch(ctx, d)
+	return r.s.backend.Fetch(ctx, d)
 }
 
 func (r *layoutRepo) Exists(ctx context.Context, d ocispec.Descriptor) (bool, error) {
-	return r.l.backend.Exists(ctx, d)
+	return r.s.backend.Exists(ctx, d)
 }
 
 func (r *layoutRepo) Push(ctx context.Context, d ocispec.Descriptor, rd io.Reader) error {
-	if r.l.store == nil {
+	if r.s.store == nil {
 		return errReadOnly
 	}
-	return r.l.store.Push(ctx, d, rd)
+	return r.s.store.Push(ctx, d, rd)
 }
 
-// Resolve takes a tag of this repository or a digest.
+// Resolve takes a tag (a version) or a digest.
 func (r *layoutRepo) Resolve(ctx context.Context, ref string) (ocispec.Descriptor, error) {
-	if strings.Contains(ref, ":") { // a digest
-		return r.l.backend.Resolve(ctx, ref)
-	}
-	return r.l.backend.Resolve(ctx, r.name+":"+ref)
+	return r.s.backend.Resolve(ctx, ref)
 }
 
 func (r *layoutRepo) Tag(ctx context.Context, d ocispec.Descriptor, tag string) error {
-	if r.l.store == nil {
+	if r.s.store == nil {
 		return errReadOnly
 	}
-	if err := r.l.store.Tag(ctx, d, r.name+":"+tag); err != nil {
+	if err := r.s.store.Tag(ctx, d, tag); err != nil {
 		return err
 	}
 	r.l.mu.Lock()
 	defer r.l.mu.Unlock()
-	r.l.tags[r.name] = append(r.l.tags[r.name], tag)
-	r.l.dirty = true
+	r.s.tags = append(r.s.tags, tag)
+	r.s.dirty = true
 	return nil
 }
 
@@ -307,7 +389,7 @@ func (r *layoutRepo) Tag(ctx context.Context, d ocispec.Descriptor, tag string) 
 func (r *layoutRepo) Tags(_ context.Context, last string, fn func([]string) error) error {
 	r.l.mu.Lock()
 	var tags []string
-	for _, t := range r.l.tags[r.name] {
+	for _, t := range r.s.tags {
 		if t > last {
 			tags = append(tags, t)
 		}
@@ -315,18 +397,4 @@ func (r *layoutRepo) Tags(_ context.Context, last string, fn func([]string) erro
 	r.l.mu.Unlock()
 	slices.Sort(tags)
 	return fn(tags)
-}
-
-// Repositories lists the layout's repositories under prefix.
-func (l *Layout) Repositories(_ context.Context, prefix string) ([]string, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []string
-	for repo := range l.tags {
-		if strings.HasPrefix(repo, prefix) {
-			out = append(out, repo)
-		}
-	}
-	slices.Sort(out)
-	return out, nil
 }
