@@ -24,9 +24,10 @@ func newRenderCmd(g *globals) *cobra.Command {
 		Short: "Render and package the charts of every Target into an OCI image layout",
 		Long: `render validates the objects (as vet does), resolves what every Target gets, and
 writes one release chart per Release and one bootstrap-<target> chart per Target
-into an OCI image layout (default out/), tagged
-  <namespace>/bootstrap-<target>:<version>
-  <namespace>/<release-namespace>/release-<release>:<version>
+into --out (default out/), one standard OCI image layout per repository, the
+version as the tag:
+  out/<namespace>/bootstrap-<target>              (oras: --oci-layout out/alpha/bootstrap-edge-1:0.0.1)
+  out/<namespace>/<release-namespace>/release-<release>
 No registry is used (with --kubeconfig, the API server is, to mint agent
 credentials first; see solar credentials sync). The layout is the state: a chart whose content equals its
 latest version is unchanged and nothing is written; otherwise the next patch
