@@ -65,8 +65,8 @@ go test -c -o "$dir/pipeline.test" ./renderer/pipeline
 bench=$(cd renderer/pipeline && /usr/bin/time -f '%M' -o "$dir/rss" \
   "$dir/pipeline.test" -test.run '^$' -test.bench Render10k -test.benchtime 1x -test.benchmem | grep '^Benchmark')
 solar_cps=$(echo "$bench" | awk '{for (i=1;i<=NF;i++) if ($i=="charts/s") print $(i-1)}')
-bin/solar render --out "$dir/layout" examples/ >/dev/null 2>&1
-chart=$(find "$dir/layout/blobs" -type f -size +1k | head -1)
+bin/solar render --no-credentials --out "$dir/layout" examples/ >/dev/null 2>&1
+chart=$(find "$dir/layout" -path "*/blobs/*" -type f -size +1k | head -1)
 mkdir -p "$dir/chart" && tar -xzf "$chart" -C "$dir/chart"
 K=${K:-100}
 s=$(date +%s.%N)
