@@ -226,7 +226,7 @@ func TestVetGitOpsTree(t *testing.T) {
 	code, stdout, stderr := solar(t, "vet", "-v", "--exclude", "excluded", dir)
 	assert.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	assert.Contains(t, stderr, "skipped 3 objects of other API groups (apiextensions.k8s.io 1, core 1, helm.toolkit.fluxcd.io 1)")
-	assert.Contains(t, stderr, "3 files that hold no Kubernetes objects", "values.yaml, the template, examples/ci/github-actions.yaml")
+	assert.Contains(t, stderr, "4 files that hold no Kubernetes objects", "values.yaml, the template, the two workflows of examples/ci")
 	assert.Contains(t, stderr, "2 Helm chart or OCI layout folders")
 
 	// --strict: what was skipped is an error.

@@ -86,20 +86,24 @@ func OpenLayout(ctx context.Context, dir string, opts LayoutOptions) (*Layout, e
 	if err != nil {
 		return nil, err
 	}
-	if !opts.ReadOnly && !exists {
+	if opts.ReadOnly && !exists {
+		return l, nil
+	}
+	if !opts.ReadOnly {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("creating OCI layout %s: %w", dir, err)
 		}
-		if err := writeAtomic(filepath.Join(dir, MarkerFile), []byte(`{"layout":"one OCI image layout per repository"}`+"\n")); err != nil {
-			return nil, fmt.Errorf("creating OCI layout %s: %w", dir, err)
-		}
-		exists = true
 	}
-	if !exists {
-		return l, nil
-	}
+	// Locked before the marker is written: two runs creating one layout
+	// create it once.
 	if l.lock, err = lockLayout(ctx, dir, !opts.ReadOnly, opts); err != nil {
 		return nil, err
+	}
+	if _, err := os.Lstat(filepath.Join(dir, MarkerFile)); errors.Is(err, fs.ErrNotExist) && !opts.ReadOnly {
+		if err := writeAtomic(filepath.Join(dir, MarkerFile), []byte(`{"layout":"one OCI image layout per repository"}`+"\n")); err != nil {
+			l.Close()
+			return nil, fmt.Errorf("creating OCI layout %s: %w", dir, err)
+		}
 	}
 	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || !d.IsDir() || p == dir {
@@ -135,6 +139,10 @@ func checkLayoutDir(dir string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("opening OCI layout %s: %w", dir, err)
 	}
+	// What another run creating the layout has put there so far.
+	entries = slices.DeleteFunc(entries, func(e fs.DirEntry) bool {
+		return e.Name() == lockFile || strings.HasPrefix(e.Name(), "."+MarkerFile+".")
+	})
 	if len(entries) == 0 {
 		return false, nil
 	}
@@ -168,17 +176,10 @@ func (l *Layout) open(ctx context.Context, name string) (*layoutStore, error) {
 		return nil, fmt.Errorf("OCI layout %s: %w", s.dir, err)
 	}
 	switch {
-	case !l.readOnly:
-		if err := os.MkdirAll(s.dir, 0o700); err != nil {
+	case !l.readOnly && exists:
+		if err := s.writable(ctx); err != nil {
 			return nil, err
 		}
-		st, err := oci.NewWithContext(ctx, s.dir)
-		if err != nil {
-			return nil, fmt.Errorf("opening OCI layout %s: %w", s.dir, err)
-		}
-		// One index.json write at the end (Save), not one per tag.
-		st.AutoSaveIndex = false
-		s.backend, s.store = st, st
 	case exists:
 		st, err := oci.NewFromFS(ctx, os.DirFS(s.dir))
 		if err != nil {
@@ -204,6 +205,25 @@ func (l *Layout) open(ctx context.Context, name string) (*layoutStore, error) {
 	}
 	l.repos[name] = s
 	return s, nil
+}
+
+// writable opens (and creates, the first time something is written) the
+// repository's layout for writing.
+func (s *layoutStore) writable(ctx context.Context) error {
+	if s.store != nil {
+		return nil
+	}
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		return err
+	}
+	st, err := oci.NewWithContext(ctx, s.dir)
+	if err != nil {
+		return fmt.Errorf("opening OCI layout %s: %w", s.dir, err)
+	}
+	// One index.json write at the end (Save), not one per tag.
+	st.AutoSaveIndex = false
+	s.backend, s.store = st, st
+	return nil
 }
 
 // checkRepoLayout says whether a repository's layout exists, refusing
@@ -360,10 +380,21 @@ func (r *layoutRepo) Exists(ctx context.Context, d ocispec.Descriptor) (bool, er
 }
 
 func (r *layoutRepo) Push(ctx context.Context, d ocispec.Descriptor, rd io.Reader) error {
-	if r.s.store == nil {
-		return errReadOnly
+	if err := r.write(ctx); err != nil {
+		return err
 	}
 	return r.s.store.Push(ctx, d, rd)
+}
+
+// write makes the repository writable: a dry run's is not; a new one is
+// created now.
+func (r *layoutRepo) write(ctx context.Context) error {
+	if r.l.readOnly {
+		return errReadOnly
+	}
+	r.l.mu.Lock()
+	defer r.l.mu.Unlock()
+	return r.s.writable(ctx)
 }
 
 // Resolve takes a tag (a version) or a digest.
@@ -372,8 +403,8 @@ func (r *layoutRepo) Resolve(ctx context.Context, ref string) (ocispec.Descripto
 }
 
 func (r *layoutRepo) Tag(ctx context.Context, d ocispec.Descriptor, tag string) error {
-	if r.s.store == nil {
-		return errReadOnly
+	if err := r.write(ctx); err != nil {
+		return err
 	}
 	if err := r.s.store.Tag(ctx, d, tag); err != nil {
 		return err

@@ -38,8 +38,11 @@ func PushLayout(ctx context.Context, l *Layout, dst Store, opts Options) ([]Resu
 			return nil, err
 		}
 		mine, err := latestVersion(ctx, src)
-		if err != nil || mine == nil {
+		if err != nil {
 			return nil, err
+		}
+		if mine == nil {
+			continue // a repository without versions
 		}
 		target, err := dst.Repository(ctx, repo)
 		if err != nil {
