@@ -126,6 +126,10 @@ func (m *Minter) Sync(ctx context.Context, t *model.Target) Credential {
 	switch {
 	case m.opts.APIServerURL == "":
 		cred = Credential{Status: metav1.ConditionFalse, Reason: ReasonDisabled, Message: disabledMessage}
+	case t.Annotations[AnnotationAgentCredential] == "revoked" && m.opts.ReadOnly:
+		// A dry run writes nothing, ever: it says what a sync would do.
+		return Credential{Status: metav1.ConditionFalse, Reason: ReasonRevoked,
+			Message: "dry run: revoked by the annotation " + AnnotationAgentCredential + "; a sync would delete its token Secrets"}
 	case t.Annotations[AnnotationAgentCredential] == "revoked":
 		if err := m.revoke(ctx, t); err != nil {
 			cred = failed(fmt.Errorf("revoking: %w", err))

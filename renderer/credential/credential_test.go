@@ -251,6 +251,13 @@ func TestRevokeDisabledMintFailed(t *testing.T) {
 	_, err = agent.Resource(TargetGVR).Namespace("alpha").Get(ctx, "edge-1", metav1.GetOptions{})
 	require.NoError(t, err)
 	edge1.Annotations = map[string]string{AnnotationAgentCredential: "revoked"}
+	// A dry run of the revocation deletes nothing.
+	dry := e.minter(t, pipeline, Options{TTL: time.Hour, ReadOnly: true}).Sync(ctx, edge1)
+	assert.Equal(t, ReasonRevoked, dry.Reason)
+	assert.Contains(t, dry.Message, "dry run")
+	assert.NotEmpty(t, e.tokenSecrets(t, "alpha", "edge-1"), "a dry run deletes no token Secret")
+	_, err = agent.Resource(TargetGVR).Namespace("alpha").Get(ctx, "edge-1", metav1.GetOptions{})
+	require.NoError(t, err, "the token still works after a dry run")
 	revoked := m.Sync(ctx, edge1)
 	assert.Equal(t, ReasonRevoked, revoked.Reason, revoked.Message)
 	assert.Equal(t, "Revoked", e.condition(t, "alpha", "edge-1")["reason"])

@@ -55,3 +55,27 @@ func TestPublishAnyContent(t *testing.T) {
 	assert.Equal(t, []string{"a/two 0.0.3 update"}, publishJobs(t, dir, false, textJob("a/two", "hello")),
 		"content an older version had still gets a new version: versions only rise")
 }
+
+// TestLatestVersionIsTheHighest: versions compare as semver, not as text,
+// and tags that are no version are not versions.
+func TestLatestVersionIsTheHighest(t *testing.T) {
+	ctx := context.Background()
+	l, err := OpenLayout(ctx, filepath.Join(t.TempDir(), "out"), LayoutOptions{})
+	require.NoError(t, err)
+	defer l.Close()
+	repo, err := l.Repository(ctx, "a/b")
+	require.NoError(t, err)
+	art, err := textJob("a/b", "x").Pack("0.0.1")
+	require.NoError(t, err)
+	staged, manifest, err := stage(ctx, art)
+	require.NoError(t, err)
+	for _, tag := range []string{"0.0.2", "0.0.10", "0.0.9", "latest", "v0.0.99"} {
+		require.NoError(t, push(ctx, staged, repo, manifest, tag, true))
+	}
+	v, err := latestVersion(ctx, repo)
+	require.NoError(t, err)
+	assert.Equal(t, "0.0.10", v.Original())
+	results, err := Publish(ctx, l, []Job{textJob("a/b", "y")}, Options{})
+	require.NoError(t, err)
+	assert.Equal(t, "0.0.11", results[0].Version, "the next version after the highest")
+}
