@@ -375,4 +375,16 @@ func TestDriftIsRepaired(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, rb.Subjects, 1)
 	assert.NotContains(t, m.Sync(ctx, edge1).Message, "repaired", "nothing to repair the next time")
+
+	// A Role that grants more than its own Target: its rules are put back.
+	role, err := e.s.Client.RbacV1().Roles("alpha").Get(ctx, name, metav1.GetOptions{})
+	require.NoError(t, err)
+	role.Rules = append(role.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"list"}})
+	_, err = e.s.Client.RbacV1().Roles("alpha").Update(ctx, role, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	cred = m.Sync(ctx, edge1)
+	assert.Contains(t, cred.Message, "repaired: Role alpha/solar-agent-edge-1 had other rules")
+	role, err = e.s.Client.RbacV1().Roles("alpha").Get(ctx, name, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Len(t, role.Rules, 2, "its own Target and TargetReport, nothing else")
 }

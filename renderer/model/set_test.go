@@ -95,3 +95,29 @@ spec: {targetRef: {name: c, namespace: other}, releaseRef: {name: prod}}
 	assert.Equal(t, []string{"ns/a all", "ns/a prod", "ns/b all"}, got,
 		"a missing selector matches every Target of the namespace, never another namespace's; an ungranted binding binds nothing")
 }
+
+// TestGrantOnlyInTheReferencedNamespace: a ReferenceGrant counts only in the
+// namespace of the objects it opens up; one that sits anywhere else (in the
+// referring namespace, in a third one) grants nothing: fail closed.
+func TestGrantOnlyInTheReferencedNamespace(t *testing.T) {
+	grant := func(ns string) string {
+		return `
+---
+kind: ReferenceGrant
+metadata: {name: g, namespace: ` + ns + `}
+spec:
+  from: [{group: solar.opendefense.cloud, kind: Target, namespace: alpha}]
+  to: [{group: solar.opendefense.cloud, kind: Registry}]
+`
+	}
+	registry := "kind: Registry\nmetadata: {name: r, namespace: shared}\n"
+	for ns, want := range map[string]error{"shared": nil, "alpha": ErrNotGranted, "other": ErrNotGranted} {
+		s := set(t, registry+grant(ns))
+		_, err := Lookup[Registry](s, KindTarget, "alpha", KindRegistry, Ref{Name: "r", Namespace: "shared"})
+		if want == nil {
+			assert.NoError(t, err, "a grant in %s", ns)
+		} else {
+			assert.ErrorIs(t, err, want, "a grant in %s", ns)
+		}
+	}
+}

@@ -1,9 +1,16 @@
 package publish
 
 import (
+	"bytes"
+	"errors"
+
 	"context"
 	"path/filepath"
 	"testing"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/content"
+	"oras.land/oras-go/v2/errdef"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -78,4 +85,69 @@ func TestLatestVersionIsTheHighest(t *testing.T) {
 	results, err := Publish(ctx, l, []Job{textJob("a/b", "y")}, Options{})
 	require.NoError(t, err)
 	assert.Equal(t, "0.0.11", results[0].Version, "the next version after the highest")
+}
+
+// overwriting is a store whose first tag is overwritten by "another writer"
+// right after it is pushed, before Publish confirms it.
+type overwriting struct {
+	*Layout
+	done bool
+}
+
+func (o *overwriting) Repository(ctx context.Context, name string) (Repository, error) {
+	r, err := o.Layout.Repository(ctx, name)
+	return &overwritingRepo{Repository: r, o: o}, err
+}
+
+type overwritingRepo struct {
+	Repository
+	o *overwriting
+}
+
+func (r *overwritingRepo) Tag(ctx context.Context, d ocispec.Descriptor, tag string) error {
+	if err := r.Repository.Tag(ctx, d, tag); err != nil || r.o.done {
+		return err
+	}
+	r.o.done = true
+	other, err := textJob("a/b", "the other writer's").Pack(tag)
+	if err != nil {
+		return err
+	}
+	staged, manifest, err := stage(ctx, other)
+	if err != nil {
+		return err
+	}
+	b, err := content.FetchAll(ctx, staged, manifest)
+	if err != nil {
+		return err
+	}
+	for _, blob := range append([]Blob{other.Config, {Desc: manifest, Data: b}}, other.Layers...) {
+		if err := r.Repository.Push(ctx, blob.Desc, bytes.NewReader(blob.Data)); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
+			return err
+		}
+	}
+	return r.Repository.Tag(ctx, manifest, tag)
+}
+
+// TestPublishRepublishesAnOverwrittenTag drives the two-writer path
+// deterministically: another writer rebinds the tag between push and
+// confirm; Publish sees it and publishes again at the next version.
+func TestPublishRepublishesAnOverwrittenTag(t *testing.T) {
+	ctx := context.Background()
+	l, err := OpenLayout(ctx, filepath.Join(t.TempDir(), "out"), LayoutOptions{})
+	require.NoError(t, err)
+	defer l.Close()
+	store := &overwriting{Layout: l}
+	results, err := Publish(ctx, store, []Job{textJob("a/b", "mine")}, Options{})
+	require.NoError(t, err)
+	assert.Equal(t, "0.0.2", results[0].Version, "published again at the next version")
+	assert.Equal(t, Update, results[0].Action, "after the other writer's 0.0.1")
+	repo, err := l.Repository(ctx, "a/b")
+	require.NoError(t, err)
+	got, err := repo.Resolve(ctx, "0.0.2")
+	require.NoError(t, err)
+	assert.Equal(t, results[0].Digest, got.Digest.String(), "0.0.2 is mine")
+	first, err := repo.Resolve(ctx, "0.0.1")
+	require.NoError(t, err)
+	assert.NotEqual(t, results[0].Digest, first.Digest.String(), "0.0.1 stays the other writer's")
 }
