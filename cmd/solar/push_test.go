@@ -54,6 +54,9 @@ func TestReviewedPush(t *testing.T) {
 		assert.Equal(t, publish.Unchanged, tr.Action, tr.Name)
 	}
 
+	code, stdout, stderr = cli(reg.Password, append([]string{"verify"}, login...)...)
+	require.Equal(t, 0, code, "verify after push: %s%s", stdout, stderr)
+
 	// Reviewed, then the registry moved: nothing is pushed.
 	changeRelease(t, examples, "2", "3")
 	stale := filepath.Join(dir, "stale")

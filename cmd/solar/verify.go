@@ -1,0 +1,84 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/solar-pipeline/solar/renderer/pipeline"
+	"github.com/solar-pipeline/solar/renderer/publish"
+)
+
+func newVerifyCmd(g *globals) *cobra.Command {
+	var rf registryFlags
+	var out string
+	var insecure bool
+	cmd := &cobra.Command{
+		Use:   "verify (--out DIR | --registry HOST[:PORT][/PREFIX]) [-n NS]",
+		Short: "Check that a layout or registry keeps what solar promises",
+		Long: `verify walks the repositories of an OCI layout (--out) or a registry
+(--registry), of namespace -n only with it, and checks what solar promises:
+every tag is a plain version 0.0.N; every version's manifest and blobs are
+there; every bootstrap chart version names release chart versions the store
+holds. Each violation is printed with its repository and version. Exit code 0:
+none; 1: violations or an error.`,
+		Example: `  solar verify --out out
+  echo "$PASSWORD" | solar verify --registry registry.example.com/solar -n alpha --username ci --password-stdin`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := g.checkOutput(); err != nil {
+				return err
+			}
+			if (out == "") == (rf.registry == "") {
+				return fmt.Errorf("give one of --out and --registry")
+			}
+			var store publish.Store
+			if out != "" {
+				l, err := publish.OpenLayout(cmd.Context(), out, publish.LayoutOptions{ReadOnly: true})
+				if err != nil {
+					return err
+				}
+				defer l.Close()
+				store = l
+			} else {
+				l, err := rf.read(cmd.InOrStdin())
+				if err != nil {
+					return err
+				}
+				if store, err = publish.NewRemote(publish.RemoteOptions{Host: l.host, Prefix: l.prefix, Username: rf.username,
+					Password: l.password, CAFile: rf.caFile, PlainHTTP: rf.plainHTTP, InsecureSkipTLSVerify: insecure}); err != nil {
+					return err
+				}
+			}
+			prefix := ""
+			if g.namespace != "" {
+				prefix = g.namespace + "/"
+			}
+			violations, err := pipeline.Verify(cmd.Context(), store, prefix)
+			if err != nil {
+				return hint(err, rf.registry)
+			}
+			if g.output != "text" {
+				if violations == nil {
+					violations = []pipeline.Violation{}
+				}
+				if err := g.printData(map[string]any{"violations": violations}); err != nil {
+					return err
+				}
+			} else {
+				for _, v := range violations {
+					fmt.Fprintln(g.stdout, v)
+				}
+			}
+			if len(violations) > 0 {
+				return exitError{code: 1}
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&out, "out", "", "directory of the OCI image layout")
+	rf.register(fl, "to verify")
+	fl.BoolVar(&insecure, "insecure-skip-tls-verify", false, "do not verify the registry's TLS certificate (development only)")
+	return cmd
+}
