@@ -109,6 +109,10 @@ func TestLayoutSurvivesKills(t *testing.T) {
 		_ = cmd.Process.Signal(syscall.SIGKILL)
 		_ = cmd.Wait()
 		indexes(t, out) // whole after each kill
+		if _, err := os.Stat(out); err == nil {
+			v, err := exec.Command(bin, "verify", "--out", out).CombinedOutput()
+			assert.NoError(t, err, "verify after kill %d: %s", i, v)
+		}
 		t.Logf("kill %d done", i)
 	}
 
@@ -124,6 +128,8 @@ func TestLayoutSurvivesKills(t *testing.T) {
 		t.Logf("the render finished before SIGTERM: %v", err)
 	}
 	indexes(t, out)
+	v, err := exec.Command(bin, "verify", "--out", out).CombinedOutput()
+	assert.NoError(t, err, "verify after SIGTERM: %s", v)
 
 	final, err := exec.Command(bin, "render", "--no-credentials", "-o", "json", "--out", out, tree).Output()
 	require.NoError(t, err)

@@ -37,6 +37,11 @@ type Layout struct {
 	mu    sync.Mutex
 	known []string // repositories found when opened
 	repos map[string]*layoutStore
+	// tagged counts the repositories tagged so far: Save writes them in that
+	// order, release charts (published first) before the bootstrap charts
+	// naming them, so a kill while saving leaves no bootstrap naming a
+	// version whose index was not written.
+	tagged int
 }
 
 // layoutStore is one repository's OCI image layout.
@@ -46,6 +51,7 @@ type layoutStore struct {
 	store   *oci.Store // nil when read-only
 	tags    []string
 	dirty   bool
+	order   int // when it was first tagged in this run
 }
 
 // layoutBackend is what both a writable and a read-only OCI layout offer.
@@ -271,14 +277,16 @@ func checkRepoLayout(dir string) (bool, error) {
 	return true, nil
 }
 
-// Save writes the index.json of every repository that got a tag: its tagged
-// manifests in version order, so the same layout gives the same bytes, to a
+// Save writes the index.json of every repository that got a tag, in the order
+// they were first tagged: its tagged manifests in version order, so the same layout gives the same bytes, to a
 // temporary file that is synced and renamed over the old one. A kill at any
 // moment leaves the old index or the new one.
 func (l *Layout) Save(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, name := range slices.Sorted(maps.Keys(l.repos)) {
+	names := slices.Sorted(maps.Keys(l.repos))
+	slices.SortStableFunc(names, func(a, b string) int { return cmp.Compare(l.repos[a].order, l.repos[b].order) })
+	for _, name := range names {
 		s := l.repos[name]
 		if s.store == nil || !s.dirty {
 			continue

@@ -54,6 +54,10 @@ func (r *layoutRepo) Tag(ctx context.Context, d ocispec.Descriptor, tag string) 
 	r.l.mu.Lock()
 	defer r.l.mu.Unlock()
 	r.s.tags = append(r.s.tags, tag)
+	if !r.s.dirty {
+		r.l.tagged++
+		r.s.order = r.l.tagged
+	}
 	r.s.dirty = true
 	return nil
 }
