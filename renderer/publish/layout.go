@@ -224,9 +224,10 @@ func (s *layoutStore) writable(ctx context.Context) error {
 	}
 	// oras writes the files of a new layout in place: written here first,
 	// whole, a kill cannot leave them empty.
+	// index.json first: a folder with oci-layout is a repository to readers.
 	for _, f := range []struct{ name, data string }{
-		{ocispec.ImageLayoutFile, `{"imageLayoutVersion":"1.0.0"}`},
 		{ocispec.ImageIndexFile, `{"schemaVersion":2,"mediaType":"` + ocispec.MediaTypeImageIndex + `","manifests":[]}`},
+		{ocispec.ImageLayoutFile, `{"imageLayoutVersion":"1.0.0"}`},
 	} {
 		p := filepath.Join(s.dir, f.name)
 		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
@@ -261,7 +262,8 @@ func checkRepoLayout(dir string) (bool, error) {
 		info, err := os.Lstat(filepath.Join(dir, name))
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			continue // a layout killed before its first index: oras starts one
+			// Killed while being made: no version yet, writing completes it.
+			return false, nil
 		case err != nil:
 			return false, err
 		case !info.Mode().IsRegular():
