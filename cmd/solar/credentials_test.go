@@ -123,7 +123,7 @@ func TestCredentialsSyncAndRender(t *testing.T) {
 	require.NoError(t, os.WriteFile(file, archive, 0o600))
 	// Not through helmCLI: its failure message would print the token.
 	// The names come from the bootstrap chart's values.
-	rendered, err := exec.Command("helm", "template", "solar-bootstrap-solar-agent", file,
+	rendered, err := exec.Command(testenv.Tool(t, "helm"), "template", "solar-bootstrap-solar-agent", file,
 		"--set", "names.app.name=edge-1-solar-agent,names.values.name=edge-1-solar-agent-values,names.credential.name=edge-1-solar-agent-credential").Output()
 	require.NoError(t, err)
 	d := docs(t, string(rendered))

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/solar-pipeline/solar/internal/testenv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/tools/txtar"
@@ -15,13 +16,7 @@ import (
 // with the real cue CLI from scripts/install-tools.sh.
 func cueVet(t *testing.T, files ...string) (int, string) {
 	t.Helper()
-	cue, err := exec.LookPath("cue")
-	if err != nil {
-		if testing.Short() {
-			t.Skip("skipped under -short: the cue CLI is not on PATH (make test installs it)")
-		}
-		t.Fatalf("the cue CLI is not on PATH: run scripts/install-tools.sh and put its bin directory on PATH (make test does): %v", err)
-	}
+	cue := testenv.Tool(t, "cue")
 	schemas, err := filepath.Glob("../../schemas/*.cue")
 	require.NoError(t, err)
 	require.NotEmpty(t, schemas)

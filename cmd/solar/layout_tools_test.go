@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/solar-pipeline/solar/internal/testenv"
 	"github.com/solar-pipeline/solar/renderer/chart"
 )
 
@@ -37,10 +38,7 @@ func TestLayoutReadByStandardTools(t *testing.T) {
 	assert.Equal(t, want, "0.0.1 "+m.Manifests[0].Digest.String())
 
 	// The oras CLI, by tag, as users would.
-	if _, err := exec.LookPath("oras"); err != nil {
-		t.Fatalf("the oras CLI is not on PATH: run scripts/install-tools.sh and put its bin directory on PATH (make test does): %v", err)
-	}
-	cmd := exec.Command("oras", "manifest", "fetch", "--oci-layout", repo+":0.0.1")
+	cmd := exec.Command(testenv.Tool(t, "oras"), "manifest", "fetch", "--oci-layout", repo+":0.0.1")
 	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
 	b, err := cmd.Output()
 	require.NoError(t, err)
@@ -53,7 +51,7 @@ func TestLayoutReadByStandardTools(t *testing.T) {
 	require.Len(t, manifest.Layers, 1)
 	assert.Equal(t, chart.LayerMediaType, manifest.Layers[0].MediaType)
 	dst := filepath.Join(t.TempDir(), "copy")
-	cmd = exec.Command("oras", "cp", "--from-oci-layout", repo+":0.0.1", "--to-oci-layout", dst+":0.0.1")
+	cmd = exec.Command(testenv.Tool(t, "oras"), "cp", "--from-oci-layout", repo+":0.0.1", "--to-oci-layout", dst+":0.0.1")
 	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
 	copied, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", copied)

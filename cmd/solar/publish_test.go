@@ -40,10 +40,7 @@ func publishCLI(t *testing.T, reg *testenv.Registry, password string, args ...st
 
 func helmCLI(t *testing.T, args ...string) string {
 	t.Helper()
-	if _, err := exec.LookPath("helm"); err != nil {
-		t.Fatalf("the helm CLI is not on PATH: run scripts/install-tools.sh and put its bin directory on PATH (make test does): %v", err)
-	}
-	cmd := exec.Command("helm", args...)
+	cmd := exec.Command(testenv.Tool(t, "helm"), args...)
 	cmd.Env = append(os.Environ(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_CACHE_HOME="+t.TempDir())
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "helm %s:\n%s", strings.Join(args, " "), out)

@@ -40,8 +40,8 @@ type APIServer struct {
 // to install them, when etcd or kube-apiserver are missing.
 func StartAPIServer(t testing.TB) *APIServer {
 	t.Helper()
-	lookPath(t, "etcd")
-	lookPath(t, "kube-apiserver")
+	Tool(t, "etcd")
+	Tool(t, "kube-apiserver")
 	dir := t.TempDir()
 	ports := []int{FreePort(t), FreePort(t), FreePort(t)}
 	cmd := exec.Command("bash", filepath.Join(Root(t), "scripts", "start-apiserver.sh"), dir,

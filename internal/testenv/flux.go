@@ -21,7 +21,7 @@ import (
 // HelmRelease) into the API server; it returns source-controller's path.
 func InstallFluxCRDs(t testing.TB, api *APIServer) string {
 	t.Helper()
-	bin := lookPath(t, "source-controller")
+	bin := Tool(t, "source-controller")
 	real, err := filepath.EvalSymlinks(bin)
 	require.NoError(t, err)
 	api.InstallCRDs(t, os.DirFS(filepath.Join(filepath.Dir(real), "crd")))

@@ -9,8 +9,9 @@ import (
 	"time"
 )
 
-// lookPath finds an installed tool, or fails the test saying how to install it.
-func lookPath(t testing.TB, name string) string {
+// Tool finds an installed CLI, or fails the test saying how to install it.
+// A missing tool fails, never skips: make test installs every one.
+func Tool(t testing.TB, name string) string {
 	t.Helper()
 	path, err := exec.LookPath(name)
 	if err != nil {

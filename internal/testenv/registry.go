@@ -63,7 +63,7 @@ func FreePort(t testing.TB) int {
 // is missing.
 func StartRegistry(t testing.TB, opts RegistryOptions) *Registry {
 	t.Helper()
-	lookPath(t, "docker-registry")
+	Tool(t, "docker-registry")
 	dir := t.TempDir()
 	port := FreePort(t)
 	r := &Registry{Host: fmt.Sprintf("127.0.0.1:%d", port), Username: "solar", Password: "s3cret-" + fmt.Sprint(port)}

@@ -138,15 +138,12 @@ func lintArchive(t *testing.T, pkg *Packaged, values map[string]any) {
 // its documents.
 func helmTemplate(t *testing.T, pkg *Packaged, release, namespace string, values map[string]any) []map[string]any {
 	t.Helper()
-	if _, err := exec.LookPath("helm"); err != nil {
-		t.Fatalf("the helm CLI is not on PATH: run scripts/install-tools.sh and put its bin directory on PATH (make test does): %v", err)
-	}
 	dir := t.TempDir()
 	file := filepath.Join(dir, pkg.Name+".tgz")
 	require.NoError(t, os.WriteFile(file, pkg.Archive, 0o644))
 	valuesFile := filepath.Join(dir, "values.json")
 	require.NoError(t, os.WriteFile(valuesFile, []byte(mustJSON(t, values)), 0o644))
-	cmd := exec.Command("helm", "template", release, file, "--namespace", namespace, "-f", valuesFile)
+	cmd := exec.Command(testenv.Tool(t, "helm"), "template", release, file, "--namespace", namespace, "-f", valuesFile)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
