@@ -1,6 +1,7 @@
 package load
 
 import (
+	"fmt"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -154,6 +155,37 @@ g: [*f, *f, *f, *f, *f, *f, *f, *f, *f, *f]
 			assert.Equal(t, tc.want, got)
 		})
 	}
+}
+
+// TestAliasBudgetIsPerFile: the expansion budget is the file's, not each
+// List item's, and an object whose expansion ran over it is dropped.
+func TestAliasBudgetIsPerFile(t *testing.T) {
+	// e expands to 111,111 values; an item holding six of them to about
+	// 667,000: under the budget alone, over it twice.
+	defs := `kind: List
+defs:
+  a: &a [x, x, x, x, x, x, x, x, x, x]
+  b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]
+  c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]
+  d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]
+  e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]
+items:
+`
+	item := "- {kind: Target, metadata: {name: %s}, spec: {x: [*e, *e, *e, *e, *e, *e]}}\n"
+
+	objs, problems := Bytes("one.yaml", []byte(defs+fmt.Sprintf(item, "a")), Options{})
+	require.Empty(t, problems, "one item is within the budget")
+	require.Len(t, objs, 1)
+
+	objs, problems = Bytes("two.yaml", []byte(defs+fmt.Sprintf(item, "a")+fmt.Sprintf(item, "b")), Options{})
+	require.Len(t, problems, 1)
+	assert.Contains(t, problems[0].String(), "two.yaml:3: spec.x[", "the line of the value the alias expands")
+	assert.Contains(t, problems[0].String(), "document expands to more than 1048576 values")
+	var names []string
+	for _, o := range objs {
+		names = append(names, o.Name)
+	}
+	assert.Equal(t, []string{"a"}, names, "the item that ran over the budget is dropped, the one before it kept")
 }
 
 func TestPaths(t *testing.T) {
