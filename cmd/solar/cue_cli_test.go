@@ -6,10 +6,11 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/solar-pipeline/solar/internal/testenv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/tools/txtar"
+
+	"github.com/solar-pipeline/solar/internal/testenv"
 )
 
 // cueVet runs the README's command, cue vet -c -d '#Object' schemas/*.cue FILES,
