@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"path"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -53,15 +52,9 @@ shown. Nothing is written. With --exit-code: 0 no change, 2 changes, 1 error.`,
 				defer l.Close()
 				store = l
 			} else {
-				l, err := rf.read(cmd.InOrStdin())
-				if err != nil {
+				if store, opts.Registry, err = rf.remote(cmd.InOrStdin(), insecure); err != nil {
 					return err
 				}
-				if store, err = publish.NewRemote(publish.RemoteOptions{Host: l.host, Prefix: l.prefix, Username: rf.username,
-					Password: l.password, CAFile: rf.caFile, PlainHTTP: rf.plainHTTP, InsecureSkipTLSVerify: insecure}); err != nil {
-					return err
-				}
-				opts.Registry = path.Join(l.host, l.prefix)
 			}
 			plan, err := pipeline.NewPlan(cmd.Context(), opts)
 			if err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/solar-pipeline/solar/renderer/chart"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
+	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
 // loadFlags are the flags of every command that reads objects.
@@ -130,6 +132,18 @@ func (f *registryFlags) read(stdin io.Reader) (login, error) {
 	}
 	password, err := f.password(stdin)
 	return login{host: host, prefix: prefix, password: password}, err
+}
+
+// remote reads the registry flags and the password and returns the client
+// and the registry's HOST[/PREFIX].
+func (f *registryFlags) remote(stdin io.Reader, insecure bool) (*publish.Remote, string, error) {
+	l, err := f.read(stdin)
+	if err != nil {
+		return nil, "", err
+	}
+	r, err := publish.NewRemote(publish.RemoteOptions{Host: l.host, Prefix: l.prefix, Username: f.username,
+		Password: l.password, CAFile: f.caFile, PlainHTTP: f.plainHTTP, InsecureSkipTLSVerify: insecure})
+	return r, path.Join(l.host, l.prefix), err
 }
 
 // parse checks --registry with oras-go's reference rules and splits it into

@@ -51,15 +51,9 @@ would go.`,
 				defer l.Close()
 				res, err = l.GC(context.WithoutCancel(cmd.Context()), opts)
 			} else {
-				l, rerr := rf.read(cmd.InOrStdin())
+				r, _, rerr := rf.remote(cmd.InOrStdin(), insecure)
 				if rerr != nil {
 					return rerr
-				}
-				var r *publish.Remote
-				r, err = publish.NewRemote(publish.RemoteOptions{Host: l.host, Prefix: l.prefix, Username: rf.username, Password: l.password,
-					CAFile: rf.caFile, PlainHTTP: rf.plainHTTP, InsecureSkipTLSVerify: insecure})
-				if err != nil {
-					return err
 				}
 				res, err = r.GC(cmd.Context(), opts)
 			}

@@ -32,12 +32,7 @@ is pushed and the run fails, saying to render again.`,
 			if err := g.checkOutput(); err != nil {
 				return err
 			}
-			l, err := rf.read(cmd.InOrStdin())
-			if err != nil {
-				return err
-			}
-			remote, err := publish.NewRemote(publish.RemoteOptions{Host: l.host, Prefix: l.prefix, Username: rf.username,
-				Password: l.password, CAFile: rf.caFile, PlainHTTP: rf.plainHTTP, InsecureSkipTLSVerify: insecure})
+			remote, _, err := rf.remote(cmd.InOrStdin(), insecure)
 			if err != nil {
 				return err
 			}

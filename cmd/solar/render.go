@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"path"
 	"slices"
 	"time"
 
@@ -62,15 +61,9 @@ success; 1: invalid input or a Target failed.`,
 				if rf.passwordStdin && slices.Contains(args, "-") {
 					return fmt.Errorf("objects from stdin (-) and --password-stdin: only one can read stdin")
 				}
-				l, err := rf.read(cmd.InOrStdin())
-				if err != nil {
+				if remote, opts.Registry, err = rf.remote(cmd.InOrStdin(), insecure); err != nil {
 					return err
 				}
-				if remote, err = publish.NewRemote(publish.RemoteOptions{Host: l.host, Prefix: l.prefix, Username: rf.username,
-					Password: l.password, CAFile: rf.caFile, PlainHTTP: rf.plainHTTP, InsecureSkipTLSVerify: insecure}); err != nil {
-					return err
-				}
-				opts.Registry = path.Join(l.host, l.prefix)
 			}
 			plan, err := pipeline.NewPlan(cmd.Context(), opts)
 			if err != nil || len(plan.Targets) == 0 {

@@ -41,12 +41,8 @@ none; 1: violations or an error.`,
 				defer l.Close()
 				store = l
 			} else {
-				l, err := rf.read(cmd.InOrStdin())
-				if err != nil {
-					return err
-				}
-				if store, err = publish.NewRemote(publish.RemoteOptions{Host: l.host, Prefix: l.prefix, Username: rf.username,
-					Password: l.password, CAFile: rf.caFile, PlainHTTP: rf.plainHTTP, InsecureSkipTLSVerify: insecure}); err != nil {
+				var err error
+				if store, _, err = rf.remote(cmd.InOrStdin(), insecure); err != nil {
 					return err
 				}
 			}
