@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -25,6 +26,7 @@ type loadFlags struct {
 	exclude     []string
 	strict      bool
 	maxFileSize string
+	cacheDir    string
 }
 
 func (f *loadFlags) register(cmd *cobra.Command) {
@@ -32,6 +34,11 @@ func (f *loadFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVar(&f.exclude, "exclude", nil, "leave out files and folders matching this pattern (.solarignore syntax) below each directory; repeatable")
 	cmd.Flags().BoolVar(&f.strict, "strict", false, "make objects of other API groups, and walked files that hold none, errors instead of skipping them")
 	cmd.Flags().StringVar(&f.maxFileSize, "max-file-size", "16Mi", "largest input file read (a size such as 512Ki, 16Mi, 1Gi)")
+	cache := ""
+	if dir, err := os.UserCacheDir(); err == nil {
+		cache = filepath.Join(dir, "solar")
+	}
+	cmd.Flags().StringVar(&f.cacheDir, "cache-dir", cache, `remember objects that passed validation here, so an unchanged object is not checked again ("" for no cache)`)
 }
 
 // options are the pipeline options of the flags; "-" as a path reads stdin.
@@ -41,7 +48,7 @@ func (f *loadFlags) options(g *globals, stdin io.Reader, paths []string) (pipeli
 		return pipeline.Options{}, fmt.Errorf("invalid --max-file-size %q: want a size such as 16Mi", f.maxFileSize)
 	}
 	return pipeline.Options{Paths: paths, Namespace: g.namespace, PolicyDirs: f.policyDirs, Exclude: f.exclude,
-		Strict: f.strict, Stdin: stdin, MaxFileSize: size.Value(), Log: g.log}, nil
+		Strict: f.strict, Stdin: stdin, MaxFileSize: size.Value(), CacheDir: f.cacheDir, Log: g.log}, nil
 }
 
 // planFlags are the flags of every command that resolves and renders.

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"sync/atomic"
@@ -22,7 +23,13 @@ func main() {
 		got.Store(int32(s.(syscall.Signal)))
 		cancel()
 	}()
+	stop, err := startProfiles()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "solar: starting a profile:", err)
+		os.Exit(1)
+	}
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
 	if s := got.Load(); s != 0 {
 		code = 128 + int(s)
 	}

@@ -33,6 +33,9 @@ type Options struct {
 	Target string
 	// PolicyDirs are directories of CUE policies added to the embedded ones.
 	PolicyDirs []string
+	// CacheDir holds what validation found, so a run on objects already
+	// checked skips their CUE steps (validate.Options); empty: no cache.
+	CacheDir string
 	// StrictRegistryBindings makes a registry without a RegistryBinding an
 	// error.
 	StrictRegistryBindings bool
@@ -124,7 +127,7 @@ func Load(opts Options) (*model.Set, diag.List, error) {
 // loadSet is Load; scoped, the problems of objects that opts.Namespace does
 // not use are warnings.
 func loadSet(opts Options, scoped bool) (*model.Set, diag.List, error) {
-	v, err := validate.New(validate.Options{PolicyDirs: opts.PolicyDirs})
+	v, err := validate.New(validate.Options{PolicyDirs: opts.PolicyDirs, CacheDir: opts.CacheDir, CacheReadOnly: opts.DryRun})
 	if err != nil {
 		return nil, nil, err
 	}

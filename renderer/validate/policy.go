@@ -2,7 +2,9 @@ package validate
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 
 	"cuelang.org/go/cue"
 	cueerrors "cuelang.org/go/cue/errors"
@@ -33,8 +35,38 @@ var allKinds = []string{
 }
 
 // evalPolicies fills every policy's input with the valid objects and collects
-// its deny and warn findings.
-func (v *Validator) evalPolicies(s *model.Set, valid []*load.Object) diag.List {
+// its deny and warn findings. keys are the valid objects' cache keys, nil when
+// one has none.
+func (v *Validator) evalPolicies(s *model.Set, valid []*load.Object, keys []key) diag.List {
+	var problems diag.List
+	k, results, ok := v.cache.policyResults(keys)
+	if !ok {
+		input, err := policyInput(s, valid)
+		if err != nil {
+			problems.Errorf("", 0, "", "evaluating policies: %v", err)
+			return problems
+		}
+		results = v.policyResults(input)
+		v.cache.setPolicyResults(k, results)
+	}
+	for _, r := range results {
+		if r.Broken != nil {
+			problems = append(problems, *r.Broken)
+			continue
+		}
+		f := r.Finding
+		p := diag.Problem{Path: f.Path, Message: fmt.Sprintf("%s (policy %s)", f.Message, r.Rule), Severity: r.Severity}
+		if o := s.Loaded(f.Kind, f.Namespace, f.Name); o != nil {
+			p.File, p.Line = o.File, o.LineOf(f.Path)
+		}
+		problems = append(problems, p)
+	}
+	return problems
+}
+
+// policyInput is what every policy sees as input: the valid objects by kind,
+// namespace and name, the PipelineConfig and the bindings.
+func policyInput(s *model.Set, valid []*load.Object) (map[string]any, error) {
 	objects := map[string]map[string]map[string]any{}
 	for _, k := range allKinds {
 		objects[k] = map[string]map[string]any{}
@@ -61,11 +93,9 @@ func (v *Validator) evalPolicies(s *model.Set, valid []*load.Object) diag.List {
 		Release ref `json:"release"`
 		Via     ref `json:"via"`
 	}
-	var problems diag.List
 	bs, err := s.Bindings()
 	if err != nil {
-		problems.Errorf("", 0, "", "evaluating policies: %v", err)
-		return problems
+		return nil, err
 	}
 	bindings := make([]binding, 0, len(bs))
 	for _, b := range bs {
@@ -75,10 +105,24 @@ func (v *Validator) evalPolicies(s *model.Set, valid []*load.Object) diag.List {
 			Via:     ref{Kind: b.Via.Kind, Namespace: b.Via.Namespace, Name: b.Via.Name},
 		})
 	}
-	input := v.ctx.Encode(map[string]any{"objects": objects, "config": config, "bindings": bindings})
+	return map[string]any{"objects": objects, "config": config, "bindings": bindings}, nil
+}
 
+// policyResult is one thing a policy said: a finding of one of its rules, or,
+// for a broken policy, the error at the policy's own position.
+type policyResult struct {
+	Severity diag.Severity `json:"severity"`
+	Rule     string        `json:"rule,omitempty"`
+	Finding  *finding      `json:"finding,omitempty"`
+	Broken   *diag.Problem `json:"broken,omitempty"`
+}
+
+// policyResults evaluates every policy on input.
+func (v *Validator) policyResults(input map[string]any) []policyResult {
+	var results []policyResult
+	in := v.ctx.Encode(input)
 	for _, p := range v.policies {
-		val := p.value.FillPath(cue.ParsePath("input"), input)
+		val := p.value.FillPath(cue.ParsePath("input"), in)
 		for _, sev := range []diag.Severity{diag.Error, diag.Warning} {
 			field := map[diag.Severity]string{diag.Error: "deny", diag.Warning: "warn"}[sev]
 			var found map[string][]finding
@@ -88,26 +132,22 @@ func (v *Validator) evalPolicies(s *model.Set, valid []*load.Object) diag.List {
 				err = out.Decode(&found)
 			}
 			if err != nil {
-				// A broken policy: report it at the policy's own position.
 				for _, e := range cueerrors.Errors(err) {
 					file, line := policyPos(e)
 					format, args := e.Msg()
-					problems.Errorf(file, line, cuePath(e.Path()), "policy %s: %s", p.name, fmt.Sprintf(format, args...))
+					results = append(results, policyResult{Severity: diag.Error, Broken: &diag.Problem{File: file, Line: line,
+						Path: cuePath(e.Path()), Message: fmt.Sprintf("policy %s: %s", p.name, fmt.Sprintf(format, args...)), Severity: diag.Error}})
 				}
 				continue
 			}
-			for name, fs := range found {
-				for _, f := range fs {
-					p := diag.Problem{Path: f.Path, Message: fmt.Sprintf("%s (policy %s)", f.Message, name), Severity: sev}
-					if o := s.Loaded(f.Kind, f.Namespace, f.Name); o != nil {
-						p.File, p.Line = o.File, o.LineOf(f.Path)
-					}
-					problems = append(problems, p)
+			for _, name := range slices.Sorted(maps.Keys(found)) {
+				for _, f := range found[name] {
+					results = append(results, policyResult{Severity: sev, Rule: name, Finding: &f})
 				}
 			}
 		}
 	}
-	return problems
+	return results
 }
 
 // policyPos returns where a policy error is: the first position in a policy file
