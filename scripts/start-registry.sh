@@ -8,7 +8,8 @@
 #
 # DIR holds the storage, the htpasswd file, the config and, with --tls,
 # cert.pem (also the CA to trust) and key.pem. The registry runs in the
-# foreground (exec) until killed.
+# foreground (exec) until killed. REGISTRY_AUTH=none serves without auth
+# (scripts/bench measures the registry's cost of bcrypt basic auth with it).
 set -euo pipefail
 dir=${1:?usage: start-registry.sh DIR PORT [--tls]}
 port=${2:?usage: start-registry.sh DIR PORT [--tls]}
@@ -28,6 +29,14 @@ if [ "$tls" = "--tls" ]; then
     key: $dir/key.pem"
 fi
 
+auth_config="auth:
+  htpasswd:
+    realm: solar
+    path: $dir/htpasswd"
+if [ "${REGISTRY_AUTH:-htpasswd}" = none ]; then
+  auth_config=""
+fi
+
 cat >"$dir/config.yml" <<CONFIG
 version: 0.1
 log:
@@ -37,16 +46,16 @@ log:
 storage:
   filesystem:
     rootdirectory: $dir/data
+  # As the registry's docs recommend: blob descriptors cached in memory.
+  cache:
+    blobdescriptor: inmemory
   delete:
     enabled: true
 http:
   addr: 127.0.0.1:$port
   secret: solar-test-$port
 $tls_config
-auth:
-  htpasswd:
-    realm: solar
-    path: $dir/htpasswd
+$auth_config
 CONFIG
 
 exec docker-registry serve "$dir/config.yml"

@@ -6,17 +6,15 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/solar-pipeline/solar/internal/countproxy"
 )
 
 // Registry is a running docker-registry with basic auth.
@@ -99,67 +97,18 @@ func StartRegistry(t testing.TB, opts RegistryOptions) *Registry {
 	return r
 }
 
-// Proxy is a plain-HTTP reverse proxy that counts the requests it forwards.
-type Proxy struct {
-	Host string
+// Proxy is the counting proxy of package countproxy.
+type Proxy = countproxy.Proxy
 
-	mu       sync.Mutex
-	requests []string
-	failNext int
-	failWith int
-}
-
-// FailNext makes the proxy answer the next n requests with status itself,
-// without forwarding them: a registry under load or restarting.
-func (p *Proxy) FailNext(n, status int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.failNext, p.failWith = n, status
-}
-
-// StartProxy forwards 127.0.0.1:PORT to the plain-HTTP host target.
+// StartProxy forwards 127.0.0.1:PORT to the plain-HTTP host target until the
+// test ends.
 func StartProxy(t testing.TB, target string) *Proxy {
 	t.Helper()
-	p := &Proxy{}
-	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: target})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := countproxy.Start(target)
 	require.NoError(t, err)
-	p.Host = l.Addr().String()
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		p.mu.Lock()
-		p.requests = append(p.requests, req.Method+" "+req.URL.Path)
-		fail := p.failNext > 0
-		if fail {
-			p.failNext--
-		}
-		p.mu.Unlock()
-		if fail {
-			http.Error(w, "injected by the test proxy", p.failWith)
-			return
-		}
-		rp.ServeHTTP(w, req)
-	})}
-	go func() { _ = srv.Serve(l) }()
-	t.Cleanup(func() { _ = srv.Close() })
+	t.Cleanup(func() { _ = p.Close() })
 	return p
 }
 
-// Take returns the requests since the last call, as "METHOD PATH".
-func (p *Proxy) Take() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	out := p.requests
-	p.requests = nil
-	return out
-}
-
 // Writes counts the requests of a list that change the registry.
-func Writes(requests []string) int {
-	n := 0
-	for _, r := range requests {
-		if strings.HasPrefix(r, "POST ") || strings.HasPrefix(r, "PUT ") || strings.HasPrefix(r, "PATCH ") || strings.HasPrefix(r, "DELETE ") {
-			n++
-		}
-	}
-	return n
-}
+func Writes(requests []string) int { return countproxy.Writes(requests) }

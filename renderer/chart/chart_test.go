@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -284,4 +285,31 @@ func mustJSON(t *testing.T, v any) string {
 	b, err := json.Marshal(v)
 	require.NoError(t, err)
 	return string(b)
+}
+
+// TestSourceKey: the pack cache's key of a chart changes with anything that
+// changes its Chart.yaml or values.yaml, and a source without a JSON form has
+// none.
+func TestSourceKey(t *testing.T) {
+	base := func() *Source {
+		return &Source{Name: "c", Description: "d", AppVersion: "1", Annotations: map[string]string{"a": "b"},
+			Values: map[string]any{"x": map[string]any{"y": 1}}, Templates: "release"}
+	}
+	assert.Equal(t, base().key(), base().key())
+	changes := map[string]func(*Source){
+		"name":        func(s *Source) { s.Name = "e" },
+		"description": func(s *Source) { s.Description = "e" },
+		"appVersion":  func(s *Source) { s.AppVersion = "2" },
+		"annotation":  func(s *Source) { s.Annotations["a"] = "c" },
+		"value":       func(s *Source) { s.Values["x"].(map[string]any)["y"] = 2 },
+		"templates":   func(s *Source) { s.Templates = "bootstrap" },
+	}
+	for what, change := range changes {
+		s := base()
+		change(s)
+		assert.NotEqual(t, base().key(), s.key(), what)
+	}
+	s := base()
+	s.Values["x"] = math.NaN()
+	assert.Empty(t, s.key(), "NaN has no JSON form: no key, so always packed")
 }

@@ -1,7 +1,10 @@
 package chart
 
 import (
+	"encoding/json"
 	"time"
+
+	"github.com/opencontainers/go-digest"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
@@ -37,9 +40,21 @@ func BootstrapJob(t *resolve.Target, refs []Ref) Job {
 // Publish is the job for renderer/publish: the chart packaged at each
 // version it asks for.
 func (j Job) Publish(opts Options) publish.Job {
-	return publish.Job{Repository: j.Repository, Pack: func(version string) (*publish.Artifact, error) {
+	return publish.Job{Repository: j.Repository, Key: j.Source.key(), Pack: func(version string) (*publish.Artifact, error) {
 		return j.Source.Artifact(version, opts)
 	}}
+}
+
+// key identifies what the chart packs to at any version: the digest of its
+// source as JSON, which decides its Chart.yaml and values.yaml (the templates
+// are the executable's own, which the pack cache's key holds). "" when the
+// source has no JSON form.
+func (s *Source) key() string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return ""
+	}
+	return digest.FromBytes(b).String()
 }
 
 // Artifact is the chart at version as an OCI artifact with Helm's media

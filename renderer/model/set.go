@@ -170,6 +170,10 @@ type Binding struct {
 // reports them.
 func (s *Set) Bindings() ([]Binding, error) {
 	var out []Binding
+	byNamespace := map[string][]*Target{}
+	for _, t := range s.Targets {
+		byNamespace[t.Namespace] = append(byNamespace[t.Namespace], t)
+	}
 	for _, p := range s.Profiles {
 		r := Get[Release](s, KindRelease, p.Namespace, p.Spec.ReleaseRef.Name)
 		if r == nil {
@@ -179,9 +183,9 @@ func (s *Set) Bindings() ([]Binding, error) {
 		if err != nil {
 			return nil, fmt.Errorf("Profile %s/%s: spec.targetSelector: %w", p.Namespace, p.Name, err)
 		}
-		for _, t := range s.Targets {
-			// A Profile only ever matches Targets of its own namespace.
-			if t.Namespace == p.Namespace && sel.Matches(labels.Set(t.Labels)) {
+		// A Profile only ever matches Targets of its own namespace.
+		for _, t := range byNamespace[p.Namespace] {
+			if sel.Matches(labels.Set(t.Labels)) {
 				out = append(out, Binding{Target: t, Release: r, Via: load.ID{Kind: KindProfile, Namespace: p.Namespace, Name: p.Name}})
 			}
 		}
@@ -195,10 +199,13 @@ func (s *Set) Bindings() ([]Binding, error) {
 		out = append(out, Binding{Target: t, Release: r, Via: load.ID{Kind: KindReleaseBinding, Namespace: b.Namespace, Name: b.Name}})
 	}
 	slices.SortFunc(out, func(a, b Binding) int {
-		return cmp.Or(
+		if c := cmp.Or(
 			cmp.Compare(a.Target.Namespace, b.Target.Namespace), cmp.Compare(a.Target.Name, b.Target.Name),
-			cmp.Compare(a.Release.Namespace, b.Release.Namespace), cmp.Compare(a.Release.Name, b.Release.Name),
-			cmp.Compare(a.Via.String(), b.Via.String()))
+			cmp.Compare(a.Release.Namespace, b.Release.Namespace), cmp.Compare(a.Release.Name, b.Release.Name)); c != 0 {
+			return c
+		}
+		// Rare (one release bound twice): the string is built only then.
+		return cmp.Compare(a.Via.String(), b.Via.String())
 	})
 	return out, nil
 }

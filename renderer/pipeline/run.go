@@ -27,7 +27,11 @@ func Run(ctx context.Context, plan *Plan, store publish.Store, opts Options) (*R
 			targets = append(targets, t)
 		}
 	}
-	popts := publish.Options{DryRun: opts.DryRun, Settle: opts.Settle, Concurrency: opts.Concurrency, Log: opts.log(), Compare: opts.Compare}
+	popts := publish.Options{DryRun: opts.DryRun, Settle: opts.Settle, Concurrency: opts.Concurrency, Log: opts.log(), Compare: opts.Compare,
+		PackCache: publish.OpenPackCache(opts.CacheDir)}
+	if !opts.DryRun {
+		defer popts.PackCache.Save()
+	}
 
 	// Release and agent charts, each once.
 	var jobs []publish.Job

@@ -49,6 +49,10 @@ type Job struct {
 	// version (a Helm chart's Chart.yaml does); its layers are compared with
 	// the latest version's to decide whether anything changed.
 	Pack func(version string) (*Artifact, error)
+	// Key, when set, identifies the content Pack gives at any version (a
+	// digest of its inputs): with Options.PackCache, an unchanged job is then
+	// compared without packing.
+	Key string
 }
 
 // Result is where a job went and what happened to it.
@@ -82,6 +86,8 @@ type Options struct {
 	Done func(i int, r Result)
 	// Compare fills Result.Old and Result.New, for a diff.
 	Compare bool
+	// PackCache, when set, remembers the layers of the jobs packed.
+	PackCache *PackCache
 }
 
 // maxAttempts bounds how often a job is pushed again because another writer

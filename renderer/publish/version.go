@@ -34,7 +34,7 @@ func (p *publisher) publish(ctx context.Context, job Job) (Result, error) {
 		}
 		version, action := "0.0.1", Create
 		if latest != nil {
-			art, err := job.Pack(latest.Original())
+			packed, art, err := p.layers(job, latest.Original())
 			if err != nil {
 				return r, err
 			}
@@ -42,11 +42,16 @@ func (p *publisher) publish(ctx context.Context, job Job) (Result, error) {
 			if err != nil {
 				return fail("reading version "+latest.Original()+" of", err)
 			}
-			if slices.Equal(layers, digests(art.Layers)) {
+			if slices.Equal(layers, packed) {
 				r.Version, r.Digest, r.Action = latest.Original(), desc.Digest.String(), Unchanged
 				return r, nil
 			}
 			if p.opts.Compare {
+				if art == nil {
+					if art, err = job.Pack(latest.Original()); err != nil {
+						return r, err
+					}
+				}
 				if r.Old, err = fetchLayers(ctx, repo, desc); err != nil {
 					return fail("reading version "+latest.Original()+" of", err)
 				}
@@ -58,6 +63,7 @@ func (p *publisher) publish(ctx context.Context, job Job) (Result, error) {
 		if err != nil {
 			return r, err
 		}
+		p.opts.PackCache.put(p.opts.PackCache.key(job, version), digests(art.Layers))
 		if p.opts.Compare && latest == nil {
 			r.New = art.Layers
 		}
@@ -84,6 +90,22 @@ func (p *publisher) publish(ctx context.Context, job Job) (Result, error) {
 		}
 		return r, nil
 	}
+}
+
+// layers returns the digests of job's layers at version: from the pack cache
+// when it knows them (art is then nil), else packed.
+func (p *publisher) layers(job Job, version string) (_ []string, art *Artifact, _ error) {
+	k := p.opts.PackCache.key(job, version)
+	if l, ok := p.opts.PackCache.get(k); ok {
+		return l, nil, nil
+	}
+	art, err := job.Pack(version)
+	if err != nil {
+		return nil, nil, err
+	}
+	l := digests(art.Layers)
+	p.opts.PackCache.put(k, l)
+	return l, art, nil
 }
 
 // digests lists the digests of blobs.

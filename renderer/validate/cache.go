@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/solar-pipeline/solar/internal/cachefile"
 	"github.com/solar-pipeline/solar/policies"
 	"github.com/solar-pipeline/solar/renderer/load"
 	"github.com/solar-pipeline/solar/schemas"
@@ -31,8 +32,8 @@ type key = [sha256.Size]byte
 // content passed the same schemas passes again, and the same policy input gives
 // the same results. Only successes of the schema step are kept, so every
 // problem is always computed afresh. The stamp is the digest of the schemas,
-// the policies and the executable (its path, size and modification time): any
-// change to one of them empties the cache.
+// the policies and the executable (cachefile.Executable): any change to one of
+// them empties the cache.
 type cache struct {
 	dir, stamp string
 	valid      map[key]bool // read from the file
@@ -71,11 +72,7 @@ func openCache(dir string, policyDirs []string) *cache {
 			return nil
 		})
 	}
-	if exe, err := os.Executable(); err == nil {
-		if st, err := os.Stat(exe); err == nil {
-			fmt.Fprintf(h, "%s\x00%d\x00%d", exe, st.Size(), st.ModTime().UnixNano())
-		}
-	}
+	h.Write([]byte(cachefile.Executable()))
 	c := &cache{dir: dir, stamp: hex.EncodeToString(h.Sum(nil)), valid: map[key]bool{}}
 	b, err := os.ReadFile(filepath.Join(dir, cacheFile))
 	var d cacheData
@@ -168,16 +165,7 @@ func (c *cache) save() {
 	for _, k := range old {
 		add(k)
 	}
-	b, err := json.Marshal(d)
-	if err != nil || os.MkdirAll(c.dir, 0o700) != nil {
-		return
-	}
-	tmp, err := os.CreateTemp(c.dir, cacheFile+".*")
-	if err != nil {
-		return
-	}
-	_, err = tmp.Write(b)
-	if cerr := tmp.Close(); err != nil || cerr != nil || os.Rename(tmp.Name(), filepath.Join(c.dir, cacheFile)) != nil {
-		os.Remove(tmp.Name())
+	if b, err := json.Marshal(d); err == nil {
+		_ = cachefile.Write(c.dir, cacheFile, b)
 	}
 }

@@ -1,9 +1,14 @@
 // Command genobjects writes a synthetic, valid SolAr input tree for benchmarks:
-// one file per namespace, 21 objects each (a Registry, a Component, a
-// ComponentVersion, 5 Releases, 5 Profiles, 5 labelled Targets, 2 ReleaseBindings,
-// 1 RegistryBinding).
+// one file per namespace, each with a Registry, a Component, a
+// ComponentVersion, 5 Releases, 5 Profiles, T labelled Targets (-per, default
+// 5: 21 objects), 2 ReleaseBindings and 1 RegistryBinding. Every Target gets
+// the 5 Releases, so a namespace has 5 release charts and T bootstrap charts.
 //
 //	go run ./scripts/genobjects -n 10000 -out /tmp/objects
+//	go run ./scripts/genobjects -targets 10000 -per 100 -registry 127.0.0.1:5000 -out /tmp/objects
+//
+// -change P changes the userdata of P percent of the Targets (one in 100/P),
+// with the same flags otherwise: the "1 % change" of scripts/bench.
 package main
 
 import (
@@ -14,10 +19,12 @@ import (
 	"strings"
 )
 
-const perNamespace = 21
-
 func main() {
-	n := flag.Int("n", 10000, "number of objects (rounded up to a multiple of 21)")
+	n := flag.Int("n", 10000, "number of objects (rounded up to whole namespaces)")
+	targets := flag.Int("targets", 0, "number of Targets instead of -n (rounded up to whole namespaces)")
+	per := flag.Int("per", 5, "Targets per namespace")
+	registry := flag.String("registry", "registry.example.com", "hostname of the render Registry")
+	change := flag.Int("change", 0, "percentage of Targets with other userdata (1 to 100)")
 	out := flag.String("out", "", "directory to write to (required)")
 	flag.Parse()
 	if *out == "" {
@@ -28,21 +35,35 @@ func main() {
 		fmt.Fprintln(os.Stderr, "genobjects:", err)
 		os.Exit(1)
 	}
-	for i := 0; i*perNamespace < *n; i++ {
+	if *per < 2 {
+		fmt.Fprintln(os.Stderr, "genobjects: -per must be at least 2 (the ReleaseBindings name two Targets)")
+		os.Exit(1)
+	}
+	namespaces := (*n + *per + 16 - 1) / (*per + 16)
+	if *targets > 0 {
+		namespaces = (*targets + *per - 1) / *per
+	}
+	every := 0 // every how many Targets one changes
+	if *change > 0 {
+		every = 100 / min(*change, 100)
+	}
+	for i := range namespaces {
 		ns := fmt.Sprintf("ns-%04d", i)
-		if err := os.WriteFile(filepath.Join(*out, ns+".yaml"), []byte(namespace(ns)), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(*out, ns+".yaml"), []byte(namespace(ns, i**per, *per, *registry, every)), 0o644); err != nil {
 			fmt.Fprintln(os.Stderr, "genobjects:", err)
 			os.Exit(1)
 		}
 	}
 }
 
-func namespace(ns string) string {
+// namespace is the file of one namespace, whose first Target is the first-th
+// overall.
+func namespace(ns string, first, targets int, registry string, every int) string {
 	var b strings.Builder
 	obj := func(kind, name, body string) {
 		fmt.Fprintf(&b, "---\napiVersion: solar.opendefense.cloud/v1alpha1\nkind: %s\nmetadata:\n  name: %s\n  namespace: %s\n%s", kind, name, ns, body)
 	}
-	obj("Registry", "render", "spec:\n  hostname: registry.example.com\n  targetPullSecretName: pull\n")
+	obj("Registry", "render", "spec:\n  hostname: "+registry+"\n  targetPullSecretName: pull\n")
 	obj("Component", "app", "spec:\n  description: an app\n")
 	obj("ComponentVersion", "app-1-0-0", `spec:
   componentRef: {name: app}
@@ -67,19 +88,25 @@ spec:
   values:
     replicaCount: %d
     image: {tag: "1.0.0"}
-`, r, r%3, r, r+1))
+`, r, r, r, r+1))
 		obj("Profile", fmt.Sprintf("profile-%d", r), fmt.Sprintf(`spec:
   releaseRef: {name: release-%d}
   targetSelector:
-    matchLabels: {group: g%d}
+    matchLabels: {env: prod}
     matchExpressions:
-      - {key: env, operator: NotIn, values: [dev]}
-`, r, r%2))
-		obj("Target", fmt.Sprintf("target-%d", r), fmt.Sprintf(`  labels: {group: g%d, env: prod}
+      - {key: group, operator: NotIn, values: [dev]}
+`, r))
+	}
+	for t := range targets {
+		site := fmt.Sprintf("s%d", t)
+		if every > 0 && (first+t)%every == 0 {
+			site += "-changed"
+		}
+		obj("Target", fmt.Sprintf("target-%d", t), fmt.Sprintf(`  labels: {group: g%d, env: prod}
 spec:
   renderRegistryRef: {name: render}
-  userdata: {site: s%d}
-`, r%2, r))
+  userdata: {site: %s}
+`, t%2, site))
 	}
 	for r := range 2 {
 		obj("ReleaseBinding", fmt.Sprintf("binding-%d", r), fmt.Sprintf("spec:\n  targetRef: {name: target-%d}\n  releaseRef: {name: release-%d}\n", r, 4-r))
