@@ -24,11 +24,22 @@ type Job struct {
 // (an agent Release of a Target with an issued credential), the Target's own
 // agent chart.
 func ReleaseJob(t *resolve.Target, sel *resolve.Selected, kubeconfig []byte) Job {
+	repo := ReleaseJobRepository(t, sel, kubeconfig)
+	if kubeconfig != nil {
+		return Job{repo, Agent(sel, t.Name, kubeconfig)}
+	}
+	return Job{repo, Release(sel)}
+}
+
+// ReleaseJobRepository is the repository of ReleaseJob, without building the
+// chart: the Targets of a namespace share a release chart, so a run builds
+// each once.
+func ReleaseJobRepository(t *resolve.Target, sel *resolve.Selected, kubeconfig []byte) string {
 	r := sel.Release
 	if kubeconfig != nil {
-		return Job{chain.AgentRepository(t.Namespace, t.Name, r.Namespace, r.Name), Agent(sel, t.Name, kubeconfig)}
+		return chain.AgentRepository(t.Namespace, t.Name, r.Namespace, r.Name)
 	}
-	return Job{chain.ReleaseRepository(t.Namespace, r.Namespace, r.Name), Release(sel)}
+	return chain.ReleaseRepository(t.Namespace, r.Namespace, r.Name)
 }
 
 // BootstrapJob is the bootstrap chart of a Target, naming the release charts

@@ -39,12 +39,13 @@ func Run(ctx context.Context, plan *Plan, store publish.Store, opts Options) (*R
 	repos := make([][]string, len(targets))
 	for i, t := range targets {
 		for _, sel := range t.Releases {
-			j := chart.ReleaseJob(t.Target, sel, t.kubeconfig(sel))
-			if _, ok := index[j.Repository]; !ok {
-				index[j.Repository] = len(jobs)
-				jobs = append(jobs, j.Publish(opts.Package))
+			kubeconfig := t.kubeconfig(sel)
+			repo := chart.ReleaseJobRepository(t.Target, sel, kubeconfig)
+			if _, ok := index[repo]; !ok {
+				index[repo] = len(jobs)
+				jobs = append(jobs, chart.ReleaseJob(t.Target, sel, kubeconfig).Publish(opts.Package))
 			}
-			repos[i] = append(repos[i], j.Repository)
+			repos[i] = append(repos[i], repo)
 		}
 	}
 	released, err := publish.Publish(ctx, store, jobs, popts)
