@@ -9,8 +9,11 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/solar-pipeline/solar/renderer/diag"
 )
@@ -79,13 +82,12 @@ func Paths(paths []string, opts Options) ([]*Object, diag.List, Skipped) {
 			w.problems.Errorf(root, 0, "", "%v", err)
 			continue
 		}
-		for _, f := range files {
-			data, err := w.read(f.path, f.root)
-			if err != nil {
-				w.problems.Errorf(f.path, 0, "", "%v", err)
+		for _, p := range w.parse(files) {
+			if p.err != nil {
+				w.problems.Errorf(p.name, 0, "", "%v", p.err)
 				continue
 			}
-			w.file(f.path, data, f.walked)
+			w.keep(p)
 		}
 	}
 	w.problems = append(w.problems, duplicates(w.objs)...)
@@ -176,17 +178,56 @@ func (w *walker) stdin() {
 		w.problems.Errorf("-", 0, "", "reading standard input: %v", err)
 		return
 	}
-	w.file("<stdin>", data, false)
+	w.keep(w.decode("<stdin>", data, false))
 }
 
-// file keeps the Solar objects of one file's content.
-func (w *walker) file(name string, data []byte, walked bool) {
+// parsed is one file read and decoded.
+type parsed struct {
+	name     string
+	objs     []*Object
+	problems diag.List
+	skip     bool // a walked file that holds no objects
+	err      error
+}
+
+// parse reads and decodes files on every core; the results are in the order
+// of files.
+func (w *walker) parse(files []file) []parsed {
+	out := make([]parsed, len(files))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(files)) {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < len(files); i = int(next.Add(1)) - 1 {
+				f := files[i]
+				data, err := w.read(f.path, f.root)
+				if err != nil {
+					out[i] = parsed{name: f.path, err: err}
+					continue
+				}
+				out[i] = w.decode(f.path, data, f.walked)
+			}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// decode decodes one file's content.
+func (w *walker) decode(name string, data []byte, walked bool) parsed {
 	objs, problems := Bytes(name, data, w.opts)
-	if walked && !w.opts.Strict && !holdsObjects(objs, problems, data) {
+	return parsed{name: name, objs: objs, problems: problems,
+		skip: walked && !w.opts.Strict && !holdsObjects(objs, problems, data)}
+}
+
+// keep keeps the Solar objects of one file.
+func (w *walker) keep(p parsed) {
+	if p.skip {
 		w.skipped.Files++
 		return
 	}
-	for _, o := range objs {
+	problems := p.problems
+	for _, o := range p.objs {
 		if g := group(o.APIVersion); o.APIVersion != "" && g != Group {
 			if w.opts.Strict {
 				problems.Errorf(o.File, o.LineOf("apiVersion"), "apiVersion", "an object of API group %q, not a Solar object (--strict)", g)

@@ -187,6 +187,9 @@ func (r *Remote) GC(ctx context.Context, opts GCOptions) (GCResult, error) {
 	return res, nil
 }
 
+// errListed stops a catalog listing past the names wanted.
+var errListed = errors.New("listed")
+
 // Repositories lists the registry's repositories under its prefix and then
 // prefix, as names relative to its prefix (the registry's catalog).
 func (r *Remote) Repositories(ctx context.Context, prefix string) ([]string, error) {
@@ -195,16 +198,27 @@ func (r *Remote) Repositories(ctx context.Context, prefix string) ([]string, err
 		return nil, err
 	}
 	reg.Client, reg.PlainHTTP = r.client, r.plainHTTP
+	reg.RepositoryListPageSize = 1000
 	under := strings.TrimPrefix(strings.TrimSuffix(r.prefix, "/")+"/"+prefix, "/")
+	// The catalog is sorted (by path component in distribution, by string in
+	// others; in both, no name under the prefix follows a name greater than
+	// it): start just before the names under the prefix and stop after them,
+	// instead of reading the whole catalog for each namespace.
 	var names []string
-	err = reg.Repositories(ctx, "", func(repos []string) error {
+	err = reg.Repositories(ctx, strings.TrimSuffix(under, "/"), func(repos []string) error {
 		for _, name := range repos {
-			if strings.HasPrefix(name, under) {
+			switch {
+			case strings.HasPrefix(name, under):
 				names = append(names, strings.TrimPrefix(strings.TrimPrefix(name, r.prefix), "/"))
+			case name > under:
+				return errListed
 			}
 		}
 		return nil
 	})
+	if errors.Is(err, errListed) {
+		err = nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("listing the repositories: %w", explain(err))
 	}

@@ -78,7 +78,12 @@ type bench struct {
 	solar, work, skip string
 	reg               *registry
 	proxy             *countproxy.Proxy
-	published         string // a tree published, for the helm baseline's charts
+	// cold is the last cold publish: its wall time, Targets and charts, for
+	// the ratio to the helm baseline.
+	cold struct {
+		wall            time.Duration
+		targets, charts int
+	}
 }
 
 // size runs every step at n Targets.
@@ -116,7 +121,6 @@ func (b *bench) size(n, per int) error {
 		b.row(n, "publish", "cold", append(publish, tree)...)
 		b.row(n, "publish", "no-op", append(publish, tree)...)
 		b.row(n, "publish", "1 % changed", append(publish, changed)...)
-		b.published = tree
 	}
 	return nil
 }
@@ -152,8 +156,11 @@ func (b *bench) row(n int, step, what string, args ...string) {
 		updated, _ := strconv.Atoi(m[3])
 		unchanged, _ := strconv.Atoi(m[4])
 		charts = fmt.Sprintf("%d / %d", created+updated, unchanged)
-		if step == "publish" && created+updated > 0 {
+		if step == "publish" && created+updated > 0 && unchanged == 0 {
 			perNew = fmt.Sprintf("%.1f", float64(len(requests))/float64(created+updated))
+		}
+		if step == "publish" && what == "cold" {
+			b.cold.wall, b.cold.targets, b.cold.charts = wall, targets, created+updated
 		}
 		if step == "publish" && created+updated == 0 && targets > 0 {
 			perUnchanged = fmt.Sprintf("%.2f", float64(len(requests))/float64(targets))
@@ -300,6 +307,13 @@ func (b *bench) helmBaseline(targets, per int) error {
 	fmt.Printf("\nbaseline, helm package + helm push per chart (%d Targets, %d charts): %.2f s, %.1f ms per chart, %.0f ms per Target; registry CPU %.2f s; %d requests (%.1f per chart)\n",
 		len(bootstraps), charts, wall.Seconds(), wall.Seconds()*1000/float64(charts), wall.Seconds()*1000/float64(len(bootstraps)),
 		regCPU.Seconds(), len(requests), float64(len(requests))/float64(charts))
+	if b.cold.targets > 0 {
+		solarTarget := b.cold.wall.Seconds() / float64(b.cold.targets)
+		solarChart := b.cold.wall.Seconds() / float64(b.cold.charts)
+		fmt.Printf("solar publish, cold, %d Targets: %.1f ms per Target, %.1f ms per chart; ratio helm/solar per Target %.0f×, per chart %.1f×\n",
+			b.cold.targets, solarTarget*1000, solarChart*1000,
+			wall.Seconds()/float64(len(bootstraps))/solarTarget, wall.Seconds()/float64(charts)/solarChart)
+	}
 	return nil
 }
 
