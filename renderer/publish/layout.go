@@ -43,7 +43,9 @@ type Layout struct {
 	tagged int
 }
 
-// layoutStore is one repository's OCI image layout.
+// layoutStore is one repository's OCI image layout. Layout.mu guards tags,
+// dirty and order; mu guards making it writable; ready is closed once it is
+// opened (err says how).
 type layoutStore struct {
 	dir     string
 	backend layoutBackend
@@ -51,6 +53,10 @@ type layoutStore struct {
 	tags    []string
 	dirty   bool
 	order   int // when it was first tagged in this run
+
+	mu    sync.Mutex
+	ready chan struct{}
+	err   error
 }
 
 // layoutBackend is what both a writable and a read-only OCI layout offer.
@@ -165,30 +171,43 @@ func checkLayoutDir(dir string) (bool, error) {
 }
 
 // open opens the layout of one repository (a missing one is empty; written,
-// it is created).
+// it is created). Repositories are opened in parallel: only the map of them
+// is under the layout's lock, not their files.
 func (l *Layout) open(ctx context.Context, name string) (*layoutStore, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if s, ok := l.repos[name]; ok {
-		return s, nil
-	}
 	if !filepath.IsLocal(filepath.FromSlash(name)) {
 		return nil, fmt.Errorf("repository name %q leaves the layout", name)
 	}
-	s := &layoutStore{dir: filepath.Join(l.dir, filepath.FromSlash(name))}
+	l.mu.Lock()
+	s, ok := l.repos[name]
+	if !ok {
+		s = &layoutStore{dir: filepath.Join(l.dir, filepath.FromSlash(name)), ready: make(chan struct{})}
+		l.repos[name] = s
+	}
+	l.mu.Unlock()
+	if ok {
+		<-s.ready
+		return s, s.err
+	}
+	s.err = s.load(ctx, l.readOnly)
+	close(s.ready)
+	return s, s.err
+}
+
+// load opens the repository's layout for the first time.
+func (s *layoutStore) load(ctx context.Context, readOnly bool) error {
 	exists, err := checkRepoLayout(s.dir)
 	if err != nil {
-		return nil, fmt.Errorf("OCI layout %s: %w", s.dir, err)
+		return fmt.Errorf("OCI layout %s: %w", s.dir, err)
 	}
 	switch {
-	case !l.readOnly && exists:
+	case !readOnly && exists:
 		if err := s.writable(ctx); err != nil {
-			return nil, err
+			return err
 		}
 	case exists:
 		st, err := oci.NewFromFS(ctx, os.DirFS(s.dir))
 		if err != nil {
-			return nil, fmt.Errorf("opening OCI layout %s: %w", s.dir, err)
+			return fmt.Errorf("opening OCI layout %s: %w", s.dir, err)
 		}
 		s.backend = st
 	default:
@@ -197,7 +216,7 @@ func (l *Layout) open(ctx context.Context, name string) (*layoutStore, error) {
 			ocispec.ImageIndexFile:  {Data: []byte(`{"schemaVersion":2,"manifests":[]}`)},
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		s.backend = st
 	}
@@ -206,15 +225,16 @@ func (l *Layout) open(ctx context.Context, name string) (*layoutStore, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("listing tags of OCI layout %s: %w", s.dir, err)
+		return fmt.Errorf("listing tags of OCI layout %s: %w", s.dir, err)
 	}
-	l.repos[name] = s
-	return s, nil
+	return nil
 }
 
 // writable opens (and creates, the first time something is written) the
 // repository's layout for writing.
 func (s *layoutStore) writable(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.store != nil {
 		return nil
 	}
@@ -304,7 +324,8 @@ func (l *Layout) Save(ctx context.Context) error {
 	}()
 	for _, name := range names {
 		s := l.repos[name]
-		if s.store == nil || !s.dirty {
+		<-s.ready
+		if s.err != nil || s.store == nil || !s.dirty {
 			continue
 		}
 		index := ocispec.Index{Manifests: []ocispec.Descriptor{}}
@@ -420,8 +441,10 @@ func (l *Layout) Repositories(_ context.Context, prefix string) ([]string, error
 	seen := map[string]bool{}
 	var out []string
 	for _, name := range append(slices.Clone(l.known), slices.Collect(maps.Keys(l.repos))...) {
-		if s, opened := l.repos[name]; opened && len(s.tags) == 0 {
-			continue
+		if s, opened := l.repos[name]; opened {
+			if <-s.ready; s.err != nil || len(s.tags) == 0 {
+				continue
+			}
 		}
 		if !seen[name] && strings.HasPrefix(name, prefix) {
 			seen[name] = true

@@ -34,8 +34,6 @@ func (r *layoutRepo) write(ctx context.Context) error {
 	if r.l.readOnly {
 		return errReadOnly
 	}
-	r.l.mu.Lock()
-	defer r.l.mu.Unlock()
 	return r.s.writable(ctx)
 }
 
