@@ -59,12 +59,12 @@ func push(ctx context.Context, staged content.ReadOnlyStorage, repo Repository, 
 				continue
 			}
 		}
-		rc, err := staged.Fetch(ctx, d)
+		data, err := content.FetchAll(ctx, staged, d)
 		if err != nil {
 			return err
 		}
-		err = repo.Push(ctx, d, rc)
-		rc.Close()
+		// A bytes.Reader: a request the registry failed can be sent again.
+		err = repo.Push(ctx, d, bytes.NewReader(data))
 		if err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
 			return err
 		}

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -88,11 +89,16 @@ func NewRemote(opts RemoteOptions) (*Remote, error) {
 	}, nil
 }
 
-// retryPolicy is oras-go's, which also retries a refused connection: a
-// registry restarting behind a load balancer refuses for a moment.
+// retryPolicy is oras-go's (5xx, 429 honouring Retry-After, 408, timeouts),
+// which also retries a refused connection (a registry restarting behind a
+// load balancer refuses for a moment) and a connection reset or closed before
+// the response (a proxy or load balancer dropping it). Every request solar
+// makes may be sent twice: reads, a new upload session, and writes of
+// content-addressed blobs and manifests.
 var retryPolicy = &retry.GenericPolicy{
 	Retryable: func(resp *http.Response, err error) (bool, error) {
-		if err != nil && errors.Is(err, syscall.ECONNREFUSED) {
+		if err != nil && (errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+			errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
 			return true, nil
 		}
 		return retry.DefaultPredicate(resp, err)
