@@ -140,44 +140,73 @@ func TestPublishContentAddressed(t *testing.T) {
 	t.Logf("one Release changed: %d requests, %d writes", len(reqs), testenv.Writes(reqs))
 }
 
-// TestPublishTwoWriters runs two publishes of different content into one
-// namespace at once: neither update is lost, no version holds two contents.
-func TestPublishTwoWriters(t *testing.T) {
+// TestPublishConcurrentWriters runs two, then three publishes (in process, at
+// once) of different content into one namespace of a real registry: no update
+// is lost, every writer's version holds its own content, versions only rise,
+// every report matches the store, and solar verify passes.
+func TestPublishConcurrentWriters(t *testing.T) {
 	needRegistry(t)
-	reg := testenv.StartRegistry(t, testenv.RegistryOptions{})
-	registry := reg.Host + "/solar"
-	var inputs []string
-	for i := range 2 {
-		dir := t.TempDir()
-		copyExamples(t, dir)
-		releases := filepath.Join(dir, "examples", "alpha", "releases.yaml")
-		b, err := os.ReadFile(releases)
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(releases, bytes.Replace(b, []byte("replicaCount: 2"), fmt.Appendf(nil, "replicaCount: %d", 10+i), 1), 0o644))
-		inputs = append(inputs, filepath.Join(dir, "examples"))
-	}
-	var wg sync.WaitGroup
-	reports := make([]pipeline.Report, 2)
-	for i, in := range inputs {
-		wg.Go(func() {
-			code, stdout, stderr := publishCLI(t, reg, reg.Password, "--no-credentials", "--plain-http", "--registry", registry, "-n", "alpha", "-o", "json", in)
-			assert.Equal(t, 0, code, stderr)
-			reports[i] = decodeReport(t, stdout)
-		})
-	}
-	wg.Wait()
-	require.False(t, t.Failed(), "both publishes must succeed")
-	const repo = "alpha/alpha/release-podinfo-stable"
-	a, b := digests(reports[0])[repo], digests(reports[1])[repo]
-	assert.NotEqual(t, strings.Fields(a)[1], strings.Fields(b)[1], "different content")
-	assert.NotEqual(t, strings.Fields(a)[0], strings.Fields(b)[0], "so different versions: %s, %s", a, b)
+	for _, writers := range []int{2, 3} {
+		t.Run(fmt.Sprint(writers), func(t *testing.T) {
+			reg := testenv.StartRegistry(t, testenv.RegistryOptions{})
+			registry := reg.Host + "/solar"
+			var inputs []string
+			for i := range writers {
+				dir := t.TempDir()
+				copyExamples(t, dir)
+				releases := filepath.Join(dir, "examples", "alpha", "releases.yaml")
+				b, err := os.ReadFile(releases)
+				require.NoError(t, err)
+				require.NoError(t, os.WriteFile(releases, bytes.Replace(b, []byte("replicaCount: 2"), fmt.Appendf(nil, "replicaCount: %d", 10+i), 1), 0o644))
+				inputs = append(inputs, filepath.Join(dir, "examples"))
+			}
+			var wg sync.WaitGroup
+			reports := make([]pipeline.Report, writers)
+			for i, in := range inputs {
+				wg.Go(func() {
+					code, stdout, stderr := publishCLI(t, reg, reg.Password, "--no-credentials", "--plain-http", "--registry", registry, "-n", "alpha", "-o", "json", in)
+					assert.Equal(t, 0, code, stderr)
+					reports[i] = decodeReport(t, stdout)
+				})
+			}
+			wg.Wait()
+			require.False(t, t.Failed(), "every publish must succeed")
 
-	// Each writer's version still holds its own content.
-	for _, v := range []string{a, b} {
-		version, digest := strings.Fields(v)[0], strings.Fields(v)[1]
-		out := helmCLI(t, "pull", "oci://"+registry+"/"+repo, "--version", version, "--plain-http",
-			"--username", reg.Username, "--password", reg.Password, "-d", t.TempDir())
-		assert.Contains(t, out, "Digest: "+digest)
+			ctx := context.Background()
+			store, err := publish.NewRemote(publish.RemoteOptions{Host: reg.Host, Prefix: "solar", Username: reg.Username, Password: reg.Password, PlainHTTP: true})
+			require.NoError(t, err)
+			const contested = "alpha/alpha/release-podinfo-stable"
+			versions := map[string]string{} // version -> digest of the contested chart
+			for _, r := range reports {
+				for repo, v := range digests(r) {
+					version, digest := strings.Fields(v)[0], strings.Fields(v)[1]
+					repository, err := store.Repository(ctx, repo)
+					require.NoError(t, err)
+					desc, err := repository.Resolve(ctx, version)
+					require.NoError(t, err, "%s:%s", repo, version)
+					assert.Equal(t, digest, desc.Digest.String(), "%s:%s holds what its writer reported", repo, version)
+					if repo == contested {
+						assert.NotContains(t, versions, version, "two writers of other content reported one version")
+						versions[version] = digest
+					}
+				}
+			}
+			assert.Len(t, versions, writers, "one version per writer: no update lost")
+			want := []string{}
+			for i := range writers {
+				want = append(want, fmt.Sprintf("0.0.%d", i+1))
+			}
+			repository, err := store.Repository(ctx, contested)
+			require.NoError(t, err)
+			var tags []string
+			require.NoError(t, repository.Tags(ctx, "", func(ts []string) error { tags = append(tags, ts...); return nil }))
+			assert.ElementsMatch(t, want, tags, "versions rise one at a time, no gap")
+
+			var stdout, stderr bytes.Buffer
+			code := run(ctx, []string{"verify", "--registry", registry, "--plain-http", "--username", reg.Username, "--password-stdin"},
+				strings.NewReader(reg.Password+"\n"), &stdout, &stderr)
+			assert.Equal(t, 0, code, "verify:\n%s\n%s", stdout.String(), stderr.String())
+		})
 	}
 }
 
