@@ -31,6 +31,7 @@ type Proxy struct {
 	rng      *rand.Rand // Faults' source; nil: none
 	rate     float64
 	injected map[string]int
+	hook     func(method, path string)
 }
 
 // The faults Faults injects, each instead of forwarding the request (so the
@@ -66,6 +67,7 @@ func Start(target string) (*Proxy, error) {
 	p.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		p.mu.Lock()
 		p.requests = append(p.requests, req.Method+" "+req.URL.Path)
+		hook := p.hook
 		fault := ""
 		switch {
 		case p.failNext > 0:
@@ -76,6 +78,9 @@ func Start(target string) (*Proxy, error) {
 			p.injected[fault]++
 		}
 		p.mu.Unlock()
+		if hook != nil {
+			hook(req.Method, req.URL.Path)
+		}
 		switch fault {
 		case "":
 		case FaultSlow:
@@ -96,6 +101,14 @@ func Start(target string) (*Proxy, error) {
 	})}
 	go func() { _ = p.srv.Serve(l) }()
 	return p, nil
+}
+
+// Hook calls fn with every request before it is forwarded (nil: none): a
+// test kills its client at a chosen request with it.
+func (p *Proxy) Hook(fn func(method, path string)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.hook = fn
 }
 
 // Retarget forwards the requests from now on to another host: two registries

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"math/rand/v2"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/solar-pipeline/solar/internal/testenv"
+)
+
+// killSeed seeds where the kills of TestKillsAnywhere land; a failure names
+// it, and changing it here replays another series.
+const killSeed = 20261130
+
+// TestKillsAnywhere kills solar render and solar publish with SIGKILL, 30
+// times each at seeded random moments of a run, the input changing between
+// runs; then publish at chosen requests (the N-th blob upload, manifest PUT,
+// manifest HEAD (a version check or a tag confirmation) or catalog read).
+// After every kill solar verify passes; at the end a run converges and a dry
+// run after it is all unchanged.
+func TestKillsAnywhere(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: 70 kills of solar processes")
+	}
+	rng := rand.New(rand.NewPCG(killSeed, killSeed))
+	bin := solarBinary(t)
+	// Two inputs of n Targets, per per namespace, the second with the
+	// userdata of half the Targets changed.
+	gen := func(n, per string) (trees [2]string) {
+		for i, change := range []string{"0", "50"} {
+			trees[i] = filepath.Join(t.TempDir(), "tree")
+			out, err := exec.Command("go", "run", "../../scripts/genobjects", "-targets", n, "-per", per, "-change", change, "-out", trees[i]).CombinedOutput()
+			require.NoError(t, err, "%s", out)
+		}
+		return trees
+	}
+	// kill runs args, killed after a moment drawn from [0, span); it says
+	// whether the kill came before the run ended.
+	kill := func(span time.Duration, stdin string, args ...string) bool {
+		cmd := exec.Command(bin, args...)
+		cmd.Stdin = strings.NewReader(stdin)
+		require.NoError(t, cmd.Start())
+		timer := time.AfterFunc(time.Duration(rng.Int64N(int64(span))), func() { _ = cmd.Process.Signal(syscall.SIGKILL) })
+		err := cmd.Wait()
+		timer.Stop()
+		return err != nil
+	}
+	// span is how long one run of args takes.
+	span := func(stdin string, args ...string) time.Duration {
+		cmd := exec.Command(bin, args...)
+		cmd.Stdin = strings.NewReader(stdin)
+		start := time.Now()
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		return time.Since(start)
+	}
+	verify := func(stdin string, args ...string) {
+		t.Helper()
+		cmd := exec.Command(bin, append([]string{"verify"}, args...)...)
+		cmd.Stdin = strings.NewReader(stdin)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "verify (seed %d): %s", killSeed, out)
+	}
+	converges := func(targets int, stdin string, args ...string) {
+		t.Helper()
+		out, err := exec.Command(bin, args...).CombinedOutput()
+		if stdin != "" {
+			cmd := exec.Command(bin, args...)
+			cmd.Stdin = strings.NewReader(stdin)
+			out, err = cmd.CombinedOutput()
+		}
+		require.NoError(t, err, "the run after the kills: %s", out)
+		cmd := exec.Command(bin, append(args, "--dry-run", "-o", "json")...)
+		cmd.Stdin = strings.NewReader(stdin)
+		again, err := cmd.Output()
+		require.NoError(t, err)
+		r := decodeReport(t, string(again))
+		require.Len(t, r.Targets, targets)
+		for _, tr := range r.Targets {
+			assert.Equal(t, "unchanged", tr.Action, "%s/%s after the kills", tr.Namespace, tr.Name)
+		}
+	}
+
+	t.Run("render", func(t *testing.T) {
+		trees := gen("40", "20")
+		out := filepath.Join(t.TempDir(), "out")
+		d := span("", "render", "--no-credentials", "--out", filepath.Join(t.TempDir(), "probe"), trees[0])
+		killed := 0
+		for i := range 30 {
+			if kill(d, "", "render", "--no-credentials", "--out", out, trees[i%2]) {
+				killed++
+			}
+			indexes(t, out)
+			if _, err := exec.Command("test", "-e", out).CombinedOutput(); err == nil {
+				verify("", "--out", out)
+			}
+		}
+		t.Logf("render: %d of 30 runs killed before they ended (a run takes %v)", killed, d)
+		assert.GreaterOrEqual(t, killed, 15, "most kills land inside a run")
+		converges(40, "", "render", "--no-credentials", "--out", out, trees[0])
+	})
+
+	t.Run("publish", func(t *testing.T) {
+		// Smaller: verify reads every version of the registry after each kill.
+		trees := gen("10", "5")
+		reg := testenv.StartRegistry(t, testenv.RegistryOptions{})
+		proxy := testenv.StartProxy(t, reg.Host)
+		pw := reg.Password + "\n"
+		publish := func(registry, tree string) []string {
+			return []string{"publish", "--no-credentials", "--plain-http", "--registry", registry, "--username", reg.Username, "--password-stdin", tree}
+		}
+		registry := proxy.Host + "/solar"
+		verifyRegistry := []string{"--registry", registry, "--plain-http", "--username", reg.Username, "--password-stdin"}
+		d := span(pw, publish(proxy.Host+"/probe", trees[0])...)
+		killed := 0
+		for i := range 30 {
+			if kill(d, pw, publish(registry, trees[i%2])...) {
+				killed++
+			}
+			verify(pw, verifyRegistry...)
+		}
+		t.Logf("publish: %d of 30 runs killed before they ended (a run takes %v)", killed, d)
+		assert.GreaterOrEqual(t, killed, 15, "most kills land inside a run")
+
+		// Aimed: the N-th request of a kind, N up to what a run makes.
+		most := map[string]int{"blob upload": 4, "manifest PUT": 4, "manifest HEAD": 4, "catalog read": 2}
+		aims := map[string]func(method, path string) bool{
+			"blob upload":   func(m, p string) bool { return m == "PUT" && strings.Contains(p, "/blobs/uploads/") },
+			"manifest PUT":  func(m, p string) bool { return m == "PUT" && strings.Contains(p, "/manifests/") },
+			"manifest HEAD": func(m, p string) bool { return m == "HEAD" && strings.Contains(p, "/manifests/") },
+			"catalog read":  func(m, p string) bool { return m == "GET" && strings.HasSuffix(p, "/_catalog") },
+		}
+		round, hit := 0, 0
+		for _, name := range []string{"blob upload", "manifest PUT", "manifest HEAD", "catalog read"} {
+			for range 3 {
+				round++
+				tree := trees[(round+1)%2] // the other input than the run before
+				// Count the requests of this kind a run makes, then kill at
+				// one of them.
+				var mu sync.Mutex
+				seen, target := 0, 0
+				var cmd *exec.Cmd
+				proxy.Hook(func(m, p string) {
+					mu.Lock()
+					defer mu.Unlock()
+					if !aims[name](m, p) {
+						return
+					}
+					seen++
+					if seen == target && cmd != nil {
+						_ = cmd.Process.Signal(syscall.SIGKILL)
+					}
+				})
+				mu.Lock()
+				seen, target = 0, 1+rng.IntN(most[name])
+				cmd = exec.Command(bin, publish(registry, tree)...)
+				cmd.Stdin = strings.NewReader(pw)
+				mu.Unlock()
+				require.NoError(t, cmd.Start())
+				err := cmd.Wait()
+				proxy.Hook(nil)
+				mu.Lock()
+				t.Logf("%s #%d: %d seen, killed: %v", name, target, seen, err != nil)
+				if seen >= target {
+					hit++
+				}
+				mu.Unlock()
+				verify(pw, verifyRegistry...)
+			}
+		}
+		assert.GreaterOrEqual(t, hit, 9, "most aimed kills found their request")
+		converges(10, pw, publish(registry, trees[0])...)
+	})
+}
