@@ -1,0 +1,182 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/solar-pipeline/solar/internal/testenv"
+	"github.com/solar-pipeline/solar/renderer/credential"
+	"github.com/solar-pipeline/solar/renderer/publish"
+)
+
+// TestDryRunWritesNothing: after a real sync, render and publish, the input
+// changes (a Release's values, and edge-2 revoked), and every command's dry
+// run is run against the real API server, registry, layout and cache. Each
+// lists every object of the API server's namespaces, every tag of the
+// registry and every file of the layout and the cache before and after: the
+// same, each time.
+func TestDryRunWritesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs a real API server and registry")
+	}
+	api := testenv.StartAPIServer(t)
+	reg := testenv.StartRegistry(t, testenv.RegistryOptions{})
+	ctx := context.Background()
+	for _, ns := range []string{"alpha", "beta"} {
+		_, err := api.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	dir := t.TempDir()
+	copyExamples(t, dir)
+	examples := filepath.Join(dir, "examples")
+	out, cache := filepath.Join(dir, "out"), filepath.Join(dir, "cache")
+	registry := reg.Host + "/solar"
+	login := []string{"--plain-http", "--username", reg.Username, "--password-stdin"}
+	cli := func(args ...string) (int, string) {
+		var stdout, stderr bytes.Buffer
+		if args[0] != "verify" && args[0] != "gc" {
+			args = append(args, "--cache-dir", cache)
+		}
+		code := run(ctx, args, strings.NewReader(reg.Password+"\n"), &stdout, &stderr)
+		return code, stdout.String() + stderr.String()
+	}
+	for _, args := range [][]string{
+		{"credentials", "sync", "--kubeconfig", api.Kubeconfig, examples},
+		{"render", "--kubeconfig", api.Kubeconfig, "--out", out, examples},
+		append([]string{"publish", "--kubeconfig", api.Kubeconfig, "--registry", registry, examples}, login...),
+	} {
+		code, output := cli(args...)
+		require.Equal(t, 0, code, "%v: %s", args, output)
+	}
+
+	// The input changes: every dry run below has something it would write.
+	releases := filepath.Join(examples, "alpha", "releases.yaml")
+	b, err := os.ReadFile(releases)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(releases, bytes.Replace(b, []byte("replicaCount: 2"), []byte("replicaCount: 7"), 1), 0o644))
+	targets := filepath.Join(examples, "alpha", "targets.yaml")
+	b, err = os.ReadFile(targets)
+	require.NoError(t, err)
+	revoked := bytes.Replace(b, []byte("  name: edge-2\n"), []byte("  name: edge-2\n  annotations:\n    "+credential.AnnotationAgentCredential+": revoked\n"), 1)
+	require.NotEqual(t, b, revoked)
+	require.NoError(t, os.WriteFile(targets, revoked, 0o644))
+
+	dyn, err := dynamic.NewForConfig(api.Config)
+	require.NoError(t, err)
+	snapshot := func() map[string]string {
+		s := map[string]string{}
+		for _, ns := range []string{"alpha", "beta"} {
+			sas, err := api.Client.CoreV1().ServiceAccounts(ns).List(ctx, metav1.ListOptions{})
+			require.NoError(t, err)
+			for _, o := range sas.Items {
+				s["ServiceAccount "+ns+"/"+o.Name] = o.ResourceVersion
+			}
+			secrets, err := api.Client.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})
+			require.NoError(t, err)
+			for _, o := range secrets.Items {
+				s["Secret "+ns+"/"+o.Name] = o.ResourceVersion
+			}
+			roles, err := api.Client.RbacV1().Roles(ns).List(ctx, metav1.ListOptions{})
+			require.NoError(t, err)
+			for _, o := range roles.Items {
+				s["Role "+ns+"/"+o.Name] = o.ResourceVersion
+			}
+			bindings, err := api.Client.RbacV1().RoleBindings(ns).List(ctx, metav1.ListOptions{})
+			require.NoError(t, err)
+			for _, o := range bindings.Items {
+				s["RoleBinding "+ns+"/"+o.Name] = o.ResourceVersion
+			}
+			for _, kind := range []string{"Target", "TargetReport"} {
+				gvr := credential.TargetGVR
+				if kind == "TargetReport" {
+					gvr = credential.TargetReportGVR
+				}
+				list, err := dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
+				require.NoError(t, err)
+				for _, o := range list.Items {
+					s[kind+" "+ns+"/"+o.GetName()] = o.GetResourceVersion()
+				}
+			}
+		}
+		remote, err := publish.NewRemote(publish.RemoteOptions{Host: reg.Host, Prefix: "solar", Username: reg.Username, Password: reg.Password, PlainHTTP: true})
+		require.NoError(t, err)
+		repos, err := remote.Repositories(ctx, "")
+		require.NoError(t, err)
+		for _, name := range repos {
+			repo, err := remote.Repository(ctx, name)
+			require.NoError(t, err)
+			require.NoError(t, repo.Tags(ctx, "", func(tags []string) error {
+				for _, tag := range tags {
+					desc, err := repo.Resolve(ctx, tag)
+					if err != nil {
+						return err
+					}
+					s["tag "+name+":"+tag] = desc.Digest.String()
+				}
+				return nil
+			}))
+		}
+		for _, root := range []string{out, cache} {
+			require.NoError(t, filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+				if err != nil {
+					return err
+				}
+				info, err := d.Info()
+				if err != nil {
+					return err
+				}
+				sum := ""
+				if d.Type().IsRegular() {
+					b, err := os.ReadFile(p)
+					if err != nil {
+						return err
+					}
+					h := sha256.Sum256(b)
+					sum = hex.EncodeToString(h[:])
+				}
+				s["file "+p] = fmt.Sprintf("%v %s %d", info.Mode(), sum, info.ModTime().UnixNano())
+				return nil
+			}))
+		}
+		return s
+	}
+
+	before := snapshot()
+	tokens := 0
+	for k := range before {
+		if strings.HasPrefix(k, "Secret alpha/solar-agent-edge-2-token-") {
+			tokens++
+		}
+	}
+	require.Equal(t, 1, tokens, "edge-2 has a token Secret, which a revoking sync would delete")
+	for _, args := range [][]string{
+		{"credentials", "sync", "--dry-run", "--kubeconfig", api.Kubeconfig, examples},
+		{"render", "--dry-run", "--kubeconfig", api.Kubeconfig, "--out", out, examples},
+		{"render", "--dry-run", "--prune", "--kubeconfig", api.Kubeconfig, "--out", out, examples},
+		append([]string{"publish", "--dry-run", "--kubeconfig", api.Kubeconfig, "--registry", registry, examples}, login...),
+		append([]string{"publish", "--dry-run", "--prune", "--kubeconfig", api.Kubeconfig, "--registry", registry, examples}, login...),
+		{"diff", "--kubeconfig", api.Kubeconfig, "--out", out, examples},
+		append([]string{"diff", "--kubeconfig", api.Kubeconfig, "--registry", registry, examples}, login...),
+		{"gc", "--dry-run", "--out", out, "--keep", "1"},
+		append([]string{"gc", "--dry-run", "--registry", registry, "--keep", "1"}, login...),
+	} {
+		code, output := cli(args...)
+		// 1: the revoked edge-2 fails, as it would in a real run.
+		assert.Contains(t, []int{0, 1, 2}, code, "%v: %s", args, output)
+		assert.Equal(t, before, snapshot(), "solar %s wrote something", strings.Join(args, " "))
+	}
+}
