@@ -71,10 +71,22 @@ func TestSyncLogic(t *testing.T) {
 	assert.Contains(t, string(c.Kubeconfig), "jwt-1-payload")
 	assert.NotContains(t, c.Message, "jwt-1-payload", "the message names a fingerprint, never the token")
 	for _, get := range []func() error{
-		func() error { _, err := kube.CoreV1().ServiceAccounts("alpha").Get(ctx, "solar-agent-edge-1", metav1.GetOptions{}); return err },
-		func() error { _, err := kube.RbacV1().Roles("alpha").Get(ctx, "solar-agent-edge-1", metav1.GetOptions{}); return err },
-		func() error { _, err := kube.RbacV1().RoleBindings("alpha").Get(ctx, "solar-agent-edge-1", metav1.GetOptions{}); return err },
-		func() error { _, err := dyn.Resource(TargetReportGVR).Namespace("alpha").Get(ctx, "edge-1", metav1.GetOptions{}); return err },
+		func() error {
+			_, err := kube.CoreV1().ServiceAccounts("alpha").Get(ctx, "solar-agent-edge-1", metav1.GetOptions{})
+			return err
+		},
+		func() error {
+			_, err := kube.RbacV1().Roles("alpha").Get(ctx, "solar-agent-edge-1", metav1.GetOptions{})
+			return err
+		},
+		func() error {
+			_, err := kube.RbacV1().RoleBindings("alpha").Get(ctx, "solar-agent-edge-1", metav1.GetOptions{})
+			return err
+		},
+		func() error {
+			_, err := dyn.Resource(TargetReportGVR).Namespace("alpha").Get(ctx, "edge-1", metav1.GetOptions{})
+			return err
+		},
 	} {
 		assert.NoError(t, get())
 	}
