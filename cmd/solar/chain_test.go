@@ -131,10 +131,7 @@ func TestFluxChainToTheApplication(t *testing.T) {
 	edit("shared/pipeline.yaml", "https://solar.example.com:6443", api.URL)
 
 	// The SolAr side: the Targets the agents report on.
-	for _, ns := range []string{"alpha", "beta"} {
-		_, err := api.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-		require.NoError(t, err)
-	}
+	api.CreateNamespaces(t, "alpha", "beta")
 	targets := []chainTarget{{"alpha", "edge-1", ""}, {"alpha", "edge-2", ""}, {"beta", "plant-1", ""}, {"beta", "plant-2", ""}}
 	for i := range targets {
 		tg := &targets[i]

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -10,8 +9,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/solar-pipeline/solar/internal/testenv"
@@ -65,10 +62,7 @@ func TestCIExample(t *testing.T) {
 
 	reg := testenv.StartRegistry(t, testenv.RegistryOptions{TLS: true})
 	api := testenv.StartAPIServer(t)
-	for _, ns := range job.Strategy.Matrix.Namespace {
-		_, err := api.Client.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-		require.NoError(t, err)
-	}
+	api.CreateNamespaces(t, job.Strategy.Matrix.Namespace...)
 	bin := filepath.Dir(solarBinary(t))
 	repo := t.TempDir()
 	copyExamples(t, repo)

@@ -12,7 +12,6 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
@@ -41,10 +40,7 @@ func TestCredentialsSyncAndRender(t *testing.T) {
 	}
 	s := testenv.StartAPIServer(t)
 	ctx := context.Background()
-	for _, ns := range []string{"alpha", "beta"} {
-		_, err := s.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-		require.NoError(t, err)
-	}
+	s.CreateNamespaces(t, "alpha", "beta")
 	dyn, err := dynamic.NewForConfig(s.Config)
 	require.NoError(t, err)
 	_, err = dyn.Resource(credential.TargetGVR).Namespace("alpha").Create(ctx, &unstructured.Unstructured{Object: map[string]any{

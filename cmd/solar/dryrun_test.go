@@ -14,13 +14,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/solar-pipeline/solar/internal/testenv"
 	"github.com/solar-pipeline/solar/renderer/credential"
-	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
 // TestDryRunWritesNothing: after a real sync, render and publish, the input
@@ -36,10 +36,7 @@ func TestDryRunWritesNothing(t *testing.T) {
 	api := testenv.StartAPIServer(t)
 	reg := testenv.StartRegistry(t, testenv.RegistryOptions{})
 	ctx := context.Background()
-	for _, ns := range []string{"alpha", "beta"} {
-		_, err := api.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-		require.NoError(t, err)
-	}
+	api.CreateNamespaces(t, "alpha", "beta")
 	dir := t.TempDir()
 	copyExamples(t, dir)
 	examples := filepath.Join(dir, "examples")
@@ -80,55 +77,36 @@ func TestDryRunWritesNothing(t *testing.T) {
 	snapshot := func() map[string]string {
 		s := map[string]string{}
 		for _, ns := range []string{"alpha", "beta"} {
-			sas, err := api.Client.CoreV1().ServiceAccounts(ns).List(ctx, metav1.ListOptions{})
-			require.NoError(t, err)
-			for _, o := range sas.Items {
-				s["ServiceAccount "+ns+"/"+o.Name] = o.ResourceVersion
+			lists := map[string]func() (runtime.Object, error){
+				"ServiceAccount": func() (runtime.Object, error) {
+					return api.Client.CoreV1().ServiceAccounts(ns).List(ctx, metav1.ListOptions{})
+				},
+				"Secret": func() (runtime.Object, error) { return api.Client.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{}) },
+				"Role":   func() (runtime.Object, error) { return api.Client.RbacV1().Roles(ns).List(ctx, metav1.ListOptions{}) },
+				"RoleBinding": func() (runtime.Object, error) {
+					return api.Client.RbacV1().RoleBindings(ns).List(ctx, metav1.ListOptions{})
+				},
+				"Target": func() (runtime.Object, error) {
+					return dyn.Resource(credential.TargetGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
+				},
+				"TargetReport": func() (runtime.Object, error) {
+					return dyn.Resource(credential.TargetReportGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
+				},
 			}
-			secrets, err := api.Client.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})
-			require.NoError(t, err)
-			for _, o := range secrets.Items {
-				s["Secret "+ns+"/"+o.Name] = o.ResourceVersion
-			}
-			roles, err := api.Client.RbacV1().Roles(ns).List(ctx, metav1.ListOptions{})
-			require.NoError(t, err)
-			for _, o := range roles.Items {
-				s["Role "+ns+"/"+o.Name] = o.ResourceVersion
-			}
-			bindings, err := api.Client.RbacV1().RoleBindings(ns).List(ctx, metav1.ListOptions{})
-			require.NoError(t, err)
-			for _, o := range bindings.Items {
-				s["RoleBinding "+ns+"/"+o.Name] = o.ResourceVersion
-			}
-			for _, kind := range []string{"Target", "TargetReport"} {
-				gvr := credential.TargetGVR
-				if kind == "TargetReport" {
-					gvr = credential.TargetReportGVR
-				}
-				list, err := dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
+			for kind, list := range lists {
+				l, err := list()
 				require.NoError(t, err)
-				for _, o := range list.Items {
+				items, err := apimeta.ExtractList(l)
+				require.NoError(t, err)
+				for _, item := range items {
+					o, err := apimeta.Accessor(item)
+					require.NoError(t, err)
 					s[kind+" "+ns+"/"+o.GetName()] = o.GetResourceVersion()
 				}
 			}
 		}
-		remote, err := publish.NewRemote(publish.RemoteOptions{Host: reg.Host, Prefix: "solar", Username: reg.Username, Password: reg.Password, PlainHTTP: true})
-		require.NoError(t, err)
-		repos, err := remote.Repositories(ctx, "")
-		require.NoError(t, err)
-		for _, name := range repos {
-			repo, err := remote.Repository(ctx, name)
-			require.NoError(t, err)
-			require.NoError(t, repo.Tags(ctx, "", func(tags []string) error {
-				for _, tag := range tags {
-					desc, err := repo.Resolve(ctx, tag)
-					if err != nil {
-						return err
-					}
-					s["tag "+name+":"+tag] = desc.Digest.String()
-				}
-				return nil
-			}))
+		for tag, digest := range registryTags(t, reg) {
+			s["tag "+tag] = digest
 		}
 		for _, root := range []string{out, cache} {
 			require.NoError(t, filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {

@@ -64,14 +64,25 @@ func TestPublishThroughFaults(t *testing.T) {
 	assert.Contains(t, stderr, "30 Targets: 0 charts created, 0 updated, 45 unchanged")
 }
 
-// registryState reads every tag of the registry behind proxy under solar/
-// as repository:tag → manifest digest, then checks it with solar verify. The
-// proxy forwards to reg when retarget says so.
+// registryState is registryTags of the registry behind proxy (pointed at reg
+// when retarget says so), checked with solar verify.
 func registryState(t *testing.T, reg *testenv.Registry, proxy *testenv.Proxy, retarget bool) map[string]string {
 	t.Helper()
 	if retarget {
 		proxy.Retarget(reg.Host)
 	}
+	state := registryTags(t, reg)
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"verify", "--registry", reg.Host + "/solar", "--plain-http", "--username", reg.Username, "--password-stdin"},
+		strings.NewReader(reg.Password+"\n"), &stdout, &stderr)
+	require.Equal(t, 0, code, "verify:\n%s\n%s", stdout.String(), stderr.String())
+	return state
+}
+
+// registryTags reads every tag of reg under solar/ as repository:tag →
+// manifest digest.
+func registryTags(t *testing.T, reg *testenv.Registry) map[string]string {
+	t.Helper()
 	ctx := context.Background()
 	r, err := publish.NewRemote(publish.RemoteOptions{Host: reg.Host, Prefix: "solar", Username: reg.Username, Password: reg.Password, PlainHTTP: true})
 	require.NoError(t, err)
@@ -92,9 +103,5 @@ func registryState(t *testing.T, reg *testenv.Registry, proxy *testenv.Proxy, re
 			return nil
 		}))
 	}
-	var stdout, stderr bytes.Buffer
-	code := run(ctx, []string{"verify", "--registry", reg.Host + "/solar", "--plain-http", "--username", reg.Username, "--password-stdin"},
-		strings.NewReader(reg.Password+"\n"), &stdout, &stderr)
-	require.Equal(t, 0, code, "verify:\n%s\n%s", stdout.String(), stderr.String())
 	return state
 }

@@ -44,9 +44,14 @@ func TestKillsAnywhere(t *testing.T) {
 	}
 	// kill runs args, killed after a moment drawn from [0, span); it says
 	// whether the kill came before the run ended.
-	kill := func(span time.Duration, stdin string, args ...string) bool {
+	// command is solar with stdin.
+	command := func(stdin string, args ...string) *exec.Cmd {
 		cmd := exec.Command(bin, args...)
 		cmd.Stdin = strings.NewReader(stdin)
+		return cmd
+	}
+	kill := func(span time.Duration, stdin string, args ...string) bool {
+		cmd := command(stdin, args...)
 		require.NoError(t, cmd.Start())
 		timer := time.AfterFunc(time.Duration(rng.Int64N(int64(span))), func() { _ = cmd.Process.Signal(syscall.SIGKILL) })
 		err := cmd.Wait()
@@ -55,32 +60,21 @@ func TestKillsAnywhere(t *testing.T) {
 	}
 	// span is how long one run of args takes.
 	span := func(stdin string, args ...string) time.Duration {
-		cmd := exec.Command(bin, args...)
-		cmd.Stdin = strings.NewReader(stdin)
 		start := time.Now()
-		out, err := cmd.CombinedOutput()
+		out, err := command(stdin, args...).CombinedOutput()
 		require.NoError(t, err, "%s", out)
 		return time.Since(start)
 	}
 	verify := func(stdin string, args ...string) {
 		t.Helper()
-		cmd := exec.Command(bin, append([]string{"verify"}, args...)...)
-		cmd.Stdin = strings.NewReader(stdin)
-		out, err := cmd.CombinedOutput()
+		out, err := command(stdin, append([]string{"verify"}, args...)...).CombinedOutput()
 		require.NoError(t, err, "verify (seed %d): %s", killSeed, out)
 	}
 	converges := func(targets int, stdin string, args ...string) {
 		t.Helper()
-		out, err := exec.Command(bin, args...).CombinedOutput()
-		if stdin != "" {
-			cmd := exec.Command(bin, args...)
-			cmd.Stdin = strings.NewReader(stdin)
-			out, err = cmd.CombinedOutput()
-		}
+		out, err := command(stdin, args...).CombinedOutput()
 		require.NoError(t, err, "the run after the kills: %s", out)
-		cmd := exec.Command(bin, append(args, "--dry-run", "-o", "json")...)
-		cmd.Stdin = strings.NewReader(stdin)
-		again, err := cmd.Output()
+		again, err := command(stdin, append(args, "--dry-run", "-o", "json")...).Output()
 		require.NoError(t, err)
 		r := decodeReport(t, string(again))
 		require.Len(t, r.Targets, targets)
@@ -161,8 +155,7 @@ func TestKillsAnywhere(t *testing.T) {
 				})
 				mu.Lock()
 				seen, target = 0, 1+rng.IntN(most[name])
-				cmd = exec.Command(bin, publish(registry, tree)...)
-				cmd.Stdin = strings.NewReader(pw)
+				cmd = command(pw, publish(registry, tree)...)
 				mu.Unlock()
 				require.NoError(t, cmd.Start())
 				err := cmd.Wait()

@@ -13,7 +13,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/solar-pipeline/solar/internal/testenv"
@@ -33,10 +32,7 @@ func TestNoSecretLeaks(t *testing.T) {
 	api := testenv.StartAPIServer(t)
 	reg := testenv.StartRegistry(t, testenv.RegistryOptions{})
 	ctx := context.Background()
-	for _, ns := range []string{"alpha", "beta"} {
-		_, err := api.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-		require.NoError(t, err)
-	}
+	api.CreateNamespaces(t, "alpha", "beta")
 	out, cache := filepath.Join(t.TempDir(), "out"), t.TempDir()
 	registry := reg.Host + "/solar"
 	// A process, not run(): whatever it writes anywhere is scanned.

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/solar-pipeline/solar/internal/countproxy"
 	"github.com/solar-pipeline/solar/internal/testenv"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 	"github.com/solar-pipeline/solar/renderer/publish"
@@ -107,7 +108,7 @@ func TestPublishContentAddressed(t *testing.T) {
 	// A dry run on an empty registry: changes pending, nothing written.
 	code, dry, reqs := pub("--dry-run", "--exit-code", examples)
 	assert.Equal(t, 2, code)
-	assert.Zero(t, testenv.Writes(reqs))
+	assert.Zero(t, countproxy.Writes(reqs))
 
 	code, first, reqs := pub("--exit-code", examples)
 	assert.Equal(t, 2, code, "charts were created")
@@ -115,12 +116,12 @@ func TestPublishContentAddressed(t *testing.T) {
 	charts := len(digests(first))
 	require.Equal(t, 10, charts)
 	t.Logf("first publish: %d requests for %d new charts (%.1f per chart), %d of them writes",
-		len(reqs), charts, float64(len(reqs))/float64(charts), testenv.Writes(reqs))
+		len(reqs), charts, float64(len(reqs))/float64(charts), countproxy.Writes(reqs))
 
 	code, second, reqs := pub("--exit-code", examples)
 	assert.Equal(t, 0, code, "nothing changed")
 	assert.Equal(t, digests(first), digests(second))
-	assert.Zero(t, testenv.Writes(reqs), "unchanged input writes no blob and no manifest: %v", reqs)
+	assert.Zero(t, countproxy.Writes(reqs), "unchanged input writes no blob and no manifest: %v", reqs)
 	t.Logf("unchanged publish: %d requests for %d Targets (%.1f per Target), %d charts",
 		len(reqs), len(second.Targets), float64(len(reqs))/float64(len(second.Targets)), charts)
 
@@ -137,7 +138,7 @@ func TestPublishContentAddressed(t *testing.T) {
 		}
 	}
 	assert.ElementsMatch(t, []string{"alpha/alpha/release-podinfo-stable 0.0.2", "alpha/bootstrap-edge-1 0.0.2"}, moved)
-	t.Logf("one Release changed: %d requests, %d writes", len(reqs), testenv.Writes(reqs))
+	t.Logf("one Release changed: %d requests, %d writes", len(reqs), countproxy.Writes(reqs))
 }
 
 // TestPublishConcurrentWriters runs two, then three publishes (in process, at

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -74,6 +75,15 @@ func StartAPIServer(t testing.TB) *APIServer {
 }
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// CreateNamespaces creates the namespaces.
+func (s *APIServer) CreateNamespaces(t testing.TB, names ...string) {
+	t.Helper()
+	for _, ns := range names {
+		_, err := s.Client.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		require.NoError(t, err, "creating namespace %s", ns)
+	}
+}
 
 // InstallCRDs creates every CRD of the *.yaml files of fsys and waits until
 // each is established.

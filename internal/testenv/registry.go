@@ -109,6 +109,3 @@ func StartProxy(t testing.TB, target string) *Proxy {
 	t.Cleanup(func() { _ = p.Close() })
 	return p
 }
-
-// Writes counts the requests of a list that change the registry.
-func Writes(requests []string) int { return countproxy.Writes(requests) }
