@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/solar-pipeline/solar/renderer/pipeline"
-	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
 func newDiffCmd(g *globals) *cobra.Command {
@@ -43,18 +42,13 @@ shown. Nothing is written. With --exit-code: 0 no change, 2 changes, 1 error.`,
 			if err != nil {
 				return err
 			}
-			var store publish.Store
-			if out != "" {
-				l, err := publish.OpenLayout(cmd.Context(), out, publish.LayoutOptions{ReadOnly: true})
-				if err != nil {
-					return err
-				}
-				defer l.Close()
-				store = l
-			} else {
-				if store, opts.Registry, err = rf.remote(cmd.InOrStdin(), insecure); err != nil {
-					return err
-				}
+			store, registry, done, err := rf.readStore(cmd.Context(), out, cmd.InOrStdin(), insecure)
+			if err != nil {
+				return err
+			}
+			defer done()
+			if registry != "" {
+				opts.Registry = registry
 			}
 			plan, err := pipeline.NewPlan(cmd.Context(), opts)
 			if err != nil {

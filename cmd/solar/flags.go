@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -151,6 +152,21 @@ func (f *registryFlags) remote(stdin io.Reader, insecure bool) (*publish.Remote,
 	r, err := publish.NewRemote(publish.RemoteOptions{Host: l.host, Prefix: l.prefix, Username: f.username,
 		Password: l.password, CAFile: f.caFile, PlainHTTP: f.plainHTTP, InsecureSkipTLSVerify: insecure})
 	return r, path.Join(l.host, l.prefix), err
+}
+
+// readStore opens what diff and verify read: the layout out, read-only, or
+// else the registry of the flags, with its HOST[/PREFIX]. done releases the
+// layout.
+func (f *registryFlags) readStore(ctx context.Context, out string, stdin io.Reader, insecure bool) (store publish.Store, registry string, done func(), err error) {
+	if out != "" {
+		l, err := publish.OpenLayout(ctx, out, publish.LayoutOptions{ReadOnly: true})
+		if err != nil {
+			return nil, "", nil, err
+		}
+		return l, "", func() { l.Close() }, nil
+	}
+	r, registry, err := f.remote(stdin, insecure)
+	return r, registry, func() {}, err
 }
 
 // parse checks --registry with oras-go's reference rules and splits it into

@@ -6,7 +6,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/solar-pipeline/solar/renderer/pipeline"
-	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
 func newVerifyCmd(g *globals) *cobra.Command {
@@ -32,20 +31,11 @@ none; 1: violations or an error.`,
 			if (out == "") == (rf.registry == "") {
 				return fmt.Errorf("give one of --out and --registry")
 			}
-			var store publish.Store
-			if out != "" {
-				l, err := publish.OpenLayout(cmd.Context(), out, publish.LayoutOptions{ReadOnly: true})
-				if err != nil {
-					return err
-				}
-				defer l.Close()
-				store = l
-			} else {
-				var err error
-				if store, _, err = rf.remote(cmd.InOrStdin(), insecure); err != nil {
-					return err
-				}
+			store, _, done, err := rf.readStore(cmd.Context(), out, cmd.InOrStdin(), insecure)
+			if err != nil {
+				return err
 			}
+			defer done()
 			prefix := ""
 			if g.namespace != "" {
 				prefix = g.namespace + "/"
