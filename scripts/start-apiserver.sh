@@ -9,18 +9,21 @@
 #
 # DIR gets etcd's data, the keys, the token file and kubeconfig (the admin,
 # trusting the serving certificate the API server makes in DIR/certs). Both
-# processes run until this script's process group is killed.
+# processes run until this script's process group is killed. Run again on the
+# same DIR and ports, it restarts the API server on the same data, keys and
+# certificate (the tests stop it in the middle of a credentials sync).
 set -euo pipefail
 dir=${1:?usage: start-apiserver.sh DIR ETCD_PORT API_PORT}
 etcd_port=${2:?usage: start-apiserver.sh DIR ETCD_PORT API_PORT}
 api_port=${3:?usage: start-apiserver.sh DIR ETCD_PORT API_PORT}
 mkdir -p "$dir/etcd" "$dir/certs"
 
-openssl genrsa -out "$dir/sa.key" 2048 2>/dev/null
-openssl rsa -in "$dir/sa.key" -pubout -out "$dir/sa.pub" 2>/dev/null
-token=$(openssl rand -hex 24)
-printf '%s,solar-admin,solar-admin,"system:masters"\n' "$token" >"$dir/tokens.csv"
-cat >"$dir/kubeconfig" <<KUBECONFIG
+if [[ ! -s $dir/kubeconfig ]]; then
+  openssl genrsa -out "$dir/sa.key" 2048 2>/dev/null
+  openssl rsa -in "$dir/sa.key" -pubout -out "$dir/sa.pub" 2>/dev/null
+  token=$(openssl rand -hex 24)
+  printf '%s,solar-admin,solar-admin,"system:masters"\n' "$token" >"$dir/tokens.csv"
+  cat >"$dir/kubeconfig.tmp" <<KUBECONFIG
 apiVersion: v1
 kind: Config
 clusters:
@@ -37,6 +40,8 @@ contexts:
   context: {cluster: solar-test, user: solar-admin}
 current-context: solar-test
 KUBECONFIG
+  mv "$dir/kubeconfig.tmp" "$dir/kubeconfig" # last: it marks the keys as made
+fi
 
 peer_port=${4:-$((etcd_port + 1))}
 etcd --data-dir "$dir/etcd" --unsafe-no-fsync \

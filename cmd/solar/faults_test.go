@@ -92,16 +92,13 @@ func registryTags(t *testing.T, reg *testenv.Registry) map[string]string {
 	for _, name := range repos {
 		repo, err := r.Repository(ctx, name)
 		require.NoError(t, err)
-		require.NoError(t, repo.Tags(ctx, "", func(tags []string) error {
-			for _, tag := range tags {
-				desc, err := repo.Resolve(ctx, tag)
-				if err != nil {
-					return err
-				}
-				state[name+":"+tag] = desc.Digest.String()
-			}
-			return nil
-		}))
+		tags, err := publish.Tags(ctx, repo)
+		require.NoError(t, err)
+		for _, tag := range tags {
+			desc, err := repo.Resolve(ctx, tag)
+			require.NoError(t, err)
+			state[name+":"+tag] = desc.Digest.String()
+		}
 	}
 	return state
 }

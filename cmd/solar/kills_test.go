@@ -2,8 +2,10 @@ package main
 
 import (
 	"math/rand/v2"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -22,48 +24,57 @@ const killSeed = 20261130
 
 // TestKillsAnywhere kills solar render and solar publish with SIGKILL, 30
 // times each at seeded random moments of a run, the input changing between
-// runs; then publish at chosen requests (the N-th blob upload, manifest PUT,
-// manifest HEAD (a version check or a tag confirmation) or catalog read).
-// After every kill solar verify passes; at the end a run converges and a dry
-// run after it is all unchanged.
+// runs; then render at each step of saving the layout (package killpoint) and
+// publish at chosen requests (the N-th blob upload, manifest PUT, manifest
+// HEAD (a version check or a tag confirmation) or catalog read). After every
+// kill solar verify passes; at the end a run converges and a dry run after it
+// is all unchanged.
 func TestKillsAnywhere(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: 70 kills of solar processes")
 	}
 	rng := rand.New(rand.NewPCG(killSeed, killSeed))
-	bin := solarBinary(t)
+	bin := solarBinary(t, "killpoints")
 	// Two inputs of n Targets, per per namespace, the second with the
-	// userdata of half the Targets changed.
+	// userdata of half the Targets and the values of one Release changed:
+	// between the two, one release chart and every bootstrap chart of a
+	// namespace change.
 	gen := func(n, per string) (trees [2]string) {
-		for i, change := range []string{"0", "50"} {
+		for i, change := range [][]string{{"-change", "0"}, {"-change", "50", "-change-release"}} {
 			trees[i] = filepath.Join(t.TempDir(), "tree")
-			out, err := exec.Command("go", "run", "../../scripts/genobjects", "-targets", n, "-per", per, "-change", change, "-out", trees[i]).CombinedOutput()
+			args := append([]string{"run", "../../scripts/genobjects", "-targets", n, "-per", per, "-out", trees[i]}, change...)
+			out, err := exec.Command("go", args...).CombinedOutput()
 			require.NoError(t, err, "%s", out)
 		}
 		return trees
 	}
-	// kill runs args, killed after a moment drawn from [0, span); it says
-	// whether the kill came before the run ended.
 	// command is solar with stdin.
 	command := func(stdin string, args ...string) *exec.Cmd {
 		cmd := exec.Command(bin, args...)
 		cmd.Stdin = strings.NewReader(stdin)
 		return cmd
 	}
+	// kill runs args, killed after a moment drawn from the first three
+	// quarters of span; it says whether the kill came before the run ended.
 	kill := func(span time.Duration, stdin string, args ...string) bool {
 		cmd := command(stdin, args...)
 		require.NoError(t, cmd.Start())
-		timer := time.AfterFunc(time.Duration(rng.Int64N(int64(span))), func() { _ = cmd.Process.Signal(syscall.SIGKILL) })
+		timer := time.AfterFunc(time.Duration(rng.Int64N(int64(span)*3/4)), func() { _ = cmd.Process.Signal(syscall.SIGKILL) })
 		err := cmd.Wait()
 		timer.Stop()
 		return err != nil
 	}
-	// span is how long one run of args takes.
-	span := func(stdin string, args ...string) time.Duration {
-		start := time.Now()
-		out, err := command(stdin, args...).CombinedOutput()
-		require.NoError(t, err, "%s", out)
-		return time.Since(start)
+	// span is how long a run takes that changes half the Targets, as the
+	// killed runs do: args with the first tree, then timed with the second.
+	span := func(stdin string, trees [2]string, args func(tree string) []string) time.Duration {
+		var d time.Duration
+		for _, tree := range trees {
+			start := time.Now()
+			out, err := command(stdin, args(tree)...).CombinedOutput()
+			require.NoError(t, err, "%s", out)
+			d = time.Since(start)
+		}
+		return d
 	}
 	verify := func(stdin string, args ...string) {
 		t.Helper()
@@ -86,20 +97,40 @@ func TestKillsAnywhere(t *testing.T) {
 	t.Run("render", func(t *testing.T) {
 		trees := gen("40", "20")
 		out := filepath.Join(t.TempDir(), "out")
-		d := span("", "render", "--no-credentials", "--out", filepath.Join(t.TempDir(), "probe"), trees[0])
-		killed := 0
-		for i := range 30 {
-			if kill(d, "", "render", "--no-credentials", "--out", out, trees[i%2]) {
-				killed++
-			}
+		render := func(dir string) func(string) []string {
+			return func(tree string) []string { return []string{"render", "--no-credentials", "--out", dir, tree} }
+		}
+		check := func() {
+			t.Helper()
 			indexes(t, out)
-			if _, err := exec.Command("test", "-e", out).CombinedOutput(); err == nil {
+			if _, err := os.Stat(out); err == nil {
 				verify("", "--out", out)
 			}
 		}
+		d := span("", trees, render(filepath.Join(t.TempDir(), "probe")))
+		killed := 0
+		for i := range 30 {
+			if kill(d, "", render(out)(trees[i%2])...) {
+				killed++
+			}
+			check()
+		}
 		t.Logf("render: %d of 30 runs killed before they ended (a run takes %v)", killed, d)
 		assert.GreaterOrEqual(t, killed, 15, "most kills land inside a run")
-		converges(40, "", "render", "--no-credentials", "--out", out, trees[0])
+
+		// Aimed: with the new indexes written but none renamed, after the
+		// N-th rename (a run renames 42: 2 release charts and 40 bootstraps),
+		// and after the last sync. Each run changes the input.
+		for i, point := range []string{"layout-save-written", "layout-save-renamed#1", "layout-save-renamed#" + strconv.Itoa(2+rng.IntN(40)), "layout-save-synced"} {
+			cmd := command("", render(out)(trees[i%2])...)
+			cmd.Env = append(os.Environ(), "SOLAR_KILLPOINT="+point)
+			err := cmd.Run()
+			var exit *exec.ExitError
+			require.ErrorAs(t, err, &exit, "render killed at %s (run %d)", point, i)
+			assert.Equal(t, syscall.SIGKILL, exit.Sys().(syscall.WaitStatus).Signal(), "render killed at %s", point)
+			check()
+		}
+		converges(40, "", render(out)(trees[0])...)
 	})
 
 	t.Run("publish", func(t *testing.T) {
@@ -113,7 +144,7 @@ func TestKillsAnywhere(t *testing.T) {
 		}
 		registry := proxy.Host + "/solar"
 		verifyRegistry := []string{"--registry", registry, "--plain-http", "--username", reg.Username, "--password-stdin"}
-		d := span(pw, publish(proxy.Host+"/probe", trees[0])...)
+		d := span(pw, trees, func(tree string) []string { return publish(proxy.Host+"/probe", tree) })
 		killed := 0
 		for i := range 30 {
 			if kill(d, pw, publish(registry, trees[i%2])...) {

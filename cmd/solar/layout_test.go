@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -19,10 +20,10 @@ import (
 
 // solarBinary builds the CLI once per test: kills and concurrent runs need
 // real processes.
-func solarBinary(t *testing.T) string {
+func solarBinary(t *testing.T, tags ...string) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "solar")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	out, err := exec.Command("go", "build", "-tags", strings.Join(tags, ","), "-o", bin, ".").CombinedOutput()
 	require.NoError(t, err, "building solar: %s", out)
 	return bin
 }

@@ -1,12 +1,19 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"oras.land/oras-go/v2/content"
+
+	"github.com/solar-pipeline/solar/internal/testenv"
+	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
 // TestVerify: a layout solar wrote keeps its promises; a lost release chart
@@ -42,4 +49,34 @@ func TestVerify(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stdout, `"repository": "beta/beta/release-podinfo"`)
 	assert.NotContains(t, stdout, "alpha/", "-n beta verifies beta only")
+}
+
+// TestUntaggedRepository: a run killed after its first blob upload leaves a
+// repository the registry's catalog lists but whose tags it answers 404 for.
+// verify, gc and publish take it as a repository without versions.
+func TestUntaggedRepository(t *testing.T) {
+	needRegistry(t)
+	reg := testenv.StartRegistry(t, testenv.RegistryOptions{})
+	ctx := context.Background()
+	r, err := publish.NewRemote(publish.RemoteOptions{Host: reg.Host, Prefix: "solar", Username: reg.Username, Password: reg.Password, PlainHTTP: true})
+	require.NoError(t, err)
+	repo, err := r.Repository(ctx, "alpha/bootstrap-edge-1")
+	require.NoError(t, err)
+	blob := []byte("a layer whose manifest never came")
+	require.NoError(t, repo.Push(ctx, content.NewDescriptorFromBytes("application/octet-stream", blob), bytes.NewReader(blob)))
+	tags, err := publish.Tags(ctx, repo)
+	require.NoError(t, err)
+	assert.Empty(t, tags)
+
+	login := []string{"--registry", reg.Host + "/solar", "--plain-http", "--username", reg.Username, "--password-stdin"}
+	for _, args := range [][]string{
+		{"verify"},
+		{"gc", "--dry-run"},
+		{"publish", "--no-credentials", "../../examples"},
+		{"verify"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(ctx, append(args, login...), strings.NewReader(reg.Password+"\n"), &stdout, &stderr)
+		assert.Equal(t, 0, code, "%v: %s", args, stderr.String())
+	}
 }

@@ -34,6 +34,10 @@ type APIServer struct {
 	CAFile string
 	Config *rest.Config
 	Client kubernetes.Interface
+
+	dir   string
+	ports []int
+	stop  func()
 }
 
 // StartAPIServer runs scripts/start-apiserver.sh, waits until the API server
@@ -44,17 +48,38 @@ func StartAPIServer(t testing.TB) *APIServer {
 	Tool(t, "etcd")
 	Tool(t, "kube-apiserver")
 	dir := t.TempDir()
-	ports := []int{FreePort(t), FreePort(t), FreePort(t)}
-	cmd := exec.Command("bash", filepath.Join(Root(t), "scripts", "start-apiserver.sh"), dir,
-		fmt.Sprint(ports[0]), fmt.Sprint(ports[1]), fmt.Sprint(ports[2]))
-	// etcd runs in the script's process group: start kills both.
-	logs := start(t, cmd)
 	s := &APIServer{
-		URL:        fmt.Sprintf("https://127.0.0.1:%d", ports[1]),
+		dir:        dir,
+		ports:      []int{FreePort(t), FreePort(t), FreePort(t)},
 		Kubeconfig: filepath.Join(dir, "kubeconfig"),
 		CAFile:     filepath.Join(dir, "certs", "apiserver.crt"),
 	}
+	s.URL = fmt.Sprintf("https://127.0.0.1:%d", s.ports[1])
+	s.run(t)
+	s.InstallCRDs(t, crd.FS)
+	return s
+}
 
+// Stop kills the API server and its etcd with SIGKILL, as a crash would, and
+// returns once both are gone. Requests fail with "connection refused" until
+// Restart.
+func (s *APIServer) Stop() { s.stop() }
+
+// Restart starts the API server that Stop killed again, on the same data,
+// keys, certificate and port, and waits until it is ready.
+func (s *APIServer) Restart(t testing.TB) {
+	t.Helper()
+	s.run(t)
+}
+
+// run starts the script on s's folder and ports and waits for /readyz.
+func (s *APIServer) run(t testing.TB) {
+	t.Helper()
+	cmd := exec.Command("bash", filepath.Join(Root(t), "scripts", "start-apiserver.sh"), s.dir,
+		fmt.Sprint(s.ports[0]), fmt.Sprint(s.ports[1]), fmt.Sprint(s.ports[2]))
+	// etcd runs in the script's process group: stop kills both.
+	logs, stop := start(t, cmd)
+	s.stop = stop
 	waitUntil(t, "the API server", 60*time.Second, logs, func() bool {
 		if _, err := os.Stat(s.CAFile); err != nil {
 			return false
@@ -70,8 +95,6 @@ func StartAPIServer(t testing.TB) *APIServer {
 		s.Config, s.Client = cfg, client
 		return true
 	})
-	s.InstallCRDs(t, crd.FS)
-	return s
 }
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}

@@ -20,21 +20,23 @@ func Tool(t testing.TB, name string) string {
 	return path
 }
 
-// start runs cmd in its own process group, killed with all its children in
-// cleanup, and returns its combined output so far.
-func start(t testing.TB, cmd *exec.Cmd) *lockedBuffer {
+// start runs cmd in its own process group and returns its combined output so
+// far and stop, which kills the group (the process and all its children) with
+// SIGKILL and waits for it; cleanup calls stop too.
+func start(t testing.TB, cmd *exec.Cmd) (logs *lockedBuffer, stop func()) {
 	t.Helper()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	logs := &lockedBuffer{}
+	logs = &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting %s: %v", cmd.Path, err)
 	}
-	t.Cleanup(func() {
+	stop = sync.OnceFunc(func() {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		_ = cmd.Wait()
 	})
-	return logs
+	t.Cleanup(stop)
+	return logs, stop
 }
 
 // waitUntil polls ready until it reports true; after timeout it fails the

@@ -72,7 +72,7 @@ func StartRegistry(t testing.TB, opts RegistryOptions) *Registry {
 	}
 	cmd := exec.Command("bash", args...)
 	cmd.Env = append(os.Environ(), "REGISTRY_USER="+r.Username, "REGISTRY_PASSWORD="+r.Password)
-	logs := start(t, cmd)
+	logs, _ := start(t, cmd)
 
 	client := &http.Client{Timeout: time.Second}
 	waitUntil(t, "the registry on "+r.Host, 20*time.Second, logs, func() bool {

@@ -53,8 +53,8 @@ func Verify(ctx context.Context, store publish.Store, prefix string) ([]Violatio
 		if err != nil {
 			return nil, err
 		}
-		var tags []string
-		if err := repo.Tags(ctx, "", func(t []string) error { tags = append(tags, t...); return nil }); err != nil {
+		tags, err := publish.Tags(ctx, repo)
+		if err != nil {
 			return nil, fmt.Errorf("listing the versions of %s: %w", name, err)
 		}
 		tagsOf[name] = tags

@@ -166,8 +166,8 @@ func (r *Remote) GC(ctx context.Context, opts GCOptions) (GCResult, error) {
 		if err != nil {
 			return res, err
 		}
-		var tags []string
-		if err := repo.Tags(ctx, "", func(t []string) error { tags = append(tags, t...); return nil }); err != nil {
+		tags, err := Tags(ctx, repo)
+		if err != nil {
 			return res, fmt.Errorf("listing the versions of %s: %w", name, explain(err))
 		}
 		for _, v := range old(tags, opts.Keep) {

@@ -12,6 +12,8 @@ import (
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sys/unix"
+
+	"github.com/solar-pipeline/solar/internal/killpoint"
 )
 
 // Save writes the index.json of every repository that got a tag, in the order
@@ -73,6 +75,7 @@ func (l *Layout) Save(ctx context.Context) error {
 	if len(todo) == 0 {
 		return nil
 	}
+	killpoint.Here("layout-save-written")
 	if err := syncFS(l.dir); err != nil {
 		return fmt.Errorf("saving OCI layout %s: %w", l.dir, err)
 	}
@@ -81,10 +84,12 @@ func (l *Layout) Save(ctx context.Context) error {
 			return fmt.Errorf("saving OCI layout index %s: %w", p.dst, err)
 		}
 		p.s.dirty = false
+		killpoint.Here("layout-save-renamed")
 	}
 	if err := syncFS(l.dir); err != nil {
 		return fmt.Errorf("saving OCI layout %s: %w", l.dir, err)
 	}
+	killpoint.Here("layout-save-synced")
 	return nil
 }
 

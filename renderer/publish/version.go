@@ -120,20 +120,31 @@ func digests(blobs []Blob) []string {
 // latestVersion is the highest semver tag of the repository, nil if none or
 // if the repository does not exist yet.
 func latestVersion(ctx context.Context, repo Repository) (*semver.Version, error) {
+	tags, err := Tags(ctx, repo)
+	if err != nil {
+		return nil, err
+	}
 	var latest *semver.Version
-	err := repo.Tags(ctx, "", func(tags []string) error {
-		for _, t := range tags {
-			v, err := semver.StrictNewVersion(t)
-			if err == nil && (latest == nil || v.GreaterThan(latest)) {
-				latest = v
-			}
+	for _, t := range tags {
+		v, err := semver.StrictNewVersion(t)
+		if err == nil && (latest == nil || v.GreaterThan(latest)) {
+			latest = v
 		}
-		return nil
-	})
+	}
+	return latest, nil
+}
+
+// Tags lists every tag of a repository. A repository the registry does not
+// know has none: a registry lists a repository in its catalog once a blob is
+// uploaded to it, and answers 404 for its tags until a manifest is tagged (a
+// run killed after its first upload leaves one).
+func Tags(ctx context.Context, repo Repository) ([]string, error) {
+	var tags []string
+	err := repo.Tags(ctx, "", func(t []string) error { tags = append(tags, t...); return nil })
 	if err != nil && !isNotFound(err) {
 		return nil, err
 	}
-	return latest, nil
+	return tags, nil
 }
 
 // latestLayers returns the manifest descriptor of a tag and the digests of

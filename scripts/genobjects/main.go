@@ -9,6 +9,8 @@
 //
 // -change P changes the userdata of P percent of the Targets (one in 100/P),
 // with the same flags otherwise: the "1 % change" of scripts/bench.
+// -change-release gives release-0 other values, so its chart and every
+// bootstrap chart changes (the kill tests want both kinds of chart to change).
 package main
 
 import (
@@ -25,6 +27,7 @@ func main() {
 	per := flag.Int("per", 5, "Targets per namespace")
 	registry := flag.String("registry", "registry.example.com", "hostname of the render Registry")
 	change := flag.Int("change", 0, "percentage of Targets with other userdata (1 to 100)")
+	changeRelease := flag.Bool("change-release", false, "give release-0 other values")
 	out := flag.String("out", "", "directory to write to (required)")
 	flag.Parse()
 	if *out == "" {
@@ -43,27 +46,35 @@ func main() {
 	if *targets > 0 {
 		namespaces = (*targets + *per - 1) / *per
 	}
-	every := 0 // every how many Targets one changes
+	sh := shape{per: *per, registry: *registry, changeRelease: *changeRelease}
 	if *change > 0 {
-		every = 100 / min(*change, 100)
+		sh.every = 100 / min(*change, 100)
 	}
 	for i := range namespaces {
 		ns := fmt.Sprintf("ns-%04d", i)
-		if err := os.WriteFile(filepath.Join(*out, ns+".yaml"), []byte(namespace(ns, i**per, *per, *registry, every)), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(*out, ns+".yaml"), []byte(namespace(ns, i**per, sh)), 0o644); err != nil {
 			fmt.Fprintln(os.Stderr, "genobjects:", err)
 			os.Exit(1)
 		}
 	}
 }
 
+// shape is what every namespace file has in common.
+type shape struct {
+	per           int    // Targets per namespace
+	registry      string // hostname of the render Registry
+	every         int    // every how many Targets one has other userdata; 0: none
+	changeRelease bool   // release-0 has other values
+}
+
 // namespace is the file of one namespace, whose first Target is the first-th
 // overall.
-func namespace(ns string, first, targets int, registry string, every int) string {
+func namespace(ns string, first int, sh shape) string {
 	var b strings.Builder
 	obj := func(kind, name, body string) {
 		fmt.Fprintf(&b, "---\napiVersion: solar.opendefense.cloud/v1alpha1\nkind: %s\nmetadata:\n  name: %s\n  namespace: %s\n%s", kind, name, ns, body)
 	}
-	obj("Registry", "render", "spec:\n  hostname: "+registry+"\n  targetPullSecretName: pull\n")
+	obj("Registry", "render", "spec:\n  hostname: "+sh.registry+"\n  targetPullSecretName: pull\n")
 	obj("Component", "app", "spec:\n  description: an app\n")
 	obj("ComponentVersion", "app-1-0-0", `spec:
   componentRef: {name: app}
@@ -76,6 +87,10 @@ func namespace(ns string, first, targets int, registry string, every int) string
   entrypoint: {resourceName: chart, type: helm}
 `)
 	for r := range 5 {
+		replicas := r + 1
+		if r == 0 && sh.changeRelease {
+			replicas = 10
+		}
 		obj("Release", fmt.Sprintf("release-%d", r), fmt.Sprintf(`  labels: {tier: t%d}
 spec:
   componentVersionRef: {name: app-1-0-0}
@@ -88,7 +103,7 @@ spec:
   values:
     replicaCount: %d
     image: {tag: "1.0.0"}
-`, r, r, r, r+1))
+`, r, r, r, replicas))
 		obj("Profile", fmt.Sprintf("profile-%d", r), fmt.Sprintf(`spec:
   releaseRef: {name: release-%d}
   targetSelector:
@@ -97,9 +112,9 @@ spec:
       - {key: group, operator: NotIn, values: [dev]}
 `, r))
 	}
-	for t := range targets {
+	for t := range sh.per {
 		site := fmt.Sprintf("s%d", t)
-		if every > 0 && (first+t)%every == 0 {
+		if sh.every > 0 && (first+t)%sh.every == 0 {
 			site += "-changed"
 		}
 		obj("Target", fmt.Sprintf("target-%d", t), fmt.Sprintf(`  labels: {group: g%d, env: prod}
