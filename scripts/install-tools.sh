@@ -69,6 +69,9 @@ wrapped_tool() {
   ln -sfn "$dir/$name" "$BIN/$name"
 }
 
+# NATS with JetStream for the fleet tests: see scripts/start-nats.sh.
+go_tool nats-server github.com/nats-io/nats-server/v2 v2.15.2
+
 # etcd for the API server (Debian's 3.4 is too old).
 ETCD=v3.6.16
 if [ ! -x "$TOOLS/etcd-$ETCD/etcd" ]; then

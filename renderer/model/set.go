@@ -35,6 +35,8 @@ type Set struct {
 	RegistryBindings  []*RegistryBinding
 	ReferenceGrants   []*ReferenceGrant
 	PipelineConfigs   []*PipelineConfig
+	Devices           []*Device
+	DeviceUpgrades    []*DeviceUpgrade
 
 	byID    map[load.ID]any
 	sources map[load.ID]*load.Object
@@ -67,6 +69,10 @@ func NewSet(objs []*load.Object) (*Set, error) {
 			s.ReferenceGrants, err = add(s, o, s.ReferenceGrants)
 		case KindPipelineConfig:
 			s.PipelineConfigs, err = add(s, o, s.PipelineConfigs)
+		case KindDevice:
+			s.Devices, err = add(s, o, s.Devices)
+		case KindDeviceUpgrade:
+			s.DeviceUpgrades, err = add(s, o, s.DeviceUpgrades)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("decoding %s at %s: %w", o.ID(), o.Pos(), err)

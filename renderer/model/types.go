@@ -20,6 +20,8 @@ const (
 	KindReferenceGrant   = "ReferenceGrant"
 	KindTargetReport     = "TargetReport"
 	KindPipelineConfig   = "PipelineConfig"
+	KindDevice           = "Device"
+	KindDeviceUpgrade    = "DeviceUpgrade"
 )
 
 // AnnotationTargetCredential marks the agent Release ("true"): every Target
@@ -28,7 +30,8 @@ const AnnotationTargetCredential = "solar.opendefense.cloud/target-credential"
 
 // Kinds are the kinds solar reads.
 var Kinds = []string{KindTarget, KindProfile, KindRelease, KindComponent, KindComponentVersion, KindRegistry,
-	KindReleaseBinding, KindRegistryBinding, KindReferenceGrant, KindTargetReport, KindPipelineConfig}
+	KindReleaseBinding, KindRegistryBinding, KindReferenceGrant, KindTargetReport, KindPipelineConfig,
+	KindDevice, KindDeviceUpgrade}
 
 // Meta is the part of ObjectMeta solar reads.
 type Meta struct {
@@ -185,5 +188,27 @@ type PipelineConfig struct {
 			AllowedHostnames []string `json:"allowedHostnames,omitempty"`
 			AllowInsecure    bool     `json:"allowInsecure,omitempty"`
 		} `json:"registries"`
+	} `json:"spec"`
+}
+
+// Device is a device that runs the fleet agent.
+type Device struct {
+	Meta `json:"metadata"`
+	Spec struct {
+		DeviceID string `json:"deviceId"`
+		Platform string `json:"platform"`
+	} `json:"spec"`
+}
+
+// DeviceUpgrade asks for the agent of some devices to be replaced.
+type DeviceUpgrade struct {
+	Meta `json:"metadata"`
+	Spec struct {
+		AgentVersion    string                `json:"agentVersion"`
+		Artifact        string                `json:"artifact"`
+		PreviousVersion string                `json:"previousVersion,omitempty"`
+		NotAfter        string                `json:"notAfter,omitempty"`
+		DeviceIDs       []string              `json:"deviceIds,omitempty"`
+		DeviceSelector  *metav1.LabelSelector `json:"deviceSelector,omitempty"`
 	} `json:"spec"`
 }

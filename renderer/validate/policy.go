@@ -31,7 +31,7 @@ var allKinds = []string{
 	model.KindTarget, model.KindProfile, model.KindRelease, model.KindComponent,
 	model.KindComponentVersion, model.KindRegistry, model.KindReleaseBinding,
 	model.KindRegistryBinding, model.KindReferenceGrant, model.KindTargetReport,
-	model.KindPipelineConfig,
+	model.KindPipelineConfig, model.KindDevice, model.KindDeviceUpgrade,
 }
 
 // evalPolicies fills every policy's input with the valid objects and collects

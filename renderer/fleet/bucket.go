@@ -1,0 +1,373 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/solar-pipeline/solar/renderer/publish"
+)
+
+// States a device reports into state.<deviceId>, and the one repair writes.
+const (
+	StateRollbackFailed = "rollback-failed"
+	StateRepaired       = "repaired"
+)
+
+// Errors of Apply: test them with errors.Is.
+var (
+	// ErrChanged: another writer changed the device's attempt between this
+	// run's read and its write. The run lost the race; run it again.
+	ErrChanged = errors.New("the device's attempt changed underneath you")
+	// ErrBlocked: the device reports rollback-failed.
+	ErrBlocked = errors.New("the device reports rollback-failed: new attempts are refused until solar fleet repair")
+	// ErrRebound: the attempt's UUID is already bound to other content.
+	ErrRebound = errors.New("the attempt's UUID is already bound to other content")
+)
+
+// Current is a device's current attempt, the value of attempt.<deviceId>: the
+// attempt's UUID, the digest of its OCI artifact, and the attempt itself, so
+// that the device's agent needs nothing else.
+type Current struct {
+	UUID    string  `json:"uuid"`
+	Digest  string  `json:"digest"`
+	Attempt Attempt `json:"attempt"`
+}
+
+// DeviceState is what a device reports into state.<deviceId> (or what
+// Repair writes there).
+type DeviceState struct {
+	State   string `json:"state"`
+	Version string `json:"version,omitempty"`
+	Step    string `json:"step,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	At      string `json:"at,omitempty"`
+}
+
+// Bucket is the fleet's JetStream key-value bucket: attempt.<deviceId>,
+// state.<deviceId> and uuid.<uuid> (the digest a UUID is bound to).
+type Bucket struct {
+	kv  jetstream.KeyValue
+	log *slog.Logger
+}
+
+// OpenBucket opens the bucket, creating it with the given number of replicas
+// when create is set and it is missing.
+func OpenBucket(ctx context.Context, js jetstream.JetStream, name string, replicas int, create bool, log *slog.Logger) (*Bucket, error) {
+	var kv jetstream.KeyValue
+	err := retry(ctx, func(ctx context.Context) (err error) {
+		kv, err = js.KeyValue(ctx, name)
+		if errors.Is(err, jetstream.ErrBucketNotFound) && create {
+			kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: name, History: 16, Replicas: replicas})
+			if errors.Is(err, jetstream.ErrBucketExists) { // created meanwhile
+				kv, err = js.KeyValue(ctx, name)
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("opening the key-value bucket %s: %w", name, err)
+	}
+	return &Bucket{kv: kv, log: log}, nil
+}
+
+func attemptKey(id string) (string, error) {
+	if err := CheckDeviceID(id); err != nil {
+		return "", err
+	}
+	return "attempt." + id, nil
+}
+
+func stateKey(id string) (string, error) {
+	if err := CheckDeviceID(id); err != nil {
+		return "", err
+	}
+	return "state." + id, nil
+}
+
+// Write is a prepared compare-and-set of a device's current attempt: what
+// was read, and what Commit writes.
+type Write struct {
+	Attempt Attempt
+	Digest  string
+	// Action is publish.Unchanged, publish.Create or publish.Update.
+	Action string
+	// Revision is the revision of attempt.<deviceId> read; 0 when none.
+	Revision uint64
+	b        *Bucket
+	key      string
+	value    []byte
+}
+
+// Apply makes the attempt, whose OCI artifact has the given digest, the
+// device's current one: Prepare, then Commit unless dryRun or unchanged. It
+// returns the action.
+func (b *Bucket) Apply(ctx context.Context, a Attempt, digest string, dryRun bool) (string, error) {
+	w, err := b.Prepare(ctx, a, digest)
+	if err != nil || dryRun || w.Action == publish.Unchanged {
+		return actionOf(w), err
+	}
+	return w.Action, w.Commit(ctx)
+}
+
+func actionOf(w *Write) string {
+	if w == nil {
+		return ""
+	}
+	return w.Action
+}
+
+// Prepare reads what a write of the attempt needs and checks it: the device
+// is not blocked (ErrBlocked), the UUID is not bound to other content
+// (ErrRebound). It writes nothing.
+func (b *Bucket) Prepare(ctx context.Context, a Attempt, digest string) (*Write, error) {
+	if err := a.Verify(); err != nil {
+		return nil, err
+	}
+	key, _ := attemptKey(a.DeviceID) // Verify checked the id
+	if st, _, err := b.State(ctx, a.DeviceID); err != nil {
+		return nil, err
+	} else if st != nil && st.State == StateRollbackFailed {
+		return nil, fmt.Errorf("device %s: %w %s", a.DeviceID, ErrBlocked, a.DeviceID)
+	}
+	if err := b.bind(ctx, a.UUID, digest, true); err != nil {
+		return nil, fmt.Errorf("device %s: attempt %s: %w", a.DeviceID, a.UUID, err)
+	}
+	value, err := json.Marshal(Current{UUID: a.UUID, Digest: digest, Attempt: a})
+	if err != nil {
+		return nil, err
+	}
+	cur, rev, err := b.current(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	w := &Write{Attempt: a, Digest: digest, Action: publish.Create, Revision: rev, b: b, key: key, value: value}
+	switch {
+	case cur != nil && cur.UUID == a.UUID && cur.Digest == digest:
+		w.Action = publish.Unchanged
+	case cur != nil:
+		w.Action = publish.Update
+	}
+	return w, nil
+}
+
+// Commit binds the attempt's UUID to its digest, once, and writes the
+// attempt: Create when Prepare read none, else Update at the revision it
+// read. Another writer's change in between fails it with ErrChanged.
+func (w *Write) Commit(ctx context.Context) error {
+	a, b := w.Attempt, w.b
+	if err := b.bind(ctx, a.UUID, w.Digest, false); err != nil {
+		return fmt.Errorf("device %s: attempt %s: %w", a.DeviceID, a.UUID, err)
+	}
+	err := retry(ctx, func(ctx context.Context) error {
+		if w.Action == publish.Create {
+			_, err := b.kv.Create(ctx, w.key, w.value)
+			return err
+		}
+		_, err := b.kv.Update(ctx, w.key, w.value, w.Revision)
+		return err
+	})
+	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		// A write retried after a lost reply finds its own value.
+		if now, _, gerr := b.current(ctx, w.key); gerr == nil && now != nil && now.UUID == a.UUID && now.Digest == w.Digest {
+			return nil
+		}
+		return fmt.Errorf("device %s: %w (revision %d was read): run again to see the new one", a.DeviceID, ErrChanged, w.Revision)
+	}
+	if err != nil {
+		return fmt.Errorf("device %s: writing %s: %w", a.DeviceID, w.key, err)
+	}
+	b.log.Info("attempt written", "device", a.DeviceID, "uuid", a.UUID, "digest", w.Digest, "action", w.Action)
+	return nil
+}
+
+// bind binds a UUID to the digest of its content, once: uuid.<uuid>. With
+// readOnly it only checks that the UUID is not bound to another digest.
+func (b *Bucket) bind(ctx context.Context, id, digest string, readOnly bool) error {
+	if _, err := uuid.Parse(id); err != nil {
+		return fmt.Errorf("invalid UUID %q: %w", id, err)
+	}
+	key := "uuid." + id
+	var bound []byte
+	err := retry(ctx, func(ctx context.Context) error {
+		if !readOnly {
+			_, err := b.kv.Create(ctx, key, []byte(digest))
+			if !errors.Is(err, jetstream.ErrKeyExists) {
+				bound = []byte(digest)
+				return err
+			}
+		}
+		e, err := b.kv.Get(ctx, key)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return nil // read only: not bound yet
+		}
+		if err == nil {
+			bound = e.Value()
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("binding %s: %w", key, err)
+	}
+	if bound != nil && string(bound) != digest {
+		return fmt.Errorf("%w (%s, not %s)", ErrRebound, bound, digest)
+	}
+	return nil
+}
+
+// current reads attempt.<deviceId> and its revision; nil when there is none.
+func (b *Bucket) current(ctx context.Context, key string) (*Current, uint64, error) {
+	var e jetstream.KeyValueEntry
+	err := retry(ctx, func(ctx context.Context) (err error) {
+		e, err = b.kv.Get(ctx, key)
+		return err
+	})
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("reading %s: %w", key, err)
+	}
+	var c Current
+	if err := json.Unmarshal(e.Value(), &c); err != nil {
+		return nil, 0, fmt.Errorf("reading %s: not an attempt: %w", key, err)
+	}
+	return &c, e.Revision(), nil
+}
+
+// State reads what the device reports, and its revision; nil when nothing.
+func (b *Bucket) State(ctx context.Context, deviceID string) (*DeviceState, uint64, error) {
+	key, err := stateKey(deviceID)
+	if err != nil {
+		return nil, 0, err
+	}
+	var e jetstream.KeyValueEntry
+	err = retry(ctx, func(ctx context.Context) (err error) {
+		e, err = b.kv.Get(ctx, key)
+		return err
+	})
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("reading %s: %w", key, err)
+	}
+	var s DeviceState
+	if err := json.Unmarshal(e.Value(), &s); err != nil {
+		return nil, 0, fmt.Errorf("reading %s: not a device state: %w", key, err)
+	}
+	return &s, e.Revision(), nil
+}
+
+// Repair clears a device's rollback-failed block: it writes the state
+// repaired with the operator's reason, compare-and-set over the state it
+// read, and logs it. A device that is not blocked is an error.
+func (b *Bucket) Repair(ctx context.Context, deviceID, reason string) error {
+	if strings.TrimSpace(reason) == "" {
+		return errors.New("a repair needs a reason (--reason)")
+	}
+	st, rev, err := b.State(ctx, deviceID)
+	if err != nil {
+		return err
+	}
+	if st == nil || st.State != StateRollbackFailed {
+		now := "nothing"
+		if st != nil {
+			now = st.State
+		}
+		return fmt.Errorf("device %s is not blocked: it reports %s, not %s", deviceID, now, StateRollbackFailed)
+	}
+	v, err := json.Marshal(DeviceState{State: StateRepaired, Reason: reason, At: time.Now().UTC().Format(time.RFC3339)})
+	if err != nil {
+		return err
+	}
+	key, _ := stateKey(deviceID)
+	err = retry(ctx, func(ctx context.Context) error {
+		_, err := b.kv.Update(ctx, key, v, rev)
+		return err
+	})
+	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		return fmt.Errorf("device %s: its state changed while repairing: run again", deviceID)
+	}
+	if err != nil {
+		return fmt.Errorf("device %s: writing %s: %w", deviceID, key, err)
+	}
+	b.log.Warn("repaired: the device takes new attempts again", "device", deviceID, "reason", reason)
+	return nil
+}
+
+// Status is what the bucket holds about one device.
+type Status struct {
+	DeviceID string       `json:"deviceId"`
+	Current  *Current     `json:"current,omitempty"`
+	State    *DeviceState `json:"state,omitempty"`
+}
+
+// Status reads the given devices, or every device the bucket knows of.
+func (b *Bucket) Status(ctx context.Context, deviceIDs ...string) ([]Status, error) {
+	for _, id := range deviceIDs {
+		if err := CheckDeviceID(id); err != nil {
+			return nil, err
+		}
+	}
+	if len(deviceIDs) == 0 {
+		keys, err := b.kv.ListKeys(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("listing the bucket's keys: %w", err)
+		}
+		for k := range keys.Keys() {
+			kind, id, _ := strings.Cut(k, ".")
+			if (kind == "attempt" || kind == "state") && !slices.Contains(deviceIDs, id) {
+				deviceIDs = append(deviceIDs, id)
+			}
+		}
+		slices.Sort(deviceIDs)
+	}
+	var out []Status
+	for _, id := range deviceIDs {
+		key, _ := attemptKey(id)
+		cur, _, err := b.current(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		st, _, err := b.State(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Status{DeviceID: id, Current: cur, State: st})
+	}
+	return out, nil
+}
+
+// retry runs op until it succeeds, fails for good, or 30 seconds have
+// passed: while a replicated stream elects a new leader, requests time out
+// or find no responder. Each try gets 5 seconds.
+func retry(ctx context.Context, op func(ctx context.Context) error) error {
+	deadline := time.Now().Add(30 * time.Second)
+	wait := 100 * time.Millisecond
+	for {
+		tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := op(tctx)
+		cancel()
+		if err == nil || !transient(err) || time.Now().After(deadline) || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(wait)
+		wait = min(2*wait, 2*time.Second)
+	}
+}
+
+// transient: the answers of a cluster without a stream leader.
+func transient(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
+		errors.Is(err, jetstream.ErrNoHeartbeat) || strings.Contains(err.Error(), "no responders") ||
+		strings.Contains(err.Error(), "timeout")
+}

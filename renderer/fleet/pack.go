@@ -1,0 +1,205 @@
+package fleet
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/opencontainers/image-spec/specs-go"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2"
+	"oras.land/oras-go/v2/content"
+	"oras.land/oras-go/v2/content/memory"
+	"oras.land/oras-go/v2/errdef"
+
+	"github.com/solar-pipeline/solar/renderer/publish"
+)
+
+// The media types of fleet artifacts.
+const (
+	// ArtifactTypeAgent is the artifactType of an agent binary's manifest and
+	// of the index over the platforms.
+	ArtifactTypeAgent = "application/vnd.solar.fleet.agent.v1"
+	// MediaTypeAgentBinary is the layer: the executable itself.
+	MediaTypeAgentBinary = "application/vnd.solar.fleet.agent.binary.v1"
+	// ArtifactTypeAttempt is the artifactType of an attempt's manifest.
+	ArtifactTypeAttempt = "application/vnd.solar.fleet.attempt.v1"
+	// MediaTypeAttempt is the layer: the attempt as JSON.
+	MediaTypeAttempt = "application/vnd.solar.fleet.attempt.v1+json"
+	// AnnotationDeviceID names the device of an attempt's manifest.
+	AnnotationDeviceID = "solar.opendefense.cloud/device-id"
+)
+
+// Binary is an agent executable for one platform.
+type Binary struct {
+	// Platform is OS/ARCH[/VARIANT].
+	Platform string
+	// Name is the file name, the layer's title.
+	Name string
+	Data []byte
+}
+
+// Packed is an artifact packed in memory: its root (an index or a manifest)
+// and every node below it, ready to be put into a repository under Tag.
+type Packed struct {
+	Tag  string
+	Root ocispec.Descriptor
+	// Layers are the agent binaries by platform, or the attempt's layer.
+	Layers map[string]ocispec.Descriptor
+	store  *memory.Store
+}
+
+// Created is the creation time written into every fleet artifact, so that
+// the same input gives the same digests: SOURCE_DATE_EPOCH when set, else the
+// Unix epoch.
+func Created() (time.Time, error) {
+	s := os.Getenv("SOURCE_DATE_EPOCH")
+	if s == "" {
+		return time.Unix(0, 0).UTC(), nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("SOURCE_DATE_EPOCH %q is not a number of seconds", s)
+	}
+	return time.Unix(n, 0).UTC(), nil
+}
+
+// PackAgent packs one manifest per binary (the binary its single layer, with
+// its title, digest and size) and an index over them with their platforms,
+// tagged version.
+func PackAgent(ctx context.Context, version string, bins []Binary, created time.Time) (*Packed, error) {
+	if len(bins) == 0 {
+		return nil, errors.New("no agent binary to push")
+	}
+	bins = slices.Clone(bins)
+	slices.SortFunc(bins, func(a, b Binary) int { return strings.Compare(a.Platform, b.Platform) })
+	p := &Packed{Tag: version, Layers: map[string]ocispec.Descriptor{}, store: memory.New()}
+	annotations := map[string]string{ocispec.AnnotationCreated: created.Format(time.RFC3339)}
+	index := ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex,
+		ArtifactType: ArtifactTypeAgent, Manifests: []ocispec.Descriptor{},
+		Annotations: map[string]string{ocispec.AnnotationCreated: annotations[ocispec.AnnotationCreated], ocispec.AnnotationVersion: version}}
+	for i, b := range bins {
+		platform, err := ParsePlatform(b.Platform)
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 && bins[i-1].Platform == b.Platform {
+			return nil, fmt.Errorf("two binaries for platform %s", b.Platform)
+		}
+		layer := content.NewDescriptorFromBytes(MediaTypeAgentBinary, b.Data)
+		layer.Annotations = map[string]string{ocispec.AnnotationTitle: b.Name}
+		if err := p.store.Push(ctx, layer, bytes.NewReader(b.Data)); err != nil {
+			return nil, err
+		}
+		m, err := oras.PackManifest(ctx, p.store, oras.PackManifestVersion1_1, ArtifactTypeAgent,
+			oras.PackManifestOptions{Layers: []ocispec.Descriptor{layer}, ManifestAnnotations: annotations})
+		if err != nil {
+			return nil, fmt.Errorf("packing the binary for %s: %w", b.Platform, err)
+		}
+		m.Platform = &platform
+		index.Manifests = append(index.Manifests, m)
+		p.Layers[b.Platform] = layer
+	}
+	if err := p.pushRoot(ctx, ocispec.MediaTypeImageIndex, index); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// PackAttempt packs an attempt as an OCI artifact (the attempt's JSON its
+// single layer), tagged with its UUID: its digest identifies it.
+func PackAttempt(ctx context.Context, a Attempt, created time.Time) (*Packed, error) {
+	if err := a.Verify(); err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(a)
+	if err != nil {
+		return nil, err
+	}
+	p := &Packed{Tag: a.UUID, Layers: map[string]ocispec.Descriptor{}, store: memory.New()}
+	layer := content.NewDescriptorFromBytes(MediaTypeAttempt, b)
+	if err := p.store.Push(ctx, layer, bytes.NewReader(b)); err != nil {
+		return nil, err
+	}
+	p.Layers[a.Artifact.Platform] = layer
+	p.Root, err = oras.PackManifest(ctx, p.store, oras.PackManifestVersion1_1, ArtifactTypeAttempt,
+		oras.PackManifestOptions{Layers: []ocispec.Descriptor{layer}, ManifestAnnotations: map[string]string{
+			ocispec.AnnotationCreated: created.Format(time.RFC3339), AnnotationDeviceID: a.DeviceID}})
+	if err != nil {
+		return nil, fmt.Errorf("packing the attempt of device %s: %w", a.DeviceID, err)
+	}
+	return p, p.store.Tag(ctx, p.Root, p.Tag)
+}
+
+func (p *Packed) pushRoot(ctx context.Context, mediaType string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	p.Root = content.NewDescriptorFromBytes(mediaType, b)
+	if err := p.store.Push(ctx, p.Root, bytes.NewReader(b)); err != nil {
+		return err
+	}
+	return p.store.Tag(ctx, p.Root, p.Tag)
+}
+
+// ParsePlatform parses OS/ARCH[/VARIANT].
+func ParsePlatform(s string) (ocispec.Platform, error) {
+	parts := strings.Split(s, "/")
+	if len(parts) < 2 || len(parts) > 3 || slices.Contains(parts, "") {
+		return ocispec.Platform{}, fmt.Errorf("invalid platform %q: want OS/ARCH[/VARIANT], such as linux/arm64", s)
+	}
+	p := ocispec.Platform{OS: parts[0], Architecture: parts[1]}
+	if len(parts) == 3 {
+		p.Variant = parts[2]
+	}
+	return p, nil
+}
+
+// PlatformString is the OS/ARCH[/VARIANT] of a platform.
+func PlatformString(p *ocispec.Platform) string {
+	if p == nil {
+		return ""
+	}
+	s := p.OS + "/" + p.Architecture
+	if p.Variant != "" {
+		s += "/" + p.Variant
+	}
+	return s
+}
+
+// ErrImmutable: the tag holds other content. Versions and attempts are
+// immutable.
+var ErrImmutable = errors.New("holds other content: versions are immutable")
+
+// Put copies the packed artifact into repo under its tag, uploading only
+// what repo does not have. The tag already bound to the same root changes
+// nothing (publish.Unchanged); bound to other content it is refused with
+// ErrImmutable.
+func Put(ctx context.Context, repo publish.Repository, p *Packed) (string, error) {
+	desc, err := repo.Resolve(ctx, p.Tag)
+	switch {
+	case err == nil && desc.Digest == p.Root.Digest:
+		return publish.Unchanged, nil
+	case err == nil:
+		return "", fmt.Errorf("tag %s %w (%s, not %s)", p.Tag, ErrImmutable, desc.Digest, p.Root.Digest)
+	case !errors.Is(err, errdef.ErrNotFound):
+		return "", fmt.Errorf("reading tag %s: %w", p.Tag, err)
+	}
+	if _, err := oras.Copy(ctx, p.store, p.Tag, repo, p.Tag, oras.DefaultCopyOptions); err != nil {
+		return "", fmt.Errorf("pushing %s: %w", p.Tag, err)
+	}
+	// Two writers of one new tag both find it missing: the later one wins
+	// the tag. Say so to the one that lost it.
+	if desc, err = repo.Resolve(ctx, p.Tag); err == nil && desc.Digest != p.Root.Digest {
+		return "", fmt.Errorf("tag %s: another writer bound it to other content (%s) meanwhile", p.Tag, desc.Digest)
+	}
+	return publish.Create, err
+}
