@@ -99,14 +99,25 @@ func (f *planFlags) options(g *globals, stdin io.Reader, paths []string) (pipeli
 	opts.Target, opts.StrictRegistryBindings, opts.Kubeconfig, opts.DryRun = f.target, f.strictRegs, f.kubeconfig, f.dryRun
 	opts.NoCredentials, opts.Prune = f.noCredentials, f.prune
 	opts.Progress = g.progress()
-	if v := os.Getenv("SOURCE_DATE_EPOCH"); v != "" {
-		sec, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || sec < 0 {
-			return opts, fmt.Errorf("invalid SOURCE_DATE_EPOCH %q: want seconds since 1970 as an integer", v)
-		}
-		opts.Package = chart.Options{Created: time.Unix(sec, 0)}
+	created, ok, err := sourceDateEpoch()
+	if ok {
+		opts.Package = chart.Options{Created: created}
 	}
-	return opts, nil
+	return opts, err
+}
+
+// sourceDateEpoch is SOURCE_DATE_EPOCH, the reproducible-builds convention
+// for the created time of what solar packs; ok is false when it is unset.
+func sourceDateEpoch() (created time.Time, ok bool, err error) {
+	v := os.Getenv("SOURCE_DATE_EPOCH")
+	if v == "" {
+		return time.Time{}, false, nil
+	}
+	sec, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || sec < 0 {
+		return time.Time{}, false, fmt.Errorf("invalid SOURCE_DATE_EPOCH %q: want seconds since 1970 as an integer", v)
+	}
+	return time.Unix(sec, 0).UTC(), true, nil
 }
 
 // registryFlags say where a registry is and how to log in.

@@ -3,9 +3,11 @@ package testenv
 import (
 	"context"
 	"fmt"
+	"net"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -143,3 +145,39 @@ func (s *NATS) waitReady(t testing.TB) {
 		return err == nil
 	})
 }
+
+// CountingListener is a TCP listener on 127.0.0.1 that accepts connections,
+// counts them and closes them: given as a server's address, it proves that
+// nothing connected.
+type CountingListener struct {
+	l     net.Listener
+	count atomic.Int64
+}
+
+// StartCountingListener listens until cleanup.
+func StartCountingListener(t testing.TB) *CountingListener {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listening: %v", err)
+	}
+	c := &CountingListener{l: l}
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.count.Add(1)
+			_ = conn.Close()
+		}
+	}()
+	t.Cleanup(func() { _ = l.Close() })
+	return c
+}
+
+// Addr is HOST:PORT.
+func (c *CountingListener) Addr() string { return c.l.Addr().String() }
+
+// Connections is how many connections were accepted.
+func (c *CountingListener) Connections() int64 { return c.count.Load() }

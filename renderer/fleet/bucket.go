@@ -57,10 +57,14 @@ type DeviceState struct {
 type Bucket struct {
 	kv  jetstream.KeyValue
 	log *slog.Logger
+	// missing: the bucket does not exist (yet), and a dry run reads it as
+	// empty.
+	missing bool
 }
 
 // OpenBucket opens the bucket, creating it with the given number of replicas
-// when create is set and it is missing.
+// when create is set and it is missing. Without create, a missing bucket
+// reads as empty and every write fails.
 func OpenBucket(ctx context.Context, js jetstream.JetStream, name string, replicas int, create bool, log *slog.Logger) (*Bucket, error) {
 	var kv jetstream.KeyValue
 	err := retry(ctx, func(ctx context.Context) (err error) {
@@ -73,10 +77,26 @@ func OpenBucket(ctx context.Context, js jetstream.JetStream, name string, replic
 		}
 		return err
 	})
+	if errors.Is(err, jetstream.ErrBucketNotFound) && !create {
+		return &Bucket{log: log, missing: true}, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("opening the key-value bucket %s: %w", name, err)
 	}
 	return &Bucket{kv: kv, log: log}, nil
+}
+
+// get reads a key; a missing bucket has none.
+func (b *Bucket) get(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
+	if b.missing {
+		return nil, jetstream.ErrKeyNotFound
+	}
+	var e jetstream.KeyValueEntry
+	err := retry(ctx, func(ctx context.Context) (err error) {
+		e, err = b.kv.Get(ctx, key)
+		return err
+	})
+	return e, err
 }
 
 func attemptKey(id string) (string, error) {
@@ -164,6 +184,9 @@ func (b *Bucket) Prepare(ctx context.Context, a Attempt, digest string) (*Write,
 // read. Another writer's change in between fails it with ErrChanged.
 func (w *Write) Commit(ctx context.Context) error {
 	a, b := w.Attempt, w.b
+	if b.missing {
+		return errors.New("the bucket does not exist: open it with create")
+	}
 	if err := b.bind(ctx, a.UUID, w.Digest, false); err != nil {
 		return fmt.Errorf("device %s: attempt %s: %w", a.DeviceID, a.UUID, err)
 	}
@@ -196,28 +219,27 @@ func (b *Bucket) bind(ctx context.Context, id, digest string, readOnly bool) err
 		return fmt.Errorf("invalid UUID %q: %w", id, err)
 	}
 	key := "uuid." + id
-	var bound []byte
-	err := retry(ctx, func(ctx context.Context) error {
-		if !readOnly {
+	if !readOnly {
+		err := retry(ctx, func(ctx context.Context) error {
 			_, err := b.kv.Create(ctx, key, []byte(digest))
-			if !errors.Is(err, jetstream.ErrKeyExists) {
-				bound = []byte(digest)
-				return err
-			}
-		}
-		e, err := b.kv.Get(ctx, key)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			return nil // read only: not bound yet
-		}
+			return err
+		})
 		if err == nil {
-			bound = e.Value()
+			return nil
 		}
-		return err
-	})
-	if err != nil {
+		if !errors.Is(err, jetstream.ErrKeyExists) {
+			return fmt.Errorf("binding %s: %w", key, err)
+		}
+	}
+	e, err := b.get(ctx, key)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return nil // read only: not bound yet
+	case err != nil:
 		return fmt.Errorf("binding %s: %w", key, err)
 	}
-	if bound != nil && string(bound) != digest {
+	bound := e.Value()
+	if string(bound) != digest {
 		return fmt.Errorf("%w (%s, not %s)", ErrRebound, bound, digest)
 	}
 	return nil
@@ -225,11 +247,7 @@ func (b *Bucket) bind(ctx context.Context, id, digest string, readOnly bool) err
 
 // current reads attempt.<deviceId> and its revision; nil when there is none.
 func (b *Bucket) current(ctx context.Context, key string) (*Current, uint64, error) {
-	var e jetstream.KeyValueEntry
-	err := retry(ctx, func(ctx context.Context) (err error) {
-		e, err = b.kv.Get(ctx, key)
-		return err
-	})
+	e, err := b.get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, 0, nil
 	}
@@ -249,11 +267,7 @@ func (b *Bucket) State(ctx context.Context, deviceID string) (*DeviceState, uint
 	if err != nil {
 		return nil, 0, err
 	}
-	var e jetstream.KeyValueEntry
-	err = retry(ctx, func(ctx context.Context) (err error) {
-		e, err = b.kv.Get(ctx, key)
-		return err
-	})
+	e, err := b.get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, 0, nil
 	}
@@ -318,7 +332,7 @@ func (b *Bucket) Status(ctx context.Context, deviceIDs ...string) ([]Status, err
 			return nil, err
 		}
 	}
-	if len(deviceIDs) == 0 {
+	if len(deviceIDs) == 0 && !b.missing {
 		keys, err := b.kv.ListKeys(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("listing the bucket's keys: %w", err)

@@ -6,12 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/opencontainers/go-digest"
 	"github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2"
@@ -56,21 +55,6 @@ type Packed struct {
 	store  *memory.Store
 }
 
-// Created is the creation time written into every fleet artifact, so that
-// the same input gives the same digests: SOURCE_DATE_EPOCH when set, else the
-// Unix epoch.
-func Created() (time.Time, error) {
-	s := os.Getenv("SOURCE_DATE_EPOCH")
-	if s == "" {
-		return time.Unix(0, 0).UTC(), nil
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("SOURCE_DATE_EPOCH %q is not a number of seconds", s)
-	}
-	return time.Unix(n, 0).UTC(), nil
-}
-
 // PackAgent packs one manifest per binary (the binary its single layer, with
 // its title, digest and size) and an index over them with their platforms,
 // tagged version.
@@ -95,11 +79,23 @@ func PackAgent(ctx context.Context, version string, bins []Binary, created time.
 		}
 		layer := content.NewDescriptorFromBytes(MediaTypeAgentBinary, b.Data)
 		layer.Annotations = map[string]string{ocispec.AnnotationTitle: b.Name}
-		if err := p.store.Push(ctx, layer, bytes.NewReader(b.Data)); err != nil {
+		if err := p.store.Push(ctx, layer, bytes.NewReader(b.Data)); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
+			return nil, err
+		}
+		// An image config naming the platform, not the empty one: image
+		// tools (go-containerregistry's validate, crane) check a child's
+		// platform against its config. No diff ids: the binary is not a
+		// filesystem layer.
+		config, err := json.Marshal(ocispec.Image{Platform: platform, RootFS: ocispec.RootFS{Type: "layers", DiffIDs: []digest.Digest{}}})
+		if err != nil {
+			return nil, err
+		}
+		configDesc := content.NewDescriptorFromBytes(ocispec.MediaTypeImageConfig, config)
+		if err := p.store.Push(ctx, configDesc, bytes.NewReader(config)); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
 			return nil, err
 		}
 		m, err := oras.PackManifest(ctx, p.store, oras.PackManifestVersion1_1, ArtifactTypeAgent,
-			oras.PackManifestOptions{Layers: []ocispec.Descriptor{layer}, ManifestAnnotations: annotations})
+			oras.PackManifestOptions{Layers: []ocispec.Descriptor{layer}, ConfigDescriptor: &configDesc, ManifestAnnotations: annotations})
 		if err != nil {
 			return nil, fmt.Errorf("packing the binary for %s: %w", b.Platform, err)
 		}

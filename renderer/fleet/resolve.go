@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +20,8 @@ import (
 
 // Agent is an agent index read back from the registry.
 type Agent struct {
+	// Repository is the index's repository, as the store names it.
+	Repository string
 	// BlobURL is where a device downloads a blob of the agent's repository:
 	// BlobURL + digest.
 	BlobURL string
@@ -69,10 +72,37 @@ type Planned struct {
 	Attempt Attempt
 	// Upgrade is the DeviceUpgrade's namespace/name.
 	Upgrade string
+	// Repository is the agent's repository: the attempt is stored in
+	// Repository/attempts, tagged with its UUID.
+	Repository string
 }
 
 // AgentReader reads the agent index of a DeviceUpgrade's spec.artifact.
 type AgentReader func(ctx context.Context, artifact string) (Agent, error)
+
+// StoreAgents reads agent indexes from store; a device downloads a blob of
+// repository repo from blobURL(repo) + digest.
+func StoreAgents(store publish.Store, blobURL func(repo string) string) AgentReader {
+	return func(ctx context.Context, artifact string) (Agent, error) {
+		repo, ref, ok := strings.Cut(artifact, "@")
+		if !ok {
+			i := strings.LastIndex(artifact, ":")
+			if i < 0 {
+				return Agent{}, fmt.Errorf("%s is not REPO:VERSION or REPO@DIGEST", artifact)
+			}
+			repo, ref = artifact[:i], artifact[i+1:]
+		}
+		r, err := store.Repository(ctx, repo)
+		if err != nil {
+			return Agent{}, err
+		}
+		layers, err := ReadAgent(ctx, r, ref)
+		if err != nil {
+			return Agent{}, err
+		}
+		return Agent{Repository: repo, BlobURL: blobURL(repo), Layers: layers}, nil
+	}
+}
 
 // Resolve turns every DeviceUpgrade of set into one sealed attempt per device,
 // sorted by device id: the devices are its deviceIds or the Devices of its
@@ -118,7 +148,7 @@ func Resolve(ctx context.Context, set *model.Set, agent AgentReader) ([]Planned,
 				errorf(field, "DeviceUpgrade %s: %v", name, err)
 				continue
 			}
-			out = append(out, Planned{Attempt: attempt, Upgrade: name})
+			out = append(out, Planned{Attempt: attempt, Upgrade: name, Repository: a.Repository})
 		}
 	}
 	slices.SortFunc(out, func(a, b Planned) int { return cmp.Compare(a.Attempt.DeviceID, b.Attempt.DeviceID) })

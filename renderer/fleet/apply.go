@@ -1,0 +1,88 @@
+package fleet
+
+import (
+	"context"
+	"time"
+
+	"github.com/solar-pipeline/solar/renderer/publish"
+)
+
+// Result is what Apply did for one device.
+type Result struct {
+	DeviceID      string `json:"deviceId"`
+	Upgrade       string `json:"upgrade"`
+	UUID          string `json:"uuid"`
+	TargetVersion string `json:"targetVersion"`
+	Platform      string `json:"platform"`
+	// Digest is the digest of the attempt's OCI artifact.
+	Digest string `json:"digest"`
+	// Action is unchanged, create or update; empty when Error is set.
+	Action string `json:"action,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+// attemptsCreated is the created time of every attempt artifact: fixed, so
+// that an attempt's digest is a function of its content alone and its UUID
+// stays bound to one digest.
+var attemptsCreated = time.Unix(0, 0).UTC()
+
+// Apply stores every planned attempt as an OCI artifact in store (beside its
+// agent, in <repository>/attempts, tagged with its UUID) and makes it its
+// device's current attempt in the bucket. A device that fails (ErrChanged,
+// ErrBlocked, ErrRebound, a registry or NATS error) does not stop the others:
+// its Result says why. A dry run writes nothing to either.
+func Apply(ctx context.Context, planned []Planned, store publish.Store, bucket *Bucket, dryRun bool) []Result {
+	out := make([]Result, 0, len(planned))
+	for _, p := range planned {
+		a := p.Attempt
+		r := Result{DeviceID: a.DeviceID, Upgrade: p.Upgrade, UUID: a.UUID, TargetVersion: a.TargetVersion, Platform: a.Artifact.Platform}
+		action, err := applyOne(ctx, p, store, bucket, dryRun, &r)
+		if err != nil {
+			r.Error = err.Error()
+		}
+		r.Action = action
+		out = append(out, r)
+	}
+	return out
+}
+
+func applyOne(ctx context.Context, p Planned, store publish.Store, bucket *Bucket, dryRun bool, r *Result) (string, error) {
+	packed, err := PackAttempt(ctx, p.Attempt, attemptsCreated)
+	if err != nil {
+		return "", err
+	}
+	r.Digest = packed.Root.Digest.String()
+	// Read and check first: a blocked device gets no artifact either.
+	w, err := bucket.Prepare(ctx, p.Attempt, r.Digest)
+	if err != nil || dryRun || w.Action == publish.Unchanged {
+		return actionOf(w), err
+	}
+	repo, err := store.Repository(ctx, p.Repository+"/attempts")
+	if err != nil {
+		return "", err
+	}
+	if _, err := Put(ctx, repo, packed); err != nil {
+		return "", err
+	}
+	return w.Action, w.Commit(ctx)
+}
+
+// Failed reports whether a device of the results failed.
+func Failed(results []Result) bool {
+	for _, r := range results {
+		if r.Error != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// Changed reports whether a result writes (or, in a dry run, would write).
+func Changed(results []Result) bool {
+	for _, r := range results {
+		if r.Action == publish.Create || r.Action == publish.Update {
+			return true
+		}
+	}
+	return false
+}
