@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -220,6 +222,23 @@ func TestFleetApply(t *testing.T) {
 	d, err := img.Digest()
 	require.NoError(t, err)
 	assert.Equal(t, cur.Digest, d.String(), "the attempt's artifact is the digest the bucket names")
+
+	// What a device does next: download the binary from the attempt's URL
+	// (over plain HTTP here: the test registry has no TLS) and check it.
+	url := strings.Replace(cur.Attempt.Artifact.URL, "https://", "http://", 1)
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	require.NoError(t, err)
+	req.SetBasicAuth(reg.Username, reg.Password)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, url)
+	binary, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	sum := sha256.Sum256(binary)
+	assert.Equal(t, cur.Attempt.Artifact.Digest, "sha256:"+hex.EncodeToString(sum[:]))
+	assert.Equal(t, cur.Attempt.Artifact.Size, int64(len(binary)))
+	assert.Equal(t, "#!/bin/sh\necho agent 1.4.0 arm64\n", string(binary), "dev-1 gets the arm64 build of 1.4.0")
 
 	// dev-1 reports rollback-failed: 1.5.0 goes to dev-2 only.
 	_, js := nats.Connect(t)

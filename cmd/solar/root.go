@@ -42,7 +42,9 @@ ReleaseBinding, RegistryBinding, ReferenceGrant, PipelineConfig) from YAML and J
 files, validates them against CUE schemas and policies (vet), resolves which Releases
 every Target gets, renders a Helm chart per Release and a bootstrap chart per
 Target, and packages them reproducibly into an OCI image layout (render) or pushes
-them to an OCI registry (publish) that Flux pulls from (bootstrap-manifests).`,
+them to an OCI registry (publish) that Flux pulls from (bootstrap-manifests).
+For devices (Device, DeviceUpgrade), fleet publishes agent binaries and writes
+one upgrade attempt per device into a NATS bucket the devices watch.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
