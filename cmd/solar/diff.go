@@ -34,8 +34,8 @@ shown. Nothing is written. With --exit-code: 0 no change, 2 changes, 1 error.`,
 			if err := g.checkOutput(); err != nil {
 				return err
 			}
-			if (out == "") == (rf.registry == "") {
-				return fmt.Errorf("give one of --out and --registry")
+			if err := rf.orOut(out); err != nil {
+				return err
 			}
 			f.dryRun = true
 			opts, err := f.options(g, cmd.InOrStdin(), args)

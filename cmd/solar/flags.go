@@ -165,6 +165,15 @@ func (f *registryFlags) remote(stdin io.Reader, insecure bool) (*publish.Remote,
 	return r, path.Join(l.host, l.prefix), err
 }
 
+// orOut checks that exactly one of --out (the layout out) and --registry is
+// given.
+func (f *registryFlags) orOut(out string) error {
+	if (out == "") == (f.registry == "") {
+		return fmt.Errorf("give one of --out and --registry")
+	}
+	return nil
+}
+
 // readStore opens what diff and verify read: the layout out, read-only, or
 // else the registry of the flags, with its HOST[/PREFIX]. done releases the
 // layout.

@@ -65,7 +65,7 @@ registry and the bucket and writes nothing; with --exit-code: 0 no changes,
 			if err != nil {
 				return err
 			}
-			planned, more := fleet.Resolve(ctx, set, fleet.StoreAgents(remote, func(repo string) string { return blobURL(registry, repo)("") }))
+			planned, more := fleet.Resolve(ctx, set, fleet.StoreAgents(remote, func(repo string) string { return blobURL(registry, repo) }))
 			if problems = append(problems, more...).Sorted(); problems.HasErrors() {
 				return g.fleetProblems(problems)
 			}

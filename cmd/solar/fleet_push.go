@@ -47,8 +47,8 @@ downloads it from: https://HOST/v2/PREFIX/REPO/blobs/DIGEST.`,
 			if err := g.checkOutput(); err != nil {
 				return err
 			}
-			if (out == "") == (rf.registry == "") {
-				return fmt.Errorf("give one of --out and --registry")
+			if err := rf.orOut(out); err != nil {
+				return err
 			}
 			if repository == "" || version == "" {
 				return fmt.Errorf("--repository and --version are required")
@@ -84,7 +84,7 @@ downloads it from: https://HOST/v2/PREFIX/REPO/blobs/DIGEST.`,
 					return err
 				}
 				store = remote
-				url = blobURL(registry, repository)
+				url = func(digest string) string { return blobURL(registry, repository) + digest }
 			}
 			repo, err := store.Repository(ctx, repository)
 			if err != nil {
@@ -124,13 +124,11 @@ downloads it from: https://HOST/v2/PREFIX/REPO/blobs/DIGEST.`,
 	return cmd
 }
 
-// blobURL is where a device downloads a blob of repo from the registry
-// HOST[/PREFIX]: always HTTPS.
-func blobURL(registry, repo string) func(digest string) string {
+// blobURL is where a device downloads the blobs of repo from the registry
+// HOST[/PREFIX], to which it appends a digest: always HTTPS.
+func blobURL(registry, repo string) string {
 	host, prefix, _ := strings.Cut(registry, "/")
-	return func(digest string) string {
-		return "https://" + host + "/v2/" + path.Join(prefix, repo) + "/blobs/" + digest
-	}
+	return "https://" + host + "/v2/" + path.Join(prefix, repo) + "/blobs/"
 }
 
 // readBinaries reads FILE=OS/ARCH[/VARIANT] arguments.

@@ -33,8 +33,8 @@ would go.`,
 			if err := g.checkOutput(); err != nil {
 				return err
 			}
-			if (out == "") == (rf.registry == "") {
-				return fmt.Errorf("give one of --out and --registry")
+			if err := rf.orOut(out); err != nil {
+				return err
 			}
 			opts := publish.GCOptions{Keep: keep, DryRun: dryRun}
 			if g.namespace != "" {

@@ -28,8 +28,8 @@ none; 1: violations or an error.`,
 			if err := g.checkOutput(); err != nil {
 				return err
 			}
-			if (out == "") == (rf.registry == "") {
-				return fmt.Errorf("give one of --out and --registry")
+			if err := rf.orOut(out); err != nil {
+				return err
 			}
 			store, _, done, err := rf.readStore(cmd.Context(), out, cmd.InOrStdin(), insecure)
 			if err != nil {

@@ -247,18 +247,7 @@ func (b *Bucket) bind(ctx context.Context, id, digest string, readOnly bool) err
 
 // current reads attempt.<deviceId> and its revision; nil when there is none.
 func (b *Bucket) current(ctx context.Context, key string) (*Current, uint64, error) {
-	e, err := b.get(ctx, key)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, 0, nil
-	}
-	if err != nil {
-		return nil, 0, fmt.Errorf("reading %s: %w", key, err)
-	}
-	var c Current
-	if err := json.Unmarshal(e.Value(), &c); err != nil {
-		return nil, 0, fmt.Errorf("reading %s: not an attempt: %w", key, err)
-	}
-	return &c, e.Revision(), nil
+	return getJSON[Current](ctx, b, key, "an attempt")
 }
 
 // State reads what the device reports, and its revision; nil when nothing.
@@ -267,6 +256,12 @@ func (b *Bucket) State(ctx context.Context, deviceID string) (*DeviceState, uint
 	if err != nil {
 		return nil, 0, err
 	}
+	return getJSON[DeviceState](ctx, b, key, "a device state")
+}
+
+// getJSON reads key as a JSON document of type T (what says which, for
+// errors), and its revision; nil when there is none.
+func getJSON[T any](ctx context.Context, b *Bucket, key, what string) (*T, uint64, error) {
 	e, err := b.get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, 0, nil
@@ -274,11 +269,11 @@ func (b *Bucket) State(ctx context.Context, deviceID string) (*DeviceState, uint
 	if err != nil {
 		return nil, 0, fmt.Errorf("reading %s: %w", key, err)
 	}
-	var s DeviceState
-	if err := json.Unmarshal(e.Value(), &s); err != nil {
-		return nil, 0, fmt.Errorf("reading %s: not a device state: %w", key, err)
+	v := new(T)
+	if err := json.Unmarshal(e.Value(), v); err != nil {
+		return nil, 0, fmt.Errorf("reading %s: not %s: %w", key, what, err)
 	}
-	return &s, e.Revision(), nil
+	return v, e.Revision(), nil
 }
 
 // Repair clears a device's rollback-failed block: it writes the state
