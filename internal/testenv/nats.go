@@ -72,7 +72,7 @@ func startNATS(t testing.TB, all [][]string) *NATS {
 		urls = append(urls, n.url)
 	}
 	s.URL = strings.Join(urls, ",")
-	s.waitReady(t)
+	s.waitReady(t, true)
 	return s
 }
 
@@ -85,11 +85,12 @@ func (n *natsNode) start(t testing.TB) {
 // Kill kills node i with SIGKILL, as a crash would.
 func (s *NATS) Kill(i int) { s.nodes[i].stop() }
 
-// Restart starts node i again on its data.
+// Restart starts node i again on its data and waits until JetStream
+// answers (other nodes may still be down).
 func (s *NATS) Restart(t testing.TB, i int) {
 	t.Helper()
 	s.nodes[i].start(t)
-	s.waitReady(t)
+	s.waitReady(t, false)
 }
 
 // Node is the client URL of node i.
@@ -121,8 +122,8 @@ func (s *NATS) Connect(t testing.TB) (*nats.Conn, jetstream.JetStream) {
 }
 
 // waitReady waits until JetStream answers (in a cluster: a meta leader is
-// elected).
-func (s *NATS) waitReady(t testing.TB) {
+// elected); all, until a stream can be placed on every node.
+func (s *NATS) waitReady(t testing.TB, all bool) {
 	t.Helper()
 	logs := s.nodes[0].logs // the first node's output, and the errors below
 	waitUntil(t, "NATS JetStream", 60*time.Second, logs, func() bool {
@@ -139,6 +140,14 @@ func (s *NATS) waitReady(t testing.TB) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		_, err = js.AccountInfo(ctx)
+		if err == nil && all && len(s.nodes) > 1 {
+			// Every node has joined: a stream replicated on all of them
+			// can be placed (else "no suitable peers for placement").
+			name := "SOLAR_TESTENV_READY"
+			if _, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Replicas: len(s.nodes)}); err == nil {
+				err = js.DeleteStream(ctx, name)
+			}
+		}
 		if err != nil {
 			fmt.Fprintln(logs, err)
 		}

@@ -1,0 +1,95 @@
+// Command solar-fleet-agent is the reference device agent of the fleet
+// upgrade: it reports ready (with its version) to the updater's root, answers
+// --probe, and, given NATS, forwards its device's attempts to the updater and
+// publishes the outcomes (package agentlink). Real agents embed agentlink and
+// reconcile their workloads besides.
+//
+// The tests build it with -ldflags "-X main.version=V -X main.behaviour=B"
+// to make candidates that are ready, never ready, crash at start, crash
+// after commit or fail their probe.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/solar-pipeline/solar/renderer/fleet/agentlink"
+	"github.com/solar-pipeline/solar/renderer/fleet/updater"
+)
+
+// Set at build time.
+var (
+	version   = "dev"
+	behaviour = "ready" // ready, never-ready, crash-at-start, crash-after-commit, probe-fails
+)
+
+func main() {
+	root := flag.String("root", "/var/lib/solar-updater", "the updater's root folder")
+	probe := flag.Bool("probe", false, "check that this binary can run on this device, and exit")
+	server := flag.String("nats", "", "NATS servers: forward this device's attempts to the updater")
+	device := flag.String("device", "", "this device's id")
+	bucket := flag.String("bucket", "solar-fleet", "the fleet's key-value bucket")
+	flag.Parse()
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if *probe {
+		if behaviour == "probe-fails" {
+			fmt.Fprintln(os.Stderr, "probe: this build cannot run here")
+			os.Exit(1)
+		}
+		fmt.Println(version)
+		return
+	}
+	if behaviour == "crash-at-start" {
+		log.Error("crashing at start")
+		os.Exit(1)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if *server != "" {
+		nc, err := nats.Connect(*server, nats.MaxReconnects(-1))
+		if err != nil {
+			log.Error("connecting to NATS", "err", err)
+			os.Exit(1)
+		}
+		defer nc.Close()
+		js, err := jetstream.New(nc)
+		if err != nil {
+			log.Error("JetStream", "err", err)
+			os.Exit(1)
+		}
+		kv, err := js.KeyValue(ctx, *bucket)
+		if err != nil {
+			log.Error("opening the bucket", "err", err)
+			os.Exit(1)
+		}
+		go func() {
+			if err := agentlink.Run(ctx, kv, *device, updater.Paths{Root: *root}.Socket(), log); err != nil {
+				log.Error("agent link", "err", err)
+			}
+		}()
+	}
+	if behaviour != "never-ready" {
+		if err := updater.MarkReady(updater.Paths{Root: *root}, version); err != nil {
+			log.Error("reporting ready", "err", err)
+			os.Exit(1)
+		}
+	}
+	if behaviour == "crash-after-commit" {
+		select {
+		case <-time.After(2 * time.Second):
+			log.Error("crashing after commit")
+			os.Exit(1)
+		case <-ctx.Done():
+		}
+	}
+	<-ctx.Done()
+}

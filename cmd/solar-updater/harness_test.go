@@ -1,0 +1,260 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/solar-pipeline/solar/renderer/fleet"
+	"github.com/solar-pipeline/solar/renderer/fleet/updater"
+)
+
+// build compiles a command of this module into dir with -ldflags and tags.
+func build(t *testing.T, dir, pkg, name, ldflags, tags string) string {
+	t.Helper()
+	out := filepath.Join(dir, name)
+	b, err := exec.Command("go", "build", "-tags", tags, "-ldflags", ldflags, "-o", out, pkg).CombinedOutput()
+	require.NoError(t, err, "building %s: %s", pkg, b)
+	return out
+}
+
+// agents are the agent builds the tests serve, by name: v1 and v2 ready,
+// and v2 builds that misbehave.
+type agents map[string][]byte
+
+func buildAgents(t *testing.T) agents {
+	t.Helper()
+	dir := t.TempDir()
+	out := agents{}
+	for name, flags := range map[string]string{
+		"v1":                    "-X main.version=1.0.0",
+		"v2":                    "-X main.version=2.0.0",
+		"v2-never-ready":        "-X main.version=2.0.0 -X main.behaviour=never-ready",
+		"v2-crash-at-start":     "-X main.version=2.0.0 -X main.behaviour=crash-at-start",
+		"v2-crash-after-commit": "-X main.version=2.0.0 -X main.behaviour=crash-after-commit",
+		"v2-probe-fails":        "-X main.version=2.0.0 -X main.behaviour=probe-fails",
+		"v2-wrong-version":      "-X main.version=2.0.1",
+	} {
+		b, err := os.ReadFile(build(t, dir, "../solar-fleet-agent", name, flags, ""))
+		require.NoError(t, err)
+		out[name] = b
+	}
+	return out
+}
+
+func digestOf(b []byte) string {
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// artifactServer serves blobs over HTTPS: /blobs/<digest> is the agent
+// build of that digest; /bad/<how>/<digest> serves it damaged.
+type artifactServer struct {
+	*httptest.Server
+	caFile string
+	blobs  map[string][]byte
+}
+
+func startArtifactServer(t *testing.T, a agents) *artifactServer {
+	t.Helper()
+	s := &artifactServer{blobs: map[string][]byte{}}
+	for _, b := range a {
+		s.blobs[digestOf(b)] = b
+	}
+	s.Server = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/"), "/")
+		b, ok := s.blobs[parts[len(parts)-1]]
+		if !ok || (parts[0] != "blobs" && parts[0] != "bad") {
+			http.NotFound(w, r)
+			return
+		}
+		if parts[0] == "bad" {
+			switch parts[1] {
+			case "oversized":
+				b = append(bytes.Clone(b), make([]byte, 4096)...)
+			case "truncated":
+				b = b[:len(b)/2]
+			case "other":
+				b = bytes.Clone(b)
+				b[len(b)/2] ^= 0xff
+			}
+		}
+		_, _ = w.Write(b)
+	}))
+	t.Cleanup(s.Close)
+	s.caFile = filepath.Join(t.TempDir(), "ca.pem")
+	require.NoError(t, os.WriteFile(s.caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw}), 0o644))
+	return s
+}
+
+// attempt is a sealed attempt to install build as version, from path (the
+// URL path before the digest: "blobs" or "bad/<how>").
+func (s *artifactServer) attempt(t *testing.T, b []byte, version, path string) fleet.Attempt {
+	t.Helper()
+	d := digestOf(b)
+	a, err := fleet.Attempt{DeviceID: "dev-1", TargetVersion: version, Artifact: fleet.Artifact{
+		URL: s.URL + "/" + path + "/" + d, Digest: d, Size: int64(len(b)), Platform: "linux/amd64"}}.Seal()
+	require.NoError(t, err)
+	return a
+}
+
+// device is a root folder with v1 installed, selected and running under the
+// supervisor, and the updater binary to run on it.
+type device struct {
+	paths   updater.Paths
+	bin     string // solar-updater, built with kill points
+	caFile  string
+	service updater.Supervisor
+	extra   []string // more updater flags
+}
+
+func newDevice(t *testing.T, bin string, s *artifactServer, v1 []byte, extra ...string) *device {
+	t.Helper()
+	d := &device{paths: updater.Paths{Root: t.TempDir()}, bin: bin, caFile: s.caFile, extra: extra}
+	d.service = updater.Supervisor{Paths: d.paths, Args: []string{"--root", d.paths.Root}, StopTimeout: 2 * time.Second}
+	digest := digestOf(v1)
+	require.NoError(t, os.MkdirAll(d.paths.Version(digest), 0o755))
+	require.NoError(t, os.WriteFile(d.paths.Binary(digest), v1, 0o755))
+	require.NoError(t, os.Symlink(d.paths.Binary(digest), d.paths.Current()))
+	require.NoError(t, d.service.Start(context.Background()))
+	t.Cleanup(func() { _ = d.service.Stop(context.Background()); killAgents(d.paths) })
+	return d
+}
+
+// updaterCmd is the updater on the device, killed at killpoint when set.
+func (d *device) updaterCmd(killpoint string) *exec.Cmd {
+	args := append([]string{"--root", d.paths.Root, "--group", fmt.Sprint(os.Getgid()), "--ca-file", d.caFile,
+		"--agent-arg", "--root", "--agent-arg", d.paths.Root, "--ready-timeout", "3s", "--stop-timeout", "2s"}, d.extra...)
+	cmd := exec.Command(d.bin, args...)
+	cmd.Env = append(os.Environ(), "SOLAR_KILLPOINT="+killpoint)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return cmd
+}
+
+// run starts the updater (killed at killpoint when set), sends the attempt
+// and returns the final outcome, or ok false when the updater died first.
+func (d *device) run(t *testing.T, killpoint string, a fleet.Attempt) (updater.Outcome, bool) {
+	t.Helper()
+	cmd := d.updaterCmd(killpoint)
+	var logs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	_ = os.Remove(d.paths.Socket())
+	require.NoError(t, cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+		}
+	}()
+	// Wait for the socket, or for the updater to die while resuming.
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		if _, err := os.Stat(d.paths.Socket()); err == nil {
+			break
+		}
+		select {
+		case err := <-exited:
+			exited <- err
+			return updater.Outcome{}, false
+		case <-time.After(20 * time.Millisecond):
+		}
+		require.False(t, time.Now().After(deadline), "the updater made no socket: %s", logs.String())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	o, err := updater.Send(ctx, d.paths.Socket(), a, nil)
+	if err != nil {
+		return o, false
+	}
+	return o, true
+}
+
+// agentProcesses lists the live processes whose executable is a binary of
+// the root's versions.
+func agentProcesses(p updater.Paths) []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		var pid int
+		if _, err := fmt.Sscan(e.Name(), &pid); err != nil {
+			continue
+		}
+		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
+		if err == nil && strings.HasPrefix(exe, p.Versions()+"/") && processAlive(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func processAlive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z'
+}
+
+func killAgents(p updater.Paths) {
+	for _, pid := range agentProcesses(p) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// selected is the build the agent link selects, checked whole: its bytes
+// are those of a build the test knows.
+func selected(t *testing.T, p updater.Paths, a agents) string {
+	t.Helper()
+	target, err := os.Readlink(p.Current())
+	require.NoError(t, err, "the agent link is there")
+	b, err := os.ReadFile(target)
+	require.NoError(t, err)
+	for name, build := range a {
+		if bytes.Equal(b, build) && strings.HasSuffix(filepath.Dir(target), strings.TrimPrefix(digestOf(build), "sha256:")) {
+			return name
+		}
+	}
+	t.Fatalf("the selected binary %s is no whole build", target)
+	return ""
+}
+
+// running is the build the one running agent process executes, waiting a
+// moment for the process count to settle at one.
+func running(t *testing.T, p updater.Paths, a agents) string {
+	t.Helper()
+	var pids []int
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if pids = agentProcesses(p); len(pids) == 1 {
+			break
+		}
+	}
+	require.Len(t, pids, 1, "exactly one agent process runs")
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pids[0]))
+	require.NoError(t, err)
+	for name, build := range a {
+		if filepath.Base(filepath.Dir(exe)) == strings.TrimPrefix(digestOf(build), "sha256:") {
+			return name
+		}
+	}
+	t.Fatalf("the running agent %s is no build", exe)
+	return ""
+}

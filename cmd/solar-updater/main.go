@@ -1,0 +1,109 @@
+// Command solar-updater is the reference device updater of the fleet agent
+// upgrade (docs/updater.md): a root service that takes attempts from the
+// device's agent over a Unix socket owned by the agent's group, replaces the
+// agent in one crash-safe transaction, and reports the outcomes back. It
+// opens no network connection but the artifact download.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/solar-pipeline/solar/renderer/fleet/updater"
+)
+
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, " ") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "solar-updater:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	root := flag.String("root", "/var/lib/solar-updater", "root folder: the journal, the installed binaries, the agent link, the socket")
+	unit := flag.String("unit", "", "systemd unit of the agent (systemctl stop/start); without it the updater supervises the agent process itself")
+	var agentArgs stringList
+	flag.Var(&agentArgs, "agent-arg", "an argument of the agent, when the updater supervises it; repeatable")
+	group := flag.Int("group", -1, "gid of the fleet-agent group: the only peers the socket accepts (required)")
+	agentUID := flag.Int("agent-uid", -1, "uid to run probes (and a supervised agent) as; -1 keeps the updater's")
+	agentGID := flag.Int("agent-gid", -1, "gid to run probes (and a supervised agent) as")
+	caFile := flag.String("ca-file", "", "PEM certificates to trust for downloads besides the system's")
+	probeTimeout := flag.Duration("probe-timeout", 30*time.Second, "limit of agent --probe")
+	readyTimeout := flag.Duration("ready-timeout", 2*time.Minute, "how long a started agent has to report ready")
+	stopTimeout := flag.Duration("stop-timeout", 30*time.Second, "SIGTERM to SIGKILL, when the updater supervises the agent")
+	maxTries := flag.Int("max-tries", 3, "attempts begun per digest, kills and power cuts included")
+	repair := flag.String("repair", "", "clear a rollback-failed block, giving the reason, and exit (once a working agent runs again)")
+	flag.Parse()
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	paths := updater.Paths{Root: *root}
+	if *repair != "" {
+		if err := updater.Repair(paths, *repair); err != nil {
+			return err
+		}
+		log.Warn("repaired: attempts are accepted again", "reason", *repair)
+		return nil
+	}
+	if *group < 0 {
+		return fmt.Errorf("--group is required: the gid of the fleet-agent group")
+	}
+	var cred *syscall.Credential
+	if *agentUID >= 0 {
+		cred = &syscall.Credential{Uid: uint32(*agentUID), Gid: uint32(*agentGID)}
+	}
+	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
+	if *caFile != "" {
+		pool, err := x509.SystemCertPool()
+		if err != nil {
+			pool = x509.NewCertPool()
+		}
+		pem, err := os.ReadFile(*caFile)
+		if err != nil {
+			return err
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("--ca-file %s holds no certificate", *caFile)
+		}
+		tlsConfig.RootCAs = pool
+	}
+	var service updater.Service = updater.Systemd{Unit: *unit}
+	if *unit == "" {
+		service = updater.Supervisor{Paths: paths, Args: agentArgs, StopTimeout: *stopTimeout, Credential: cred}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	u, err := updater.New(ctx, updater.Options{
+		Paths: paths, Service: service, Credential: cred, MaxTries: *maxTries,
+		// No proxy from the environment: the download goes to the
+		// attempt's URL and nowhere else.
+		Client:       &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig, DisableKeepAlives: true}},
+		ProbeTimeout: *probeTimeout, ReadyTimeout: *readyTimeout,
+		Report: func(o updater.Outcome) {
+			log.Info("outcome", "uuid", o.UUID, "device", o.DeviceID, "state", o.State, "version", o.Version, "step", o.Step, "reason", o.Reason)
+		},
+		Log: log,
+	})
+	if err != nil {
+		return err
+	}
+	l, err := updater.Listen(paths, *group)
+	if err != nil {
+		return err
+	}
+	log.Info("listening", "socket", paths.Socket(), "group", *group)
+	return u.Serve(ctx, l, *group)
+}

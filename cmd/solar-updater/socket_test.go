@@ -1,0 +1,191 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/solar-pipeline/solar/internal/testenv"
+	"github.com/solar-pipeline/solar/renderer/fleet"
+	"github.com/solar-pipeline/solar/renderer/fleet/updater"
+)
+
+// start runs the updater until the test ends and returns its pid once its
+// socket is there.
+func (d *device) start(t *testing.T) int {
+	t.Helper()
+	cmd := d.updaterCmd("")
+	var logs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	_ = os.Remove(d.paths.Socket())
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("updater:\n%s", logs.String())
+		}
+	})
+	require.Eventually(t, func() bool { _, err := os.Stat(d.paths.Socket()); return err == nil }, 20*time.Second, 20*time.Millisecond)
+	return cmd.Process.Pid
+}
+
+// exchange sends raw bytes on the socket and returns the one reply.
+func exchange(t *testing.T, socket string, raw string) updater.Outcome {
+	t.Helper()
+	conn, err := net.Dial("unix", socket)
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = conn.Write([]byte(raw))
+	require.NoError(t, err)
+	var o updater.Outcome
+	require.NoError(t, json.NewDecoder(conn).Decode(&o))
+	return o
+}
+
+// sockets lists the kinds of the sockets a process holds: unix, tcp, udp.
+func sockets(t *testing.T, pid int) []string {
+	t.Helper()
+	inodes := map[string]string{}
+	for _, kind := range []string{"unix", "tcp", "tcp6", "udp", "udp6"} {
+		b, err := os.ReadFile("/proc/net/" + kind)
+		require.NoError(t, err)
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			f := strings.Fields(line)
+			switch {
+			case kind == "unix" && len(f) >= 7:
+				inodes[f[6]] = kind
+			case kind != "unix" && len(f) >= 10:
+				inodes[f[9]] = kind
+			}
+		}
+	}
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	require.NoError(t, err)
+	var out []string
+	for _, fd := range fds {
+		target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
+		if err != nil || !strings.HasPrefix(target, "socket:[") {
+			continue
+		}
+		inode := strings.TrimSuffix(strings.TrimPrefix(target, "socket:["), "]")
+		out = append(out, inodes[inode]+" "+inode)
+	}
+	return out
+}
+
+// TestSocket: a peer outside the agent's group is refused, and so is
+// anything but an attempt; after an attempt the updater holds no socket but
+// Unix ones (its download connection is closed).
+func TestSocket(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs updater and agent processes")
+	}
+	builds := buildAgents(t)
+	server := startArtifactServer(t, builds)
+	bin := build(t, t.TempDir(), ".", "solar-updater", "", "")
+	a := server.attempt(t, builds["v2"], "2.0.0", "blobs")
+	line, err := json.Marshal(updater.Request{Attempt: &a})
+	require.NoError(t, err)
+
+	t.Run("a peer outside the group", func(t *testing.T) {
+		d := newDevice(t, bin, server, builds["v1"], "--group", "4242") // the later --group wins
+		d.start(t)
+		o := exchange(t, d.paths.Socket(), string(line)+"\n")
+		assert.Equal(t, updater.StateRefused, o.State)
+		assert.Contains(t, o.Reason, "is not in group 4242")
+		assert.Equal(t, "v1", selected(t, d.paths, builds), "nothing happened")
+	})
+
+	t.Run("anything but an attempt", func(t *testing.T) {
+		d := newDevice(t, bin, server, builds["v1"])
+		pid := d.start(t)
+		for _, raw := range []string{`{"command":"reboot"}`, `{"attempt":{"uuid":"x"},"exec":"/bin/sh"}`, "rm -rf /", `{}`, strings.Repeat("x", 100000)} {
+			o := exchange(t, d.paths.Socket(), raw+"\n")
+			assert.Equal(t, updater.StateRefused, o.State, "%.40s", raw)
+		}
+		o := exchange(t, d.paths.Socket(), `{"attempt":{"uuid":"00000000-0000-0000-0000-000000000000","deviceId":"a.b"}}`+"\n")
+		assert.Equal(t, updater.StateRefused, o.State, "an attempt that does not verify")
+		assert.Equal(t, "v1", selected(t, d.paths, builds))
+
+		final, err := updater.Send(context.Background(), d.paths.Socket(), a, nil)
+		require.NoError(t, err)
+		assert.Equal(t, updater.PhaseCommitted, final.State, final.Reason)
+		for _, s := range sockets(t, pid) {
+			assert.True(t, strings.HasPrefix(s, "unix "), "the updater holds %s: no network connection after the download", s)
+		}
+	})
+}
+
+// TestThroughNATS: the whole path on a device. solar's side writes attempts
+// into a real NATS bucket; the running agent (agentlink) forwards them to the
+// updater; the updater switches; the outcomes the agent publishes are what
+// the bucket's status shows: committed, then rolled-back at readiness.
+func TestThroughNATS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs NATS, updater and agent processes")
+	}
+	builds := buildAgents(t)
+	server := startArtifactServer(t, builds)
+	bin := build(t, t.TempDir(), ".", "solar-updater", "", "")
+	nats := testenv.StartNATS(t)
+	_, js := nats.Connect(t)
+	ctx := context.Background()
+	bucket, err := fleet.OpenBucket(ctx, js, "solar-fleet", 1, true, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+
+	d := &device{paths: updater.Paths{Root: t.TempDir()}, bin: bin, caFile: server.caFile}
+	d.service = updater.Supervisor{Paths: d.paths, StopTimeout: 2 * time.Second,
+		Args: []string{"--root", d.paths.Root, "--nats", nats.URL, "--device", "dev-1"}}
+	d.extra = []string{"--agent-arg", "--nats", "--agent-arg", nats.URL, "--agent-arg", "--device", "--agent-arg", "dev-1", "--ready-timeout", "5s"}
+	v1 := builds["v1"]
+	require.NoError(t, os.MkdirAll(d.paths.Version(digestOf(v1)), 0o755))
+	require.NoError(t, os.WriteFile(d.paths.Binary(digestOf(v1)), v1, 0o755))
+	require.NoError(t, os.Symlink(d.paths.Binary(digestOf(v1)), filepath.Join(d.paths.Root, "agent")))
+	require.NoError(t, d.service.Start(ctx))
+	t.Cleanup(func() { _ = d.service.Stop(ctx); killAgents(d.paths) })
+	d.start(t)
+
+	reported := func(want string) *fleet.DeviceState {
+		t.Helper()
+		var st *fleet.DeviceState
+		require.Eventually(t, func() bool {
+			s, err := bucket.Status(ctx, "dev-1")
+			if err == nil && len(s) == 1 && s[0].State != nil {
+				st = s[0].State
+			}
+			return st != nil && st.State == want
+		}, 30*time.Second, 100*time.Millisecond, "dev-1 reports %s (last: %+v)", want, st)
+		return st
+	}
+	apply := func(build, version string) {
+		t.Helper()
+		a := server.attempt(t, builds[build], version, "blobs")
+		p, err := fleet.PackAttempt(ctx, a, time.Unix(0, 0).UTC())
+		require.NoError(t, err)
+		_, err = bucket.Apply(ctx, a, p.Root.Digest.String(), false)
+		require.NoError(t, err)
+	}
+
+	apply("v2", "2.0.0")
+	st := reported(updater.PhaseCommitted)
+	assert.Equal(t, "2.0.0", st.Version)
+	assert.Equal(t, "v2", running(t, d.paths, builds), "the new agent runs, and it forwards the next attempts")
+
+	apply("v2-never-ready", "3.0.0")
+	st = reported(updater.PhaseRolledBack)
+	assert.Equal(t, "readiness", st.Step)
+	assert.Equal(t, "v2", running(t, d.paths, builds), "back to the previous agent")
+}

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/solar-pipeline/solar/renderer/fleet/updater"
+)
+
+// killPoints are the moments of an attempt a kill lands at: each side of
+// every journal write and between the side effects (internal/killpoint).
+var killPoints = []string{
+	"journal-before-preparing", "journal-after-preparing", "prepare-downloaded", "prepare-installed",
+	"journal-before-prepared", "journal-after-prepared", "journal-before-stopping", "journal-after-stopping",
+	"transaction-stopped", "journal-before-selected", "journal-after-selected", "transaction-selected",
+	"journal-before-starting", "journal-after-starting", "transaction-started", "journal-before-committed",
+	"journal-after-committed",
+}
+
+// TestKillMatrix kills the updater with SIGKILL at every point of an
+// attempt, once (then it runs clean) or on every run, restarting it and
+// sending the attempt again, as the agent does, until it gives a final
+// outcome (at most 6 runs). In every case the selected binary is v1 or v2,
+// whole, exactly one agent runs, and the outcome is the expected one.
+func TestKillMatrix(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: 34 updater processes killed")
+	}
+	builds := buildAgents(t)
+	server := startArtifactServer(t, builds)
+	bin := build(t, t.TempDir(), ".", "solar-updater", "", "killpoints")
+	type row struct {
+		point string
+		every bool
+		want  string // the final outcome; "" none (the updater never gets past the point)
+		build string // the build selected and running at the end
+	}
+	var matrix []row
+	switching := false // the points after the journal says stopping
+	for _, p := range killPoints {
+		switching = switching || p == "journal-after-stopping"
+		switch {
+		case p == "journal-after-committed":
+			// Committed: a restart keeps it, the attempt again says so.
+			matrix = append(matrix, row{p, false, updater.PhaseCommitted, "v2"}, row{p, true, updater.PhaseCommitted, "v2"})
+		case switching:
+			// A switch cut before commit resolves to the previous binary,
+			// reported rolled-back ("interrupted"), and is not retried.
+			matrix = append(matrix, row{p, false, updater.PhaseRolledBack, "v1"}, row{p, true, updater.PhaseRolledBack, "v1"})
+		case p == "journal-before-preparing":
+			// Killed before anything is written, every time: nothing
+			// happens, the old agent runs on.
+			matrix = append(matrix, row{p, false, updater.PhaseCommitted, "v2"}, row{p, true, "", "v1"})
+		case p == "prepare-installed":
+			// The next try finds the binary installed and checks it again.
+			matrix = append(matrix, row{p, false, updater.PhaseCommitted, "v2"}, row{p, true, updater.PhaseCommitted, "v2"})
+		default:
+			// A prepare cut is dropped and the attempt comes again, until
+			// the cap on tries per digest refuses it.
+			matrix = append(matrix, row{p, false, updater.PhaseCommitted, "v2"}, row{p, true, updater.StateRefused, "v1"})
+		}
+	}
+	require.GreaterOrEqual(t, len(matrix), 30)
+	for _, tc := range matrix {
+		name := tc.point + map[bool]string{false: "/once", true: "/every"}[tc.every]
+		t.Run(name, func(t *testing.T) {
+			d := newDevice(t, bin, server, builds["v1"])
+			a := server.attempt(t, builds["v2"], "2.0.0", "blobs")
+			var final updater.Outcome
+			kills := 0
+			for run := 0; run < 6; run++ {
+				point := ""
+				if tc.every || run == 0 {
+					point = tc.point
+				}
+				o, ok := d.run(t, point, a)
+				if !ok {
+					kills++
+					// After every kill: the old or the new binary, whole.
+					selected(t, d.paths, builds)
+					continue
+				}
+				final = o
+				break
+			}
+			assert.Positive(t, kills, "the kill point was reached")
+			assert.Equal(t, tc.want, final.State, "final outcome (%s)", final.Reason)
+			assert.Equal(t, tc.build, selected(t, d.paths, builds))
+			assert.Equal(t, tc.build, running(t, d.paths, builds))
+			staging, _ := filepath.Glob(filepath.Join(d.paths.Versions(), ".staging-*"))
+			assert.Empty(t, staging, "no partial download is left")
+		})
+	}
+}
+
+// TestErrorMatrix fails each step of an attempt in turn: the previous binary
+// stays selected and running, the outcome names the step, partial files are
+// removed, and the same attempt is not tried again.
+func TestErrorMatrix(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs updater and agent processes")
+	}
+	builds := buildAgents(t)
+	server := startArtifactServer(t, builds)
+	bin := build(t, t.TempDir(), ".", "solar-updater", "", "")
+	for _, tc := range []struct {
+		name, build, version, path string
+		wrap                       []string // runs the updater under this command
+		step                       string
+	}{
+		{"download", "v2", "2.0.0", "missing", nil, "download"},
+		{"digest", "v2", "2.0.0", "bad/other", nil, "digest"},
+		{"oversized", "v2", "2.0.0", "bad/oversized", nil, "size"},
+		{"truncated", "v2", "2.0.0", "bad/truncated", nil, "size"},
+		{"disk full", "v2", "2.0.0", "blobs", []string{"prlimit", "--fsize=200000"}, "install"},
+		{"probe", "v2-probe-fails", "2.0.0", "blobs", nil, "probe"},
+		{"never ready", "v2-never-ready", "2.0.0", "blobs", nil, "readiness"},
+		{"crash at start", "v2-crash-at-start", "2.0.0", "blobs", nil, "readiness"},
+		{"other version", "v2-wrong-version", "2.0.0", "blobs", nil, "readiness"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newDevice(t, bin, server, builds["v1"])
+			if tc.wrap != nil {
+				wrapper := filepath.Join(t.TempDir(), "wrapped")
+				script := "#!/bin/sh\nexec " + strings.Join(tc.wrap, " ") + " " + d.bin + " \"$@\"\n"
+				require.NoError(t, os.WriteFile(wrapper, []byte(script), 0o755))
+				d.bin = wrapper
+			}
+			a := server.attempt(t, builds[tc.build], tc.version, tc.path)
+			o, ok := d.run(t, "", a)
+			require.True(t, ok)
+			assert.Equal(t, updater.PhaseRolledBack, o.State, o.Reason)
+			assert.Equal(t, tc.step, o.Step, o.Reason)
+			assert.Equal(t, "v1", selected(t, d.paths, builds))
+			assert.Equal(t, "v1", running(t, d.paths, builds))
+			staging, _ := filepath.Glob(filepath.Join(d.paths.Versions(), ".staging-*"))
+			assert.Empty(t, staging, "partial files are removed")
+			again, ok := d.run(t, "", a)
+			require.True(t, ok)
+			assert.Equal(t, o.State+" "+o.Step, again.State+" "+again.Step, "the same attempt again: its outcome again")
+			other := a
+			other.NotAfter = "2099-01-01T00:00:00Z"
+			other, err := other.Seal()
+			require.NoError(t, err)
+			again, ok = d.run(t, "", other)
+			require.True(t, ok)
+			assert.Equal(t, updater.StateRefused, again.State, "another attempt of a digest that failed is not tried")
+			assert.Contains(t, again.Reason, "failed before")
+		})
+	}
+
+	t.Run("crash after commit", func(t *testing.T) {
+		d := newDevice(t, bin, server, builds["v1"])
+		o, ok := d.run(t, "", server.attempt(t, builds["v2-crash-after-commit"], "2.0.0", "blobs"))
+		require.True(t, ok)
+		assert.Equal(t, updater.PhaseCommitted, o.State, "ready is committed at once")
+		assert.Equal(t, "v2-crash-after-commit", selected(t, d.paths, builds), "no protocol rollback after commit")
+	})
+
+	t.Run("rollback failed", func(t *testing.T) {
+		d := newDevice(t, bin, server, builds["v1"])
+		// The previous binary is gone: the rollback cannot start it.
+		target, err := os.Readlink(d.paths.Current())
+		require.NoError(t, err)
+		require.NoError(t, os.Remove(target))
+		o, ok := d.run(t, "", server.attempt(t, builds["v2-never-ready"], "2.0.0", "blobs"))
+		require.True(t, ok)
+		assert.Equal(t, updater.PhaseRollbackFailed, o.State, o.Reason)
+		assert.Equal(t, "readiness", o.Step)
+		good := server.attempt(t, builds["v2"], "2.0.0", "blobs")
+		o, ok = d.run(t, "", good)
+		require.True(t, ok)
+		assert.Equal(t, updater.StateRefused, o.State, "blocked until repaired")
+		assert.Contains(t, o.Reason, "rollback-failed")
+
+		out, err := exec.Command(d.bin, "--root", d.paths.Root, "--repair", "v1 reinstalled by hand").CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		o, ok = d.run(t, "", good)
+		require.True(t, ok)
+		assert.Equal(t, updater.PhaseCommitted, o.State, o.Reason)
+		assert.Equal(t, "v2", running(t, d.paths, builds))
+	})
+}

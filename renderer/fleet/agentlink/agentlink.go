@@ -1,0 +1,69 @@
+// Package agentlink is the device agent's side of the fleet upgrade, for
+// agent authors to embed: it watches the device's attempt in the fleet's
+// NATS key-value bucket, forwards each new attempt to the root updater over
+// its Unix socket, and publishes the outcomes the updater reports into the
+// device's state key. The updater itself has no NATS connection.
+package agentlink
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/solar-pipeline/solar/renderer/fleet"
+	"github.com/solar-pipeline/solar/renderer/fleet/updater"
+)
+
+// Run watches attempt.<deviceID> until ctx ends. The device id is checked
+// before any key is built.
+func Run(ctx context.Context, kv jetstream.KeyValue, deviceID, socket string, log *slog.Logger) error {
+	if err := fleet.CheckDeviceID(deviceID); err != nil {
+		return err
+	}
+	w, err := kv.Watch(ctx, "attempt."+deviceID)
+	if err != nil {
+		return fmt.Errorf("watching attempt.%s: %w", deviceID, err)
+	}
+	defer w.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e, ok := <-w.Updates():
+			if !ok {
+				return nil
+			}
+			if e == nil || e.Operation() != jetstream.KeyValuePut {
+				continue // the end of the initial values, or a deletion
+			}
+			var cur fleet.Current
+			if err := json.Unmarshal(e.Value(), &cur); err != nil {
+				log.Error("not an attempt", "key", e.Key(), "err", err)
+				continue
+			}
+			if err := cur.Attempt.Verify(); err != nil || cur.Attempt.DeviceID != deviceID {
+				log.Error("refusing an attempt that is not this device's or whose UUID is not its content's", "uuid", cur.UUID, "err", err)
+				continue
+			}
+			_, err := updater.Send(ctx, socket, cur.Attempt, func(o updater.Outcome) { publish(ctx, kv, deviceID, o, log) })
+			if err != nil {
+				log.Error("forwarding the attempt", "uuid", cur.UUID, "err", err)
+			}
+		}
+	}
+}
+
+// publish writes an outcome into state.<deviceID>.
+func publish(ctx context.Context, kv jetstream.KeyValue, deviceID string, o updater.Outcome, log *slog.Logger) {
+	b, err := json.Marshal(fleet.DeviceState{State: o.State, Version: o.Version, Step: o.Step, Reason: o.Reason, At: time.Now().UTC().Format(time.RFC3339)})
+	if err == nil {
+		_, err = kv.Put(ctx, "state."+deviceID, b)
+	}
+	if err != nil {
+		log.Error("publishing the outcome", "state", o.State, "err", err)
+	}
+}

@@ -1,0 +1,115 @@
+package updater
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/solar-pipeline/solar/internal/killpoint"
+	"github.com/solar-pipeline/solar/renderer/fleet"
+)
+
+// Phases of the journal, in the order an attempt goes through them.
+const (
+	PhaseIdle           = "idle"
+	PhasePreparing      = "preparing"
+	PhasePrepared       = "prepared"
+	PhaseStopping       = "stopping"  // the old service is being stopped
+	PhaseSelected       = "selected"  // the candidate is (being) selected
+	PhaseStarting       = "starting"  // the candidate is (being) started
+	PhaseCommitted      = "committed" // the candidate reported ready
+	PhaseRollingBack    = "rolling-back"
+	PhaseRolledBack     = "rolled-back"
+	PhaseRollbackFailed = "rollback-failed"
+)
+
+// Journal is the updater's state on disk: what it was doing, so that a
+// restart resumes it.
+type Journal struct {
+	Phase   string         `json:"phase"`
+	Attempt *fleet.Attempt `json:"attempt,omitempty"`
+	// Previous is what the agent link pointed to before the switch: the
+	// binary to go back to ("" when there was none).
+	Previous string `json:"previous,omitempty"`
+	// Step is the step that failed, for rolled-back and rollback-failed.
+	Step string `json:"step,omitempty"`
+	// Failed are the digests that failed: never retried automatically.
+	Failed []string `json:"failed,omitempty"`
+	// Tries counts the attempts begun per digest, kills included: capped.
+	Tries map[string]int `json:"tries,omitempty"`
+	// Blocked: a rollback failed; nothing is accepted until repaired
+	// (solar-updater --repair).
+	Blocked bool `json:"blocked,omitempty"`
+}
+
+// readJournal reads the journal; a missing one is idle.
+func readJournal(p Paths) (Journal, error) {
+	j := Journal{Phase: PhaseIdle}
+	b, err := os.ReadFile(p.Journal())
+	if errors.Is(err, os.ErrNotExist) {
+		return j, nil
+	}
+	if err != nil {
+		return j, fmt.Errorf("reading the journal: %w", err)
+	}
+	if err := json.Unmarshal(b, &j); err != nil {
+		return j, fmt.Errorf("reading the journal %s: %w", p.Journal(), err)
+	}
+	return j, nil
+}
+
+// write saves the journal whole or not at all, durably: a temporary file,
+// synced, renamed over the journal, and the folder synced. Kill points
+// before and after let the tests stop the process on each side of it.
+func (j Journal) write(p Paths) error {
+	killpoint.Here("journal-before-" + j.Phase)
+	b, err := json.Marshal(j)
+	if err != nil {
+		return err
+	}
+	if err := writeFileSync(p.Journal(), b, 0o600); err != nil {
+		return fmt.Errorf("writing the journal: %w", err)
+	}
+	killpoint.Here("journal-after-" + j.Phase)
+	return nil
+}
+
+// writeFileSync writes name atomically and durably.
+func writeFileSync(name string, data []byte, mode os.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // after the rename: nothing there
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), name); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(name))
+}
+
+// syncDir makes the entries of a folder durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

@@ -1,0 +1,194 @@
+package updater
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/solar-pipeline/solar/renderer/fleet"
+)
+
+// Request is the one message the updater accepts on its socket: an attempt.
+// It takes no command.
+type Request struct {
+	Attempt *fleet.Attempt `json:"attempt"`
+}
+
+// maxRequest bounds a request: an attempt is a few hundred bytes.
+const maxRequest = 64 << 10
+
+// Listen makes the socket at Paths.Socket, readable and writable by its
+// owner and group gid only (the agent's group).
+func Listen(p Paths, gid int) (*net.UnixListener, error) {
+	_ = os.Remove(p.Socket())
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: p.Socket(), Net: "unix"})
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Chown(p.Socket(), -1, gid); err != nil {
+		l.Close()
+		return nil, err
+	}
+	if err := os.Chmod(p.Socket(), 0o660); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// Serve accepts the agent's connections until ctx ends: a peer whose group
+// (primary or supplementary) is not gid is refused; a peer that sends
+// anything but one attempt is refused. For an attempt, every outcome is
+// written back as a JSON line, the final one last, and the connection closed.
+func (u *Updater) Serve(ctx context.Context, l *net.UnixListener, gid int) error {
+	go func() {
+		<-ctx.Done()
+		l.Close()
+	}()
+	for {
+		conn, err := l.AcceptUnix()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		u.serveConn(ctx, conn, gid)
+	}
+}
+
+func (u *Updater) serveConn(ctx context.Context, conn *net.UnixConn, gid int) {
+	defer conn.Close()
+	enc := json.NewEncoder(conn)
+	refuse := func(err error) {
+		u.opts.Log.Warn("refused a connection on the socket", "err", err)
+		_ = enc.Encode(Outcome{State: StateRefused, Reason: err.Error()})
+	}
+	if err := peerInGroup(conn, gid); err != nil {
+		refuse(err)
+		return
+	}
+	line, err := bufio.NewReaderSize(conn, 4096).ReadSlice('\n')
+	if err != nil && len(line) == 0 {
+		refuse(fmt.Errorf("reading the request: %w", err))
+		return
+	}
+	if len(line) > maxRequest {
+		refuse(errors.New("the request is too large"))
+		return
+	}
+	var req Request
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil || req.Attempt == nil {
+		refuse(fmt.Errorf("not an attempt: the updater accepts {\"attempt\": {...}} and nothing else"))
+		return
+	}
+	reportTo := u.opts.Report
+	u.opts.Report = func(o Outcome) {
+		reportTo(o)
+		_ = enc.Encode(o)
+	}
+	defer func() { u.opts.Report = reportTo }()
+	u.Handle(ctx, *req.Attempt)
+}
+
+// peerInGroup checks the connected process's credentials (SO_PEERCRED): its
+// group, or one of its supplementary groups, must be gid.
+func peerInGroup(conn *net.UnixConn, gid int) error {
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return err
+	}
+	if cerr != nil {
+		return cerr
+	}
+	if int(cred.Gid) == gid {
+		return nil
+	}
+	groups, err := supplementaryGroups(int(cred.Pid))
+	if err != nil {
+		return fmt.Errorf("peer pid %d: %w", cred.Pid, err)
+	}
+	if slices.Contains(groups, gid) {
+		return nil
+	}
+	return fmt.Errorf("peer uid %d gid %d (pid %d) is not in group %d", cred.Uid, cred.Gid, cred.Pid, gid)
+}
+
+// supplementaryGroups reads the Groups line of /proc/PID/status.
+func supplementaryGroups(pid int) ([]int, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return nil, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "Groups:"); ok {
+			var out []int
+			for _, f := range strings.Fields(rest) {
+				if g, err := strconv.Atoi(f); err == nil {
+					out = append(out, g)
+				}
+			}
+			return out, nil
+		}
+	}
+	return nil, nil
+}
+
+// Send is the agent's side of the socket: it forwards an attempt to the
+// updater at path and calls outcome for every outcome reported, until the
+// final one. It returns the final one.
+func Send(ctx context.Context, path string, a fleet.Attempt, outcome func(Outcome)) (Outcome, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", path)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("connecting to the updater: %w", err)
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	if err := json.NewEncoder(conn).Encode(Request{Attempt: &a}); err != nil {
+		return Outcome{}, fmt.Errorf("sending the attempt: %w", err)
+	}
+	dec := json.NewDecoder(conn)
+	var last Outcome
+	for {
+		var o Outcome
+		if err := dec.Decode(&o); err != nil {
+			if last.State != "" && final(last.State) {
+				return last, nil
+			}
+			return last, fmt.Errorf("the updater ended the connection before a final outcome: %w", err)
+		}
+		last = o
+		if outcome != nil {
+			outcome(o)
+		}
+		if final(o.State) {
+			return o, nil
+		}
+	}
+}
+
+// final: no outcome follows.
+func final(state string) bool {
+	return state == PhaseCommitted || state == PhaseRolledBack || state == PhaseRollbackFailed || state == StateRefused
+}

@@ -1,0 +1,314 @@
+package updater
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/solar-pipeline/solar/internal/killpoint"
+	"github.com/solar-pipeline/solar/renderer/fleet"
+)
+
+// Outcome is what the updater reports about an attempt: the states of
+// docs/fleet.md (preparing, prepared, switching, committed, rolled-back,
+// rollback-failed) or refused.
+type Outcome struct {
+	UUID     string `json:"uuid"`
+	DeviceID string `json:"deviceId"`
+	State    string `json:"state"`
+	Version  string `json:"version,omitempty"`
+	// Step is the step that failed, for rolled-back and rollback-failed.
+	Step   string `json:"step,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Outcome states the updater reports besides the journal's phases.
+const (
+	StateSwitching = "switching"
+	StateRefused   = "refused"
+)
+
+// Options configure an Updater.
+type Options struct {
+	Paths   Paths
+	Service Service
+	// Client downloads artifacts (HTTPS only).
+	Client *http.Client
+	// Credential runs probes without root; nil keeps the updater's.
+	Credential *syscall.Credential
+	// ProbeTimeout bounds agent --probe; ReadyTimeout the wait for
+	// readiness after a start.
+	ProbeTimeout, ReadyTimeout time.Duration
+	// MaxTries caps the attempts begun per digest (kills and power cuts
+	// included), so that repeated cuts do not loop.
+	MaxTries int
+	// Report receives every outcome (the agent publishes them).
+	Report func(Outcome)
+	Log    *slog.Logger
+}
+
+// Updater replaces the agent, one attempt at a time.
+type Updater struct {
+	opts Options
+	mu   sync.Mutex
+}
+
+// New makes the root's folders and resumes what the journal says was under
+// way: before commit, the previous binary is selected and started again.
+func New(ctx context.Context, opts Options) (*Updater, error) {
+	if opts.MaxTries <= 0 {
+		opts.MaxTries = 3
+	}
+	if opts.ProbeTimeout <= 0 {
+		opts.ProbeTimeout = 30 * time.Second
+	}
+	if opts.ReadyTimeout <= 0 {
+		opts.ReadyTimeout = 2 * time.Minute
+	}
+	if opts.Client == nil {
+		opts.Client = http.DefaultClient
+	}
+	if opts.Report == nil {
+		opts.Report = func(Outcome) {}
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	for _, dir := range []string{opts.Paths.Root, opts.Paths.Versions(), filepath.Dir(opts.Paths.Ready())} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	u := &Updater{opts: opts}
+	return u, u.resume(ctx)
+}
+
+// resume finishes what a killed updater left: a prepare is dropped (the
+// attempt comes again), a transaction before commit rolls back.
+func (u *Updater) resume(ctx context.Context) error {
+	j, err := readJournal(u.opts.Paths)
+	if err != nil {
+		return err
+	}
+	switch j.Phase {
+	case PhasePreparing, PhasePrepared:
+		j.Phase = PhaseIdle
+		if err := u.cleanStaging(); err != nil {
+			return err
+		}
+		return j.write(u.opts.Paths)
+	case PhaseStopping, PhaseSelected, PhaseStarting:
+		u.opts.Log.Warn("resuming: the switch was interrupted before commit; going back to the previous binary", "phase", j.Phase)
+		u.rollback(ctx, j, "interrupted", false)
+	case PhaseRollingBack:
+		u.rollback(ctx, j, j.Step, slices.Contains(j.Failed, j.Attempt.Artifact.Digest))
+	}
+	return nil
+}
+
+func (u *Updater) cleanStaging() error {
+	entries, err := os.ReadDir(u.opts.Paths.Versions())
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if len(e.Name()) > 0 && e.Name()[0] == '.' {
+			if err := os.RemoveAll(filepath.Join(u.opts.Paths.Versions(), e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ErrBlocked: a rollback failed; the updater takes no attempt until repaired.
+var ErrBlocked = errors.New("rollback-failed: no attempt is accepted until the device is repaired (solar-updater --repair)")
+
+// Handle carries out one attempt to its end and returns its final outcome:
+// committed, rolled-back (with the failing step), rollback-failed or
+// refused. Every outcome on the way is also reported.
+func (u *Updater) Handle(ctx context.Context, a fleet.Attempt) Outcome {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	out := Outcome{UUID: a.UUID, DeviceID: a.DeviceID, Version: a.TargetVersion}
+	report := func(state, step string, err error) Outcome {
+		out.State, out.Step, out.Reason = state, step, ""
+		if err != nil {
+			out.Reason = err.Error()
+		}
+		u.opts.Report(out)
+		return out
+	}
+	if err := a.Verify(); err != nil {
+		return report(StateRefused, "", err)
+	}
+	p := u.opts.Paths
+	j, err := readJournal(p)
+	switch {
+	case err != nil:
+		return report(StateRefused, "", err)
+	case j.Attempt != nil && j.Attempt.UUID == a.UUID && final(j.Phase):
+		// Done before: its outcome again. The agent that forwarded it was
+		// stopped by the switch; the one running now asks again.
+		return report(j.Phase, j.Step, nil)
+	case j.Blocked:
+		return report(StateRefused, "", ErrBlocked)
+	case slices.Contains(j.Failed, a.Artifact.Digest):
+		return report(StateRefused, "", fmt.Errorf("digest %s failed before: not retried automatically", a.Artifact.Digest))
+	case j.Tries[a.Artifact.Digest] >= u.opts.MaxTries:
+		return report(StateRefused, "", fmt.Errorf("digest %s was tried %d times: not again", a.Artifact.Digest, u.opts.MaxTries))
+	}
+	if j.Tries == nil {
+		j.Tries = map[string]int{}
+	}
+	j.Tries[a.Artifact.Digest]++
+	j.Phase, j.Attempt, j.Step, j.Previous = PhasePreparing, &a, "", ""
+	if err := j.write(p); err != nil {
+		return report(StateRefused, "", err)
+	}
+	report(PhasePreparing, "", nil)
+	if err := u.prepare(ctx, a); err != nil {
+		// Nothing was switched: the previous binary runs on.
+		j.Failed = append(j.Failed, a.Artifact.Digest)
+		j.Phase, j.Step = PhaseRolledBack, stepOf(err)
+		if werr := j.write(p); werr != nil {
+			err = errors.Join(err, werr)
+		}
+		return report(PhaseRolledBack, stepOf(err), err)
+	}
+	j.Phase = PhasePrepared
+	if err := j.write(p); err != nil {
+		return report(StateRefused, "", err)
+	}
+	report(PhasePrepared, "", nil)
+	return u.transaction(ctx, j, report)
+}
+
+// transaction stops the old agent, selects and starts the candidate, and
+// commits on strict readiness; otherwise it rolls back.
+func (u *Updater) transaction(ctx context.Context, j Journal, report func(string, string, error) Outcome) Outcome {
+	p, a := u.opts.Paths, *j.Attempt
+	prev, err := os.Readlink(p.Current())
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return report(StateRefused, "", err)
+	}
+	j.Previous, j.Phase = prev, PhaseStopping
+	if err := j.write(p); err != nil {
+		return report(StateRefused, "", err)
+	}
+	report(StateSwitching, "", nil)
+	if err := u.opts.Service.Stop(ctx); err != nil {
+		return u.rollback(ctx, j, "stop", true)
+	}
+	killpoint.Here("transaction-stopped")
+	j.Phase = PhaseSelected
+	if err := j.write(p); err != nil {
+		return u.rollback(ctx, j, "internal", false)
+	}
+	if err := u.selectBinary(p.Binary(a.Artifact.Digest)); err != nil {
+		return u.rollback(ctx, j, "select", true)
+	}
+	killpoint.Here("transaction-selected")
+	j.Phase = PhaseStarting
+	if err := j.write(p); err != nil {
+		return u.rollback(ctx, j, "internal", false)
+	}
+	_ = os.Remove(p.Ready())
+	if err := u.opts.Service.Start(ctx); err != nil {
+		return u.rollback(ctx, j, "start", true)
+	}
+	killpoint.Here("transaction-started")
+	if err := waitReady(ctx, p, a.TargetVersion, u.opts.ReadyTimeout); err != nil {
+		u.opts.Log.Warn("the candidate did not report ready", "err", err)
+		return u.rollback(ctx, j, "readiness", true)
+	}
+	j.Phase = PhaseCommitted
+	if err := j.write(p); err != nil {
+		return report(StateRefused, "", err)
+	}
+	return report(PhaseCommitted, "", nil)
+}
+
+// rollback selects and starts the previous binary. failed marks the
+// candidate's digest as failed (not retried); an interruption does not.
+// A rollback that fails blocks the updater.
+func (u *Updater) rollback(ctx context.Context, j Journal, step string, failed bool) Outcome {
+	p, a := u.opts.Paths, *j.Attempt
+	out := Outcome{UUID: a.UUID, DeviceID: a.DeviceID, Version: a.TargetVersion, Step: step}
+	if failed && !slices.Contains(j.Failed, a.Artifact.Digest) {
+		j.Failed = append(j.Failed, a.Artifact.Digest)
+	}
+	j.Phase, j.Step = PhaseRollingBack, step
+	err := j.write(p)
+	if err == nil {
+		err = u.opts.Service.Stop(ctx)
+	}
+	killpoint.Here("rollback-stopped")
+	if err == nil && j.Previous != "" {
+		err = u.selectBinary(j.Previous)
+	}
+	if err == nil && j.Previous != "" {
+		_ = os.Remove(p.Ready())
+		if err = u.opts.Service.Start(ctx); err == nil {
+			err = waitReady(ctx, p, "", u.opts.ReadyTimeout)
+		}
+	}
+	if err != nil {
+		u.opts.Log.Error("the rollback failed: blocked until repaired", "step", step, "err", err)
+		j.Phase, j.Blocked = PhaseRollbackFailed, true
+		out.State, out.Reason = PhaseRollbackFailed, err.Error()
+		if werr := j.write(p); werr != nil {
+			out.Reason += "; " + werr.Error()
+		}
+		u.opts.Report(out)
+		return out
+	}
+	j.Phase = PhaseRolledBack
+	if werr := j.write(p); werr != nil {
+		out.Reason = werr.Error()
+	}
+	out.State = PhaseRolledBack
+	u.opts.Report(out)
+	return out
+}
+
+// selectBinary points Paths.Current at target atomically: a new symlink
+// renamed over it, and the folder synced.
+func (u *Updater) selectBinary(target string) error {
+	p := u.opts.Paths
+	tmp := p.Current() + ".new"
+	_ = os.Remove(tmp)
+	if err := os.Symlink(target, tmp); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, p.Current()); err != nil {
+		return err
+	}
+	return syncDir(p.Root)
+}
+
+// Repair is the documented local repair step after rollback-failed: once an
+// operator has made a working agent run again, it clears the block. The
+// digest that failed stays failed.
+func Repair(p Paths, reason string) error {
+	if reason == "" {
+		return errors.New("a repair needs a reason")
+	}
+	j, err := readJournal(p)
+	if err != nil {
+		return err
+	}
+	if !j.Blocked {
+		return fmt.Errorf("not blocked: the journal is %s", j.Phase)
+	}
+	j.Blocked, j.Phase, j.Step = false, PhaseIdle, "repaired: "+reason
+	return j.write(p)
+}
