@@ -24,13 +24,13 @@ var killPoints = []string{
 }
 
 // TestKillMatrix kills the updater with SIGKILL at every point of an
-// attempt, once (then it runs clean) or on every run, restarting it and
+// attempt (and of a rollback), once (then it runs clean) or on every run, restarting it and
 // sending the attempt again, as the agent does, until it gives a final
 // outcome (at most 6 runs). In every case the selected binary is v1 or v2,
 // whole, exactly one agent runs, and the outcome is the expected one.
 func TestKillMatrix(t *testing.T) {
 	if testing.Short() {
-		t.Skip("-short: 34 updater processes killed")
+		t.Skip("-short: 39 cases of updater processes killed")
 	}
 	builds := buildAgents(t)
 	server := startArtifactServer(t, builds)
@@ -40,6 +40,9 @@ func TestKillMatrix(t *testing.T) {
 		every bool
 		want  string // the final outcome; "" none (the updater never gets past the point)
 		build string // the build selected and running at the end
+		// candidate is the build the attempt installs: v2, or one that
+		// never gets ready, to kill the rollback.
+		candidate string
 	}
 	var matrix []row
 	switching := false // the points after the journal says stopping
@@ -48,30 +51,38 @@ func TestKillMatrix(t *testing.T) {
 		switch {
 		case p == "journal-after-committed":
 			// Committed: a restart keeps it, the attempt again says so.
-			matrix = append(matrix, row{p, false, updater.PhaseCommitted, "v2"}, row{p, true, updater.PhaseCommitted, "v2"})
+			matrix = append(matrix, row{p, false, updater.PhaseCommitted, "v2", ""}, row{p, true, updater.PhaseCommitted, "v2", ""})
 		case switching:
 			// A switch cut before commit resolves to the previous binary,
 			// reported rolled-back ("interrupted"), and is not retried.
-			matrix = append(matrix, row{p, false, updater.PhaseRolledBack, "v1"}, row{p, true, updater.PhaseRolledBack, "v1"})
+			matrix = append(matrix, row{p, false, updater.PhaseRolledBack, "v1", ""}, row{p, true, updater.PhaseRolledBack, "v1", ""})
 		case p == "journal-before-preparing":
 			// Killed before anything is written, every time: nothing
 			// happens, the old agent runs on.
-			matrix = append(matrix, row{p, false, updater.PhaseCommitted, "v2"}, row{p, true, "", "v1"})
+			matrix = append(matrix, row{p, false, updater.PhaseCommitted, "v2", ""}, row{p, true, "", "v1", ""})
 		case p == "prepare-installed":
 			// The next try finds the binary installed and checks it again.
-			matrix = append(matrix, row{p, false, updater.PhaseCommitted, "v2"}, row{p, true, updater.PhaseCommitted, "v2"})
+			matrix = append(matrix, row{p, false, updater.PhaseCommitted, "v2", ""}, row{p, true, updater.PhaseCommitted, "v2", ""})
 		default:
 			// A prepare cut is dropped and the attempt comes again, until
 			// the cap on tries per digest refuses it.
-			matrix = append(matrix, row{p, false, updater.PhaseCommitted, "v2"}, row{p, true, updater.StateRefused, "v1"})
+			matrix = append(matrix, row{p, false, updater.PhaseCommitted, "v2", ""}, row{p, true, updater.StateRefused, "v1", ""})
 		}
+	}
+	for i := range matrix {
+		matrix[i].candidate = "v2"
+	}
+	// The rollback of a candidate that never gets ready, killed once at
+	// each of its points: the restart finishes it.
+	for _, p := range []string{"journal-before-rolling-back", "journal-after-rolling-back", "rollback-stopped", "journal-before-rolled-back", "journal-after-rolled-back"} {
+		matrix = append(matrix, row{p, false, updater.PhaseRolledBack, "v1", "v2-never-ready"})
 	}
 	require.GreaterOrEqual(t, len(matrix), 30)
 	for _, tc := range matrix {
 		name := tc.point + map[bool]string{false: "/once", true: "/every"}[tc.every]
 		t.Run(name, func(t *testing.T) {
 			d := newDevice(t, bin, server, builds["v1"])
-			a := server.attempt(t, builds["v2"], "2.0.0", "blobs")
+			a := server.attempt(t, builds[tc.candidate], "2.0.0", "blobs")
 			var final updater.Outcome
 			kills := 0
 			for run := 0; run < 6; run++ {

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -78,15 +79,19 @@ func (u *Updater) serveConn(ctx context.Context, conn *net.UnixConn, gid int) {
 		refuse(err)
 		return
 	}
-	line, err := bufio.NewReaderSize(conn, 4096).ReadSlice('\n')
-	if err != nil && len(line) == 0 {
+	// A peer that holds the connection without a request does not hold
+	// the updater.
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	line, err := bufio.NewReaderSize(conn, maxRequest).ReadSlice('\n')
+	switch {
+	case errors.Is(err, bufio.ErrBufferFull):
+		refuse(fmt.Errorf("the request is larger than %d bytes", maxRequest))
+		return
+	case err != nil && len(line) == 0:
 		refuse(fmt.Errorf("reading the request: %w", err))
 		return
 	}
-	if len(line) > maxRequest {
-		refuse(errors.New("the request is too large"))
-		return
-	}
+	_ = conn.SetReadDeadline(time.Time{})
 	var req Request
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()
