@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -297,9 +298,11 @@ func (u *Updater) selectBinary(target string) error {
 
 // Repair is the documented local repair step after rollback-failed: once an
 // operator has made a working agent run again, it clears the block. The
-// digest that failed stays failed.
+// journal keeps the outcome: the agent, running again, forwards the attempt
+// and publishes rollback-failed to the bucket, where solar fleet repair
+// clears the operator's side. The digest that failed stays failed.
 func Repair(p Paths, reason string) error {
-	if reason == "" {
+	if strings.TrimSpace(reason) == "" {
 		return errors.New("a repair needs a reason")
 	}
 	j, err := readJournal(p)
@@ -309,6 +312,6 @@ func Repair(p Paths, reason string) error {
 	if !j.Blocked {
 		return fmt.Errorf("not blocked: the journal is %s", j.Phase)
 	}
-	j.Blocked, j.Phase, j.Step = false, PhaseIdle, "repaired: "+reason
+	j.Blocked = false
 	return j.write(p)
 }
