@@ -120,6 +120,8 @@ type device struct {
 	caFile  string
 	service updater.Supervisor
 	extra   []string // more updater flags
+	// failpoint makes a call of the updater fail (killpoint.Fail).
+	failpoint string
 }
 
 func newDevice(t *testing.T, bin string, s *artifactServer, v1 []byte, extra ...string) *device {
@@ -140,7 +142,7 @@ func (d *device) updaterCmd(killpoint string) *exec.Cmd {
 	args := append([]string{"--root", d.paths.Root, "--group", fmt.Sprint(os.Getgid()), "--ca-file", d.caFile,
 		"--agent-arg", "--root", "--agent-arg", d.paths.Root, "--ready-timeout", "3s", "--stop-timeout", "2s"}, d.extra...)
 	cmd := exec.Command(d.bin, args...)
-	cmd.Env = append(os.Environ(), "SOLAR_KILLPOINT="+killpoint)
+	cmd.Env = append(os.Environ(), "SOLAR_KILLPOINT="+killpoint, "SOLAR_FAILPOINT="+d.failpoint)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	return cmd
 }

@@ -119,24 +119,30 @@ func TestErrorMatrix(t *testing.T) {
 	}
 	builds := buildAgents(t)
 	server := startArtifactServer(t, builds)
-	bin := build(t, t.TempDir(), ".", "solar-updater", "", "")
+	// Built with kill points: the service's stop and start can be made to
+	// fail (SOLAR_FAILPOINT); without the variable it is the normal updater.
+	bin := build(t, t.TempDir(), ".", "solar-updater", "", "killpoints")
 	for _, tc := range []struct {
 		name, build, version, path string
 		wrap                       []string // runs the updater under this command
+		failpoint                  string
 		step                       string
 	}{
-		{"download", "v2", "2.0.0", "missing", nil, "download"},
-		{"digest", "v2", "2.0.0", "bad/other", nil, "digest"},
-		{"oversized", "v2", "2.0.0", "bad/oversized", nil, "size"},
-		{"truncated", "v2", "2.0.0", "bad/truncated", nil, "size"},
-		{"disk full", "v2", "2.0.0", "blobs", []string{"prlimit", "--fsize=200000"}, "install"},
-		{"probe", "v2-probe-fails", "2.0.0", "blobs", nil, "probe"},
-		{"never ready", "v2-never-ready", "2.0.0", "blobs", nil, "readiness"},
-		{"crash at start", "v2-crash-at-start", "2.0.0", "blobs", nil, "readiness"},
-		{"other version", "v2-wrong-version", "2.0.0", "blobs", nil, "readiness"},
+		{"download", "v2", "2.0.0", "missing", nil, "", "download"},
+		{"digest", "v2", "2.0.0", "bad/other", nil, "", "digest"},
+		{"oversized", "v2", "2.0.0", "bad/oversized", nil, "", "size"},
+		{"truncated", "v2", "2.0.0", "bad/truncated", nil, "", "size"},
+		{"disk full", "v2", "2.0.0", "blobs", []string{"prlimit", "--fsize=200000"}, "", "install"},
+		{"probe", "v2-probe-fails", "2.0.0", "blobs", nil, "", "probe"},
+		{"stop", "v2", "2.0.0", "blobs", nil, "service-stop", "stop"},    // the first stop fails
+		{"start", "v2", "2.0.0", "blobs", nil, "service-start", "start"}, // the candidate's start fails
+		{"never ready", "v2-never-ready", "2.0.0", "blobs", nil, "", "readiness"},
+		{"crash at start", "v2-crash-at-start", "2.0.0", "blobs", nil, "", "readiness"},
+		{"other version", "v2-wrong-version", "2.0.0", "blobs", nil, "", "readiness"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := newDevice(t, bin, server, builds["v1"])
+			d.failpoint = tc.failpoint
 			if tc.wrap != nil {
 				wrapper := filepath.Join(t.TempDir(), "wrapped")
 				script := "#!/bin/sh\nexec " + strings.Join(tc.wrap, " ") + " " + d.bin + " \"$@\"\n"

@@ -3,6 +3,7 @@
 package killpoint
 
 import (
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -10,36 +11,52 @@ import (
 	"syscall"
 )
 
-// The point to die at, from SOLAR_KILLPOINT=name or name#N (the N-th time
-// the process passes it; the first by default).
-var (
-	mu    sync.Mutex
-	seen  = map[string]int{}
-	point string
-	nth   = 1
-)
+// chosen is a point named by an environment variable: name or name#N (the
+// N-th time the process passes it; the first by default).
+type chosen struct {
+	mu   sync.Mutex
+	name string
+	nth  int
+	seen int
+}
 
-func init() {
-	point = os.Getenv("SOLAR_KILLPOINT")
-	if name, n, ok := strings.Cut(point, "#"); ok {
-		point = name
+func choose(env string) *chosen {
+	c := &chosen{name: os.Getenv(env), nth: 1}
+	if name, n, ok := strings.Cut(c.name, "#"); ok {
+		c.name = name
 		if v, err := strconv.Atoi(n); err == nil && v > 0 {
-			nth = v
+			c.nth = v
 		}
 	}
+	return c
 }
+
+// now counts a pass at name and says whether it is the chosen one.
+func (c *chosen) now(name string) bool {
+	if name != c.name {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seen++
+	return c.seen == c.nth
+}
+
+var kill, fail = choose("SOLAR_KILLPOINT"), choose("SOLAR_FAILPOINT")
 
 // Here kills the process with SIGKILL if it is the chosen point, reached for
 // the chosen time.
 func Here(name string) {
-	if name != point {
-		return
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	seen[name]++
-	if seen[name] == nth {
+	if kill.now(name) {
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // SIGKILL is not delivered synchronously: never go on
 	}
+}
+
+// Fail returns an error if it is the chosen call, made for the chosen time.
+func Fail(name string) error {
+	if fail.now(name) {
+		return fmt.Errorf("%s failed (SOLAR_FAILPOINT)", name)
+	}
+	return nil
 }

@@ -206,7 +206,8 @@ func (u *Updater) transaction(ctx context.Context, j Journal, report func(string
 		return report(StateRefused, "", err)
 	}
 	report(StateSwitching, "", nil)
-	if err := u.opts.Service.Stop(ctx); err != nil {
+	if err := u.stop(ctx); err != nil {
+		u.opts.Log.Warn("stopping the agent", "err", err)
 		return u.rollback(ctx, j, "stop", true)
 	}
 	killpoint.Here("transaction-stopped")
@@ -223,7 +224,8 @@ func (u *Updater) transaction(ctx context.Context, j Journal, report func(string
 		return u.rollback(ctx, j, "internal", false)
 	}
 	_ = os.Remove(p.Ready())
-	if err := u.opts.Service.Start(ctx); err != nil {
+	if err := u.start(ctx); err != nil {
+		u.opts.Log.Warn("starting the candidate", "err", err)
 		return u.rollback(ctx, j, "start", true)
 	}
 	killpoint.Here("transaction-started")
@@ -250,7 +252,7 @@ func (u *Updater) rollback(ctx context.Context, j Journal, step string, failed b
 	j.Phase, j.Step = PhaseRollingBack, step
 	err := j.write(p)
 	if err == nil {
-		err = u.opts.Service.Stop(ctx)
+		err = u.stop(ctx)
 	}
 	killpoint.Here("rollback-stopped")
 	if err == nil && j.Previous != "" {
@@ -258,7 +260,7 @@ func (u *Updater) rollback(ctx context.Context, j Journal, step string, failed b
 	}
 	if err == nil && j.Previous != "" {
 		_ = os.Remove(p.Ready())
-		if err = u.opts.Service.Start(ctx); err == nil {
+		if err = u.start(ctx); err == nil {
 			err = waitReady(ctx, p, "", u.opts.ReadyTimeout)
 		}
 	}
@@ -279,6 +281,22 @@ func (u *Updater) rollback(ctx context.Context, j Journal, step string, failed b
 	out.State = PhaseRolledBack
 	u.opts.Report(out)
 	return out
+}
+
+// stop and start call the service; a test binary may make them fail
+// (killpoint.Fail).
+func (u *Updater) stop(ctx context.Context) error {
+	if err := killpoint.Fail("service-stop"); err != nil {
+		return err
+	}
+	return u.opts.Service.Stop(ctx)
+}
+
+func (u *Updater) start(ctx context.Context) error {
+	if err := killpoint.Fail("service-start"); err != nil {
+		return err
+	}
+	return u.opts.Service.Start(ctx)
 }
 
 // selectBinary points Paths.Current at target atomically: a new symlink
