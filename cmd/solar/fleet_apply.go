@@ -140,7 +140,9 @@ func newFleetStatusCmd(g *globals) *cobra.Command {
 		Short: "Show each device's current attempt and reported state",
 		Long: `status reads the fleet's bucket: per device (those named, or every device the
 bucket knows of) the current attempt, its target version, and the state the
-device reports (rollback-failed blocks new attempts until solar fleet repair).`,
+device reports with the step that failed and the version it was about
+(preparing, prepared, switching, committed, rolled-back, rollback-failed,
+refused; rollback-failed blocks new attempts until solar fleet repair).`,
 		Example: `  solar fleet status --nats nats://127.0.0.1:4222
   solar fleet status dev-1 -o json --nats nats://127.0.0.1:4222`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -174,6 +176,12 @@ device reports (rollback-failed blocks new attempts until solar fleet repair).`,
 				}
 				if s.State != nil {
 					state = s.State.State
+					if s.State.Step != "" {
+						state += " at " + s.State.Step
+					}
+					if s.State.Version != "" {
+						state += " (" + s.State.Version + ")"
+					}
 				}
 				fmt.Fprintf(g.stdout, "%-20s %-36s %-14s %s\n", s.DeviceID, attempt, version, state)
 			}
