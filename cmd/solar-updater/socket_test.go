@@ -173,7 +173,7 @@ func TestThroughNATS(t *testing.T) {
 	apply := func(build, version string) {
 		t.Helper()
 		a := server.attempt(t, builds[build], version, "blobs")
-		p, err := fleet.PackAttempt(ctx, a, time.Unix(0, 0).UTC())
+		p, err := fleet.PackAttempt(ctx, a)
 		require.NoError(t, err)
 		_, err = bucket.Apply(ctx, a, p.Root.Digest.String(), false)
 		require.NoError(t, err)

@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"context"
-	"time"
 
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
@@ -21,11 +20,6 @@ type Result struct {
 	Error  string `json:"error,omitempty"`
 }
 
-// attemptsCreated is the created time of every attempt artifact: fixed, so
-// that an attempt's digest is a function of its content alone and its UUID
-// stays bound to one digest.
-var attemptsCreated = time.Unix(0, 0).UTC()
-
 // Apply stores every planned attempt as an OCI artifact in store (beside its
 // agent, in <repository>/attempts, tagged with its UUID) and makes it its
 // device's current attempt in the bucket. A device that fails (ErrChanged,
@@ -39,15 +33,16 @@ func Apply(ctx context.Context, planned []Planned, store publish.Store, bucket *
 		action, err := applyOne(ctx, p, store, bucket, dryRun, &r)
 		if err != nil {
 			r.Error = err.Error()
+		} else {
+			r.Action = action
 		}
-		r.Action = action
 		out = append(out, r)
 	}
 	return out
 }
 
 func applyOne(ctx context.Context, p Planned, store publish.Store, bucket *Bucket, dryRun bool, r *Result) (string, error) {
-	packed, err := PackAttempt(ctx, p.Attempt, attemptsCreated)
+	packed, err := PackAttempt(ctx, p.Attempt)
 	if err != nil {
 		return "", err
 	}

@@ -50,7 +50,7 @@ type Binary struct {
 type Packed struct {
 	Tag  string
 	Root ocispec.Descriptor
-	// Layers are the agent binaries by platform, or the attempt's layer.
+	// Layers are the agent binaries by platform.
 	Layers map[string]ocispec.Descriptor
 	store  *memory.Store
 }
@@ -110,8 +110,10 @@ func PackAgent(ctx context.Context, version string, bins []Binary, created time.
 }
 
 // PackAttempt packs an attempt as an OCI artifact (the attempt's JSON its
-// single layer), tagged with its UUID: its digest identifies it.
-func PackAttempt(ctx context.Context, a Attempt, created time.Time) (*Packed, error) {
+// single layer), tagged with its UUID: its digest identifies it. Its created
+// time is fixed (the Unix epoch), so that the digest is a function of the
+// attempt alone and its UUID stays bound to one digest.
+func PackAttempt(ctx context.Context, a Attempt) (*Packed, error) {
 	if err := a.Verify(); err != nil {
 		return nil, err
 	}
@@ -119,15 +121,14 @@ func PackAttempt(ctx context.Context, a Attempt, created time.Time) (*Packed, er
 	if err != nil {
 		return nil, err
 	}
-	p := &Packed{Tag: a.UUID, Layers: map[string]ocispec.Descriptor{}, store: memory.New()}
+	p := &Packed{Tag: a.UUID, store: memory.New()}
 	layer := content.NewDescriptorFromBytes(MediaTypeAttempt, b)
 	if err := p.store.Push(ctx, layer, bytes.NewReader(b)); err != nil {
 		return nil, err
 	}
-	p.Layers[a.Artifact.Platform] = layer
 	p.Root, err = oras.PackManifest(ctx, p.store, oras.PackManifestVersion1_1, ArtifactTypeAttempt,
 		oras.PackManifestOptions{Layers: []ocispec.Descriptor{layer}, ManifestAnnotations: map[string]string{
-			ocispec.AnnotationCreated: created.Format(time.RFC3339), AnnotationDeviceID: a.DeviceID}})
+			ocispec.AnnotationCreated: time.Unix(0, 0).UTC().Format(time.RFC3339), AnnotationDeviceID: a.DeviceID}})
 	if err != nil {
 		return nil, fmt.Errorf("packing the attempt of device %s: %w", a.DeviceID, err)
 	}
