@@ -3,6 +3,7 @@ package publish
 import (
 	"bytes"
 	"errors"
+	"fmt"
 
 	"context"
 	"path/filepath"
@@ -109,6 +110,11 @@ func (r *overwritingRepo) Tag(ctx context.Context, d ocispec.Descriptor, tag str
 		return err
 	}
 	r.o.done = true
+	return otherWriter(ctx, r.Repository, tag)
+}
+
+// otherWriter publishes another writer's content of a/b at tag into repo.
+func otherWriter(ctx context.Context, repo Repository, tag string) error {
 	other, err := textJob("a/b", "the other writer's").Pack(tag)
 	if err != nil {
 		return err
@@ -122,11 +128,64 @@ func (r *overwritingRepo) Tag(ctx context.Context, d ocispec.Descriptor, tag str
 		return err
 	}
 	for _, blob := range append([]Blob{other.Config, {Desc: manifest, Data: b}}, other.Layers...) {
-		if err := r.Repository.Push(ctx, blob.Desc, bytes.NewReader(blob.Data)); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
+		if err := repo.Push(ctx, blob.Desc, bytes.NewReader(blob.Data)); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
 			return err
 		}
 	}
-	return r.Repository.Tag(ctx, manifest, tag)
+	return repo.Tag(ctx, manifest, tag)
+}
+
+// tagging is a store in which another writer is tagging 0.0.1 of a/b: the
+// tag is listed before it resolves (as a registry lists a tag before its
+// manifest resolves), twice, and then it is the other writer's.
+type tagging struct {
+	*Layout
+	misses int
+}
+
+func (s *tagging) Repository(ctx context.Context, name string) (Repository, error) {
+	r, err := s.Layout.Repository(ctx, name)
+	return &taggingRepo{Repository: r, s: s}, err
+}
+
+type taggingRepo struct {
+	Repository
+	s *tagging
+}
+
+func (r *taggingRepo) Tags(ctx context.Context, last string, fn func([]string) error) error {
+	if r.s.misses < 2 {
+		return fn([]string{"0.0.1"})
+	}
+	return r.Repository.Tags(ctx, last, fn)
+}
+
+func (r *taggingRepo) Resolve(ctx context.Context, ref string) (ocispec.Descriptor, error) {
+	if ref == "0.0.1" && r.s.misses < 2 {
+		if r.s.misses++; r.s.misses == 2 {
+			if err := otherWriter(ctx, r.Repository, ref); err != nil {
+				return ocispec.Descriptor{}, err
+			}
+		}
+		return ocispec.Descriptor{}, fmt.Errorf("%s: %w", ref, errdef.ErrNotFound)
+	}
+	return r.Repository.Resolve(ctx, ref)
+}
+
+// TestPublishWaitsForATagBeingWritten: a version listed that does not resolve
+// yet is another writer's, being tagged: Publish looks again instead of
+// failing, and publishes after it.
+func TestPublishWaitsForATagBeingWritten(t *testing.T) {
+	ctx := context.Background()
+	l, err := OpenLayout(ctx, filepath.Join(t.TempDir(), "out"), LayoutOptions{})
+	require.NoError(t, err)
+	defer l.Close()
+	store := &tagging{Layout: l}
+	results, err := Publish(ctx, store, []Job{textJob("a/b", "mine")}, Options{})
+	require.NoError(t, err)
+	assert.Equal(t, 2, store.misses)
+	assert.Equal(t, "0.0.2", results[0].Version, "after the other writer's 0.0.1")
+	assert.Equal(t, Update, results[0].Action)
 }
 
 // TestPublishRepublishesAnOverwrittenTag drives the two-writer path

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"time"
 
 	"github.com/Masterminds/semver/v3"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -39,6 +40,13 @@ func (p *publisher) publish(ctx context.Context, job Job) (Result, error) {
 				return r, err
 			}
 			desc, layers, err := latestLayers(ctx, repo, latest.Original())
+			if isNotFound(err) && attempt < maxAttempts {
+				// Listed but not readable yet: another writer is tagging it
+				// at this moment (the registry lists a tag before its
+				// manifest resolves). Look again in a moment.
+				time.Sleep(time.Duration(attempt) * 50 * time.Millisecond)
+				continue
+			}
 			if err != nil {
 				return fail("reading version "+latest.Original()+" of", err)
 			}
