@@ -28,6 +28,7 @@ test: tools
 bench: tools build
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	scripts/bench.sh
+	scripts/bench-fleet.sh
 
 ## fuzz: each fuzz target for FUZZTIME (60s): the loader, validation of
 ## arbitrary objects, valuesTemplate rendering.
