@@ -16,6 +16,7 @@ func newFleetApplyCmd(g *globals) *cobra.Command {
 	var rf registryFlags
 	var nf natsFlags
 	var insecure, dryRun, exitCode bool
+	var concurrency int
 	cmd := &cobra.Command{
 		Use:   "apply PATH... --registry HOST[:PORT][/PREFIX] --nats URL",
 		Short: "Write each device's upgrade attempt into the fleet's NATS bucket",
@@ -74,7 +75,7 @@ registry and the bucket and writes nothing; with --exit-code: 0 no changes,
 				return err
 			}
 			defer done()
-			results := fleet.Apply(ctx, planned, remote, bucket, dryRun)
+			results := fleet.Apply(ctx, planned, remote, bucket, dryRun, concurrency)
 			if err := g.printFleet(results, problems); err != nil {
 				return err
 			}
@@ -95,6 +96,7 @@ registry and the bucket and writes nothing; with --exit-code: 0 no changes,
 	fl.BoolVar(&insecure, "insecure-skip-tls-verify", false, "do not verify the registry's TLS certificate (development only)")
 	fl.BoolVar(&dryRun, "dry-run", false, "read the registry and the bucket, write nothing, show what would change")
 	fl.BoolVar(&exitCode, "exit-code", false, "exit 2 when attempts changed or (with --dry-run) would change, 0 when not")
+	fl.IntVar(&concurrency, "concurrency", 8, "devices applied at once")
 	return cmd
 }
 

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"sync"
 
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
@@ -25,19 +26,29 @@ type Result struct {
 // device's current attempt in the bucket. A device that fails (ErrChanged,
 // ErrBlocked, ErrRebound, a registry or NATS error) does not stop the others:
 // its Result says why. A dry run writes nothing to either.
-func Apply(ctx context.Context, planned []Planned, store publish.Store, bucket *Bucket, dryRun bool) []Result {
-	out := make([]Result, 0, len(planned))
-	for _, p := range planned {
-		a := p.Attempt
-		r := Result{DeviceID: a.DeviceID, Upgrade: p.Upgrade, UUID: a.UUID, TargetVersion: a.TargetVersion, Platform: a.Artifact.Platform}
-		action, err := applyOne(ctx, p, store, bucket, dryRun, &r)
-		if err != nil {
-			r.Error = err.Error()
-		} else {
-			r.Action = action
-		}
-		out = append(out, r)
+//
+// Devices are independent (one key each): up to concurrency of them are
+// applied at once; the results keep the order of planned.
+func Apply(ctx context.Context, planned []Planned, store publish.Store, bucket *Bucket, dryRun bool, concurrency int) []Result {
+	out := make([]Result, len(planned))
+	sem := make(chan struct{}, max(concurrency, 1))
+	var wg sync.WaitGroup
+	for i, p := range planned {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			a := p.Attempt
+			r := Result{DeviceID: a.DeviceID, Upgrade: p.Upgrade, UUID: a.UUID, TargetVersion: a.TargetVersion, Platform: a.Artifact.Platform}
+			action, err := applyOne(ctx, p, store, bucket, dryRun, &r)
+			if err != nil {
+				r.Error = err.Error()
+			} else {
+				r.Action = action
+			}
+			out[i] = r
+		})
 	}
+	wg.Wait()
 	return out
 }
 

@@ -92,9 +92,9 @@ func push(ctx context.Context, staged content.ReadOnlyStorage, repo Repository, 
 	return repo.Tag(ctx, manifest, tag)
 }
 
-// blobUnknown: the registry lost a blob of the manifest, as docker-registry
+// BlobUnknown: the registry lost a blob of the manifest, as docker-registry
 // does when two writers upload the same blob into one repository at once.
-func blobUnknown(err error) bool {
+func BlobUnknown(err error) bool {
 	var resp *errcode.ErrorResponse
 	return errors.As(err, &resp) && slices.ContainsFunc(resp.Errors, func(e errcode.Error) bool {
 		return e.Code == errcode.ErrorCodeManifestBlobUnknown || e.Code == errcode.ErrorCodeBlobUnknown

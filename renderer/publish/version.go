@@ -87,7 +87,7 @@ func (p *publisher) publish(ctx context.Context, job Job) (Result, error) {
 		// without versions has none yet: do not ask for each.
 		scoped, ok := repo.(BlobScoper)
 		err = push(ctx, staged, repo, manifest, version, check || latest != nil || !ok || !scoped.BlobsPerRepository())
-		if (errors.Is(err, errTaken) || blobUnknown(err)) && attempt < maxAttempts {
+		if (errors.Is(err, errTaken) || BlobUnknown(err)) && attempt < maxAttempts {
 			// A blob another writer uploaded at the same moment may be lost
 			// to a registry race: check each blob next time.
 			check = true
