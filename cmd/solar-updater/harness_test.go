@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/pem"
+	"flag"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -23,23 +24,46 @@ import (
 	"github.com/solar-pipeline/solar/renderer/fleet/updater"
 )
 
-// build compiles a command of this module into dir with -ldflags and tags.
-func build(t *testing.T, dir, pkg, name, ldflags, tags string) string {
-	t.Helper()
-	out := filepath.Join(dir, name)
-	b, err := exec.Command("go", "build", "-tags", tags, "-ldflags", ldflags, "-o", out, pkg).CombinedOutput()
-	require.NoError(t, err, "building %s: %s", pkg, b)
-	return out
-}
-
 // agents are the agent builds the tests serve, by name: v1 and v2 ready,
 // and v2 builds that misbehave.
 type agents map[string][]byte
 
-func buildAgents(t *testing.T) agents {
-	t.Helper()
-	dir := t.TempDir()
-	out := agents{}
+// What every test of the package shares, built once by TestMain: the agent
+// builds, and the updater built with kill points (without SOLAR_KILLPOINT and
+// SOLAR_FAILPOINT it is the normal updater).
+var (
+	builds     agents
+	updaterBin string
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() { // every test here runs processes: nothing to build
+		os.Exit(m.Run())
+	}
+	dir, err := os.MkdirTemp("", "solar-updater-test")
+	if err == nil {
+		err = buildAll(dir)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// buildAll builds the agents and the updater into dir.
+func buildAll(dir string) error {
+	build := func(pkg, name, ldflags, tags string) (string, error) {
+		out := filepath.Join(dir, name)
+		if b, err := exec.Command("go", "build", "-tags", tags, "-ldflags", ldflags, "-o", out, pkg).CombinedOutput(); err != nil {
+			return "", fmt.Errorf("building %s: %w: %s", pkg, err, b)
+		}
+		return out, nil
+	}
+	builds = agents{}
 	for name, flags := range map[string]string{
 		"v1":                    "-X main.version=1.0.0",
 		"v2":                    "-X main.version=2.0.0",
@@ -49,11 +73,17 @@ func buildAgents(t *testing.T) agents {
 		"v2-probe-fails":        "-X main.version=2.0.0 -X main.behaviour=probe-fails",
 		"v2-wrong-version":      "-X main.version=2.0.1",
 	} {
-		b, err := os.ReadFile(build(t, dir, "../solar-fleet-agent", name, flags, ""))
-		require.NoError(t, err)
-		out[name] = b
+		file, err := build("../solar-fleet-agent", name, flags, "")
+		if err != nil {
+			return err
+		}
+		if builds[name], err = os.ReadFile(file); err != nil {
+			return err
+		}
 	}
-	return out
+	var err error
+	updaterBin, err = build(".", "solar-updater", "", "killpoints")
+	return err
 }
 
 func digestOf(b []byte) string {
@@ -69,10 +99,10 @@ type artifactServer struct {
 	blobs  map[string][]byte
 }
 
-func startArtifactServer(t *testing.T, a agents) *artifactServer {
+func startArtifactServer(t *testing.T) *artifactServer {
 	t.Helper()
 	s := &artifactServer{blobs: map[string][]byte{}}
-	for _, b := range a {
+	for _, b := range builds {
 		s.blobs[digestOf(b)] = b
 	}
 	s.Server = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -116,7 +146,7 @@ func (s *artifactServer) attempt(t *testing.T, b []byte, version, path string) f
 // supervisor, and the updater binary to run on it.
 type device struct {
 	paths   updater.Paths
-	bin     string // solar-updater, built with kill points
+	bin     string // the updater: updaterBin, or a wrapper around it
 	caFile  string
 	service updater.Supervisor
 	extra   []string // more updater flags
@@ -124,10 +154,13 @@ type device struct {
 	failpoint string
 }
 
-func newDevice(t *testing.T, bin string, s *artifactServer, v1 []byte, extra ...string) *device {
+// newDevice installs v1 in a new root, selects it and starts it under the
+// supervisor with agentArgs besides --root; extra are more updater flags.
+func newDevice(t *testing.T, s *artifactServer, agentArgs []string, extra ...string) *device {
 	t.Helper()
-	d := &device{paths: updater.Paths{Root: t.TempDir()}, bin: bin, caFile: s.caFile, extra: extra}
-	d.service = updater.Supervisor{Paths: d.paths, Args: []string{"--root", d.paths.Root}, StopTimeout: 2 * time.Second}
+	d := &device{paths: updater.Paths{Root: t.TempDir()}, bin: updaterBin, caFile: s.caFile, extra: extra}
+	d.service = updater.Supervisor{Paths: d.paths, Args: append([]string{"--root", d.paths.Root}, agentArgs...), StopTimeout: 2 * time.Second}
+	v1 := builds["v1"]
 	digest := digestOf(v1)
 	require.NoError(t, os.MkdirAll(d.paths.Version(digest), 0o755))
 	require.NoError(t, os.WriteFile(d.paths.Binary(digest), v1, 0o755))
@@ -139,8 +172,11 @@ func newDevice(t *testing.T, bin string, s *artifactServer, v1 []byte, extra ...
 
 // updaterCmd is the updater on the device, killed at killpoint when set.
 func (d *device) updaterCmd(killpoint string) *exec.Cmd {
-	args := append([]string{"--root", d.paths.Root, "--group", fmt.Sprint(os.Getgid()), "--ca-file", d.caFile,
-		"--agent-arg", "--root", "--agent-arg", d.paths.Root, "--ready-timeout", "3s", "--stop-timeout", "2s"}, d.extra...)
+	args := []string{"--root", d.paths.Root, "--group", fmt.Sprint(os.Getgid()), "--ca-file", d.caFile, "--ready-timeout", "3s", "--stop-timeout", "2s"}
+	for _, a := range d.service.Args { // the agent the updater starts is the one the test started
+		args = append(args, "--agent-arg", a)
+	}
+	args = append(args, d.extra...)
 	cmd := exec.Command(d.bin, args...)
 	cmd.Env = append(os.Environ(), "SOLAR_KILLPOINT="+killpoint, "SOLAR_FAILPOINT="+d.failpoint)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

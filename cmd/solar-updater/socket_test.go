@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -94,15 +93,13 @@ func TestSocket(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: runs updater and agent processes")
 	}
-	builds := buildAgents(t)
-	server := startArtifactServer(t, builds)
-	bin := build(t, t.TempDir(), ".", "solar-updater", "", "")
+	server := startArtifactServer(t)
 	a := server.attempt(t, builds["v2"], "2.0.0", "blobs")
 	line, err := json.Marshal(updater.Request{Attempt: &a})
 	require.NoError(t, err)
 
 	t.Run("a peer outside the group", func(t *testing.T) {
-		d := newDevice(t, bin, server, builds["v1"], "--group", "4242") // the later --group wins
+		d := newDevice(t, server, nil, "--group", "4242") // the later --group wins
 		d.start(t)
 		o := exchange(t, d.paths.Socket(), string(line)+"\n")
 		assert.Equal(t, updater.StateRefused, o.State)
@@ -111,7 +108,7 @@ func TestSocket(t *testing.T) {
 	})
 
 	t.Run("anything but an attempt", func(t *testing.T) {
-		d := newDevice(t, bin, server, builds["v1"])
+		d := newDevice(t, server, nil)
 		pid := d.start(t)
 		for _, raw := range []string{`{"command":"reboot"}`, `{"attempt":{"uuid":"x"},"exec":"/bin/sh"}`, "rm -rf /", `{}`, strings.Repeat("x", 100000)} {
 			o := exchange(t, d.paths.Socket(), raw+"\n")
@@ -138,25 +135,16 @@ func TestThroughNATS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: runs NATS, updater and agent processes")
 	}
-	builds := buildAgents(t)
-	server := startArtifactServer(t, builds)
-	bin := build(t, t.TempDir(), ".", "solar-updater", "", "")
+	server := startArtifactServer(t)
 	nats := testenv.StartNATS(t)
 	_, js := nats.Connect(t)
 	ctx := context.Background()
 	bucket, err := fleet.OpenBucket(ctx, js, "solar-fleet", 1, true, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 
-	d := &device{paths: updater.Paths{Root: t.TempDir()}, bin: bin, caFile: server.caFile}
-	d.service = updater.Supervisor{Paths: d.paths, StopTimeout: 2 * time.Second,
-		Args: []string{"--root", d.paths.Root, "--nats", nats.URL, "--device", "dev-1"}}
-	d.extra = []string{"--agent-arg", "--nats", "--agent-arg", nats.URL, "--agent-arg", "--device", "--agent-arg", "dev-1", "--ready-timeout", "5s"}
-	v1 := builds["v1"]
-	require.NoError(t, os.MkdirAll(d.paths.Version(digestOf(v1)), 0o755))
-	require.NoError(t, os.WriteFile(d.paths.Binary(digestOf(v1)), v1, 0o755))
-	require.NoError(t, os.Symlink(d.paths.Binary(digestOf(v1)), filepath.Join(d.paths.Root, "agent")))
-	require.NoError(t, d.service.Start(ctx))
-	t.Cleanup(func() { _ = d.service.Stop(ctx); killAgents(d.paths) })
+	// The agent forwards this device's attempts: the updater starts each
+	// agent with the same arguments.
+	d := newDevice(t, server, []string{"--nats", nats.URL, "--device", "dev-1"}, "--ready-timeout", "5s")
 	d.start(t)
 
 	reported := func(want string) *fleet.DeviceState {

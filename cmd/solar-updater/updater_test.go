@@ -32,9 +32,7 @@ func TestKillMatrix(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: 39 cases of updater processes killed")
 	}
-	builds := buildAgents(t)
-	server := startArtifactServer(t, builds)
-	bin := build(t, t.TempDir(), ".", "solar-updater", "", "killpoints")
+	server := startArtifactServer(t)
 	type row struct {
 		point string
 		every bool
@@ -81,7 +79,7 @@ func TestKillMatrix(t *testing.T) {
 	for _, tc := range matrix {
 		name := tc.point + map[bool]string{false: "/once", true: "/every"}[tc.every]
 		t.Run(name, func(t *testing.T) {
-			d := newDevice(t, bin, server, builds["v1"])
+			d := newDevice(t, server, nil)
 			a := server.attempt(t, builds[tc.candidate], "2.0.0", "blobs")
 			var final updater.Outcome
 			kills := 0
@@ -117,11 +115,8 @@ func TestErrorMatrix(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: runs updater and agent processes")
 	}
-	builds := buildAgents(t)
-	server := startArtifactServer(t, builds)
-	// Built with kill points: the service's stop and start can be made to
-	// fail (SOLAR_FAILPOINT); without the variable it is the normal updater.
-	bin := build(t, t.TempDir(), ".", "solar-updater", "", "killpoints")
+	// The updater's stop and start are made to fail with SOLAR_FAILPOINT.
+	server := startArtifactServer(t)
 	for _, tc := range []struct {
 		name, build, version, path string
 		wrap                       []string // runs the updater under this command
@@ -141,7 +136,7 @@ func TestErrorMatrix(t *testing.T) {
 		{"other version", "v2-wrong-version", "2.0.0", "blobs", nil, "", "readiness"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := newDevice(t, bin, server, builds["v1"])
+			d := newDevice(t, server, nil)
 			d.failpoint = tc.failpoint
 			if tc.wrap != nil {
 				wrapper := filepath.Join(t.TempDir(), "wrapped")
@@ -173,7 +168,7 @@ func TestErrorMatrix(t *testing.T) {
 	}
 
 	t.Run("crash after commit", func(t *testing.T) {
-		d := newDevice(t, bin, server, builds["v1"])
+		d := newDevice(t, server, nil)
 		o, ok := d.run(t, "", server.attempt(t, builds["v2-crash-after-commit"], "2.0.0", "blobs"))
 		require.True(t, ok)
 		assert.Equal(t, updater.PhaseCommitted, o.State, "ready is committed at once")
@@ -181,7 +176,7 @@ func TestErrorMatrix(t *testing.T) {
 	})
 
 	t.Run("rollback failed", func(t *testing.T) {
-		d := newDevice(t, bin, server, builds["v1"])
+		d := newDevice(t, server, nil)
 		// The previous binary is gone: the rollback cannot start it.
 		target, err := os.Readlink(d.paths.Current())
 		require.NoError(t, err)
