@@ -1,7 +1,7 @@
 package main
 
 import (
-	"errors"
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -52,32 +52,27 @@ registry and the bucket and writes nothing; with --exit-code: 0 no changes,
 				return err
 			}
 			opts.DryRun = dryRun
-			set, problems, err := pipeline.Load(opts)
-			if err != nil {
-				return err
-			}
-			if set == nil || problems.HasErrors() {
-				return g.fleetProblems(problems)
-			}
-			if len(set.DeviceUpgrades) == 0 {
-				return fmt.Errorf("no DeviceUpgrade in %v: nothing to apply", args)
-			}
 			remote, registry, err := rf.remote(cmd.InOrStdin(), insecure)
 			if err != nil {
 				return err
 			}
-			planned, more := fleet.Resolve(ctx, set, fleet.StoreAgents(remote, func(repo string) string { return blobURL(registry, repo) }))
-			if problems = append(problems, more...).Sorted(); problems.HasErrors() {
-				return g.fleetProblems(problems)
-			}
-			bucket, done, err := nf.connect(ctx, g, !dryRun)
+			results, problems, err := pipeline.ApplyFleet(ctx, opts, pipeline.FleetOptions{
+				Store:       remote,
+				BlobURL:     func(repo string) string { return blobURL(registry, repo) },
+				Bucket:      func(ctx context.Context) (*fleet.Bucket, func(), error) { return nf.connect(ctx, g, !dryRun) },
+				Concurrency: concurrency,
+			})
 			if err != nil {
 				return err
 			}
-			defer done()
-			results := fleet.Apply(ctx, planned, remote, bucket, dryRun, concurrency)
+			if results == nil {
+				results = []fleet.Result{}
+			}
 			if err := g.printFleet(results, problems); err != nil {
 				return err
+			}
+			if problems.HasErrors() {
+				return exitError{code: 1}
 			}
 			switch {
 			case fleet.Failed(results):
@@ -98,14 +93,6 @@ registry and the bucket and writes nothing; with --exit-code: 0 no changes,
 	fl.BoolVar(&exitCode, "exit-code", false, "exit 2 when attempts changed or (with --dry-run) would change, 0 when not")
 	fl.IntVar(&concurrency, "concurrency", 8, "devices applied at once")
 	return cmd
-}
-
-// fleetProblems prints the problems of the input and fails with exit 1.
-func (g *globals) fleetProblems(problems diag.List) error {
-	if err := g.printFleet([]fleet.Result{}, problems); err != nil {
-		return err
-	}
-	return exitError{code: 1}
 }
 
 // printFleet prints apply's results: a table, or one JSON/YAML document
@@ -133,97 +120,4 @@ func (g *globals) printFleet(results []fleet.Result, problems diag.List) error {
 		fmt.Fprintf(g.stderr, "%d devices: %d failed\n", len(results), failed)
 	}
 	return nil
-}
-
-func newFleetStatusCmd(g *globals) *cobra.Command {
-	var nf natsFlags
-	cmd := &cobra.Command{
-		Use:   "status [DEVICE...] --nats URL",
-		Short: "Show each device's current attempt and reported state",
-		Long: `status reads the fleet's bucket: per device (those named, or every device the
-bucket knows of) the current attempt, its target version, and the state the
-device reports with the step that failed and the version it was about
-(preparing, prepared, switching, committed, rolled-back, rollback-failed,
-refused; rollback-failed blocks new attempts until solar fleet repair).`,
-		Example: `  solar fleet status --nats nats://127.0.0.1:4222
-  solar fleet status dev-1 -o json --nats nats://127.0.0.1:4222`,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := g.checkOutput(); err != nil {
-				return err
-			}
-			for _, id := range args {
-				if err := fleet.CheckDeviceID(id); err != nil {
-					return err
-				}
-			}
-			bucket, done, err := nf.connect(cmd.Context(), g, false)
-			if err != nil {
-				return err
-			}
-			defer done()
-			st, err := bucket.Status(cmd.Context(), args...)
-			if err != nil {
-				return err
-			}
-			if g.output != "text" {
-				if st == nil {
-					st = []fleet.Status{}
-				}
-				return g.printData(map[string]any{"devices": st})
-			}
-			for _, s := range st {
-				attempt, version, state := "-", "-", "-"
-				if s.Current != nil {
-					attempt, version = s.Current.UUID, s.Current.Attempt.TargetVersion
-				}
-				if s.State != nil {
-					state = s.State.State
-					if s.State.Step != "" {
-						state += " at " + s.State.Step
-					}
-					if s.State.Version != "" {
-						state += " (" + s.State.Version + ")"
-					}
-				}
-				fmt.Fprintf(g.stdout, "%-20s %-36s %-14s %s\n", s.DeviceID, attempt, version, state)
-			}
-			return nil
-		},
-	}
-	nf.register(cmd.Flags())
-	return cmd
-}
-
-func newFleetRepairCmd(g *globals) *cobra.Command {
-	var nf natsFlags
-	var reason string
-	cmd := &cobra.Command{
-		Use:   "repair DEVICE --reason TEXT --nats URL",
-		Short: "Clear a device's rollback-failed block",
-		Long: `repair is the operator's explicit action after a device reported rollback-failed
-(its updater could not go back to the previous agent): once the device is
-repaired by hand, it writes the state "repaired" with the reason into
-state.<DEVICE>, compare-and-set over the state it read, and logs it. New
-attempts for the device are accepted again. A device that is not blocked is an
-error.`,
-		Example: `  solar fleet repair dev-1 --reason "reflashed the agent by hand, ticket OPS-42" --nats nats://127.0.0.1:4222`,
-		Args:    cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := fleet.CheckDeviceID(args[0]); err != nil {
-				return err
-			}
-			if reason == "" {
-				return errors.New("--reason is required: say why the block may be cleared")
-			}
-			bucket, done, err := nf.connect(cmd.Context(), g, false)
-			if err != nil {
-				return err
-			}
-			defer done()
-			return bucket.Repair(cmd.Context(), args[0], reason)
-		},
-	}
-	nf.register(cmd.Flags())
-	cmd.Flags().StringVar(&reason, "reason", "", "why the block may be cleared (logged and stored)")
-	return cmd
 }
