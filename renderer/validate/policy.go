@@ -25,15 +25,6 @@ type finding struct {
 	Message   string `json:"message"`
 }
 
-// allKinds are always present in input.objects, so policies may range over
-// any kind without checking that it exists.
-var allKinds = []string{
-	model.KindTarget, model.KindProfile, model.KindRelease, model.KindComponent,
-	model.KindComponentVersion, model.KindRegistry, model.KindReleaseBinding,
-	model.KindRegistryBinding, model.KindReferenceGrant, model.KindTargetReport,
-	model.KindPipelineConfig, model.KindDevice, model.KindDeviceUpgrade,
-}
-
 // evalPolicies fills every policy's input with the valid objects and collects
 // its deny and warn findings. keys are the valid objects' cache keys, nil when
 // one has none.
@@ -68,7 +59,9 @@ func (v *Validator) evalPolicies(s *model.Set, valid []*load.Object, keys []key)
 // namespace and name, the PipelineConfig and the bindings.
 func policyInput(s *model.Set, valid []*load.Object) (map[string]any, error) {
 	objects := map[string]map[string]map[string]any{}
-	for _, k := range allKinds {
+	// Every kind is present in input.objects, so policies may range over
+	// any kind without checking that it exists.
+	for _, k := range model.Kinds {
 		objects[k] = map[string]map[string]any{}
 	}
 	for _, o := range valid {
