@@ -12,6 +12,7 @@ func newCredentialsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "credentials",
 		Short: "Manage the agent credentials of Targets in the SolAr API server",
+		RunE:  commandGroup,
 	}
 	var f planFlags
 	sync := &cobra.Command{

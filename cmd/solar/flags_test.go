@@ -53,3 +53,16 @@ func TestCompletion(t *testing.T) {
 	assert.Equal(t, 0, code)
 	assert.Contains(t, stdout, "__solar_")
 }
+
+// TestCommandGroupTypo: a mistyped subcommand fails with exit 1 and says
+// so; the group alone prints its help.
+func TestCommandGroupTypo(t *testing.T) {
+	for _, group := range []string{"fleet", "credentials"} {
+		code, _, stderr := solar(t, group, "aply")
+		assert.Equal(t, 1, code, group)
+		assert.Contains(t, stderr, `unknown command "aply" for "solar `+group+`"`)
+		code, stdout, _ := solar(t, group)
+		assert.Equal(t, 0, code, group)
+		assert.Contains(t, stdout, "Available Commands:")
+	}
+}

@@ -30,6 +30,7 @@ updater on each device replaces that agent.
               device's key in a NATS JetStream key-value bucket
   status      show each device's current attempt and reported state
   repair      clear a device's rollback-failed block, with a reason`,
+		RunE: commandGroup,
 	}
 	cmd.AddCommand(newFleetPushAgentCmd(g), newFleetApplyCmd(g), newFleetStatusCmd(g), newFleetRepairCmd(g))
 	return cmd

@@ -97,6 +97,16 @@ render and publish also work on the Targets of this namespace only`)
 	}
 }
 
+// commandGroup runs a command that only groups subcommands: alone it prints
+// its help; with anything else (a mistyped subcommand) it fails, naming it,
+// instead of printing the help and exiting 0 with nothing done.
+func commandGroup(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return cmd.Help()
+	}
+	return fmt.Errorf("unknown command %q for %q: run '%s --help' for its commands", args[0], cmd.CommandPath(), cmd.CommandPath())
+}
+
 func (g *globals) checkOutput() error {
 	if g.output != "text" && g.output != "json" && g.output != "yaml" {
 		return fmt.Errorf("invalid --output %q: want text, json or yaml", g.output)
