@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,7 +47,10 @@ func (g *globals) printReport(r *pipeline.Report, table int) error {
 		return g.printData(r)
 	}
 	if len(r.Targets) > 0 {
-		w := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+		// tabwriter writes each cell on its own: buffered, a table of
+		// 10,000 Targets is a few writes, not 60,000.
+		out := bufio.NewWriter(g.stdout)
+		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		if table == credentialsTable {
 			fmt.Fprintln(w, "TARGET\tSTATUS\tREASON\tMESSAGE")
 			for _, t := range r.Targets {
@@ -68,6 +72,9 @@ func (g *globals) printReport(r *pipeline.Report, table int) error {
 			}
 		}
 		if err := w.Flush(); err != nil {
+			return err
+		}
+		if err := out.Flush(); err != nil {
 			return err
 		}
 	}

@@ -13,10 +13,12 @@ import (
 	"github.com/solar-pipeline/solar/renderer/resolve"
 )
 
-// Job is a chart to publish: its repository and its source.
+// Job is a chart to publish: its repository and how to build its source. The
+// source is built when it is needed and not kept: a run of 10,000 Targets
+// would otherwise hold every bootstrap chart's values at once.
 type Job struct {
 	Repository string
-	Source     *Source
+	Source     func() *Source
 }
 
 // ReleaseJob is the chart of a selected release of a Target: the release
@@ -26,9 +28,9 @@ type Job struct {
 func ReleaseJob(t *resolve.Target, sel *resolve.Selected, kubeconfig []byte) Job {
 	repo := ReleaseJobRepository(t, sel, kubeconfig)
 	if kubeconfig != nil {
-		return Job{repo, Agent(sel, t.Name, kubeconfig)}
+		return Job{repo, func() *Source { return Agent(sel, t.Name, kubeconfig) }}
 	}
-	return Job{repo, Release(sel)}
+	return Job{repo, func() *Source { return Release(sel) }}
 }
 
 // ReleaseJobRepository is the repository of ReleaseJob, without building the
@@ -45,14 +47,14 @@ func ReleaseJobRepository(t *resolve.Target, sel *resolve.Selected, kubeconfig [
 // BootstrapJob is the bootstrap chart of a Target, naming the release charts
 // of its releases at refs (in the order of t.Releases).
 func BootstrapJob(t *resolve.Target, refs []Ref) Job {
-	return Job{chain.BootstrapRepository(t.Namespace, t.Name), Bootstrap(t, refs)}
+	return Job{chain.BootstrapRepository(t.Namespace, t.Name), func() *Source { return Bootstrap(t, refs) }}
 }
 
 // Publish is the job for renderer/publish: the chart packaged at each
 // version it asks for.
 func (j Job) Publish(opts Options) publish.Job {
-	return publish.Job{Repository: j.Repository, Key: j.Source.key(), Pack: func(version string) (*publish.Artifact, error) {
-		return j.Source.Artifact(version, opts)
+	return publish.Job{Repository: j.Repository, Key: j.Source().key(), Pack: func(version string) (*publish.Artifact, error) {
+		return j.Source().Artifact(version, opts)
 	}}
 }
 
