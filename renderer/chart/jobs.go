@@ -53,7 +53,7 @@ func BootstrapJob(t *resolve.Target, refs []Ref) Job {
 // Publish is the job for renderer/publish: the chart packaged at each
 // version it asks for.
 func (j Job) Publish(opts Options) publish.Job {
-	return publish.Job{Repository: j.Repository, Key: j.Source().key(), Pack: func(version string) (*publish.Artifact, error) {
+	return publish.Job{Repository: j.Repository, Key: func() string { return j.Source().key() }, Pack: func(version string) (*publish.Artifact, error) {
 		return j.Source().Artifact(version, opts)
 	}}
 }

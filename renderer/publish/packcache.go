@@ -46,12 +46,13 @@ func OpenPackCache(dir string) *PackCache {
 	return c
 }
 
-// key is the cache key of a job at a version, "" when there is none.
-func (c *PackCache) key(job Job, version string) string {
-	if c == nil || job.Key == "" {
+// key is the cache key of a job whose Key gave content, at a version; "" when
+// there is none.
+func (c *PackCache) key(content, version string) string {
+	if c == nil || content == "" {
 		return ""
 	}
-	h := sha256.Sum256([]byte(cachefile.Executable() + "\x00" + job.Key + "\x00" + version))
+	h := sha256.Sum256([]byte(cachefile.Executable() + "\x00" + content + "\x00" + version))
 	return hex.EncodeToString(h[:])
 }
 

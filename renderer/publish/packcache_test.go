@@ -19,7 +19,7 @@ func TestPackCache(t *testing.T) {
 	job := func(text string) Job {
 		j := textJob("a/one", text)
 		pack := j.Pack
-		j.Key, j.Pack = "key-of-"+text, func(version string) (*Artifact, error) {
+		j.Key, j.Pack = func() string { return "key-of-" + text }, func(version string) (*Artifact, error) {
 			packs++
 			return pack(version)
 		}
@@ -55,7 +55,7 @@ func TestPackCache(t *testing.T) {
 
 	// A job without a key is always packed.
 	j := job("hello")
-	j.Key = ""
+	j.Key = nil
 	packs = 0
 	assert.Equal(t, "0.0.3 unchanged", run(j))
 	assert.Equal(t, 1, packs)

@@ -50,9 +50,10 @@ type Job struct {
 	// the latest version's to decide whether anything changed.
 	Pack func(version string) (*Artifact, error)
 	// Key, when set, identifies the content Pack gives at any version (a
-	// digest of its inputs): with Options.PackCache, an unchanged job is then
-	// compared without packing.
-	Key string
+	// digest of its inputs; "" for none): with Options.PackCache, an
+	// unchanged job is then compared without packing. It is called once per
+	// publish of the job, on the worker that publishes it.
+	Key func() string
 }
 
 // Result is where a job went and what happened to it.

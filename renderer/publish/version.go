@@ -27,6 +27,10 @@ func (p *publisher) publish(ctx context.Context, job Job) (Result, error) {
 	if err != nil {
 		return fail("opening", err)
 	}
+	content := ""
+	if p.opts.PackCache != nil && job.Key != nil {
+		content = job.Key()
+	}
 	check := false
 	for attempt := 1; ; attempt++ {
 		latest, err := latestVersion(ctx, repo)
@@ -35,7 +39,7 @@ func (p *publisher) publish(ctx context.Context, job Job) (Result, error) {
 		}
 		version, action := "0.0.1", Create
 		if latest != nil {
-			packed, art, err := p.layers(job, latest.Original())
+			packed, art, err := p.layers(job, content, latest.Original())
 			if err != nil {
 				return r, err
 			}
@@ -71,7 +75,7 @@ func (p *publisher) publish(ctx context.Context, job Job) (Result, error) {
 		if err != nil {
 			return r, err
 		}
-		p.opts.PackCache.put(p.opts.PackCache.key(job, version), digests(art.Layers))
+		p.opts.PackCache.put(p.opts.PackCache.key(content, version), digests(art.Layers))
 		if p.opts.Compare && latest == nil {
 			r.New = art.Layers
 		}
@@ -101,9 +105,9 @@ func (p *publisher) publish(ctx context.Context, job Job) (Result, error) {
 }
 
 // layers returns the digests of job's layers at version: from the pack cache
-// when it knows them (art is then nil), else packed.
-func (p *publisher) layers(job Job, version string) (_ []string, art *Artifact, _ error) {
-	k := p.opts.PackCache.key(job, version)
+// when it knows them under content, job's key (art is then nil), else packed.
+func (p *publisher) layers(job Job, content, version string) (_ []string, art *Artifact, _ error) {
+	k := p.opts.PackCache.key(content, version)
 	if l, ok := p.opts.PackCache.get(k); ok {
 		return l, nil, nil
 	}
