@@ -103,7 +103,7 @@ func (s *Source) files(meta *helmchart.Metadata) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	values, err := yaml.Marshal(s.Values)
+	values, err := marshalYAML(s.Values)
 	if err != nil {
 		return nil, fmt.Errorf("values: %w", err)
 	}
