@@ -16,9 +16,9 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	helmchart "helm.sh/helm/v3/pkg/chart"
-	"sigs.k8s.io/yaml"
 
 	"github.com/solar-pipeline/solar/charts"
+	"github.com/solar-pipeline/solar/internal/helmyaml"
 )
 
 // Options are the packaging settings that are not content.
@@ -99,11 +99,11 @@ func descriptor(mediaType string, b []byte) ocispec.Descriptor {
 // files returns the chart's files by path: Chart.yaml, values.yaml, the common
 // helpers and the chart's templates.
 func (s *Source) files(meta *helmchart.Metadata) (map[string][]byte, error) {
-	chartYAML, err := yaml.Marshal(meta)
+	chartYAML, err := helmyaml.Marshal(meta)
 	if err != nil {
 		return nil, err
 	}
-	values, err := marshalYAML(s.Values)
+	values, err := helmyaml.Marshal(s.Values)
 	if err != nil {
 		return nil, fmt.Errorf("values: %w", err)
 	}

@@ -313,3 +313,17 @@ func TestSourceKey(t *testing.T) {
 	s.Values["x"] = math.NaN()
 	assert.Empty(t, s.key(), "NaN has no JSON form: no key, so always packed")
 }
+
+// TestValuesInOneOrder: values whose keys go-yaml v2 orders differently from
+// run to run (1_000 < 010 < 0x10 < 1_000) pack to one digest on every run
+// (internal/helmyaml).
+func TestValuesInOneOrder(t *testing.T) {
+	values := map[string]any{"1_000": 1, "010": 2, "0x10": 3, "a": 4, "%": 5, "007": 6}
+	digests := map[string]bool{}
+	for range 200 {
+		p, err := (&Source{Name: "release-x", Values: values, Templates: "release"}).Package("0.0.1", Options{})
+		require.NoError(t, err)
+		digests[p.Layer.Digest.String()] = true
+	}
+	assert.Len(t, digests, 1)
+}

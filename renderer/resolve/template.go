@@ -12,6 +12,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/solar-pipeline/solar/internal/helmyaml"
 	"github.com/solar-pipeline/solar/renderer/model"
 )
 
@@ -27,7 +28,7 @@ var formatters = map[string]bool{"toYaml": true, "toJson": true, "quote": true, 
 
 var templateFuncs = template.FuncMap{
 	"toYaml": func(v any) (string, error) {
-		b, err := yaml.Marshal(v)
+		b, err := helmyaml.Marshal(v)
 		return strings.TrimSuffix(string(b), "\n"), err
 	},
 	"toJson": func(v any) (string, error) {

@@ -1,4 +1,6 @@
-package chart
+// Package helmyaml writes YAML as Helm does (sigs.k8s.io/yaml.Marshal), byte
+// for byte, faster, and with every map in one order.
+package helmyaml
 
 import (
 	"encoding/json"
@@ -10,13 +12,13 @@ import (
 	yamlv2 "go.yaml.in/yaml/v2"
 )
 
-// marshalYAML writes v as sigs.k8s.io/yaml.Marshal (Helm's writer of values)
-// does, byte for byte, but faster and with its maps in one order.
+// Marshal writes v as sigs.k8s.io/yaml.Marshal (Helm's writer of values and
+// of toYaml) does, byte for byte, but faster and with its maps in one order.
 //
 // sigs.k8s.io/yaml writes v as JSON, parses that with go-yaml v2 and writes
 // what it parsed: maps become map[any]any, numbers the int, uint64 or float64
 // go-yaml reads their JSON text as. Parsing the document again was two thirds
-// of packaging a bootstrap chart. Here strings of printable ASCII, booleans,
+// of the CPU of writing a bootstrap chart's values. Here strings of printable ASCII, booleans,
 // nulls, maps and lists are converted directly; numbers, other strings and
 // values of other types take that round trip, each on its own, so each
 // converts exactly as before.
@@ -28,7 +30,7 @@ import (
 // go-yaml's order from their byte order, with a stable sort: where go-yaml's
 // order is a true order the result is the one it always wrote; where it is
 // not, it is still always the same.
-func marshalYAML(v any) ([]byte, error) {
+func Marshal(v any) ([]byte, error) {
 	doc, err := yamlValue(v)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling into JSON: %w", err)
