@@ -73,10 +73,15 @@ func (l *Layout) GC(ctx context.Context, opts GCOptions) (GCResult, error) {
 		if err != nil {
 			return r, err
 		}
-		if s.store == nil && !opts.DryRun {
+		if l.readOnly && !opts.DryRun {
 			return r, errReadOnly
 		}
 		drop := old(s.tags, opts.Keep)
+		if !opts.DryRun && len(drop) > 0 {
+			if err := s.writable(ctx); err != nil {
+				return r, err
+			}
+		}
 		for _, v := range drop {
 			r.Versions = append(r.Versions, name+":"+v)
 			if !opts.DryRun {

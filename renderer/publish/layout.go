@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"testing/fstest"
 	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -47,7 +46,7 @@ type Layout struct {
 type layoutStore struct {
 	dir     string
 	backend layoutBackend
-	store   *oci.Store // nil when read-only
+	store   *oci.Store // nil until written: backend is then a layoutView
 	tags    []string
 	dirty   bool
 	order   int // when it was first tagged in this run
@@ -186,38 +185,19 @@ func (l *Layout) open(ctx context.Context, name string) (*layoutStore, error) {
 		<-s.ready
 		return s, s.err
 	}
-	s.err = s.load(ctx, l.readOnly)
+	s.err = s.load(ctx)
 	close(s.ready)
 	return s, s.err
 }
 
-// load opens the repository's layout for the first time.
-func (s *layoutStore) load(ctx context.Context, readOnly bool) error {
-	exists, err := checkRepoLayout(s.dir)
+// load opens the repository's layout for the first time, as a view of what
+// its index names: writing opens it with oras (writable).
+func (s *layoutStore) load(ctx context.Context) error {
+	index, err := checkRepoLayout(s.dir)
 	if err != nil {
 		return fmt.Errorf("OCI layout %s: %w", s.dir, err)
 	}
-	switch {
-	case !readOnly && exists:
-		if err := s.writable(ctx); err != nil {
-			return err
-		}
-	case exists:
-		st, err := oci.NewFromFS(ctx, os.DirFS(s.dir))
-		if err != nil {
-			return fmt.Errorf("opening OCI layout %s: %w", s.dir, err)
-		}
-		s.backend = st
-	default:
-		st, err := oci.NewFromFS(ctx, fstest.MapFS{
-			ocispec.ImageLayoutFile: {Data: []byte(`{"imageLayoutVersion":"1.0.0"}`)},
-			ocispec.ImageIndexFile:  {Data: []byte(`{"schemaVersion":2,"manifests":[]}`)},
-		})
-		if err != nil {
-			return err
-		}
-		s.backend = st
-	}
+	s.backend = newLayoutView(s.dir, index)
 	err = s.backend.Tags(ctx, "", func(tags []string) error {
 		s.tags = append(s.tags, tags...)
 		return nil
@@ -263,37 +243,39 @@ func (s *layoutStore) writable(ctx context.Context) error {
 	return nil
 }
 
-// checkRepoLayout says whether a repository's layout exists, refusing
-// symlinked or damaged index.json and oci-layout.
-func checkRepoLayout(dir string) (bool, error) {
+// checkRepoLayout reads a repository's index, refusing symlinked or damaged
+// index.json and oci-layout; nil when the repository does not exist yet.
+func checkRepoLayout(dir string) (*ocispec.Index, error) {
 	info, err := os.Lstat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return false, nil
+		return nil, nil
 	case err != nil:
-		return false, err
+		return nil, err
 	case !info.IsDir():
-		return false, fmt.Errorf("not a folder (%s): not followed", info.Mode().Type())
+		return nil, fmt.Errorf("not a folder (%s): not followed", info.Mode().Type())
 	}
 	for _, name := range []string{ocispec.ImageLayoutFile, ocispec.ImageIndexFile} {
 		info, err := os.Lstat(filepath.Join(dir, name))
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			// Killed while being made: no version yet, writing completes it.
-			return false, nil
+			return nil, nil
 		case err != nil:
-			return false, err
+			return nil, err
 		case !info.Mode().IsRegular():
-			return false, fmt.Errorf("%s is not a regular file (%s): not followed", name, info.Mode().Type())
+			return nil, fmt.Errorf("%s is not a regular file (%s): not followed", name, info.Mode().Type())
 		}
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, ocispec.ImageIndexFile)); err == nil {
-		var index ocispec.Index
-		if err := json.Unmarshal(b, &index); err != nil {
-			return false, fmt.Errorf("index.json is damaged: %w", err)
-		}
+	b, err := os.ReadFile(filepath.Join(dir, ocispec.ImageIndexFile))
+	if err != nil {
+		return nil, err
 	}
-	return true, nil
+	var index ocispec.Index
+	if err := json.Unmarshal(b, &index); err != nil {
+		return nil, fmt.Errorf("index.json is damaged: %w", err)
+	}
+	return &index, nil
 }
 
 // Close unlocks the layout.
