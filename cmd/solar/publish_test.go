@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -115,6 +116,10 @@ func TestPublishContentAddressed(t *testing.T) {
 	assert.Equal(t, digests(dry), digests(first), "the dry run predicted the publish")
 	charts := len(digests(first))
 	require.Equal(t, 10, charts)
+	tagLists := func(reqs []string) int {
+		return len(slices.DeleteFunc(slices.Clone(reqs), func(r string) bool { return !strings.Contains(r, "/tags/list") }))
+	}
+	assert.Zero(t, tagLists(reqs), "the catalog lists none of these repositories: their tags are not asked for: %v", reqs)
 	t.Logf("first publish: %d requests for %d new charts (%.1f per chart), %d of them writes",
 		len(reqs), charts, float64(len(reqs))/float64(charts), countproxy.Writes(reqs))
 
@@ -122,6 +127,7 @@ func TestPublishContentAddressed(t *testing.T) {
 	assert.Equal(t, 0, code, "nothing changed")
 	assert.Equal(t, digests(first), digests(second))
 	assert.Zero(t, countproxy.Writes(reqs), "unchanged input writes no blob and no manifest: %v", reqs)
+	assert.Equal(t, charts, tagLists(reqs), "each repository's versions are listed once")
 	t.Logf("unchanged publish: %d requests for %d Targets (%.1f per Target), %d charts",
 		len(reqs), len(second.Targets), float64(len(reqs))/float64(len(second.Targets)), charts)
 

@@ -27,8 +27,9 @@ func Run(ctx context.Context, plan *Plan, store publish.Store, opts Options) (*R
 			targets = append(targets, t)
 		}
 	}
+	listed := listNamespaces(ctx, plan, store, opts)
 	popts := publish.Options{DryRun: opts.DryRun, Settle: opts.Settle, Concurrency: opts.Concurrency, Log: opts.log(), Compare: opts.Compare,
-		PackCache: publish.OpenPackCache(opts.CacheDir)}
+		PackCache: publish.OpenPackCache(opts.CacheDir), Absent: map[string]bool{}}
 	if !opts.DryRun {
 		defer popts.PackCache.Save()
 	}
@@ -48,6 +49,7 @@ func Run(ctx context.Context, plan *Plan, store publish.Store, opts Options) (*R
 			repos[i] = append(repos[i], repo)
 		}
 	}
+	absent(popts.Absent, jobs, listed)
 	released, err := publish.Publish(ctx, store, jobs, popts)
 	if err != nil {
 		return report, err
@@ -76,6 +78,7 @@ func Run(ctx context.Context, plan *Plan, store publish.Store, opts Options) (*R
 			opts.Progress(done, len(targets), targetReport(targets[i], r, releases[i]))
 		}
 	}
+	absent(popts.Absent, jobs, listed)
 	boot, err := publish.Publish(ctx, store, jobs, popts)
 	for i, t := range targets {
 		if boot[i].Action != "" {
@@ -85,15 +88,13 @@ func Run(ctx context.Context, plan *Plan, store publish.Store, opts Options) (*R
 	if err != nil {
 		return report, err
 	}
-	return report, orphans(ctx, plan, store, opts, report)
+	return report, orphans(ctx, plan, store, opts, report, listed)
 }
 
-// orphans finds, in the namespaces of the run, the bootstrap repositories of
-// Targets no longer in the input, and with opts.Prune publishes a version of
-// each without releases. A run of one --target looks for none.
-func orphans(ctx context.Context, plan *Plan, store publish.Store, opts Options, report *Report) error {
-	lister, ok := store.(publish.Lister)
-	if !ok || opts.Target != "" || plan.all == nil {
+// orphanNamespaces are the namespaces whose repositories a run lists: those
+// of its Targets, or of -n; none for one --target (nil).
+func orphanNamespaces(plan *Plan, opts Options) []string {
+	if opts.Target != "" || plan.all == nil {
 		return nil
 	}
 	namespaces := map[string]bool{}
@@ -105,11 +106,64 @@ func orphans(ctx context.Context, plan *Plan, store publish.Store, opts Options,
 	if opts.Namespace != "" {
 		namespaces[opts.Namespace] = true
 	}
-	var jobs []publish.Job
-	for _, ns := range slices.Sorted(maps.Keys(namespaces)) {
+	return slices.Sorted(maps.Keys(namespaces))
+}
+
+// listNamespaces lists the repositories of the run's namespaces before
+// anything is published, by namespace: a chart whose repository is not there
+// has no version to ask for, and the orphans are found among them. A store
+// that cannot list, or a listing that fails, gives nil: versions are then
+// asked for, and orphans lists again (and reports the failure).
+func listNamespaces(ctx context.Context, plan *Plan, store publish.Store, opts Options) map[string][]string {
+	lister, ok := store.(publish.Lister)
+	if !ok {
+		return nil
+	}
+	listed := map[string][]string{}
+	for _, ns := range orphanNamespaces(plan, opts) {
 		repos, err := lister.Repositories(ctx, ns+"/")
 		if err != nil {
-			return err
+			opts.log().Debug("listing repositories", "namespace", ns, "error", err)
+			return nil
+		}
+		listed[ns] = repos
+	}
+	return listed
+}
+
+// absent adds to a the repositories of jobs that the listing of their
+// namespace did not name.
+func absent(a map[string]bool, jobs []publish.Job, listed map[string][]string) {
+	known := map[string]bool{}
+	for _, repos := range listed {
+		for _, r := range repos {
+			known[r] = true
+		}
+	}
+	for _, j := range jobs {
+		ns, _, _ := strings.Cut(j.Repository, "/")
+		if _, ok := listed[ns]; ok && !known[j.Repository] {
+			a[j.Repository] = true
+		}
+	}
+}
+
+// orphans finds, in the namespaces of the run, the bootstrap repositories of
+// Targets no longer in the input, and with opts.Prune publishes a version of
+// each without releases. A run of one --target looks for none.
+func orphans(ctx context.Context, plan *Plan, store publish.Store, opts Options, report *Report, listed map[string][]string) error {
+	lister, ok := store.(publish.Lister)
+	if !ok {
+		return nil
+	}
+	var jobs []publish.Job
+	for _, ns := range orphanNamespaces(plan, opts) {
+		repos, ok := listed[ns]
+		if !ok {
+			var err error
+			if repos, err = lister.Repositories(ctx, ns+"/"); err != nil {
+				return err
+			}
 		}
 		for _, repo := range repos {
 			name, ok := strings.CutPrefix(repo, ns+"/bootstrap-")

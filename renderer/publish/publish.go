@@ -89,6 +89,11 @@ type Options struct {
 	Compare bool
 	// PackCache, when set, remembers the layers of the jobs packed.
 	PackCache *PackCache
+	// Absent names repositories the store did not have when the run began
+	// (its catalog did not list them): their versions are not asked for, a
+	// job there starts at 0.0.1. The check right before tagging still finds
+	// a version another writer took meanwhile, and the job then asks.
+	Absent map[string]bool
 }
 
 // maxAttempts bounds how often a job is pushed again because another writer

@@ -33,9 +33,11 @@ func (p *publisher) publish(ctx context.Context, job Job) (Result, error) {
 	}
 	check := false
 	for attempt := 1; ; attempt++ {
-		latest, err := latestVersion(ctx, repo)
-		if err != nil {
-			return fail("listing the versions of", err)
+		var latest *semver.Version
+		if attempt > 1 || !p.opts.Absent[job.Repository] {
+			if latest, err = latestVersion(ctx, repo); err != nil {
+				return fail("listing the versions of", err)
+			}
 		}
 		version, action := "0.0.1", Create
 		if latest != nil {
