@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"os"
+	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
 	"runtime/trace"
@@ -52,25 +54,30 @@ func startProfiles() (stop func(), err error) {
 	return stop, nil
 }
 
-// watchPeakHeap keeps the heap profile of the largest live heap seen after a
-// collection, looking every 10 ms. The returned function stops watching and
-// gives that profile.
+// watchPeakHeap keeps the heap profile whose live bytes are the largest, looking
+// after each collection (every 10 ms; the runtime publishes a profile a
+// collection or two after the heap it shows). The returned function stops
+// watching and gives that profile.
 func watchPeakHeap() (stop func() []byte) {
 	done := make(chan struct{})
 	var profile bytes.Buffer
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-		var peak uint64
+		cycles := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+		var seen uint64
+		var peak int64 = -1
 		tick := time.NewTicker(10 * time.Millisecond)
 		defer tick.Stop()
 		for {
-			metrics.Read(sample)
-			if live := sample[0].Value.Uint64(); live > peak {
-				peak = live
-				profile.Reset()
-				if err := pprof.Lookup("heap").WriteTo(&profile, 0); err != nil {
-					fmt.Fprintln(os.Stderr, "solar: heap profile:", err)
+			metrics.Read(cycles)
+			if n := cycles[0].Value.Uint64(); n != seen {
+				seen = n
+				if live := profiledLiveBytes(); live > peak {
+					peak = live
+					profile.Reset()
+					if err := pprof.Lookup("heap").WriteTo(&profile, 0); err != nil {
+						fmt.Fprintln(os.Stderr, "solar: heap profile:", err)
+					}
 				}
 			}
 			select {
@@ -85,4 +92,26 @@ func watchPeakHeap() (stop func() []byte) {
 		wg.Wait()
 		return profile.Bytes()
 	}
+}
+
+// profiledLiveBytes is the live bytes the heap profile now shows: its samples
+// scaled up to the allocations they stand for, as pprof shows them.
+func profiledLiveBytes() int64 {
+	n, _ := runtime.MemProfile(nil, true)
+	records := make([]runtime.MemProfileRecord, n+64)
+	n, ok := runtime.MemProfile(records, true)
+	if !ok {
+		return -1
+	}
+	rate := float64(runtime.MemProfileRate)
+	var live float64
+	for _, r := range records[:n] {
+		if r.AllocObjects == 0 || r.InUseBytes() == 0 {
+			continue
+		}
+		// A sample of average size a stands for 1/(1-e^(-a/rate)) of them.
+		size := float64(r.AllocBytes) / float64(r.AllocObjects)
+		live += float64(r.InUseBytes()) / (1 - math.Exp(-size/rate))
+	}
+	return int64(live)
 }
