@@ -18,18 +18,18 @@ import (
 // sigs.k8s.io/yaml writes v as JSON, parses that with go-yaml v2 and writes
 // what it parsed: maps become map[any]any, numbers the int, uint64 or float64
 // go-yaml reads their JSON text as. Parsing the document again was two thirds
-// of the CPU of writing a bootstrap chart's values. Here strings of printable ASCII, booleans,
-// nulls, maps and lists are converted directly; numbers, other strings and
-// values of other types take that round trip, each on its own, so each
-// converts exactly as before.
+// of the CPU of writing a bootstrap chart's values. Here strings of printable
+// ASCII, booleans, nulls, maps and lists are converted directly; numbers,
+// other strings and values of other types take that round trip, each on its
+// own, so each converts exactly as before.
 //
 // go-yaml v2 sorts a map's keys with an order that is not transitive for some
-// keys (a run of more than 18 digits overflows its numbers), starting from Go's
-// random map order: the same values could be written in several orders, and a
-// chart's digest change from run to run. Here a map's keys are sorted by
-// go-yaml's order from their byte order, with a stable sort: where go-yaml's
-// order is a true order the result is the one it always wrote; where it is
-// not, it is still always the same.
+// keys (1_000 < 010 < 0x10 < 1_000; a run of more than 18 digits overflows),
+// starting from Go's random map order: the same values could be written in
+// several orders, and a chart's digest change from run to run. Here a map's
+// keys are sorted in go-yaml's order from their byte order, with a stable
+// sort: where go-yaml's order is transitive the result is the one it always
+// wrote; where it is not, it is still always the same.
 func Marshal(v any) ([]byte, error) {
 	doc, err := yamlValue(v)
 	if err != nil {
