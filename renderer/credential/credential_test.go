@@ -9,12 +9,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -300,6 +302,19 @@ func (e *env) pipelineIdentity(t *testing.T, namespaces ...string) *rest.Config 
 	require.NoError(t, err)
 	cfg := rest.AnonymousClientConfig(e.s.Config)
 	cfg.BearerToken = tr.Status.Token
+	// The API server authorizes from a cache of RoleBindings that follows
+	// their creation a moment later: wait until it lets the identity in.
+	as, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+	for _, ns := range namespaces {
+		require.Eventually(t, func() bool {
+			r, err := as.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+				Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+					Namespace: ns, Verb: "create", Resource: "serviceaccounts"}},
+			}, metav1.CreateOptions{})
+			return err == nil && r.Status.Allowed
+		}, 30*time.Second, 50*time.Millisecond, "the pipeline identity may create ServiceAccounts in %s", ns)
+	}
 	return cfg
 }
 
