@@ -127,7 +127,8 @@ func Publish(ctx context.Context, store Store, jobs []Job, opts Options) ([]Resu
 	for attempt := 1; len(pending) > 0; attempt++ {
 		err := p.each(ctx, len(pending), func(ctx context.Context, k int) (err error) {
 			i := pending[k]
-			results[i], err = p.publish(ctx, jobs[i])
+			// After the first round the repository has what this run pushed.
+			results[i], err = p.publish(ctx, jobs[i], attempt == 1 && opts.Absent[jobs[i].Repository])
 			if err == nil && attempt == 1 && opts.Done != nil {
 				p.done(i, results[i])
 			}

@@ -210,3 +210,50 @@ func TestPublishRepublishesAnOverwrittenTag(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEqual(t, results[0].Digest, first.Digest.String(), "0.0.1 stays the other writer's")
 }
+
+// TestPublishAbsentButTaken: a repository the catalog did not list
+// (Options.Absent) is published without asking for its versions; if it has
+// them after all (another writer, a catalog that lags), the check before
+// tagging finds 0.0.1 taken and the job asks, so no version is bound twice.
+func TestPublishAbsentButTaken(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "out")
+	publishJobs(t, dir, false, textJob("a/b", "theirs"), textJob("a/c", "same"))
+	l, err := OpenLayout(ctx, dir, LayoutOptions{})
+	require.NoError(t, err)
+	absent := map[string]bool{"a/b": true, "a/c": true, "a/d": true}
+	results, err := Publish(ctx, l, []Job{textJob("a/b", "mine"), textJob("a/c", "same"), textJob("a/d", "new")}, Options{Absent: absent})
+	require.NoError(t, err)
+	require.NoError(t, l.Save(ctx))
+	require.NoError(t, l.Close())
+	var got []string
+	for _, r := range results {
+		got = append(got, r.Repository+" "+r.Version+" "+r.Action)
+	}
+	assert.Equal(t, []string{"a/b 0.0.2 update", "a/c 0.0.1 unchanged", "a/d 0.0.1 create"}, got)
+	assert.Equal(t, []string{"a/b 0.0.1 theirs", "a/b 0.0.2 mine"}, versionsOf(t, dir, "a/b"), "0.0.1 still holds theirs")
+}
+
+// versionsOf lists each version of a repository of the layout in dir with
+// the text of its one layer.
+func versionsOf(t *testing.T, dir, repo string) []string {
+	t.Helper()
+	ctx := context.Background()
+	l, err := OpenLayout(ctx, dir, LayoutOptions{ReadOnly: true})
+	require.NoError(t, err)
+	defer l.Close()
+	r, err := l.Repository(ctx, repo)
+	require.NoError(t, err)
+	tags, err := Tags(ctx, r)
+	require.NoError(t, err)
+	var out []string
+	for _, tag := range tags {
+		desc, err := r.Resolve(ctx, tag)
+		require.NoError(t, err)
+		layers, err := fetchLayers(ctx, r, desc)
+		require.NoError(t, err)
+		require.Len(t, layers, 1)
+		out = append(out, repo+" "+tag+" "+string(layers[0].Data))
+	}
+	return out
+}

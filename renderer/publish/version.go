@@ -17,8 +17,10 @@ import (
 
 // publish publishes one job at the version its content needs: the latest
 // version when its layers are the same (nothing is written), else the next
-// patch version, skipping versions another writer takes meanwhile.
-func (p *publisher) publish(ctx context.Context, job Job) (Result, error) {
+// patch version, skipping versions another writer takes meanwhile. absent:
+// the repository had no versions when the run began (Options.Absent), so they
+// are not asked for unless the version is found taken.
+func (p *publisher) publish(ctx context.Context, job Job, absent bool) (Result, error) {
 	r := Result{Repository: job.Repository}
 	fail := func(doing string, err error) (Result, error) {
 		return r, fmt.Errorf("%s %s: %w", doing, job.Repository, explain(err))
@@ -34,7 +36,7 @@ func (p *publisher) publish(ctx context.Context, job Job) (Result, error) {
 	check := false
 	for attempt := 1; ; attempt++ {
 		var latest *semver.Version
-		if attempt > 1 || !p.opts.Absent[job.Repository] {
+		if attempt > 1 || !absent {
 			if latest, err = latestVersion(ctx, repo); err != nil {
 				return fail("listing the versions of", err)
 			}
