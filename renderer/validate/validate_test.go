@@ -122,3 +122,20 @@ deny: late: [
 	_, err = New(Options{PolicyDirs: []string{t.TempDir()}})
 	assert.ErrorContains(t, err, "no .cue files")
 }
+
+// TestUserPolicySeesEveryBinding: a policy of the user's sees every binding
+// (the embedded ones are given only those of agent Releases, all they read).
+func TestUserPolicySeesEveryBinding(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "count.cue"), []byte(`package policy
+
+warn: "count": [{kind: "Registry", namespace: "default", name: "r", message: "\(len(input.bindings)) bindings"}]
+`), 0o644))
+	src := head + "kind: Registry\nmetadata: {name: r}\nspec: {hostname: registry.example.com}\n---\n" +
+		head + "kind: Release\nmetadata: {name: app}\nspec: {componentVersionRef: {name: cv}}\n---\n" +
+		head + "kind: Profile\nmetadata: {name: all}\nspec: {releaseRef: {name: app}, targetSelector: {}}\n---\n" +
+		head + "kind: Target\nmetadata: {name: a}\nspec: {renderRegistryRef: {name: r}}\n---\n" +
+		head + "kind: Target\nmetadata: {name: b}\nspec: {renderRegistryRef: {name: r}}\n"
+	got := vet(t, Options{PolicyDirs: []string{dir}}, src)
+	assert.Contains(t, got, "in.yaml:1: warning: 2 bindings (policy count)")
+}
