@@ -37,7 +37,10 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzValidate -fuzztime $(FUZZTIME) ./renderer/validate
 	$(GO) test -run '^$$' -fuzz FuzzValuesTemplate -fuzztime $(FUZZTIME) ./renderer/resolve
 
-lint:
+## lint: gofmt, go vet, go mod tidy and cue fmt (of schemas/ and policies/)
+## clean.
+lint: tools
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }
+	cue fmt --check --files schemas policies
 	$(GO) vet ./...
 	$(GO) mod tidy -diff
