@@ -65,10 +65,7 @@ registry and the bucket and writes nothing; with --exit-code: 0 no changes,
 			if err != nil {
 				return err
 			}
-			if results == nil {
-				results = []fleet.Result{}
-			}
-			if err := g.printFleet(results, problems); err != nil {
+			if err := g.printFleet(orEmpty(results), problems); err != nil {
 				return err
 			}
 			if problems.HasErrors() {

@@ -40,10 +40,7 @@ refused; rollback-failed blocks new attempts until solar fleet repair).`,
 				return err
 			}
 			if g.output != "text" {
-				if st == nil {
-					st = []fleet.Status{}
-				}
-				return g.printData(map[string]any{"devices": st})
+				return g.printData(map[string]any{"devices": orEmpty(st)})
 			}
 			for _, s := range st {
 				attempt, version, state := "-", "-", "-"

@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
@@ -25,7 +27,9 @@ removes every blob no kept version references and the leftovers of killed runs
 old versions' manifests; the registry's own garbage collection frees their
 blobs (docker-registry garbage-collect), and the registry must allow deletes.
 Flux follows the newest version: --keep is at least 1. --dry-run lists what
-would go.`,
+would go. Only solar's chart repositories are collected (<ns>/bootstrap-<target>,
+<ns>/<release-ns>/release-<release> and the agent charts); others under the
+prefix, such as the fleet's agent binaries, are left as they are and named.`,
 		Example: `  solar gc --out out --keep 3 --dry-run
   echo "$PASSWORD" | solar gc --registry registry.example.com/solar -n alpha --keep 5 --username ci --password-stdin`,
 		Args: cobra.NoArgs,
@@ -36,7 +40,7 @@ would go.`,
 			if err := rf.orOut(out); err != nil {
 				return err
 			}
-			opts := publish.GCOptions{Keep: keep, DryRun: dryRun}
+			opts := publish.GCOptions{Keep: keep, DryRun: dryRun, Select: chain.IsChartRepository}
 			if g.namespace != "" {
 				opts.Prefix = g.namespace + "/"
 			}
@@ -61,6 +65,7 @@ would go.`,
 				return hint(err, rf.registry)
 			}
 			if g.output != "text" {
+				res.Versions, res.Skipped = orEmpty(res.Versions), orEmpty(res.Skipped)
 				return g.printData(res)
 			}
 			verb := "removed"
@@ -71,6 +76,9 @@ would go.`,
 				fmt.Fprintf(g.stdout, "%s %s\n", verb, v)
 			}
 			fmt.Fprintf(g.stdout, "%s %d versions, %d blobs (%d bytes)\n", verb, len(res.Versions), res.Blobs, res.Bytes)
+			if len(res.Skipped) > 0 {
+				fmt.Fprintf(g.stdout, "left %d repositories that are not solar's charts: %s\n", len(res.Skipped), strings.Join(res.Skipped, ", "))
+			}
 			return nil
 		},
 	}

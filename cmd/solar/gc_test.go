@@ -50,6 +50,13 @@ func TestGCLayout(t *testing.T) {
 		code, _, stderr := solar(t, "render", "--no-credentials", "--out", out, examples)
 		require.Equal(t, 0, code, stderr)
 	}
+	// The fleet's agent binaries beside the charts: an index, not solar's
+	// chart; gc leaves it whole.
+	for _, v := range []string{"1.4.0", "1.5.0"} {
+		code, _, stderr := solar(t, append([]string{"fleet", "push-agent", "--out", out, "--repository", "fleet/agent", "--version", v}, agentFiles(t, v)...)...)
+		require.Equal(t, 0, code, stderr)
+	}
+	agent := countFiles(t, filepath.Join(out, "fleet", "agent"))
 	require.NoError(t, os.MkdirAll(filepath.Join(out, "alpha", "bootstrap-edge-1", "ingest"), 0o700))
 	require.NoError(t, os.WriteFile(filepath.Join(out, "alpha", "bootstrap-edge-1", "ingest", "leftover"), []byte("a killed run's"), 0o600))
 	blobs := countFiles(t, out)
@@ -65,6 +72,11 @@ func TestGCLayout(t *testing.T) {
 	code, stdout, stderr = solar(t, "gc", "--out", out, "--keep", "1")
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stdout, "removed 4 versions, ")
+	assert.Contains(t, stdout, "left 1 repositories that are not solar's charts: fleet/agent\n")
+	assert.Equal(t, agent, countFiles(t, filepath.Join(out, "fleet", "agent")), "the agent binaries are left whole")
+	code, stdout, stderr = solar(t, "verify", "--out", out)
+	assert.Equal(t, 0, code, stdout)
+	assert.Equal(t, "not checked, not solar's charts: fleet/agent\n", stderr)
 	assert.Less(t, countFiles(t, out), blobs)
 	assert.NoFileExists(t, filepath.Join(out, "alpha", "bootstrap-edge-1", "ingest", "leftover"))
 	assert.NotContains(t, string(must(os.ReadFile(filepath.Join(out, "alpha", "bootstrap-edge-1", "index.json")))), `"0.0.1"`)
@@ -100,6 +112,22 @@ func TestGCRegistry(t *testing.T) {
 	assert.Contains(t, stdout.String(), "removed alpha/bootstrap-edge-1:0.0.1\n")
 	assert.Contains(t, stdout.String(), "removed alpha/alpha/release-podinfo-stable:0.0.1\n")
 
+	// Without -n, every repository under the prefix: the fleet's agent
+	// versions are not chart versions and stay.
+	for _, v := range []string{"1.4.0", "1.5.0"} {
+		code, _, stderr := fleetCLI(t, reg, append([]string{"fleet", "push-agent", "--registry", reg.Host + "/solar", "--plain-http",
+			"--username", reg.Username, "--password-stdin", "--repository", "fleet/agent", "--version", v}, agentFiles(t, v)...)...)
+		require.Equal(t, 0, code, stderr)
+	}
+	stdout.Reset()
+	code = run(context.Background(), []string{"gc", "--registry", reg.Host + "/solar", "--plain-http", "--keep", "1", "-o", "json",
+		"--username", reg.Username, "--password-stdin"}, strings.NewReader(reg.Password), &stdout, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	assert.Contains(t, stdout.String(), `"skipped": [
+    "fleet/agent"
+  ]`)
+	assert.NotContains(t, stdout.String(), "fleet/agent:")
+
 	repo, err := remote.NewRepository(reg.Host + "/solar/alpha/bootstrap-edge-1")
 	require.NoError(t, err)
 	repo.PlainHTTP = true
@@ -107,6 +135,12 @@ func TestGCRegistry(t *testing.T) {
 	var tags []string
 	require.NoError(t, repo.Tags(context.Background(), "", func(ts []string) error { tags = append(tags, ts...); return nil }))
 	assert.Equal(t, []string{"0.0.2"}, tags, "the newest version stays")
+	agent, err := remote.NewRepository(reg.Host + "/solar/fleet/agent")
+	require.NoError(t, err)
+	agent.PlainHTTP, agent.Client = true, repo.Client
+	tags = nil
+	require.NoError(t, agent.Tags(context.Background(), "", func(ts []string) error { tags = append(tags, ts...); return nil }))
+	assert.Equal(t, []string{"1.4.0", "1.5.0"}, tags, "the agent's versions stay")
 }
 
 func must[T any](v T, err error) T {

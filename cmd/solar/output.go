@@ -147,3 +147,12 @@ func (g *globals) progress() func(done, total int, t pipeline.TargetReport) {
 		}
 	}
 }
+
+// orEmpty is s, or an empty slice for nil: -o json writes lists as [], never
+// null.
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

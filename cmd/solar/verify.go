@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -19,8 +20,10 @@ func newVerifyCmd(g *globals) *cobra.Command {
 (--registry), of namespace -n only with it, and checks what solar promises:
 every tag is a plain version 0.0.N; every version's manifest and blobs are
 there; every bootstrap chart version names release chart versions the store
-holds. Each violation is printed with its repository and version. Exit code 0:
-none; 1: violations or an error.`,
+holds. Each violation is printed with its repository and version. Only solar's
+chart repositories are checked; others under the prefix, such as the fleet's
+agent binaries and attempts, are named and left unchecked. Exit code 0: no
+violation; 1: violations or an error.`,
 		Example: `  solar verify --out out
   echo "$PASSWORD" | solar verify --registry registry.example.com/solar -n alpha --username ci --password-stdin`,
 		Args: cobra.NoArgs,
@@ -40,20 +43,20 @@ none; 1: violations or an error.`,
 			if g.namespace != "" {
 				prefix = g.namespace + "/"
 			}
-			violations, err := pipeline.Verify(cmd.Context(), store, prefix)
+			violations, skipped, err := pipeline.Verify(cmd.Context(), store, prefix)
 			if err != nil {
 				return hint(err, rf.registry)
 			}
 			if g.output != "text" {
-				if violations == nil {
-					violations = []pipeline.Violation{}
-				}
-				if err := g.printData(map[string]any{"violations": violations}); err != nil {
+				if err := g.printData(map[string]any{"violations": orEmpty(violations), "skipped": orEmpty(skipped)}); err != nil {
 					return err
 				}
 			} else {
 				for _, v := range violations {
 					fmt.Fprintln(g.stdout, v)
+				}
+				if len(skipped) > 0 {
+					fmt.Fprintf(g.stderr, "not checked, not solar's charts: %s\n", strings.Join(skipped, ", "))
 				}
 			}
 			if len(violations) > 0 {

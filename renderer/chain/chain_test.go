@@ -97,3 +97,21 @@ func TestCheckRepository(t *testing.T) {
 	assert.ErrorContains(t, CheckRepository(strings.Repeat("p", 40), ReleaseRepository(strings.Repeat("n", 63), "alpha", strings.Repeat("r", 150))),
 		"more than the 255 registries take")
 }
+
+// TestIsChartRepository: every repository solar names is a chart repository;
+// the fleet's repositories and others are not.
+func TestIsChartRepository(t *testing.T) {
+	for _, r := range []string{
+		BootstrapRepository("alpha", "edge-1"),
+		ReleaseRepository("alpha", "shared", "podinfo"),
+		AgentRepository("alpha", "edge-1", "alpha", "agent"),
+	} {
+		assert.True(t, IsChartRepository(r), r)
+	}
+	for _, r := range []string{
+		"fleet/agent", "fleet/agent/attempts", "alpha/release-x", "bootstrap-edge-1",
+		"alpha/beta/bootstrap-edge-1", "a/b/c/d/release-x", "alpha/alpha/podinfo",
+	} {
+		assert.False(t, IsChartRepository(r), r)
+	}
+}

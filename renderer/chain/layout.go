@@ -24,6 +24,22 @@ func AgentRepository(targetNS, target, releaseNS, release string) string {
 	return targetNS + "/" + releaseNS + "/" + target + "/release-" + release
 }
 
+// IsChartRepository says whether a repository name (under the registry's
+// prefix) has the shape of one of the three above. Other repositories under
+// the prefix, such as the fleet's agent binaries and attempts, are not solar's
+// charts: verify and gc leave them as they are.
+func IsChartRepository(repository string) bool {
+	parts := strings.Split(repository, "/")
+	last := parts[len(parts)-1]
+	switch len(parts) {
+	case 2:
+		return strings.HasPrefix(last, "bootstrap-")
+	case 3, 4:
+		return strings.HasPrefix(last, "release-")
+	}
+	return false
+}
+
 // URL is the oci:// URL of a repository in a registry given as HOST[:PORT][/PREFIX].
 func URL(registry, repository string) string {
 	return "oci://" + strings.TrimSuffix(registry, "/") + "/" + repository

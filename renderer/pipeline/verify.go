@@ -13,6 +13,7 @@ import (
 	"oras.land/oras-go/v2/content"
 	"sigs.k8s.io/yaml"
 
+	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
@@ -33,29 +34,37 @@ func (v Violation) String() string {
 // plainVersion is the only kind of tag solar writes.
 var plainVersion = regexp.MustCompile(`^0\.0\.[1-9][0-9]*$`)
 
-// Verify walks the repositories of the store under prefix and checks what
-// solar promises: tags are plain 0.0.N versions; every version's manifest and
-// blobs are there; every bootstrap chart version names release chart versions
-// the store holds.
-func Verify(ctx context.Context, store publish.Store, prefix string) ([]Violation, error) {
+// Verify walks the chart repositories of the store under prefix and checks
+// what solar promises: tags are plain 0.0.N versions; every version's manifest
+// and blobs are there; every bootstrap chart version names release chart
+// versions the store holds. skipped are the repositories under prefix that
+// are not solar's charts (chain.IsChartRepository), such as the fleet's: not
+// checked.
+func Verify(ctx context.Context, store publish.Store, prefix string) (out []Violation, skipped []string, err error) {
 	lister, ok := store.(publish.Lister)
 	if !ok {
-		return nil, fmt.Errorf("the store cannot list its repositories")
+		return nil, nil, fmt.Errorf("the store cannot list its repositories")
 	}
 	repos, err := lister.Repositories(ctx, prefix)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var out []Violation
+	repos = slices.DeleteFunc(repos, func(name string) bool {
+		if chain.IsChartRepository(name) {
+			return false
+		}
+		skipped = append(skipped, name)
+		return true
+	})
 	tagsOf := map[string][]string{}
 	for _, name := range repos {
 		repo, err := store.Repository(ctx, name)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		tags, err := publish.Tags(ctx, repo)
 		if err != nil {
-			return nil, fmt.Errorf("listing the versions of %s: %w", name, err)
+			return nil, nil, fmt.Errorf("listing the versions of %s: %w", name, err)
 		}
 		tagsOf[name] = tags
 		for _, tag := range tags {
@@ -73,7 +82,7 @@ func Verify(ctx context.Context, store publish.Store, prefix string) ([]Violatio
 		}
 		repo, err := store.Repository(ctx, name)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, tag := range tagsOf[name] {
 			refs, err := bootstrapRefs(ctx, repo, tag)
@@ -92,7 +101,7 @@ func Verify(ctx context.Context, store publish.Store, prefix string) ([]Violatio
 			}
 		}
 	}
-	return out, nil
+	return out, skipped, nil
 }
 
 // verifyVersion checks that a version's manifest and blobs are there.

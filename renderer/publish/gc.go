@@ -26,6 +26,11 @@ type GCOptions struct {
 	Prefix string
 	// DryRun says what would go, removing nothing.
 	DryRun bool
+	// Select, when set, says which repositories are collected; the others
+	// are left as they are (GCResult.Skipped). The collection reads every
+	// version as a single-manifest chart: an index (the fleet's agent
+	// binaries) would lose its platforms' manifests and blobs.
+	Select func(repository string) bool
 }
 
 // GCResult is what a garbage collection removed (or, in a dry run, would).
@@ -36,6 +41,23 @@ type GCResult struct {
 	// and leftovers of killed runs.
 	Blobs int   `json:"blobs"`
 	Bytes int64 `json:"bytes"`
+	// Skipped are the repositories Select left as they are.
+	Skipped []string `json:"skipped"`
+}
+
+// selected removes from names those opts.Select leaves, adding them to
+// r.Skipped.
+func (opts GCOptions) selected(names []string, r *GCResult) []string {
+	if opts.Select == nil {
+		return names
+	}
+	return slices.DeleteFunc(names, func(name string) bool {
+		if opts.Select(name) {
+			return false
+		}
+		r.Skipped = append(r.Skipped, name)
+		return true
+	})
 }
 
 // old returns the versions of tags beyond the newest keep, oldest first.
@@ -68,7 +90,7 @@ func (l *Layout) GC(ctx context.Context, opts GCOptions) (GCResult, error) {
 	if err != nil {
 		return r, err
 	}
-	for _, name := range names {
+	for _, name := range opts.selected(names, &r) {
 		s, err := l.open(ctx, name)
 		if err != nil {
 			return r, err
@@ -115,6 +137,10 @@ func (l *Layout) GC(ctx context.Context, opts GCOptions) (GCResult, error) {
 			var m ocispec.Manifest
 			if err := json.Unmarshal(b, &m); err != nil {
 				return r, fmt.Errorf("reading %s:%s: %w", name, tag, err)
+			}
+			if err := m.Config.Digest.Validate(); err != nil {
+				// An index, say: what it references is not read here.
+				return r, fmt.Errorf("%s:%s is not a chart (%s): not collected", name, tag, desc.MediaType)
 			}
 			keep[desc.Digest.Encoded()] = true
 			keep[m.Config.Digest.Encoded()] = true
@@ -166,7 +192,7 @@ func (r *Remote) GC(ctx context.Context, opts GCOptions) (GCResult, error) {
 	if err != nil {
 		return res, err
 	}
-	for _, name := range names {
+	for _, name := range opts.selected(names, &res) {
 		repo, err := r.repository(name)
 		if err != nil {
 			return res, err
