@@ -14,7 +14,7 @@ func newDiffCmd(g *globals) *cobra.Command {
 	var f planFlags
 	var rf registryFlags
 	var out string
-	var insecure, exitCode bool
+	var exitCode bool
 	cmd := &cobra.Command{
 		Use:   "diff PATH... (--out DIR | --registry HOST[:PORT][/PREFIX])",
 		Short: "Show, file by file, what publishing would change on every Target",
@@ -42,7 +42,7 @@ shown. Nothing is written. With --exit-code: 0 no change, 2 changes, 1 error.`,
 			if err != nil {
 				return err
 			}
-			store, registry, done, err := rf.readStore(cmd.Context(), out, cmd.InOrStdin(), insecure)
+			store, registry, done, err := rf.readStore(cmd.Context(), out, cmd.InOrStdin())
 			if err != nil {
 				return err
 			}
@@ -75,8 +75,7 @@ shown. Nothing is written. With --exit-code: 0 no change, 2 changes, 1 error.`,
 	f.register(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&out, "out", "", "directory of the OCI image layout to compare with")
-	rf.register(fl, "to compare with")
-	fl.BoolVar(&insecure, "insecure-skip-tls-verify", false, "do not verify the registry's TLS certificate (development only)")
+	rf.registerClient(fl, "to compare with")
 	fl.BoolVar(&exitCode, "exit-code", false, "exit 2 when something would change, 0 when not")
 	f.registerPrune(cmd, "show the versions without releases publish --prune would push for orphans")
 	return cmd

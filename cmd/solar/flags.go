@@ -127,6 +127,7 @@ type registryFlags struct {
 	passwordStdin bool
 	caFile        string
 	plainHTTP     bool
+	insecure      bool
 }
 
 func (f *registryFlags) register(fl *pflag.FlagSet, what string) {
@@ -135,6 +136,19 @@ func (f *registryFlags) register(fl *pflag.FlagSet, what string) {
 	fl.BoolVar(&f.passwordStdin, "password-stdin", false, "read the registry password from stdin")
 	fl.StringVar(&f.caFile, "ca-file", "", "PEM file of CA certificates to trust for the registry")
 	fl.BoolVar(&f.plainHTTP, "plain-http", false, "talk plain HTTP to the registry (development only)")
+}
+
+// registerClient registers the flags of a command that talks to the
+// registry itself: those of register and --insecure-skip-tls-verify.
+func (f *registryFlags) registerClient(fl *pflag.FlagSet, what string) {
+	f.register(fl, what)
+	fl.BoolVar(&f.insecure, "insecure-skip-tls-verify", false, "do not verify the registry's TLS certificate (development only)")
+}
+
+// options are the client options the flags and l say.
+func (f *registryFlags) options(l login) publish.RemoteOptions {
+	return publish.RemoteOptions{Host: l.host, Prefix: l.prefix, Username: f.username, Password: l.password,
+		CAFile: f.caFile, PlainHTTP: f.plainHTTP, InsecureSkipTLSVerify: f.insecure}
 }
 
 // login is what the registry flags say: where the registry is and the
@@ -155,13 +169,12 @@ func (f *registryFlags) read(stdin io.Reader) (login, error) {
 
 // remote reads the registry flags and the password and returns the client
 // and the registry's HOST[/PREFIX].
-func (f *registryFlags) remote(stdin io.Reader, insecure bool) (*publish.Remote, string, error) {
+func (f *registryFlags) remote(stdin io.Reader) (*publish.Remote, string, error) {
 	l, err := f.read(stdin)
 	if err != nil {
 		return nil, "", err
 	}
-	r, err := publish.NewRemote(publish.RemoteOptions{Host: l.host, Prefix: l.prefix, Username: f.username,
-		Password: l.password, CAFile: f.caFile, PlainHTTP: f.plainHTTP, InsecureSkipTLSVerify: insecure})
+	r, err := publish.NewRemote(f.options(l))
 	return r, path.Join(l.host, l.prefix), err
 }
 
@@ -177,7 +190,7 @@ func (f *registryFlags) orOut(out string) error {
 // readStore opens what diff and verify read: the layout out, read-only, or
 // else the registry of the flags, with its HOST[/PREFIX]. done releases the
 // layout.
-func (f *registryFlags) readStore(ctx context.Context, out string, stdin io.Reader, insecure bool) (store publish.Store, registry string, done func(), err error) {
+func (f *registryFlags) readStore(ctx context.Context, out string, stdin io.Reader) (store publish.Store, registry string, done func(), err error) {
 	if out != "" {
 		l, err := publish.OpenLayout(ctx, out, publish.LayoutOptions{ReadOnly: true})
 		if err != nil {
@@ -185,7 +198,7 @@ func (f *registryFlags) readStore(ctx context.Context, out string, stdin io.Read
 		}
 		return l, "", func() { l.Close() }, nil
 	}
-	r, registry, err := f.remote(stdin, insecure)
+	r, registry, err := f.remote(stdin)
 	return r, registry, func() {}, err
 }
 

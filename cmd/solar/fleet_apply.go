@@ -15,7 +15,7 @@ func newFleetApplyCmd(g *globals) *cobra.Command {
 	var lf loadFlags
 	var rf registryFlags
 	var nf natsFlags
-	var insecure, dryRun, exitCode bool
+	var dryRun, exitCode bool
 	var concurrency int
 	cmd := &cobra.Command{
 		Use:   "apply PATH... --registry HOST[:PORT][/PREFIX] --nats URL",
@@ -52,7 +52,7 @@ registry and the bucket and writes nothing; with --exit-code: 0 no changes,
 				return err
 			}
 			opts.DryRun = dryRun
-			remote, registry, err := rf.remote(cmd.InOrStdin(), insecure)
+			remote, registry, err := rf.remote(cmd.InOrStdin())
 			if err != nil {
 				return err
 			}
@@ -82,10 +82,9 @@ registry and the bucket and writes nothing; with --exit-code: 0 no changes,
 	}
 	lf.register(cmd)
 	fl := cmd.Flags()
-	rf.register(fl, "of the agent indexes and attempts")
+	rf.registerClient(fl, "of the agent indexes and attempts")
 	nf.register(fl)
 	fl.IntVar(&nf.replicas, "replicas", 1, "replicas of the bucket when apply creates it (3 on a cluster)")
-	fl.BoolVar(&insecure, "insecure-skip-tls-verify", false, "do not verify the registry's TLS certificate (development only)")
 	fl.BoolVar(&dryRun, "dry-run", false, "read the registry and the bucket, write nothing, show what would change")
 	fl.BoolVar(&exitCode, "exit-code", false, "exit 2 when attempts changed or (with --dry-run) would change, 0 when not")
 	fl.IntVar(&concurrency, "concurrency", 8, "devices applied at once")

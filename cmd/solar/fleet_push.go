@@ -26,7 +26,6 @@ type pushedPlatform struct {
 func newFleetPushAgentCmd(g *globals) *cobra.Command {
 	var rf registryFlags
 	var out, repository, version string
-	var insecure bool
 	cmd := &cobra.Command{
 		Use:   "push-agent (--registry HOST[:PORT][/PREFIX] | --out DIR) --repository REPO --version V FILE=OS/ARCH[/VARIANT]...",
 		Short: "Push device-agent binaries as an OCI index by platform",
@@ -79,7 +78,7 @@ downloads it from: https://HOST/v2/PREFIX/REPO/blobs/DIGEST.`,
 				defer layout.Close()
 				store = layout
 			} else {
-				remote, registry, err := rf.remote(cmd.InOrStdin(), insecure)
+				remote, registry, err := rf.remote(cmd.InOrStdin())
 				if err != nil {
 					return err
 				}
@@ -119,8 +118,7 @@ downloads it from: https://HOST/v2/PREFIX/REPO/blobs/DIGEST.`,
 	fl.StringVar(&out, "out", "", "directory of an OCI image layout to write to instead of a registry")
 	fl.StringVar(&repository, "repository", "", "repository of the agent, below the registry's prefix (fleet/agent)")
 	fl.StringVar(&version, "version", "", "the agent's version: the index's tag")
-	rf.register(fl, "to push to")
-	fl.BoolVar(&insecure, "insecure-skip-tls-verify", false, "do not verify the registry's TLS certificate (development only)")
+	rf.registerClient(fl, "to push to")
 	return cmd
 }
 

@@ -16,7 +16,7 @@ func newGCCmd(g *globals) *cobra.Command {
 	var rf registryFlags
 	var out string
 	var keep int
-	var dryRun, insecure bool
+	var dryRun bool
 	cmd := &cobra.Command{
 		Use:   "gc (--out DIR | --registry HOST[:PORT][/PREFIX]) [--keep N] [-n NS] [--dry-run]",
 		Short: "Remove old chart versions, and the blobs nothing references any more",
@@ -55,7 +55,7 @@ prefix, such as the fleet's agent binaries, are left as they are and named.`,
 				defer l.Close()
 				res, err = l.GC(context.WithoutCancel(cmd.Context()), opts)
 			} else {
-				r, _, rerr := rf.remote(cmd.InOrStdin(), insecure)
+				r, _, rerr := rf.remote(cmd.InOrStdin())
 				if rerr != nil {
 					return rerr
 				}
@@ -84,8 +84,7 @@ prefix, such as the fleet's agent binaries, are left as they are and named.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&out, "out", "", "directory of the OCI image layout")
-	rf.register(fl, "to collect")
-	fl.BoolVar(&insecure, "insecure-skip-tls-verify", false, "do not verify the registry's TLS certificate (development only)")
+	rf.registerClient(fl, "to collect")
 	fl.IntVar(&keep, "keep", 3, "newest versions kept per repository (at least 1)")
 	fl.BoolVar(&dryRun, "dry-run", false, "list what would be removed, remove nothing")
 	return cmd

@@ -15,7 +15,7 @@ import (
 func newPublishCmd(g *globals) *cobra.Command {
 	var f planFlags
 	var rf registryFlags
-	var insecure, exitCode bool
+	var exitCode bool
 	var concurrency int
 	cmd := &cobra.Command{
 		Use:   "publish PATH... --registry HOST[:PORT][/PREFIX]",
@@ -67,8 +67,7 @@ registry failed. With --exit-code: 0 when nothing changed, 2 when charts were
 			if err != nil {
 				return err
 			}
-			store, err := publish.NewRemote(publish.RemoteOptions{Host: l.host, Prefix: l.prefix, Username: rf.username, Password: l.password,
-				CAFile: rf.caFile, PlainHTTP: rf.plainHTTP, InsecureSkipTLSVerify: insecure})
+			store, err := publish.NewRemote(rf.options(l))
 			if err != nil {
 				return err
 			}
@@ -91,8 +90,7 @@ registry failed. With --exit-code: 0 when nothing changed, 2 when charts were
 	f.register(cmd)
 	f.registerPrune(cmd, "for every orphan (the bootstrap repository of a Target no longer in the input), push a version without releases: Flux then uninstalls them")
 	fl := cmd.Flags()
-	rf.register(fl, "to push to")
-	fl.BoolVar(&insecure, "insecure-skip-tls-verify", false, "do not verify the registry's TLS certificate (development only)")
+	rf.registerClient(fl, "to push to")
 	fl.BoolVar(&exitCode, "exit-code", false, "exit 2 when charts changed or (with --dry-run) would change, 0 when not")
 	fl.IntVar(&concurrency, "concurrency", 4, "charts pushed at once")
 	return cmd

@@ -11,7 +11,7 @@ import (
 
 func newPushCmd(g *globals) *cobra.Command {
 	var rf registryFlags
-	var insecure, dryRun bool
+	var dryRun bool
 	cmd := &cobra.Command{
 		Use:   "push DIR --registry HOST[:PORT][/PREFIX]",
 		Short: "Push a reviewed layout (solar render --registry) byte for byte",
@@ -32,7 +32,7 @@ is pushed and the run fails, saying to render again.`,
 			if err := g.checkOutput(); err != nil {
 				return err
 			}
-			remote, _, err := rf.remote(cmd.InOrStdin(), insecure)
+			remote, _, err := rf.remote(cmd.InOrStdin())
 			if err != nil {
 				return err
 			}
@@ -55,8 +55,7 @@ is pushed and the run fails, saying to render again.`,
 		},
 	}
 	fl := cmd.Flags()
-	rf.register(fl, "to push to")
-	fl.BoolVar(&insecure, "insecure-skip-tls-verify", false, "do not verify the registry's TLS certificate (development only)")
+	rf.registerClient(fl, "to push to")
 	fl.BoolVar(&dryRun, "dry-run", false, "check and list what would be pushed, push nothing")
 	return cmd
 }

@@ -16,7 +16,6 @@ func newRenderCmd(g *globals) *cobra.Command {
 	var f planFlags
 	var rf registryFlags
 	var out string
-	var insecure bool
 	var lockTimeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "render PATH...",
@@ -61,7 +60,7 @@ success; 1: invalid input or a Target failed.`,
 				if rf.passwordStdin && slices.Contains(args, "-") {
 					return fmt.Errorf("objects from stdin (-) and --password-stdin: only one can read stdin")
 				}
-				if remote, opts.Registry, err = rf.remote(cmd.InOrStdin(), insecure); err != nil {
+				if remote, opts.Registry, err = rf.remote(cmd.InOrStdin()); err != nil {
 					return err
 				}
 			}
@@ -90,8 +89,7 @@ success; 1: invalid input or a Target failed.`,
 	f.register(cmd)
 	f.registerPrune(cmd, "for every orphan (the bootstrap repository of a Target no longer in the input), write a version without releases")
 	cmd.Flags().StringVar(&out, "out", "out", "directory of the OCI image layout")
-	rf.register(cmd.Flags(), "to compute versions against (read only), named by the bootstrap charts")
-	cmd.Flags().BoolVar(&insecure, "insecure-skip-tls-verify", false, "do not verify the registry's TLS certificate (development only)")
+	rf.registerClient(cmd.Flags(), "to compute versions against (read only), named by the bootstrap charts")
 	cmd.Flags().DurationVar(&lockTimeout, "lock-timeout", 5*time.Minute, "how long to wait while another solar run holds the layout")
 	return cmd
 }

@@ -12,7 +12,6 @@ import (
 func newVerifyCmd(g *globals) *cobra.Command {
 	var rf registryFlags
 	var out string
-	var insecure bool
 	cmd := &cobra.Command{
 		Use:   "verify (--out DIR | --registry HOST[:PORT][/PREFIX]) [-n NS]",
 		Short: "Check that a layout or registry keeps what solar promises",
@@ -34,7 +33,7 @@ violation; 1: violations or an error.`,
 			if err := rf.orOut(out); err != nil {
 				return err
 			}
-			store, _, done, err := rf.readStore(cmd.Context(), out, cmd.InOrStdin(), insecure)
+			store, _, done, err := rf.readStore(cmd.Context(), out, cmd.InOrStdin())
 			if err != nil {
 				return err
 			}
@@ -67,7 +66,6 @@ violation; 1: violations or an error.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&out, "out", "", "directory of the OCI image layout")
-	rf.register(fl, "to verify")
-	fl.BoolVar(&insecure, "insecure-skip-tls-verify", false, "do not verify the registry's TLS certificate (development only)")
+	rf.registerClient(fl, "to verify")
 	return cmd
 }
