@@ -10,7 +10,10 @@
 #   scripts/start-nats.sh /tmp/n1 4222 n1 6222 nats://127.0.0.1:6223 nats://127.0.0.1:6224
 #
 # DIR holds JetStream's storage; running it again on the same DIR restarts the
-# node on its data. It runs until killed.
+# node on its data. It runs until killed. With NATS_USER and NATS_PASSWORD set,
+# clients must log in as that user (the password goes into DIR/auth.conf, 0600,
+# never onto the command line); with NATS_TLS=1, the server requires TLS with a
+# self-signed certificate for IP 127.0.0.1, DIR/cert.pem (also the CA to trust).
 set -euo pipefail
 dir=${1:?usage: start-nats.sh DIR PORT [NAME CLUSTER_PORT ROUTE...]}
 port=${2:?usage: start-nats.sh DIR PORT [NAME CLUSTER_PORT ROUTE...]}
@@ -22,4 +25,19 @@ if [ $# -ge 4 ]; then
   args+=(-n "$name" --cluster_name solar --cluster "nats://127.0.0.1:$cluster_port" --routes "$routes")
 fi
 mkdir -p "$dir"
+conf=""
+if [ -n "${NATS_USER:-}" ]; then
+  conf+="authorization { user: \"$NATS_USER\", password: \"${NATS_PASSWORD:?set NATS_PASSWORD with NATS_USER}\" }"$'\n'
+fi
+if [ "${NATS_TLS:-}" = 1 ]; then
+  if [ ! -f "$dir/cert.pem" ]; then
+    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=127.0.0.1" \
+      -addext "subjectAltName=IP:127.0.0.1" -keyout "$dir/key.pem" -out "$dir/cert.pem" 2>/dev/null
+  fi
+  conf+="tls { cert_file: \"$dir/cert.pem\", key_file: \"$dir/key.pem\" }"$'\n'
+fi
+if [ -n "$conf" ]; then
+  (umask 077 && printf '%s' "$conf" >"$dir/auth.conf")
+  args+=(-c "$dir/auth.conf")
+fi
 exec nats-server "${args[@]}"

@@ -84,7 +84,7 @@ func (f *natsFlags) connect(ctx context.Context, g *globals, create bool) (b *fl
 	servers := redact(f.server)
 	nc, err := nats.Connect(f.server, opts...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("connecting to NATS %s: %w", servers, err)
+		return nil, nil, fmt.Errorf("connecting to NATS %s: %w%s", servers, err, natsHint(err))
 	}
 	js, err := jetstream.New(nc)
 	if err == nil {
@@ -95,6 +95,18 @@ func (f *natsFlags) connect(ctx context.Context, g *globals, create bool) (b *fl
 		return nil, nil, fmt.Errorf("NATS %s: %w", servers, err)
 	}
 	return b, nc.Close, nil
+}
+
+// natsHint says which flags answer a NATS server's refusal to connect.
+func natsHint(err error) string {
+	msg := strings.ToLower(err.Error())
+	switch {
+	case strings.Contains(msg, "authorization violation"):
+		return " (log in with --user and $NATS_PASSWORD, --creds or --nkey)"
+	case strings.Contains(msg, "x509:"):
+		return " (trust the server's CA with --tlsca)"
+	}
+	return ""
 }
 
 // redact drops user information (user:password@) from NATS URLs, for

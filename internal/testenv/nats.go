@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -19,23 +21,52 @@ import (
 type NATS struct {
 	// URL lists every node's client URL, comma-separated, as nats.Connect
 	// and the solar CLI take it.
-	URL   string
-	nodes []*natsNode
+	URL string
+	// User and Password log in (NATSOptions.Auth); CAFile is the
+	// certificate to trust (NATSOptions.TLS). Empty otherwise.
+	User, Password, CAFile string
+	nodes                  []*natsNode
 }
 
 type natsNode struct {
 	url  string
 	args []string
+	env  []string
 	logs *lockedBuffer
 	stop func()
+}
+
+// NATSOptions choose how a single server serves.
+type NATSOptions struct {
+	// Auth requires a user name and password of clients.
+	Auth bool
+	// TLS requires TLS, with a self-signed certificate for 127.0.0.1.
+	TLS bool
 }
 
 // StartNATS runs one nats-server with JetStream (scripts/start-nats.sh) and
 // waits until JetStream answers.
 func StartNATS(t testing.TB) *NATS {
 	t.Helper()
+	return StartNATSWith(t, NATSOptions{})
+}
+
+// StartNATSWith is StartNATS with a login and TLS as opts say.
+func StartNATSWith(t testing.TB, opts NATSOptions) *NATS {
+	t.Helper()
 	port := FreePort(t)
-	return startNATS(t, [][]string{{filepath.Join(t.TempDir(), "js"), fmt.Sprint(port)}})
+	dir := filepath.Join(t.TempDir(), "js")
+	s := &NATS{}
+	var env []string
+	if opts.Auth {
+		s.User, s.Password = "solar", fmt.Sprintf("nats-s3cret-%d", port)
+		env = append(env, "NATS_USER="+s.User, "NATS_PASSWORD="+s.Password)
+	}
+	if opts.TLS {
+		s.CAFile = filepath.Join(dir, "cert.pem")
+		env = append(env, "NATS_TLS=1")
+	}
+	return s.start(t, [][]string{{dir, fmt.Sprint(port)}}, env)
 }
 
 // StartNATSCluster runs a cluster of n nats-servers with JetStream, routed to
@@ -57,16 +88,17 @@ func StartNATSCluster(t testing.TB, n int) *NATS {
 		}
 		all = append(all, args)
 	}
-	return startNATS(t, all)
+	return (&NATS{}).start(t, all, nil)
 }
 
-func startNATS(t testing.TB, all [][]string) *NATS {
+// start runs a node per element of all (the arguments of start-nats.sh),
+// with env added to each one's environment.
+func (s *NATS) start(t testing.TB, all [][]string, env []string) *NATS {
 	t.Helper()
 	Tool(t, "nats-server")
-	s := &NATS{}
 	var urls []string
 	for _, args := range all {
-		n := &natsNode{url: "nats://127.0.0.1:" + args[1], args: args}
+		n := &natsNode{url: "nats://127.0.0.1:" + args[1], args: args, env: env}
 		n.start(t)
 		s.nodes = append(s.nodes, n)
 		urls = append(urls, n.url)
@@ -79,6 +111,10 @@ func startNATS(t testing.TB, all [][]string) *NATS {
 func (n *natsNode) start(t testing.TB) {
 	t.Helper()
 	cmd := exec.Command("bash", append([]string{filepath.Join(Root(t), "scripts", "start-nats.sh")}, n.args...)...)
+	// Only what the test chose: not a login of the developer's own.
+	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "NATS_USER=") || strings.HasPrefix(kv, "NATS_PASSWORD=") || strings.HasPrefix(kv, "NATS_TLS=")
+	}), n.env...)
 	n.logs, n.stop = start(t, cmd)
 }
 
@@ -109,7 +145,7 @@ func (s *NATS) NodeOf(name string) int {
 // Connect connects a client to every node; it is closed in cleanup.
 func (s *NATS) Connect(t testing.TB) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	nc, err := nats.Connect(s.URL, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	nc, err := nats.Connect(s.URL, append(s.login(), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))...)
 	if err != nil {
 		t.Fatalf("connecting to NATS %s: %v", s.URL, err)
 	}
@@ -121,13 +157,25 @@ func (s *NATS) Connect(t testing.TB) (*nats.Conn, jetstream.JetStream) {
 	return nc, js
 }
 
+// login are the options that log a client in to s.
+func (s *NATS) login() []nats.Option {
+	var opts []nats.Option
+	if s.User != "" {
+		opts = append(opts, nats.UserInfo(s.User, s.Password))
+	}
+	if s.CAFile != "" {
+		opts = append(opts, nats.RootCAs(s.CAFile))
+	}
+	return opts
+}
+
 // waitReady waits until JetStream answers (in a cluster: a meta leader is
 // elected); all, until a stream can be placed on every node.
 func (s *NATS) waitReady(t testing.TB, all bool) {
 	t.Helper()
 	logs := s.nodes[0].logs // the first node's output, and the errors below
 	waitUntil(t, "NATS JetStream", 60*time.Second, logs, func() bool {
-		nc, err := nats.Connect(s.URL, nats.Timeout(time.Second))
+		nc, err := nats.Connect(s.URL, append(s.login(), nats.Timeout(time.Second))...)
 		if err != nil {
 			fmt.Fprintln(logs, err)
 			return false
