@@ -239,3 +239,37 @@ func TestPublishRetriesAndUnreachable(t *testing.T) {
 	assert.Contains(t, stderr, "registry "+nobody+": listing the versions of")
 	assert.Contains(t, stderr, "the registry cannot be reached")
 }
+
+// TestPublishWithoutCatalog: a registry without the catalog API (Docker Hub,
+// GHCR; here the proxy answers 404 to it) publishes all the same, and warns
+// that orphans were not looked for; again, every chart is unchanged. --prune,
+// which needs the catalog, fails before anything is published.
+func TestPublishWithoutCatalog(t *testing.T) {
+	needRegistry(t)
+	reg := testenv.StartRegistry(t, testenv.RegistryOptions{})
+	proxy := testenv.StartProxy(t, reg.Host)
+	proxy.Refuse("/v2/_catalog", 404)
+	pub := func(args ...string) (int, string, string) {
+		t.Helper()
+		proxy.Take()
+		return publishCLI(t, reg, reg.Password, append([]string{"--no-credentials", "--plain-http", "--registry", proxy.Host + "/solar", "-o", "json"}, args...)...)
+	}
+
+	code, _, stderr := pub("--prune", "../../examples")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "--prune: the bootstrap repositories of Targets no longer in the input cannot be found")
+	assert.Contains(t, stderr, "404 Not Found to GET")
+	assert.Zero(t, countproxy.Writes(proxy.Take()), "nothing is published")
+
+	for _, want := range []string{"create", "unchanged"} {
+		code, stdout, stderr := pub("../../examples")
+		require.Equal(t, 0, code, stderr)
+		assert.Contains(t, stderr, "orphans not looked for")
+		report := decodeReport(t, stdout)
+		require.Len(t, report.Targets, 4)
+		for _, tr := range report.Targets {
+			assert.Equal(t, want, tr.Action, tr.Name)
+		}
+	}
+	assert.Zero(t, countproxy.Writes(proxy.Take()), "the second publish writes nothing")
+}

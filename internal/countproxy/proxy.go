@@ -32,6 +32,7 @@ type Proxy struct {
 	rate     float64
 	injected map[string]int
 	hook     func(method, path string)
+	refused  map[string]int // path prefix -> status
 }
 
 // The faults Faults injects, each instead of forwarding the request (so the
@@ -76,6 +77,11 @@ func Start(target string) (*Proxy, error) {
 		case p.rng != nil && p.rng.Float64() < p.rate:
 			fault = Faults[p.rng.IntN(len(Faults))]
 			p.injected[fault]++
+		}
+		for prefix, status := range p.refused {
+			if strings.HasPrefix(req.URL.Path, prefix) {
+				fault = strconv.Itoa(status)
+			}
 		}
 		p.mu.Unlock()
 		if hook != nil {
@@ -130,6 +136,18 @@ func (p *Proxy) FailNext(n, status int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.failNext, p.failWith = n, status
+}
+
+// Refuse makes the proxy answer every request whose path starts with prefix
+// with status from now on, without forwarding it: a registry without that
+// API (the catalog, /v2/_catalog, on Docker Hub or GHCR).
+func (p *Proxy) Refuse(prefix string, status int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.refused == nil {
+		p.refused = map[string]int{}
+	}
+	p.refused[prefix] = status
 }
 
 // Faults makes the proxy fail the share rate of the requests from now on,

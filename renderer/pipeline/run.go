@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -27,7 +28,10 @@ func Run(ctx context.Context, plan *Plan, store publish.Store, opts Options) (*R
 			targets = append(targets, t)
 		}
 	}
-	listed := listNamespaces(ctx, plan, store, opts)
+	listed, listErr := listNamespaces(ctx, plan, store, opts)
+	if listErr != nil && opts.Prune {
+		return report, fmt.Errorf("--prune: the bootstrap repositories of Targets no longer in the input cannot be found: %w", listErr)
+	}
 	popts := publish.Options{DryRun: opts.DryRun, Settle: opts.Settle, Concurrency: opts.Concurrency, Log: opts.log(), Compare: opts.Compare,
 		PackCache: publish.OpenPackCache(opts.CacheDir), Absent: map[string]bool{}}
 	if !opts.DryRun {
@@ -88,6 +92,10 @@ func Run(ctx context.Context, plan *Plan, store publish.Store, opts Options) (*R
 	if err != nil {
 		return report, err
 	}
+	if listErr != nil {
+		opts.log().Warn("orphans not looked for: the bootstrap charts of Targets no longer in the input stay as they are", "error", listErr)
+		return report, nil
+	}
 	return report, orphans(ctx, plan, store, opts, report, listed)
 }
 
@@ -112,23 +120,23 @@ func orphanNamespaces(plan *Plan, opts Options) []string {
 // listNamespaces lists the repositories of the run's namespaces before
 // anything is published, by namespace: a chart whose repository is not there
 // has no version to ask for, and the orphans are found among them. A store
-// that cannot list, or a listing that fails, gives nil: versions are then
-// asked for, and orphans lists again (and reports the failure).
-func listNamespaces(ctx context.Context, plan *Plan, store publish.Store, opts Options) map[string][]string {
+// that cannot list gives nil; a listing that fails (a registry without the
+// catalog API: Docker Hub, GHCR), nil and its error: versions are then asked
+// for, and orphans are not looked for.
+func listNamespaces(ctx context.Context, plan *Plan, store publish.Store, opts Options) (map[string][]string, error) {
 	lister, ok := store.(publish.Lister)
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	listed := map[string][]string{}
 	for _, ns := range orphanNamespaces(plan, opts) {
 		repos, err := lister.Repositories(ctx, ns+"/")
 		if err != nil {
-			opts.log().Debug("listing repositories", "namespace", ns, "error", err)
-			return nil
+			return nil, err
 		}
 		listed[ns] = repos
 	}
-	return listed
+	return listed, nil
 }
 
 // absent adds to a the repositories of jobs that the listing of their
@@ -152,20 +160,9 @@ func absent(a map[string]bool, jobs []publish.Job, listed map[string][]string) {
 // Targets no longer in the input, and with opts.Prune publishes a version of
 // each without releases. A run of one --target looks for none.
 func orphans(ctx context.Context, plan *Plan, store publish.Store, opts Options, report *Report, listed map[string][]string) error {
-	lister, ok := store.(publish.Lister)
-	if !ok {
-		return nil
-	}
 	var jobs []publish.Job
 	for _, ns := range orphanNamespaces(plan, opts) {
-		repos, ok := listed[ns]
-		if !ok {
-			var err error
-			if repos, err = lister.Repositories(ctx, ns+"/"); err != nil {
-				return err
-			}
-		}
-		for _, repo := range repos {
+		for _, repo := range listed[ns] {
 			name, ok := strings.CutPrefix(repo, ns+"/bootstrap-")
 			if !ok || strings.Contains(name, "/") || plan.all[[2]string{ns, name}] {
 				continue
