@@ -120,11 +120,15 @@ func TestKillsAnywhere(t *testing.T) {
 
 		// Aimed: with the new indexes written but none renamed, after the
 		// N-th rename (a run renames 42: 2 release charts and 40 bootstraps),
-		// and after the last sync. Each run changes the input.
+		// and after the last sync. Each run changes the input: the layout
+		// first holds the other tree whole (after the kills it may hold this
+		// one, and a run with nothing to save reaches no killpoint).
 		for i, point := range []string{"layout-save-written", "layout-save-renamed#1", "layout-save-renamed#" + strconv.Itoa(2+rng.IntN(40)), "layout-save-synced"} {
+			b, err := command("", render(out)(trees[(i+1)%2])...).CombinedOutput()
+			require.NoError(t, err, "%s", b)
 			cmd := command("", render(out)(trees[i%2])...)
 			cmd.Env = append(os.Environ(), "SOLAR_KILLPOINT="+point)
-			err := cmd.Run()
+			err = cmd.Run()
 			var exit *exec.ExitError
 			require.ErrorAs(t, err, &exit, "render killed at %s (run %d)", point, i)
 			assert.Equal(t, syscall.SIGKILL, exit.Sys().(syscall.WaitStatus).Signal(), "render killed at %s", point)
