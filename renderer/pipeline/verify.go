@@ -49,13 +49,7 @@ func Verify(ctx context.Context, store publish.Store, prefix string) (out []Viol
 	if err != nil {
 		return nil, nil, err
 	}
-	repos = slices.DeleteFunc(repos, func(name string) bool {
-		if chain.IsChartRepository(name) {
-			return false
-		}
-		skipped = append(skipped, name)
-		return true
-	})
+	repos, skipped = publish.SplitRepositories(repos, chain.IsChartRepository)
 	tagsOf := map[string][]string{}
 	for _, name := range repos {
 		repo, err := store.Repository(ctx, name)

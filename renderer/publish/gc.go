@@ -45,19 +45,17 @@ type GCResult struct {
 	Skipped []string `json:"skipped"`
 }
 
-// selected removes from names those opts.Select leaves, adding them to
-// r.Skipped.
-func (opts GCOptions) selected(names []string, r *GCResult) []string {
-	if opts.Select == nil {
-		return names
-	}
-	return slices.DeleteFunc(names, func(name string) bool {
-		if opts.Select(name) {
-			return false
+// SplitRepositories splits names into those keep keeps and the others
+// (keep nil: all kept), each in the order of names.
+func SplitRepositories(names []string, keep func(string) bool) (kept, skipped []string) {
+	for _, name := range names {
+		if keep == nil || keep(name) {
+			kept = append(kept, name)
+		} else {
+			skipped = append(skipped, name)
 		}
-		r.Skipped = append(r.Skipped, name)
-		return true
-	})
+	}
+	return kept, skipped
 }
 
 // old returns the versions of tags beyond the newest keep, oldest first.
@@ -90,7 +88,8 @@ func (l *Layout) GC(ctx context.Context, opts GCOptions) (GCResult, error) {
 	if err != nil {
 		return r, err
 	}
-	for _, name := range opts.selected(names, &r) {
+	names, r.Skipped = SplitRepositories(names, opts.Select)
+	for _, name := range names {
 		s, err := l.open(ctx, name)
 		if err != nil {
 			return r, err
@@ -192,7 +191,8 @@ func (r *Remote) GC(ctx context.Context, opts GCOptions) (GCResult, error) {
 	if err != nil {
 		return res, err
 	}
-	for _, name := range opts.selected(names, &res) {
+	names, res.Skipped = SplitRepositories(names, opts.Select)
+	for _, name := range names {
 		repo, err := r.repository(name)
 		if err != nil {
 			return res, err
