@@ -190,18 +190,15 @@ func Put(ctx context.Context, repo publish.Repository, p *Packed) (string, error
 	case !errors.Is(err, errdef.ErrNotFound):
 		return "", fmt.Errorf("reading tag %s: %w", p.Tag, err)
 	}
-	for try := 1; ; try++ {
-		_, err := oras.Copy(ctx, p.store, p.Tag, repo, p.Tag, oras.DefaultCopyOptions)
-		if publish.BlobUnknown(err) && try < 3 {
-			// Two writers uploaded one blob (the attempts' shared config)
-			// at once and the registry lost it: copy again, which uploads
-			// what is missing.
-			continue
-		}
-		if err != nil {
-			return "", fmt.Errorf("pushing %s: %w", p.Tag, err)
-		}
-		break
+	_, err = oras.Copy(ctx, p.store, p.Tag, repo, p.Tag, oras.DefaultCopyOptions)
+	for try := 1; publish.BlobUnknown(err) && try < 3; try++ {
+		// Two writers uploaded one blob (the attempts' shared config) at
+		// once and the registry lost it: copy again, which uploads what is
+		// missing.
+		_, err = oras.Copy(ctx, p.store, p.Tag, repo, p.Tag, oras.DefaultCopyOptions)
+	}
+	if err != nil {
+		return "", fmt.Errorf("pushing %s: %w", p.Tag, err)
 	}
 	// Two writers of one new tag both find it missing: the later one wins
 	// the tag. Say so to the one that lost it.
