@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/solar-pipeline/solar/renderer/chain"
+	"github.com/solar-pipeline/solar/renderer/pipeline"
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
@@ -40,7 +40,7 @@ prefix, such as the fleet's agent binaries, are left as they are and named.`,
 			if err := rf.orOut(out); err != nil {
 				return err
 			}
-			opts := publish.GCOptions{Keep: keep, DryRun: dryRun, Select: chain.IsChartRepository}
+			opts := publish.GCOptions{Keep: keep, DryRun: dryRun}
 			if g.namespace != "" {
 				opts.Prefix = g.namespace + "/"
 			}
@@ -53,13 +53,13 @@ prefix, such as the fleet's agent binaries, are left as they are and named.`,
 					return err
 				}
 				defer l.Close()
-				res, err = l.GC(context.WithoutCancel(cmd.Context()), opts)
+				res, err = pipeline.GC(context.WithoutCancel(cmd.Context()), l, opts)
 			} else {
 				r, _, rerr := rf.remote(cmd.InOrStdin())
 				if rerr != nil {
 					return rerr
 				}
-				res, err = r.GC(cmd.Context(), opts)
+				res, err = pipeline.GC(cmd.Context(), r, opts)
 			}
 			if err != nil {
 				return hint(err, rf.registry)

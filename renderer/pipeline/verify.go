@@ -98,6 +98,20 @@ func Verify(ctx context.Context, store publish.Store, prefix string) (out []Viol
 	return out, skipped, nil
 }
 
+// Collector is a store that removes its old versions: publish.Layout,
+// publish.Remote.
+type Collector interface {
+	GC(ctx context.Context, opts publish.GCOptions) (publish.GCResult, error)
+}
+
+// GC removes the old versions of solar's chart repositories in c, as Verify
+// checks them (chain.IsChartRepository); the other repositories under the
+// prefix are left as they are (GCResult.Skipped).
+func GC(ctx context.Context, c Collector, opts publish.GCOptions) (publish.GCResult, error) {
+	opts.Select = chain.IsChartRepository
+	return c.GC(ctx, opts)
+}
+
 // verifyVersion checks that a version's manifest and blobs are there.
 func verifyVersion(ctx context.Context, repo publish.Repository, name, tag string) []Violation {
 	desc, err := repo.Resolve(ctx, tag)
