@@ -30,25 +30,13 @@ go_tool() {
   ln -sfn "$dir/$name" "$BIN/$name"
 }
 
-# apt_tool COMMAND PACKAGE: install a Debian package when its command is missing.
-apt_tool() {
-  local cmd=$1 pkg=$2
-  command -v "$cmd" >/dev/null && return
-  local sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo=sudo
-  log "installing $pkg (apt-get install $pkg)"
-  if [ -z "${APT_UPDATED:-}" ]; then
-    $sudo apt-get update -qq >&2
-    APT_UPDATED=1
-  fi
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$pkg" >&2
-}
-
-# The OCI registry of the publish tests (Debian's build of distribution), its
-# htpasswd tool and openssl for the TLS certificate: see scripts/start-registry.sh.
-apt_tool docker-registry docker-registry
-apt_tool htpasswd apache2-utils
-apt_tool openssl openssl
+# The OCI registry of the publish tests: the CNCF Distribution registry, built
+# like every other tool (no apt, no root); its htpasswd file and TLS
+# certificate are made in Go by solar-testpki (see scripts/start-registry.sh).
+go_tool registry github.com/distribution/distribution/v3/cmd/registry v3.1.2
+mkdir -p "$TOOLS/solar-testpki"
+(cd "$(dirname "$0")/.." && GOFLAGS=-buildvcs=false go build -o "$TOOLS/solar-testpki/solar-testpki" ./scripts/testpki)
+ln -sfn "$TOOLS/solar-testpki/solar-testpki" "$BIN/solar-testpki"
 
 # wrapped_tool NAME VERSION PKG LDFLAGS: go build PKG inside a throwaway wrapper
 # module, for tools whose own go.mod cannot be used with go install (replace
@@ -80,16 +68,18 @@ if [ ! -x "$TOOLS/etcd-$ETCD/etcd" ]; then
 fi
 wrapped_tool etcd "$ETCD" go.etcd.io/etcd/server/v3
 
-# kube-apiserver: k8s.io/kubernetes with every staging module replaced by its
-# release (k8s.io/sample-apiserver by an empty stub: nothing needs it).
+# kube-apiserver, kube-controller-manager and kube-scheduler: k8s.io/kubernetes
+# with every staging module replaced by its release (k8s.io/sample-apiserver by
+# an empty stub: nothing needs it). One wrapper module builds all three.
 KUBE=1.36.3
-if [ ! -x "$TOOLS/kube-apiserver-v$KUBE/kube-apiserver" ]; then
+for c in kube-apiserver kube-controller-manager kube-scheduler; do
+  [ -x "$TOOLS/$c-v$KUBE/$c" ] && continue
   WRAP=$(mktemp -d)
   mkdir -p "$WRAP/sample-apiserver"
   printf 'module k8s.io/sample-apiserver\n\ngo 1.26.0\n' >"$WRAP/sample-apiserver/go.mod"
   gomod=$(cd "$WRAP" && go mod download -json "k8s.io/kubernetes@v$KUBE" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
   {
-    printf 'module solar.local/kube-apiserver\n\ngo 1.26.0\n\nrequire k8s.io/kubernetes v%s\n\nreplace (\n' "$KUBE"
+    printf 'module solar.local/kube\n\ngo 1.26.0\n\nrequire k8s.io/kubernetes v%s\n\nreplace (\n' "$KUBE"
     sed -n 's#^[[:space:]]*\(k8s.io/[a-z0-9-]*\) => ./staging/src/.*#\1#p' "$gomod" | while read -r m; do
       if [ "$m" = k8s.io/sample-apiserver ]; then
         printf '\t%s => ./sample-apiserver\n' "$m"
@@ -99,14 +89,21 @@ if [ ! -x "$TOOLS/kube-apiserver-v$KUBE/kube-apiserver" ]; then
     done
     printf ')\n'
   } >"$WRAP/go.mod"
-fi
+  break
+done
 minor=${KUBE#1.}
 minor=${minor%%.*}
 kv=""
 for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   kv="$kv -X $p.gitVersion=v$KUBE -X $p.gitMajor=1 -X $p.gitMinor=$minor"
 done
-wrapped_tool kube-apiserver "v$KUBE" k8s.io/kubernetes/cmd/kube-apiserver "$kv"
+for c in kube-apiserver kube-controller-manager kube-scheduler; do
+  wrapped_tool "$c" "v$KUBE" "k8s.io/kubernetes/cmd/$c" "$kv"
+done
+
+# kwok: fake nodes whose pods "run", so that Deployments become Available on
+# the test cluster (kube-scheduler binds, kwok plays the kubelet).
+go_tool kwok sigs.k8s.io/kwok/cmd/kwok v0.8.0
 
 # Flux source-controller (v1.10 needs Go 1.27), with its upstream go-digest
 # replace; its CRDs are copied from the module into crd/ beside the binary.
@@ -152,7 +149,7 @@ fi
 ln -sfn "$TOOLS/source-controller-$SC/crd" "$TOOLS/flux-crd"
 
 go_tool cue cuelang.org/go/cmd/cue v0.17.1
-go_tool helm helm.sh/helm/v3/cmd/helm v3.22.0
+go_tool helm helm.sh/helm/v4/cmd/helm v4.3.2
 # The oras CLI: the tests read solar's layouts by tag with it, as users would.
 go_tool oras oras.land/oras/cmd/oras v1.3.6
 
