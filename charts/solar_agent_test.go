@@ -6,11 +6,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/engine"
-	"helm.sh/helm/v3/pkg/lint"
-	"helm.sh/helm/v3/pkg/lint/support"
+	"helm.sh/helm/v4/pkg/chart/common"
+	commonutil "helm.sh/helm/v4/pkg/chart/common/util"
+	"helm.sh/helm/v4/pkg/chart/v2/lint"
+	"helm.sh/helm/v4/pkg/chart/v2/lint/support"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	"helm.sh/helm/v4/pkg/engine"
 	"sigs.k8s.io/yaml"
 )
 
@@ -19,7 +20,7 @@ import (
 // Deployment mounts, never into the Deployment itself.
 func TestSolarAgentChart(t *testing.T) {
 	values := map[string]any{"kubeconfig": "apiVersion: v1\nkind: Config\n# token: s3cret-token\n", "target": "edge-1"}
-	l := lint.All("solar-agent", values, "solar-system", false)
+	l := lint.RunAll("solar-agent", values, "solar-system")
 	for _, m := range l.Messages {
 		assert.Less(t, m.Severity, support.WarningSev, "helm lint: %s", m)
 	}
@@ -27,7 +28,7 @@ func TestSolarAgentChart(t *testing.T) {
 	c, err := loader.Load("solar-agent")
 	require.NoError(t, err)
 	render := func(values map[string]any) (map[string]string, error) {
-		vals, err := chartutil.ToRenderValues(c, values, chartutil.ReleaseOptions{Name: "solar-system-edge-1-solar-agent", Namespace: "solar-system", IsInstall: true}, nil)
+		vals, err := commonutil.ToRenderValues(c, values, common.ReleaseOptions{Name: "solar-system-edge-1-solar-agent", Namespace: "solar-system", IsInstall: true}, nil)
 		require.NoError(t, err)
 		return engine.Render(c, vals)
 	}

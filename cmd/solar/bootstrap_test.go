@@ -59,8 +59,10 @@ func TestBootstrapManifestsPlaceholder(t *testing.T) {
 	}, oci["spec"])
 	hr := d["HelmRelease/solar-bootstrap"]["spec"].(map[string]any)
 	assert.Equal(t, map[string]any{"kind": "OCIRepository", "name": "solar-bootstrap"}, hr["chartRef"])
-	assert.Equal(t, map[string]any{"remediation": map[string]any{"retries": 3}}, hr["install"])
-	assert.Equal(t, map[string]any{"remediation": map[string]any{"retries": 3}}, hr["upgrade"])
+	// Level 1 installs only Flux objects: it must not hold a helm-controller
+	// worker waiting for them (chart.ChainPolicy).
+	assert.Equal(t, map[string]any{"disableWait": true, "remediation": map[string]any{"retries": 3}}, hr["install"])
+	assert.Equal(t, map[string]any{"disableWait": true, "remediation": map[string]any{"retries": 3}}, hr["upgrade"])
 	assert.Equal(t, map[string]any{"enable": true}, hr["test"])
 	assert.Equal(t, map[string]any{"mode": "enabled"}, hr["driftDetection"])
 	secret := d["Secret/solar-bootstrap-pull"]

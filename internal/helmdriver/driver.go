@@ -1,61 +1,65 @@
-// Package helmdriver stands in, in tests, for Flux's helm-controller, which
-// cannot be built here (its module is not served). It installs with the Helm
-// SDK every HelmRelease it finds in a real API server, as helm-controller does.
+// Package helmdriver stands in, in tests, for Flux's helm-controller, whose
+// module is not served here. It reconciles every HelmRelease of a real API
+// server with the Helm 4 SDK, under the rules of helm-controller v1.6
+// (github.com/fluxcd/helm-controller, read at tag v1.6.3; files cited below):
 //
-// Reproduced from helm-controller:
-//   - the chart is the artifact source-controller serves for spec.chartRef (an
-//     OCIRepository), checked against the artifact's digest: the bytes Flux
-//     would install, not the registry's;
+//   - a fixed pool of workers (main.go: --concurrent, default 4) takes
+//     HelmReleases from a rate-limited work queue that hands a key to one
+//     worker at a time, as controller-runtime does; a worker is held for the
+//     whole of a Helm action, its readiness wait included;
+//   - install and upgrade apply server-side (internal/action/install.go,
+//     upgrade.go) and wait with kstatus until every object of the release is
+//     ready ("watcher"/poller strategy), unless spec.install.disableWait or
+//     spec.upgrade.disableWait says to wait for hooks only
+//     (internal/action/wait.go, getWaitStrategy); the timeout is spec.timeout,
+//     default 5m (api/v2/helmrelease_types.go);
+//   - remediation (internal/reconcile/atomic_release.go): a failed install is
+//     uninstalled, a failed upgrade rolled back, each then requeued until
+//     spec.{install,upgrade}.remediation.retries is exhausted, then Stalled
+//     (RetriesExceeded); one action of each kind per reconcile;
+//   - status as kstatus reads it: Reconciling while an action runs, Ready
+//     True/False, Stalled, and status.observedGeneration set only once the
+//     HelmRelease is Ready or Stalled (a new one starts at the CRD's -1), so a
+//     parent that waits on a child sees it in progress until a worker has
+//     finished it;
+//   - a HelmRelease whose source is not ready is looked at again after
+//     --requeue-dependency (30s) and whenever its source changes
+//     (internal/controller/helmrelease_controller.go);
+//   - the chart is the artifact source-controller serves for spec.chartRef
+//     (an OCIRepository), checked against the artifact's digest;
 //   - the Helm release [<targetNamespace>-]<name>, shortened to 53 characters
 //     (chain.HelmReleaseName), in targetNamespace or the HelmRelease's
 //     namespace, stored in storageNamespace or the HelmRelease's namespace;
-//   - values: spec.valuesFrom in order (ConfigMap or Secret, valuesKey default
-//     values.yaml, optional), then spec.values merged over them;
-//   - install.createNamespace;
+//   - values: spec.valuesFrom in order, then spec.values merged over them;
+//   - install.createNamespace (only with a targetNamespace);
 //   - an upgrade only when the chart's name or version or the values changed;
-//   - the finalizer: a deleted HelmRelease's Helm release is uninstalled, then
-//     its finalizer removed.
+//   - the finalizer: a deleted HelmRelease's Helm release is uninstalled.
 //
-// Not reproduced: waiting for workloads to become ready (no kubelet runs
-// here), Helm tests, remediation, rollback, drift detection, dependsOn,
-// suspend, status conditions, and intervals (Reconcile runs until nothing
-// changes). helm-controller takes ownership of objects another Helm release
-// owns; this driver does not, so two levels naming one object fail the test
-// instead of fighting over the object.
+// Not reproduced: Helm tests (solar's charts have none), drift detection,
+// dependsOn, suspend, the retry strategy, interval requeues (tests settle
+// instead, see Settle), valuesFrom targetPath. helm-controller takes
+// ownership of objects another Helm release owns; this driver does not, so
+// two levels naming one object fail the test instead of fighting over it.
 package helmdriver
 
 import (
-	"bytes"
-	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
-	"github.com/fluxcd/pkg/apis/meta"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/storage/driver"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-
-	"github.com/solar-pipeline/solar/renderer/chain"
+	"k8s.io/client-go/util/workqueue"
 )
 
 var (
@@ -63,31 +67,69 @@ var (
 	ociRepositoryGVR = sourcev1.GroupVersion.WithResource("ocirepositories")
 )
 
+// Options are helm-controller's flags and defaults that the driver follows.
+type Options struct {
+	// Workers is --concurrent (main.go: default 4).
+	Workers int
+	// Timeout is spec.timeout's default (5m), for HelmReleases that set none.
+	// Tests may shorten it to see a timeout within their own.
+	Timeout time.Duration
+	// RequeueDependency is --requeue-dependency (main.go: default 30s).
+	RequeueDependency time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.Workers <= 0 {
+		o.Workers = 4
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 5 * time.Minute
+	}
+	if o.RequeueDependency <= 0 {
+		o.RequeueDependency = 30 * time.Second
+	}
+	return o
+}
+
 // Event is one Helm action the driver took.
 type Event struct {
-	// Action is install, upgrade or uninstall.
+	// Action is install, upgrade, uninstall or rollback; a failed one is
+	// "install failed" or "upgrade failed".
 	Action string
 	// HelmRelease is <namespace>/<name> of the HelmRelease.
 	HelmRelease string
 	// Release is <namespace>/<name> of the Helm release.
 	Release  string
 	Revision int
+	// Took is how long the action held its worker.
+	Took time.Duration
 }
 
 func (e Event) String() string {
-	return fmt.Sprintf("%s %s (revision %d) for HelmRelease %s", e.Action, e.Release, e.Revision, e.HelmRelease)
+	return fmt.Sprintf("%s %s (revision %d, %s) for HelmRelease %s", e.Action, e.Release, e.Revision, e.Took.Round(time.Millisecond), e.HelmRelease)
 }
 
-// Driver installs HelmReleases with the Helm SDK.
+// Driver reconciles HelmReleases with the Helm SDK.
 type Driver struct {
 	kubeconfig string
+	opts       Options
 	dyn        dynamic.Interface
 	client     kubernetes.Interface
 	http       *http.Client
+	queue      workqueue.TypedRateLimitingInterface[string]
+
+	mu       sync.Mutex
+	events   []Event
+	busy     int
+	latest   map[string]string // key -> fingerprint the watch saw last
+	done     map[string]string // key -> fingerprint a worker finished with
+	stalled  map[string]string // key -> Stalled message
+	attempts map[string]*attempts
+	lastErr  map[string]string // key -> last error of a reconcile
 }
 
 // New returns a driver for the API server of the kubeconfig file.
-func New(kubeconfig string) (*Driver, error) {
+func New(kubeconfig string, opts Options) (*Driver, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return nil, err
@@ -103,243 +145,192 @@ func New(kubeconfig string) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Driver{kubeconfig: kubeconfig, dyn: dyn, client: client, http: &http.Client{Timeout: 30 * time.Second}}, nil
+	return &Driver{
+		kubeconfig: kubeconfig, opts: opts.withDefaults(), dyn: dyn, client: client,
+		http:     &http.Client{Timeout: 30 * time.Second},
+		queue:    workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
+		latest:   map[string]string{},
+		done:     map[string]string{},
+		stalled:  map[string]string{},
+		attempts: map[string]*attempts{},
+		lastErr:  map[string]string{},
+	}, nil
 }
 
-// Reconcile runs passes over every HelmRelease until one changes nothing, and
-// returns the Helm actions taken. A HelmRelease whose OCIRepository has not
-// caught up with its spec yet is waited for, up to timeout.
-func (d *Driver) Reconcile(ctx context.Context, timeout time.Duration) ([]Event, error) {
-	deadline := time.Now().Add(timeout)
-	var events []Event
+// Start runs the watch and the workers until ctx ends.
+func (d *Driver) Start(ctx context.Context) {
+	go func() {
+		<-ctx.Done()
+		d.queue.ShutDown()
+	}()
+	go d.watch(ctx)
+	for range d.opts.Workers {
+		go d.work(ctx)
+	}
+}
+
+// watch stands in for the informers: every 200ms it lists HelmReleases and
+// OCIRepositories and enqueues each HelmRelease whose spec, deletion or
+// source artifact changed.
+func (d *Driver) watch(ctx context.Context) {
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
 	for {
-		done, waiting, err := d.pass(ctx)
-		events = append(events, done...)
-		if err != nil {
-			return events, err
-		}
-		if len(done) == 0 && len(waiting) == 0 {
-			return events, nil
-		}
-		if time.Now().After(deadline) {
-			return events, fmt.Errorf("not settled within %s; waiting for the sources of %s", timeout, strings.Join(waiting, ", "))
-		}
-		if len(done) == 0 {
-			time.Sleep(250 * time.Millisecond)
-		}
-	}
-}
-
-// pass handles every HelmRelease once, in namespace/name order.
-func (d *Driver) pass(ctx context.Context) (done []Event, waiting []string, err error) {
-	list, err := d.dyn.Resource(helmReleaseGVR).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, nil, fmt.Errorf("listing HelmReleases: %w", err)
-	}
-	items := list.Items
-	slices.SortFunc(items, func(a, b unstructured.Unstructured) int {
-		return strings.Compare(a.GetNamespace()+"/"+a.GetName(), b.GetNamespace()+"/"+b.GetName())
-	})
-	for i := range items {
-		hr := &items[i]
-		ev, why, err := d.reconcile(ctx, hr)
-		if err != nil {
-			return done, waiting, fmt.Errorf("HelmRelease %s/%s: %w", hr.GetNamespace(), hr.GetName(), err)
-		}
-		if ev != nil {
-			done = append(done, *ev)
-		}
-		if why != "" {
-			waiting = append(waiting, fmt.Sprintf("%s/%s (%s)", hr.GetNamespace(), hr.GetName(), why))
-		}
-	}
-	return done, waiting, nil
-}
-
-// spec is the part of a HelmRelease the driver reads.
-type spec struct {
-	ChartRef struct {
-		Kind, Name, Namespace string
-	} `json:"chartRef"`
-	TargetNamespace  string `json:"targetNamespace"`
-	StorageNamespace string `json:"storageNamespace"`
-	ReleaseName      string `json:"releaseName"`
-	Install          struct {
-		CreateNamespace bool `json:"createNamespace"`
-	} `json:"install"`
-	ValuesFrom []struct {
-		Kind, Name, ValuesKey, TargetPath string
-		Optional                          bool
-	} `json:"valuesFrom"`
-	Values map[string]any `json:"values"`
-}
-
-// reconcile installs, upgrades or uninstalls one HelmRelease's Helm release.
-// wait says why it waits for its source, which has not caught up yet.
-func (d *Driver) reconcile(ctx context.Context, hr *unstructured.Unstructured) (ev *Event, wait string, err error) {
-	var s spec
-	raw, _, _ := unstructured.NestedMap(hr.Object, "spec")
-	b, err := json.Marshal(raw)
-	if err != nil {
-		return nil, "", err
-	}
-	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, "", fmt.Errorf("reading spec: %w", err)
-	}
-	ns := hr.GetNamespace()
-	name := s.ReleaseName
-	if name == "" {
-		name = chain.HelmReleaseName(hr.GetName(), s.TargetNamespace)
-	}
-	releaseNS := cmp.Or(s.TargetNamespace, ns)
-	cfg, err := d.config(releaseNS, cmp.Or(s.StorageNamespace, ns))
-	if err != nil {
-		return nil, "", err
-	}
-	ev = &Event{HelmRelease: ns + "/" + hr.GetName(), Release: releaseNS + "/" + name}
-
-	if hr.GetDeletionTimestamp() != nil {
-		if !slices.Contains(hr.GetFinalizers(), helmv2.HelmReleaseFinalizer) {
-			return nil, "", nil
-		}
-		last, err := cfg.Releases.Last(name)
-		if err == nil {
-			if _, err := action.NewUninstall(cfg).Run(name); err != nil {
-				return nil, "", fmt.Errorf("uninstalling %s: %w", name, err)
+		if fps, err := d.fingerprints(ctx); err == nil {
+			d.mu.Lock()
+			for key, fp := range fps {
+				if d.latest[key] != fp {
+					d.queue.Add(key)
+				}
 			}
-			ev.Action, ev.Revision = "uninstall", last.Version
-		} else if !errors.Is(err, driver.ErrReleaseNotFound) {
-			return nil, "", err
+			d.latest = fps
+			d.mu.Unlock()
 		}
-		hr.SetFinalizers(slices.DeleteFunc(hr.GetFinalizers(), func(f string) bool { return f == helmv2.HelmReleaseFinalizer }))
-		if _, err := d.dyn.Resource(helmReleaseGVR).Namespace(ns).Update(ctx, hr, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return nil, "", fmt.Errorf("removing the finalizer: %w", err)
-		}
-		if ev.Action == "" {
-			return nil, "", nil
-		}
-		return ev, "", nil
-	}
-	if !slices.Contains(hr.GetFinalizers(), helmv2.HelmReleaseFinalizer) {
-		hr.SetFinalizers(append(hr.GetFinalizers(), helmv2.HelmReleaseFinalizer))
-		if _, err := d.dyn.Resource(helmReleaseGVR).Namespace(ns).Update(ctx, hr, metav1.UpdateOptions{}); err != nil {
-			return nil, "", fmt.Errorf("adding the finalizer: %w", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
 		}
 	}
-
-	ch, wait, err := d.chart(ctx, ns, s)
-	if err != nil || wait != "" {
-		return nil, wait, err
-	}
-	values, err := d.values(ctx, ns, s)
-	if err != nil {
-		return nil, "", err
-	}
-	last, err := cfg.Releases.Last(name)
-	switch {
-	case errors.Is(err, driver.ErrReleaseNotFound):
-		install := action.NewInstall(cfg)
-		install.ReleaseName, install.Namespace = name, releaseNS
-		install.CreateNamespace = s.Install.CreateNamespace
-		rel, err := install.RunWithContext(ctx, ch, values)
-		if err != nil {
-			return nil, "", fmt.Errorf("installing %s: %w", name, err)
-		}
-		ev.Action, ev.Revision = "install", rel.Version
-	case err != nil:
-		return nil, "", err
-	case unchanged(last.Chart, ch, last.Config, values) && last.Info.Status == "deployed":
-		return nil, "", nil
-	default:
-		upgrade := action.NewUpgrade(cfg)
-		upgrade.Namespace = releaseNS
-		rel, err := upgrade.RunWithContext(ctx, name, ch, values)
-		if err != nil {
-			return nil, "", fmt.Errorf("upgrading %s: %w", name, err)
-		}
-		ev.Action, ev.Revision = "upgrade", rel.Version
-	}
-	return ev, "", nil
 }
 
-// config is a Helm action configuration for releases in releaseNS stored in
-// storageNS.
-func (d *Driver) config(releaseNS, storageNS string) (*action.Configuration, error) {
-	getter := genericclioptions.NewConfigFlags(false)
-	getter.KubeConfig, getter.Namespace = &d.kubeconfig, &releaseNS
-	cfg := &action.Configuration{}
-	if err := cfg.Init(getter, storageNS, "secret", func(string, ...any) {}); err != nil {
-		return nil, fmt.Errorf("helm configuration: %w", err)
+// fingerprints returns, per HelmRelease key, what a change of triggers a
+// reconcile: its generation, its deletion and its source's artifact.
+func (d *Driver) fingerprints(ctx context.Context) (map[string]string, error) {
+	hrs, err := d.dyn.Resource(helmReleaseGVR).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
 	}
-	return cfg, nil
+	repos, err := d.dyn.Resource(ociRepositoryGVR).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	artifacts := map[string]string{}
+	for _, r := range repos.Items {
+		artifacts[r.GetNamespace()+"/"+r.GetName()] = artifactOf(&r)
+	}
+	out := map[string]string{}
+	for _, hr := range hrs.Items {
+		out[hr.GetNamespace()+"/"+hr.GetName()] = fingerprint(&hr, artifacts[sourceKey(&hr)])
+	}
+	return out, nil
 }
 
-// chart fetches the artifact of the HelmRelease's OCIRepository from
-// source-controller; wait says why not yet, until the source has caught up
-// with its spec and has an artifact.
-func (d *Driver) chart(ctx context.Context, ns string, s spec) (ch *chart.Chart, wait string, err error) {
-	if s.ChartRef.Kind != sourcev1.OCIRepositoryKind {
-		return nil, "", fmt.Errorf("chartRef kind %q: only OCIRepository is driven here", s.ChartRef.Kind)
+func fingerprint(hr *unstructured.Unstructured, artifact string) string {
+	return fmt.Sprintf("%d/%t/%s", hr.GetGeneration(), hr.GetDeletionTimestamp() != nil, artifact)
+}
+
+// sourceKey is <namespace>/<name> of the HelmRelease's chartRef.
+func sourceKey(hr *unstructured.Unstructured) string {
+	name, _, _ := unstructured.NestedString(hr.Object, "spec", "chartRef", "name")
+	ns, _, _ := unstructured.NestedString(hr.Object, "spec", "chartRef", "namespace")
+	if ns == "" {
+		ns = hr.GetNamespace()
 	}
-	repo, err := d.dyn.Resource(ociRepositoryGVR).Namespace(cmp.Or(s.ChartRef.Namespace, ns)).Get(ctx, s.ChartRef.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, "no OCIRepository " + s.ChartRef.Name, nil
-	}
-	if err != nil {
-		return nil, "", err
-	}
-	observed, _, _ := unstructured.NestedInt64(repo.Object, "status", "observedGeneration")
-	url, _, _ := unstructured.NestedString(repo.Object, "status", "artifact", "url")
+	return ns + "/" + name
+}
+
+// artifactOf is the source's artifact digest and readiness, as a string.
+func artifactOf(repo *unstructured.Unstructured) string {
 	digest, _, _ := unstructured.NestedString(repo.Object, "status", "artifact", "digest")
-	if ready, msg := readiness(repo); observed != repo.GetGeneration() || url == "" || !ready {
-		return nil, "OCIRepository " + s.ChartRef.Name + ": " + msg, nil
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, "", err
-	}
-	resp, err := d.http.Do(req)
-	if err != nil {
-		return nil, "", fmt.Errorf("fetching the artifact: %w", err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		return nil, "", fmt.Errorf("fetching the artifact %s: %s %v", url, resp.Status, err)
-	}
-	sum := sha256.Sum256(body)
-	if got := "sha256:" + hex.EncodeToString(sum[:]); got != digest {
-		return nil, "", fmt.Errorf("artifact %s is %s, its status says %s", url, got, digest)
-	}
-	c, err := loader.LoadArchive(bytes.NewReader(body))
-	if err != nil {
-		return nil, "", fmt.Errorf("loading the chart: %w", err)
-	}
-	return c, "", nil
+	ready, _ := readiness(repo)
+	return fmt.Sprintf("%s/%t", digest, ready)
 }
 
-// readiness is the object's Ready condition: whether it is True, and its
-// message.
-func readiness(obj *unstructured.Unstructured) (bool, string) {
-	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, _ := c.(map[string]any); m["type"] == meta.ReadyCondition {
-			return m["status"] == string(metav1.ConditionTrue), fmt.Sprint(m["message"])
+// work is one worker: it takes a key, reconciles it and requeues it as
+// controller-runtime does with the result.
+func (d *Driver) work(ctx context.Context) {
+	for {
+		key, shutdown := d.queue.Get()
+		if shutdown {
+			return
 		}
+		d.mu.Lock()
+		d.busy++
+		d.mu.Unlock()
+		res, err := d.reconcileKey(ctx, key)
+		d.mu.Lock()
+		d.busy--
+		switch {
+		case err != nil:
+			d.lastErr[key] = err.Error()
+		case res.fingerprint != "":
+			d.done[key] = res.fingerprint
+			delete(d.lastErr, key)
+		}
+		d.mu.Unlock()
+		switch {
+		case err != nil || res.requeue:
+			d.queue.AddRateLimited(key)
+		case res.requeueAfter > 0:
+			d.queue.Forget(key)
+			d.queue.AddAfter(key, res.requeueAfter)
+		default:
+			d.queue.Forget(key)
+		}
+		d.queue.Done(key)
 	}
-	return false, "no Ready condition yet"
 }
 
-// unchanged: the same chart name and version and the same values, as
-// helm-controller decides that no upgrade is needed.
-func unchanged(last, next *chart.Chart, lastValues, nextValues map[string]any) bool {
-	if last.Metadata.Name != next.Metadata.Name || last.Metadata.Version != next.Metadata.Version {
-		return false
+// record notes an event.
+func (d *Driver) record(ev Event) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.events = append(d.events, ev)
+}
+
+// Settle waits until every HelmRelease has been reconciled since its last
+// change and no worker is busy, and returns the events since the last Settle.
+// It fails when a HelmRelease stalled (retries exhausted) or timeout passed.
+func (d *Driver) Settle(ctx context.Context, timeout time.Duration) ([]Event, error) {
+	deadline := time.Now().Add(timeout)
+	quiet := 0
+	for {
+		d.mu.Lock()
+		settled := d.busy == 0 && d.queue.Len() == 0 && len(d.latest) > 0
+		var pending []string
+		for key, fp := range d.latest {
+			if d.done[key] != fp {
+				settled = false
+				pending = append(pending, key+d.why(key))
+			}
+		}
+		var stalled []string
+		for key, msg := range d.stalled {
+			if _, ok := d.latest[key]; ok {
+				stalled = append(stalled, key+": "+msg)
+			}
+		}
+		events := d.events
+		d.mu.Unlock()
+		if settled {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		if len(stalled) > 0 || quiet >= 5 || time.Now().After(deadline) || ctx.Err() != nil {
+			d.mu.Lock()
+			d.events = d.events[len(events):]
+			d.mu.Unlock()
+			slices.Sort(pending)
+			slices.Sort(stalled)
+			switch {
+			case len(stalled) > 0:
+				return events, fmt.Errorf("stalled: %s", strings.Join(stalled, "; "))
+			case quiet >= 5:
+				return events, nil
+			default:
+				return events, fmt.Errorf("not settled within %s; not done: %s", timeout, strings.Join(pending, ", "))
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
-	if len(lastValues) == 0 && len(nextValues) == 0 {
-		return true // Helm stores no values as null
+}
+
+// why is " (last error)" of a key, or "". The caller holds mu.
+func (d *Driver) why(key string) string {
+	if e := d.lastErr[key]; e != "" {
+		return " (" + e + ")"
 	}
-	a, errA := json.Marshal(lastValues)
-	b, errB := json.Marshal(nextValues)
-	return errA == nil && errB == nil && bytes.Equal(a, b)
+	return ""
 }

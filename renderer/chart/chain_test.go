@@ -12,9 +12,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v4/pkg/chart/common"
+	commonutil "helm.sh/helm/v4/pkg/chart/common/util"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	"helm.sh/helm/v4/pkg/engine"
 
 	"github.com/solar-pipeline/solar/internal/testenv"
 	"github.com/solar-pipeline/solar/renderer/chain"
@@ -29,7 +30,7 @@ func render(t *testing.T, src *Source, name, namespace string, values map[string
 	require.NoError(t, err)
 	c, err := loader.LoadArchive(bytes.NewReader(pkg.Archive))
 	require.NoError(t, err)
-	vals, err := chartutil.ToRenderValues(c, values, chartutil.ReleaseOptions{Name: name, Namespace: namespace, IsInstall: true}, nil)
+	vals, err := commonutil.ToRenderValues(c, values, common.ReleaseOptions{Name: name, Namespace: namespace, IsInstall: true}, nil)
 	require.NoError(t, err)
 	files, err := engine.Render(c, vals)
 	require.NoError(t, err, "rendering %s as %s", src.Name, name)
@@ -134,4 +135,43 @@ func TestChainNamesNeverMeet(t *testing.T) {
 		assert.Empty(t, chain.Collisions(chain.Objects(flux, names)))
 	}
 	assert.NotEmpty(t, apps)
+}
+
+// TestOnlyTheApplicationLevelWaits: the HelmReleases of the bootstrap chart
+// (level 2 of the chain, like the first-contact one) install charts of Flux
+// objects and must not hold a helm-controller worker waiting for them; the
+// application's HelmRelease keeps Helm's readiness wait and remediation.
+func TestOnlyTheApplicationLevelWaits(t *testing.T) {
+	const flux = "flux-system"
+	plan := testenv.ExamplesPlan(t)
+	srcs := sources(plan)
+	apps := 0
+	for _, tp := range plan.Targets {
+		for _, d := range render(t, srcs["bootstrap-"+tp.Name], chain.Bootstrap, flux, nil) {
+			if d["kind"] != "HelmRelease" {
+				continue
+			}
+			name := d["metadata"].(map[string]any)["name"].(string)
+			spec := d["spec"].(map[string]any)
+			for _, action := range []string{"install", "upgrade"} {
+				assert.Equal(t, true, spec[action].(map[string]any)["disableWait"], "%s: %s %s", tp.Name, name, action)
+			}
+			i := slices.IndexFunc(tp.Releases, func(s *resolve.Selected) bool { return s.Names.Source.Name == name })
+			require.GreaterOrEqual(t, i, 0)
+			values, _ := spec["values"].(map[string]any)
+			for _, d2 := range render(t, srcs["release-"+tp.Releases[i].Release.Name], name, flux, values) {
+				if d2["kind"] != "HelmRelease" {
+					continue
+				}
+				apps++
+				spec2 := d2["spec"].(map[string]any)
+				for _, action := range []string{"install", "upgrade"} {
+					a := spec2[action].(map[string]any)
+					assert.NotContains(t, a, "disableWait", "%s: the application of %s waits on %s", tp.Name, name, action)
+					assert.EqualValues(t, 3, a["remediation"].(map[string]any)["retries"], "%s: %s", tp.Name, name)
+				}
+			}
+		}
+	}
+	assert.NotZero(t, apps)
 }

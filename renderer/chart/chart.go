@@ -15,7 +15,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
-	helmchart "helm.sh/helm/v3/pkg/chart"
+	helmchart "helm.sh/helm/v4/pkg/chart/v2"
 
 	"github.com/solar-pipeline/solar/charts"
 	"github.com/solar-pipeline/solar/internal/helmyaml"

@@ -18,10 +18,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/lint"
-	"helm.sh/helm/v3/pkg/lint/support"
+	"helm.sh/helm/v4/pkg/chart/v2/lint"
+	"helm.sh/helm/v4/pkg/chart/v2/lint/support"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 
 	"github.com/solar-pipeline/solar/internal/testenv"
 	"github.com/solar-pipeline/solar/renderer/chain"
@@ -129,7 +129,7 @@ func lintArchive(t *testing.T, pkg *Packaged, values map[string]any) {
 	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, chartutil.Expand(dir, bytes.NewReader(pkg.Archive)))
-	l := lint.All(filepath.Join(dir, pkg.Name), values, "flux-system", false)
+	l := lint.RunAll(filepath.Join(dir, pkg.Name), values, "flux-system")
 	for _, m := range l.Messages {
 		assert.Less(t, m.Severity, support.WarningSev, "helm lint: %s", m)
 	}

@@ -28,8 +28,8 @@ func LayerSelector() *sourcev1.OCILayerSelector {
 }
 
 // Remediation is the install, upgrade, test and drift policy of every
-// HelmRelease: three retries, Helm tests, drift detection. createNamespace
-// creates the targetNamespace on install.
+// HelmRelease: three retries, Helm tests, drift detection, and whether
+// helm-controller waits for the release's objects to become ready.
 type Remediation struct {
 	Install        *helmv2.Install        `json:"install"`
 	Upgrade        *helmv2.Upgrade        `json:"upgrade"`
@@ -37,8 +37,31 @@ type Remediation struct {
 	DriftDetection *helmv2.DriftDetection `json:"driftDetection"`
 }
 
-// Policy returns the remediation policy.
-func Policy(createNamespace bool) Remediation {
+// ChainPolicy is the policy of the HelmReleases of levels 1 and 2 (the
+// first-contact HelmRelease and the bootstrap chart's): their charts hold only
+// Flux objects and their ConfigMaps and Secrets, so they do not wait.
+//
+// helm-controller (Helm 4) waits with kstatus until every object of a release
+// is ready and holds one of its workers (--concurrent, default 4) meanwhile
+// (internal/action/wait.go, getWaitStrategy; main.go). A HelmRelease is ready
+// for kstatus only once a worker has reconciled it (status.observedGeneration
+// starts at -1, api/v2/helmrelease_types.go), so a parent that waits for its
+// child HelmReleases holds a worker the children need: with four parents
+// waiting no child ever gets one, every install times out after 5 minutes,
+// and remediation uninstalls the children. disableWait makes the action wait
+// for hooks only (HookOnlyStrategy). The parents' readiness is their
+// children's to report.
+func ChainPolicy() Remediation {
+	p := AppPolicy(false)
+	p.Install.DisableWait = true
+	p.Upgrade.DisableWait = true
+	return p
+}
+
+// AppPolicy is the policy of the application's HelmRelease (level 3): Helm's
+// readiness wait and remediation stay on. createNamespace creates the
+// targetNamespace on install.
+func AppPolicy(createNamespace bool) Remediation {
 	return Remediation{
 		Install:        &helmv2.Install{CreateNamespace: createNamespace, Remediation: &helmv2.InstallRemediation{Retries: 3}},
 		Upgrade:        &helmv2.Upgrade{Remediation: &helmv2.UpgradeRemediation{Retries: 3}},

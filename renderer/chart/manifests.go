@@ -95,7 +95,7 @@ func Manifests(fc FirstContact) ([]map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	policy := Policy(false)
+	policy := ChainPolicy()
 	release := &helmv2.HelmRelease{
 		TypeMeta:   metav1.TypeMeta{APIVersion: helmv2.GroupVersion.String(), Kind: helmv2.HelmReleaseKind},
 		ObjectMeta: meta(chain.Bootstrap),

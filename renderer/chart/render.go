@@ -20,7 +20,7 @@ func Release(sel *resolve.Selected) *Source {
 	values := map[string]any{
 		"interval":      Interval.String(),
 		"layerSelector": asValues(LayerSelector()),
-		"remediation":   asValues(Policy(r.Spec.TargetNamespace != "")),
+		"remediation":   asValues(AppPolicy(r.Spec.TargetNamespace != "")),
 		"chart": map[string]any{
 			"url":      "oci://" + sel.Chart.Repository,
 			"tag":      sel.Chart.Tag,
@@ -111,7 +111,7 @@ func Bootstrap(t *resolve.Target, refs []Ref) *Source {
 		Values: map[string]any{
 			"interval":      Interval.String(),
 			"layerSelector": asValues(LayerSelector()),
-			"remediation":   asValues(Policy(false)),
+			"remediation":   asValues(ChainPolicy()),
 			"target":        map[string]any{"name": tt.Name, "namespace": tt.Namespace},
 			"userdata":      orEmpty(tt.Spec.Userdata),
 			"registry":      registry,

@@ -1,0 +1,101 @@
+package helmdriver
+
+import (
+	"context"
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// mark changes a HelmRelease's status conditions; observed says the status
+// now speaks for the current generation (status.observedGeneration).
+type mark struct {
+	set      []metav1.Condition
+	remove   []string
+	observed bool
+}
+
+func markReconciling(msg string) mark {
+	return mark{set: []metav1.Condition{
+		{Type: meta.ReconcilingCondition, Status: metav1.ConditionTrue, Reason: meta.ProgressingReason, Message: msg},
+		{Type: meta.ReadyCondition, Status: metav1.ConditionUnknown, Reason: meta.ProgressingReason, Message: msg},
+	}}
+}
+
+func markFalse(reason, msg string) mark {
+	return mark{set: []metav1.Condition{{Type: meta.ReadyCondition, Status: metav1.ConditionFalse, Reason: reason, Message: msg}}}
+}
+
+func markReady(lastAction string) mark {
+	reason := "InstallSucceeded"
+	if lastAction == "upgrade" {
+		reason = "UpgradeSucceeded"
+	}
+	return mark{
+		set:      []metav1.Condition{{Type: meta.ReadyCondition, Status: metav1.ConditionTrue, Reason: reason, Message: "Helm " + lastAction + " succeeded"}},
+		remove:   []string{meta.ReconcilingCondition, meta.StalledCondition},
+		observed: true,
+	}
+}
+
+func markStalled(msg string) mark {
+	return mark{
+		set: []metav1.Condition{
+			{Type: meta.StalledCondition, Status: metav1.ConditionTrue, Reason: "RetriesExceeded", Message: msg},
+			{Type: meta.ReadyCondition, Status: metav1.ConditionFalse, Reason: "RetriesExceeded", Message: msg},
+		},
+		remove:   []string{meta.ReconcilingCondition},
+		observed: true,
+	}
+}
+
+// setStatus writes m into the HelmRelease's status. A conflict or a
+// HelmRelease gone is left to the next reconcile, as a patch failure would.
+func (d *Driver) setStatus(ctx context.Context, req *request, m mark) {
+	hr := req.hr
+	conds, _, _ := unstructured.NestedSlice(hr.Object, "status", "conditions")
+	now := metav1.NewTime(time.Now().UTC().Truncate(time.Second)).Format(time.RFC3339)
+	for _, c := range m.set {
+		entry := map[string]any{
+			"type": c.Type, "status": string(c.Status), "reason": c.Reason, "message": c.Message,
+			"observedGeneration": hr.GetGeneration(), "lastTransitionTime": now,
+		}
+		replaced := false
+		for i, old := range conds {
+			if o, _ := old.(map[string]any); o["type"] == c.Type {
+				if o["status"] == string(c.Status) {
+					entry["lastTransitionTime"] = o["lastTransitionTime"]
+				}
+				conds[i], replaced = entry, true
+			}
+		}
+		if !replaced {
+			conds = append(conds, entry)
+		}
+	}
+	kept := conds[:0]
+	for _, c := range conds {
+		if o, _ := c.(map[string]any); !contains(m.remove, o["type"]) {
+			kept = append(kept, c)
+		}
+	}
+	_ = unstructured.SetNestedSlice(hr.Object, kept, "status", "conditions")
+	if m.observed {
+		_ = unstructured.SetNestedField(hr.Object, hr.GetGeneration(), "status", "observedGeneration")
+	}
+	updated, err := d.dyn.Resource(helmReleaseGVR).Namespace(hr.GetNamespace()).UpdateStatus(ctx, hr, metav1.UpdateOptions{})
+	if err == nil {
+		req.hr = updated
+	}
+}
+
+func contains(list []string, v any) bool {
+	for _, s := range list {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
