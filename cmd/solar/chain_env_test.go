@@ -1,0 +1,293 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/yaml"
+
+	"github.com/solar-pipeline/solar/internal/helmdriver"
+	"github.com/solar-pipeline/solar/internal/testenv"
+	"github.com/solar-pipeline/solar/renderer/chain"
+	"github.com/solar-pipeline/solar/renderer/credential"
+	"github.com/solar-pipeline/solar/renderer/pipeline"
+)
+
+// pushChart packages dir as the chart name at version with the real helm CLI
+// and pushes it to oci://<reg.Host>/<path>/<name>.
+func pushChart(t *testing.T, reg *testenv.Registry, dir, path, name, version string) {
+	t.Helper()
+	work := t.TempDir()
+	require.NoError(t, os.CopyFS(filepath.Join(work, name), os.DirFS(dir)))
+	chartYAML := filepath.Join(work, name, "Chart.yaml")
+	if _, err := os.Stat(chartYAML); os.IsNotExist(err) {
+		require.NoError(t, os.WriteFile(chartYAML, fmt.Appendf(nil, "apiVersion: v2\nname: %s\nversion: %s\n", name, version), 0o644))
+	}
+	helmCLI(t, "package", filepath.Join(work, name), "-d", work)
+	helmCLI(t, "push", filepath.Join(work, fmt.Sprintf("%s-%s.tgz", name, version)), "oci://"+reg.Host+"/"+path,
+		"--username", reg.Username, "--password", reg.Password, "--ca-file", reg.CAFile)
+}
+
+// pullSecret is a dockerconfigjson Secret for reg.
+func pullSecret(reg *testenv.Registry, namespace, name string) *corev1.Secret {
+	auth := base64.StdEncoding.EncodeToString([]byte(reg.Username + ":" + reg.Password))
+	config := fmt.Sprintf(`{"auths":{%q:{"username":%q,"password":%q,"auth":%q}}}`, reg.Host, reg.Username, reg.Password, auth)
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Type:       corev1.SecretTypeDockerConfigJson,
+		Data:       map[string][]byte{corev1.DockerConfigJsonKey: []byte(config)},
+	}
+}
+
+// chainTarget is one Target of examples/ as its cluster sees it.
+type chainTarget struct {
+	ns, name string
+	// flux is its Flux namespace: every Target gets its own on the one API
+	// server, as if each were a cluster of its own.
+	flux string
+}
+
+// chainEnv is examples/ published to a registry, with the first-contact
+// manifests of every Target applied on a cluster where workloads become
+// ready (kwok), source-controller and the helm-controller stand-in running.
+type chainEnv struct {
+	t        *testing.T
+	api      *testenv.APIServer
+	dyn      dynamic.Interface
+	drv      *helmdriver.Driver
+	render   *testenv.Registry
+	examples string
+	targets  []chainTarget
+	reports  map[string]pipeline.TargetReport
+	// names: Target -> uniqueName -> the chain's names.
+	names map[string]map[string]chain.Release
+}
+
+// chainOptions change what startChain sets up.
+type chainOptions struct {
+	driver helmdriver.Options
+	// firstContact edits each first-contact HelmRelease before it is applied.
+	firstContact func(hr map[string]any)
+}
+
+func startChain(t *testing.T, opts chainOptions) *chainEnv {
+	needRegistry(t)
+	ctx := context.Background()
+	render := testenv.StartRegistry(t, testenv.RegistryOptions{TLS: true})
+	source := testenv.StartRegistry(t, testenv.RegistryOptions{TLS: true})
+	api := testenv.StartCluster(t)
+	// The release charts' OCIRepositories name no CA Secret: source-controller
+	// trusts both registries' CAs as its image's trust store would.
+	testenv.StartSourceController(t, api, render.CAFile, source.CAFile)
+	dyn, err := dynamic.NewForConfig(api.Config)
+	require.NoError(t, err)
+	drv, err := helmdriver.New(api.Kubeconfig, opts.driver)
+	require.NoError(t, err)
+	runCtx, cancel := context.WithCancel(ctx)
+	t.Cleanup(cancel)
+	drv.Start(runCtx)
+	e := &chainEnv{t: t, api: api, dyn: dyn, drv: drv, render: render}
+
+	// The application charts examples/ names, in the source registry; the
+	// agent's own chart in the render registry, as the examples have it.
+	for _, c := range []struct{ path, name, version string }{
+		{"stefanprodan/charts", "podinfo", "6.7.0"},
+		{"stefanprodan/charts", "podinfo", "6.8.0"},
+		{"prometheus-community/charts", "prometheus-node-exporter", "4.47.0"},
+	} {
+		pushChart(t, source, "testdata/app", c.path, c.name, c.version)
+	}
+	pushChart(t, render, "../../charts/solar-agent", "solar/charts", "solar-agent", "0.1.0")
+
+	// examples/, pointed at these registries and this API server.
+	dir := t.TempDir()
+	copyExamples(t, dir)
+	e.examples = filepath.Join(dir, "examples")
+	for _, f := range []string{"shared/components.yaml", "alpha/releases.yaml", "shared/registries.yaml", "shared/pipeline.yaml"} {
+		e.edit(f, "ghcr.io", source.Host, "registry.example.com", render.Host)
+	}
+	e.edit("shared/pipeline.yaml", "https://solar.example.com:6443", api.URL)
+
+	// The SolAr side: the Targets the agents report on.
+	api.CreateNamespaces(t, "alpha", "beta")
+	e.targets = []chainTarget{{"alpha", "edge-1", ""}, {"alpha", "edge-2", ""}, {"beta", "plant-1", ""}, {"beta", "plant-2", ""}}
+	for i := range e.targets {
+		tg := &e.targets[i]
+		tg.flux = "flux-" + tg.ns + "-" + tg.name
+		_, err := dyn.Resource(credential.TargetGVR).Namespace(tg.ns).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "solar.opendefense.cloud/v1alpha1", "kind": "Target",
+			"metadata": map[string]any{"name": tg.name},
+			"spec":     map[string]any{"renderRegistryRef": map[string]any{"name": "render", "namespace": "shared"}},
+		}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	e.reports = e.publish()
+	require.Len(t, e.reports, len(e.targets))
+	e.names = map[string]map[string]chain.Release{}
+	for _, tp := range testenv.ExamplesPlan(t).Targets {
+		key := tp.Namespace + "/" + tp.Name
+		e.names[key] = map[string]chain.Release{}
+		for _, sel := range tp.Releases {
+			e.names[key][sel.Key] = sel.Names
+		}
+	}
+
+	// First contact on each Target's cluster: what an operator applies once.
+	for _, tg := range e.targets {
+		_, err := api.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tg.flux}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		for _, s := range []*corev1.Secret{pullSecret(source, tg.flux, "ghcr-pull"), pullSecret(render, tg.flux, "render-pull")} {
+			_, err := api.Client.CoreV1().Secrets(tg.flux).Create(ctx, s, metav1.CreateOptions{})
+			require.NoError(t, err)
+		}
+		var stdout, stderr bytes.Buffer
+		code := run(ctx, []string{"bootstrap-manifests", tg.name, "-n", tg.ns, "--registry", e.registry(), "--flux-namespace", tg.flux,
+			"--username", render.Username, "--password-stdin", "--ca-file", render.CAFile}, strings.NewReader(render.Password), &stdout, &stderr)
+		require.Equal(t, 0, code, stderr.String())
+		stream := stdout.String()
+		if opts.firstContact != nil {
+			stream = editHelmRelease(t, stream, opts.firstContact)
+		}
+		f := &flux{t: t, dyn: dyn, ns: tg.flux}
+		require.Empty(t, f.apply(stream))
+	}
+	return e
+}
+
+func (e *chainEnv) registry() string { return e.render.Host + "/solar" }
+
+// edit replaces pairs of strings in a file of the examples.
+func (e *chainEnv) edit(file string, pairs ...string) {
+	e.t.Helper()
+	b, err := os.ReadFile(filepath.Join(e.examples, file))
+	require.NoError(e.t, err)
+	s := string(b)
+	for i := 0; i < len(pairs); i += 2 {
+		s = strings.ReplaceAll(s, pairs[i], pairs[i+1])
+	}
+	require.NotEqual(e.t, string(b), s, "%s changed", file)
+	require.NoError(e.t, os.WriteFile(filepath.Join(e.examples, file), []byte(s), 0o644))
+}
+
+// publish runs solar publish of the examples and returns its report by Target.
+func (e *chainEnv) publish(extra ...string) map[string]pipeline.TargetReport {
+	e.t.Helper()
+	code, stdout, stderr := publishCLI(e.t, e.render, e.render.Password, append([]string{"--ca-file", e.render.CAFile, "--registry", e.registry(),
+		"--kubeconfig", e.api.Kubeconfig, "-o", "json", e.examples}, extra...)...)
+	require.Equal(e.t, 0, code, stderr)
+	out := map[string]pipeline.TargetReport{}
+	for _, tr := range decodeReport(e.t, stdout).Targets {
+		out[tr.Namespace+"/"+tr.Name] = tr
+	}
+	return out
+}
+
+// settle makes the bootstrap sources look for a new version, as if their
+// interval had elapsed (the inner ones follow their spec on their own), and
+// waits until the helm-controller stand-in has nothing left to do.
+func (e *chainEnv) settle(timeout time.Duration) ([]helmdriver.Event, error) {
+	e.t.Helper()
+	for _, tg := range e.targets {
+		f := &flux{t: e.t, dyn: e.dyn, ns: tg.flux}
+		f.ready(chain.Bootstrap, f.reconcile(chain.Bootstrap))
+	}
+	return e.drv.Settle(context.Background(), timeout)
+}
+
+// actions are the events' "action namespace/release", failed ones included.
+func actions(events []helmdriver.Event) map[string]bool {
+	out := map[string]bool{}
+	for _, ev := range events {
+		out[ev.Action+" "+ev.Release] = true
+	}
+	return out
+}
+
+// notReadyHelmReleases lists the HelmReleases that are not Ready for the
+// generation they hold, with their Ready condition.
+func (e *chainEnv) notReadyHelmReleases() []string {
+	e.t.Helper()
+	list, err := e.dyn.Resource(helmReleaseGVR).List(context.Background(), metav1.ListOptions{})
+	require.NoError(e.t, err)
+	var out []string
+	for _, hr := range list.Items {
+		observed, _, _ := unstructured.NestedInt64(hr.Object, "status", "observedGeneration")
+		ready := "no Ready condition"
+		conds, _, _ := unstructured.NestedSlice(hr.Object, "status", "conditions")
+		for _, c := range conds {
+			if m, _ := c.(map[string]any); m["type"] == meta.ReadyCondition {
+				ready = fmt.Sprintf("Ready=%v %v: %v", m["status"], m["reason"], m["message"])
+				if m["status"] == string(metav1.ConditionTrue) && observed == hr.GetGeneration() {
+					ready = ""
+				}
+			}
+		}
+		if ready != "" {
+			out = append(out, fmt.Sprintf("%s/%s (observedGeneration %d of %d): %s", hr.GetNamespace(), hr.GetName(), observed, hr.GetGeneration(), ready))
+		}
+	}
+	return out
+}
+
+// available says whether the Deployment exists and is Available.
+func (e *chainEnv) available(namespace, name string) (bool, string) {
+	d, err := e.api.Client.AppsV1().Deployments(namespace).Get(context.Background(), name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, "absent"
+	}
+	require.NoError(e.t, err)
+	for _, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentAvailable {
+			return c.Status == corev1.ConditionTrue, string(c.Status) + " " + c.Reason
+		}
+	}
+	return false, "no Available condition"
+}
+
+// appValues returns the values the application of a release was installed
+// with, read from the ConfigMap the test chart makes; nil when it is absent.
+func (e *chainEnv) appValues(names chain.Release) map[string]any {
+	e.t.Helper()
+	cm, err := e.api.Client.CoreV1().ConfigMaps(names.TargetNamespace).Get(context.Background(), names.AppRelease, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	require.NoError(e.t, err)
+	var v map[string]any
+	require.NoError(e.t, json.Unmarshal([]byte(cm.Data["values.json"]), &v))
+	return v
+}
+
+// editHelmRelease applies edit to every HelmRelease of a YAML stream.
+func editHelmRelease(t *testing.T, stream string, edit func(map[string]any)) string {
+	t.Helper()
+	var docs []string
+	for _, doc := range strings.Split(stream, "\n---") {
+		var obj map[string]any
+		require.NoError(t, yaml.Unmarshal([]byte(doc), &obj))
+		if obj["kind"] == "HelmRelease" {
+			edit(obj)
+			b, err := yaml.Marshal(obj)
+			require.NoError(t, err)
+			doc = "\n" + string(b)
+		}
+		docs = append(docs, doc)
+	}
+	return strings.Join(docs, "\n---")
+}

@@ -1,0 +1,542 @@
+package testenv
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ClusterNode is the name of the one fake Node StartCluster makes; its
+// allocatable resources are ClusterNodeCPU, ClusterNodeMemory and
+// ClusterNodePods.
+const (
+	ClusterNode       = "kwok-node-0"
+	ClusterNodeCPU    = "32"
+	ClusterNodeMemory = "128Gi"
+	ClusterNodePods   = "110"
+)
+
+// kwokNodeAnnotation marks the Nodes kwok manages (its
+// --manage-nodes-with-annotation-selector); kwok leaves every other Node alone.
+const kwokNodeAnnotation = "kwok.x-k8s.io/node"
+
+// kcmControllers are the controllers kube-controller-manager runs: the
+// workload controllers kstatus and Helm wait on (Deployment → ReplicaSet →
+// Pod, StatefulSet, DaemonSet, Job), the ServiceAccount controller (it makes
+// the `default` ServiceAccount of every namespace: the API server's
+// ServiceAccount admission refuses pods whose ServiceAccount does not exist),
+// the token controller (legacy service-account-token Secrets) and the
+// kube-root-ca.crt publisher (pods' projected token volumes name it), the
+// namespace controller (deleting a namespace empties it) and the garbage
+// collector (deleting a Deployment deletes its ReplicaSets and pods, as helm
+// uninstall expects). Left out on purpose: node-lifecycle and taint-eviction
+// (they would taint, and evict from, a fake Node whose Lease renewal lags on a
+// busy machine; StartCluster lifts the Node's initial not-ready taint
+// itself), node-ipam, endpoints/endpointslice (nothing routes traffic: no
+// containers run), persistent volumes, CSR signing, quotas, autoscaling.
+var kcmControllers = []string{
+	"deployment-controller",
+	"replicaset-controller",
+	"statefulset-controller",
+	"daemonset-controller",
+	"job-controller",
+	"serviceaccount-controller",
+	"serviceaccount-token-controller",
+	"root-ca-certificate-publisher-controller",
+	"namespace-controller",
+	"garbage-collector-controller",
+}
+
+// StartCluster starts an API server (StartAPIServer) and makes it a cluster
+// whose workloads become ready, as on a real one, with no container runtime:
+//
+//   - kube-controller-manager runs the workload controllers (Deployment,
+//     ReplicaSet, StatefulSet, DaemonSet, Job), the ServiceAccount and token
+//     controllers (every namespace gets its `default` ServiceAccount), the
+//     namespace controller and the garbage collector;
+//   - kube-scheduler binds pods to Nodes that fit them (resources,
+//     nodeSelector, affinity, taints);
+//   - kwok plays the kubelet of one fake Node, ClusterNode (Ready, with room
+//     for ClusterNodePods pods): with kwok's default stages it marks each pod
+//     bound to it Running and Ready (containers running, Ready and
+//     ContainersReady conditions, a pod IP), completes the pods of Jobs and
+//     removes deleted pods at once.
+//
+// The Node carries no taint: StartCluster lifts the not-ready taint the API
+// server's admission puts on new Nodes, as node-lifecycle-controller would
+// once the Node is Ready, and nothing taints it later.
+//
+// "Ready" therefore means scheduled: a pod becomes Ready as soon as the
+// scheduler binds it; no image is pulled, no container runs, probes are not
+// run, and a Secret or ConfigMap a pod mounts need not exist (a real kubelet
+// would hold the pod in ContainerCreating). What the API server checks still
+// holds: a pod whose ServiceAccount does not exist is refused. A pod that fits
+// no Node stays Pending (Unschedulable), so a Deployment with such pods never
+// becomes Available. Deployments,
+// ReplicaSets, StatefulSets and DaemonSets reach their Available/ready status
+// through their real controllers, so kstatus (Helm's --wait, helm-controller)
+// waits complete as on a real cluster.
+//
+// Every process runs on 127.0.0.1 (random ports, no leader election) and is
+// killed in t.Cleanup; their output is logged when the test fails.
+// StartCluster returns once the Node is Ready, both components are healthy
+// and the default namespace has its ServiceAccount.
+func StartCluster(t testing.TB) *APIServer {
+	t.Helper()
+	kcm := Tool(t, "kube-controller-manager")
+	scheduler := Tool(t, "kube-scheduler")
+	kwok := Tool(t, "kwok")
+	api := StartAPIServer(t)
+	ctx := context.Background()
+
+	// The Node exists before kwok and the scheduler start: kwok finds it at
+	// once, and nothing but this function writes it before it is untainted.
+	node, err := api.Client.CoreV1().Nodes().Create(ctx, clusterNode(ClusterNode), metav1.CreateOptions{})
+	require.NoError(t, err, "creating the fake Node")
+	// The API server's TaintNodesByCondition admission taints every new Node
+	// not-ready:NoSchedule; on a real cluster node-lifecycle-controller lifts
+	// the taint once the kubelet reports Ready. That controller is not run
+	// (kcmControllers): lift it here, once (the admission acts on create only).
+	var taints []corev1.Taint
+	for _, taint := range node.Spec.Taints {
+		if taint.Key != corev1.TaintNodeNotReady {
+			taints = append(taints, taint)
+		}
+	}
+	if len(taints) != len(node.Spec.Taints) {
+		node.Spec.Taints = taints
+		_, err = api.Client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
+		require.NoError(t, err, "lifting the not-ready taint of the fake Node")
+	}
+
+	kcmPort, schedulerPort := FreePort(t), FreePort(t)
+	kcmLogs := startLogged(t, "kube-controller-manager", exec.Command(kcm,
+		"--kubeconfig", api.Kubeconfig,
+		"--leader-elect=false",
+		"--bind-address", "127.0.0.1", "--secure-port", fmt.Sprint(kcmPort),
+		"--cert-dir", t.TempDir(),
+		"--controllers", strings.Join(kcmControllers, ","),
+		"--service-account-private-key-file", filepath.Join(api.dir, "sa.key"),
+		"--root-ca-file", api.CAFile,
+		// Two cores: a few workers each are plenty for tens of pods.
+		"--concurrent-deployment-syncs", "2",
+		"--concurrent-replicaset-syncs", "2",
+		"--concurrent-statefulset-syncs", "2",
+		"--concurrent-daemonset-syncs", "2",
+		"--concurrent-job-syncs", "2",
+		"--concurrent-namespace-syncs", "2",
+		"--concurrent-serviceaccount-token-syncs", "2",
+		"--concurrent-gc-syncs", "5",
+	))
+	schedulerLogs := startLogged(t, "kube-scheduler", exec.Command(scheduler,
+		"--kubeconfig", api.Kubeconfig,
+		"--leader-elect=false",
+		"--bind-address", "127.0.0.1", "--secure-port", fmt.Sprint(schedulerPort),
+		"--cert-dir", t.TempDir(),
+	))
+
+	stages := filepath.Join(t.TempDir(), "kwok.yaml")
+	require.NoError(t, os.WriteFile(stages, []byte(kwokStages), 0o600))
+	kwokCmd := exec.Command(kwok,
+		"--kubeconfig", api.Kubeconfig,
+		"--config", stages,
+		"--manage-nodes-with-annotation-selector", kwokNodeAnnotation+"=fake",
+		// kwok keeps a Lease per Node, as a kubelet does.
+		"--node-lease-duration-seconds", "40",
+	)
+	// kwok reads ~/.kwok/kwok.yaml too when it exists: not on a test machine.
+	kwokCmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	kwokLogs := startLogged(t, "kwok", kwokCmd)
+
+	waitUntil(t, "kube-controller-manager", 60*time.Second, kcmLogs, func() bool {
+		if !healthy(kcmPort) {
+			return false
+		}
+		_, err := api.Client.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil
+	})
+	waitUntil(t, "kube-scheduler", 60*time.Second, schedulerLogs, func() bool { return healthy(schedulerPort) })
+	waitUntil(t, "kwok's Node "+ClusterNode, 60*time.Second, kwokLogs, func() bool {
+		n, err := api.Client.CoreV1().Nodes().Get(ctx, ClusterNode, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				return c.Status == corev1.ConditionTrue
+			}
+		}
+		return false
+	})
+	return api
+}
+
+// startLogged starts cmd (start) and logs its output when the test fails.
+func startLogged(t testing.TB, name string, cmd *exec.Cmd) *lockedBuffer {
+	t.Helper()
+	logs, _ := start(t, cmd)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("%s output:\n%s", name, logs.String())
+		}
+	})
+	return logs
+}
+
+// healthy reports whether the component serving on 127.0.0.1:port (its own
+// self-signed certificate) answers /healthz with ok.
+func healthy(port int) bool {
+	client := &http.Client{
+		Timeout:   2 * time.Second,
+		Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // a local test component's self-signed certificate
+	}
+	resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d/healthz", port))
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// clusterNode is a fake Node kwok manages. Its status (resources, node
+// info) is set on create, as kubelet registration does; kwok adds the
+// conditions (Ready) and addresses.
+func clusterNode(name string) *corev1.Node {
+	resources := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse(ClusterNodeCPU),
+		corev1.ResourceMemory: resource.MustParse(ClusterNodeMemory),
+		corev1.ResourcePods:   resource.MustParse(ClusterNodePods),
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Annotations: map[string]string{kwokNodeAnnotation: "fake"},
+			Labels: map[string]string{
+				"kubernetes.io/hostname": name,
+				"kubernetes.io/os":       "linux",
+				"kubernetes.io/arch":     "amd64",
+				"type":                   "kwok",
+			},
+		},
+		Status: corev1.NodeStatus{
+			Capacity:    resources,
+			Allocatable: resources,
+			NodeInfo: corev1.NodeSystemInfo{
+				Architecture:    "amd64",
+				OperatingSystem: "linux",
+			},
+		},
+	}
+}
+
+// kwokStages are the Stages kwok v0.8.0 plays, the defaults kwokctl writes
+// for its clusters (sigs.k8s.io/kwok/kustomize/stage: node/fast
+// node-initialize, node/heartbeat-with-lease, pod/fast pod-ready,
+// pod-complete and pod-delete), copied verbatim but for the raw strings
+// `""` of node-initialize, written "\"\"" here. The kwok binary has no
+// built-in stages: without --config it refuses to start ("no stages found").
+const kwokStages = `apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: node-initialize
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Node
+  selector:
+    matchExpressions:
+    - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
+      operator: 'NotIn'
+      values:
+      - 'True'
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      {{ $lastTransitionTime := or .metadata.creationTimestamp $now }}
+      conditions:
+      {{ range NodeConditions }}
+      - lastHeartbeatTime: {{ $now | Quote }}
+        lastTransitionTime: {{ $lastTransitionTime | Quote }}
+        message: {{ .message | Quote }}
+        reason: {{ .reason | Quote }}
+        status: {{ .status | Quote }}
+        type: {{ .type  | Quote}}
+      {{ end }}
+
+      {{ $hasInternalIP := false }}
+      {{ $hasHostname := false }}
+      {{ range .status.addresses }}
+        {{ if eq .type "InternalIP" }}
+          {{ $hasInternalIP = true }}
+        {{ end }}
+        {{ if eq .type "Hostname" }}
+          {{ $hasHostname = true }}
+        {{ end }}
+      {{ end }}
+      {{ if or (not $hasInternalIP) (not $hasHostname) }}
+      addresses:
+      {{ end }}
+      {{ if not $hasInternalIP }}
+      {{ with NodeIP }}
+      - address: {{ . | Quote }}
+        type: InternalIP
+      {{ end }}
+      {{ end }}
+      {{ if not $hasHostname }}
+      {{ with NodeName }}
+      - address: {{ . | Quote }}
+        type: Hostname
+      {{ end }}
+      {{ end }}
+
+      {{ with NodePort }}
+      daemonEndpoints:
+        kubeletEndpoint:
+          Port: {{ . }}
+      {{ end }}
+
+      allocatable:
+      {{ with .status.allocatable }}
+      {{ YAML . 1 }}
+      {{ else }}
+        cpu: 1k
+        memory: 1Ti
+        pods: 1M
+      {{ end }}
+      capacity:
+      {{ with .status.capacity }}
+      {{ YAML . 1 }}
+      {{ else }}
+        cpu: 1k
+        memory: 1Ti
+        pods: 1M
+      {{ end }}
+
+      {{ $nodeInfo := .status.nodeInfo }}
+      {{ $kwokVersion := printf "kwok-%s" Version }}
+      nodeInfo:
+        architecture: {{ or $nodeInfo.architecture "amd64" }}
+        bootID: {{ or $nodeInfo.bootID "\"\"" }}
+        containerRuntimeVersion: {{ or $nodeInfo.containerRuntimeVersion $kwokVersion }}
+        kernelVersion: {{ or $nodeInfo.kernelVersion $kwokVersion }}
+        kubeProxyVersion: {{ or $nodeInfo.kubeProxyVersion $kwokVersion }}
+        kubeletVersion: {{ or $nodeInfo.kubeletVersion $kwokVersion }}
+        machineID: {{ or $nodeInfo.machineID "\"\"" }}
+        operatingSystem: {{ or $nodeInfo.operatingSystem "linux" }}
+        osImage: {{ or $nodeInfo.osImage "\"\"" }}
+        systemUUID: {{ or $nodeInfo.systemUUID "\"\"" }}
+      phase: Running
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: node-heartbeat-with-lease
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Node
+  selector:
+    matchExpressions:
+    - key: '.status.phase'
+      operator: 'In'
+      values:
+      - 'Running'
+    - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
+      operator: 'In'
+      values:
+      - 'True'
+  delay:
+    durationMilliseconds: 600000
+    jitterDurationMilliseconds: 610000
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      {{ $lastTransitionTime := or .metadata.creationTimestamp $now }}
+      conditions:
+      {{ range NodeConditions }}
+      - lastHeartbeatTime: {{ $now | Quote }}
+        lastTransitionTime: {{ $lastTransitionTime | Quote }}
+        message: {{ .message | Quote }}
+        reason: {{ .reason | Quote }}
+        status: {{ .status | Quote }}
+        type: {{ .type | Quote }}
+      {{ end }}
+
+      addresses:
+      {{ with .status.addresses }}
+      {{ YAML . 1 }}
+      {{ else }}
+      {{ with NodeIP }}
+      - address: {{ . | Quote }}
+        type: InternalIP
+      {{ end }}
+      {{ with NodeName }}
+      - address: {{ . | Quote }}
+        type: Hostname
+      {{ end }}
+      {{ end }}
+
+      {{ with NodePort }}
+      daemonEndpoints:
+        kubeletEndpoint:
+          Port: {{ . }}
+      {{ end }}
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-ready
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'DoesNotExist'
+    - key: '.status.phase'
+      operator: 'In'
+      values:
+      - 'Pending'
+    - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
+      operator: 'NotIn'
+      values:
+      - 'True'
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+
+      conditions:
+      - lastTransitionTime: {{ $now | Quote }}
+        status: "True"
+        type: Initialized
+      - lastTransitionTime: {{ $now | Quote }}
+        status: "True"
+        type: Ready
+      - lastTransitionTime: {{ $now | Quote }}
+        status: "True"
+        type: ContainersReady
+      {{ range .spec.readinessGates }}
+      - lastTransitionTime: {{ $now | Quote }}
+        status: "True"
+        type: {{ .conditionType | Quote }}
+      {{ end }}
+
+      containerStatuses:
+      {{ range .spec.containers }}
+      - image: {{ .image | Quote }}
+        name: {{ .name | Quote }}
+        ready: true
+        restartCount: 0
+        state:
+          running:
+            startedAt: {{ $now | Quote }}
+      {{ end }}
+
+      initContainerStatuses:
+      {{ range .spec.initContainers }}
+      - image: {{ .image | Quote }}
+        name: {{ .name | Quote }}
+        ready: true
+        restartCount: 0
+        {{ if eq .restartPolicy "Always" }}
+        started: true
+        state:
+          running:
+            startedAt: {{ $now | Quote }}
+        {{ else }}
+        state:
+          terminated:
+            exitCode: 0
+            finishedAt: {{ $now | Quote }}
+            reason: Completed
+            startedAt: {{ $now | Quote }}
+        {{ end }}
+      {{ end }}
+      {{ $hostIPs := NodeIPsWith .spec.nodeName }}
+      {{ with $hostIPs }}
+      hostIP: {{ index . 0 | Quote }}
+      hostIPs:
+      {{ range . }}
+      - ip: {{ . | Quote }}
+      {{ end }}
+      {{ end }}
+      {{ $podIPs := PodIPsWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" ) }}
+      {{ with $podIPs }}
+      podIP: {{ index . 0 | Quote }}
+      podIPs:
+      {{ range . }}
+      - ip: {{ . | Quote }}
+      {{ end }}
+      {{ end }}
+      phase: Running
+      startTime: {{ $now | Quote }}
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-complete
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'DoesNotExist'
+    - key: '.status.phase'
+      operator: 'In'
+      values:
+      - 'Running'
+    - key: '.metadata.ownerReferences.[].kind'
+      operator: 'In'
+      values:
+      - 'Job'
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      {{ $root := . }}
+      containerStatuses:
+      {{ range $index, $item := .spec.containers }}
+      {{ $origin := index $root.status.containerStatuses $index }}
+      - image: {{ $item.image | Quote }}
+        name: {{ $item.name | Quote }}
+        ready: false
+        restartCount: 0
+        started: false
+        state:
+          terminated:
+            exitCode: 0
+            finishedAt: {{ $now | Quote }}
+            reason: Completed
+            startedAt: {{ $now | Quote }}
+      {{ end }}
+      phase: Succeeded
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-delete
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'Exists'
+  next:
+    delete: true
+`
