@@ -6,8 +6,8 @@
 #   scripts/bench-fleet.sh [DEVICES]     # default 1000
 #
 # It builds bin/solar, installs the NATS CLI (natscli v0.5.0, go install) into
-# the tools cache when missing, starts docker-registry (no auth) and
-# nats-server on random ports in a temporary folder, and prints a table.
+# the tools cache when missing, starts the Distribution registry (no auth)
+# and nats-server on random ports in a temporary folder, and prints a table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-1000}

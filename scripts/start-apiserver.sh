@@ -19,9 +19,9 @@ api_port=${3:?usage: start-apiserver.sh DIR ETCD_PORT API_PORT}
 mkdir -p "$dir/etcd" "$dir/certs"
 
 if [[ ! -s $dir/kubeconfig ]]; then
-  openssl genrsa -out "$dir/sa.key" 2048 2>/dev/null
-  openssl rsa -in "$dir/sa.key" -pubout -out "$dir/sa.pub" 2>/dev/null
-  token=$(openssl rand -hex 24)
+  # solar-testpki (scripts/install-tools.sh builds it): no openssl needed.
+  solar-testpki rsa-key "$dir"
+  token=$(solar-testpki token)
   printf '%s,solar-admin,solar-admin,"system:masters"\n' "$token" >"$dir/tokens.csv"
   cat >"$dir/kubeconfig.tmp" <<KUBECONFIG
 apiVersion: v1

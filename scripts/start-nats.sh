@@ -31,8 +31,7 @@ if [ -n "${NATS_USER:-}" ]; then
 fi
 if [ "${NATS_TLS:-}" = 1 ]; then
   if [ ! -f "$dir/cert.pem" ]; then
-    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=127.0.0.1" \
-      -addext "subjectAltName=IP:127.0.0.1" -keyout "$dir/key.pem" -out "$dir/cert.pem" 2>/dev/null
+    solar-testpki cert "$dir" # scripts/install-tools.sh builds it: no openssl needed
   fi
   conf+="tls { cert_file: \"$dir/cert.pem\", key_file: \"$dir/key.pem\" }"$'\n'
 fi

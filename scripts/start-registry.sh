@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# start-registry.sh: runs a real OCI registry (Debian's docker-registry, the
-# distribution project's) on 127.0.0.1 with htpasswd basic auth and, with
-# --tls, a self-signed certificate for IP 127.0.0.1. The test helper
-# (internal/testenv) starts it; it also works by hand:
+# start-registry.sh: runs a real OCI registry (the CNCF Distribution registry
+# v3, `registry`, which scripts/install-tools.sh builds) on 127.0.0.1 with
+# htpasswd basic auth and, with --tls, a self-signed certificate for IP
+# 127.0.0.1, both made by solar-testpki (no openssl, no htpasswd, no root).
+# The test helper (internal/testenv) starts it; it also works by hand, with
+# the tools' bin directory on PATH:
 #
 #   REGISTRY_USER=solar REGISTRY_PASSWORD=secret scripts/start-registry.sh DIR PORT [--tls]
 #
@@ -10,6 +12,8 @@
 # cert.pem (also the CA to trust) and key.pem. The registry runs in the
 # foreground (exec) until killed. REGISTRY_AUTH=none serves without auth
 # (scripts/bench measures the registry's cost of bcrypt basic auth with it).
+# REGISTRY_BIN runs another registry binary of the same lineage with the same
+# config (scripts/bench compares Debian's docker-registry 2.8 with it).
 set -euo pipefail
 dir=${1:?usage: start-registry.sh DIR PORT [--tls]}
 port=${2:?usage: start-registry.sh DIR PORT [--tls]}
@@ -17,13 +21,12 @@ tls=${3:-}
 : "${REGISTRY_USER:?set REGISTRY_USER}" "${REGISTRY_PASSWORD:?set REGISTRY_PASSWORD}"
 mkdir -p "$dir/data"
 
-# bcrypt (-B), as the registry requires.
-htpasswd -Bbn "$REGISTRY_USER" "$REGISTRY_PASSWORD" >"$dir/htpasswd" 2>/dev/null
+# bcrypt, as the registry requires, at htpasswd -B's cost (5).
+printf '%s' "$REGISTRY_PASSWORD" | solar-testpki htpasswd "$REGISTRY_USER" >"$dir/htpasswd"
 
 tls_config=""
 if [ "$tls" = "--tls" ]; then
-  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=127.0.0.1" \
-    -addext "subjectAltName=IP:127.0.0.1" -keyout "$dir/key.pem" -out "$dir/cert.pem" 2>/dev/null
+  solar-testpki cert "$dir"
   tls_config="  tls:
     certificate: $dir/cert.pem
     key: $dir/key.pem"
@@ -58,4 +61,12 @@ $tls_config
 $auth_config
 CONFIG
 
-exec docker-registry serve "$dir/config.yml"
+# v3 traces every request with OpenTelemetry and exports the traces to
+# localhost:4318 unless told not to (its configuration docs: "Disable traces
+# export"); there is nothing to receive them here.
+export OTEL_TRACES_EXPORTER=${OTEL_TRACES_EXPORTER:-none}
+# The registry reads REGISTRY_* variables as overrides of its config
+# (REGISTRY_AUTH=none would set auth to "none"): this script's own go.
+bin=${REGISTRY_BIN:-registry}
+unset REGISTRY_USER REGISTRY_PASSWORD REGISTRY_AUTH REGISTRY_BIN
+exec "$bin" serve "$dir/config.yml"

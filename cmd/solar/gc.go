@@ -25,7 +25,8 @@ only, with it) and removes the older ones. In an OCI layout (--out) it then
 removes every blob no kept version references and the leftovers of killed runs
 (ingest/), holding the layout's lock. In a registry (--registry) it deletes the
 old versions' manifests; the registry's own garbage collection frees their
-blobs (docker-registry garbage-collect), and the registry must allow deletes.
+blobs (the Distribution registry's "registry garbage-collect"), and the
+registry must allow deletes.
 Flux follows the newest version: --keep is at least 1. --dry-run lists what
 would go. Only solar's chart repositories are collected (<ns>/bootstrap-<target>,
 <ns>/<release-ns>/release-<release> and the agent charts); others under the

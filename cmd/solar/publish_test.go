@@ -24,7 +24,7 @@ import (
 func needRegistry(t *testing.T) {
 	t.Helper()
 	if testing.Short() {
-		t.Skip("-short: this test runs a real registry (docker-registry)")
+		t.Skip("-short: this test runs a real registry (the Distribution registry)")
 	}
 }
 

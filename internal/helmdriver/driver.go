@@ -137,6 +137,9 @@ func New(kubeconfig string, opts Options) (*Driver, error) {
 	// helm-controller's finalizer has no path: the API server warns on each
 	// update.
 	cfg.WarningHandler = rest.NoWarnings{}
+	// Flux's controllers talk to the API server at 50 requests/s, bursts of
+	// 300 (fluxcd/pkg/runtime/client: --kube-api-qps, --kube-api-burst).
+	cfg.QPS, cfg.Burst = 50, 300
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, err

@@ -46,6 +46,7 @@ type APIServer struct {
 func StartAPIServer(t testing.TB) *APIServer {
 	t.Helper()
 	Tool(t, "etcd")
+	Tool(t, "solar-testpki")
 	Tool(t, "kube-apiserver")
 	dir := t.TempDir()
 	s := &APIServer{

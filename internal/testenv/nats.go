@@ -96,6 +96,7 @@ func StartNATSCluster(t testing.TB, n int) *NATS {
 func (s *NATS) start(t testing.TB, all [][]string, env []string) *NATS {
 	t.Helper()
 	Tool(t, "nats-server")
+	Tool(t, "solar-testpki")
 	var urls []string
 	for _, args := range all {
 		n := &natsNode{url: "nats://127.0.0.1:" + args[1], args: args, env: env}

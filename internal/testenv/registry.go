@@ -17,7 +17,8 @@ import (
 	"github.com/solar-pipeline/solar/internal/countproxy"
 )
 
-// Registry is a running docker-registry with basic auth.
+// Registry is a running OCI registry (the CNCF Distribution registry v3,
+// scripts/start-registry.sh) with basic auth.
 type Registry struct {
 	// Host is 127.0.0.1:PORT.
 	Host     string
@@ -57,11 +58,14 @@ func FreePort(t testing.TB) int {
 }
 
 // StartRegistry runs scripts/start-registry.sh and waits until the registry
-// answers. It fails the test, saying how to install it, when docker-registry
-// is missing.
+// answers. It fails the test, saying how to install them, when the registry
+// (Distribution's `registry`) or solar-testpki (its htpasswd file and
+// certificate) is missing: scripts/install-tools.sh builds both, no root
+// needed.
 func StartRegistry(t testing.TB, opts RegistryOptions) *Registry {
 	t.Helper()
-	Tool(t, "docker-registry")
+	Tool(t, "registry")
+	Tool(t, "solar-testpki")
 	dir := t.TempDir()
 	port := FreePort(t)
 	r := &Registry{Host: fmt.Sprintf("127.0.0.1:%d", port), Username: "solar", Password: "s3cret-" + fmt.Sprint(port)}

@@ -181,7 +181,8 @@ func (l *Layout) GC(ctx context.Context, opts GCOptions) (GCResult, error) {
 // GC removes from the registry the versions beyond the newest opts.Keep of
 // every repository under its prefix (and opts.Prefix): their manifests are
 // deleted, and the registry's own garbage collection frees their blobs
-// (docker-registry garbage-collect). The registry must allow deletes.
+// (the Distribution registry's registry garbage-collect). The registry must
+// allow deletes.
 func (r *Remote) GC(ctx context.Context, opts GCOptions) (GCResult, error) {
 	var res GCResult
 	if opts.Keep < 1 {

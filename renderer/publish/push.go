@@ -92,8 +92,9 @@ func push(ctx context.Context, staged content.ReadOnlyStorage, repo Repository, 
 	return repo.Tag(ctx, manifest, tag)
 }
 
-// BlobUnknown: the registry lost a blob of the manifest, as docker-registry
-// does when two writers upload the same blob into one repository at once.
+// BlobUnknown: the registry lost a blob of the manifest, as the Distribution
+// registry does when two writers upload the same blob into one repository at
+// once (seen with its 2.8 release, Debian's docker-registry).
 func BlobUnknown(err error) bool {
 	var resp *errcode.ErrorResponse
 	return errors.As(err, &resp) && slices.ContainsFunc(resp.Errors, func(e errcode.Error) bool {

@@ -1,12 +1,21 @@
 // Command bench measures what users run, end to end, in one go: solar vet,
-// render into the layout and publish to a real registry (Debian's
-// docker-registry on 127.0.0.1, configured as its docs recommend, behind a
-// counting proxy), cold, no-op and after a 1 % change, at each size of
-// -targets; and, beside it, the loop users would write instead (helm package +
-// helm push per chart) against the same registry. It prints one Markdown table
-// (docs/benchmarks.md). scripts/bench.sh runs it; by hand:
+// render into the layout and publish to a real registry (the CNCF
+// Distribution registry v3 on 127.0.0.1, started by scripts/start-registry.sh,
+// configured as its docs recommend, behind a counting proxy), cold, no-op and
+// after a 1 % change, at each size of -targets; and, beside it, the loop users
+// would write instead (helm package + helm push per chart) against the same
+// registry. It prints one Markdown table (docs/benchmarks.md).
+// scripts/bench.sh runs it; by hand:
 //
 //	go run ./scripts/bench -solar bin/solar -targets 100,1000 [-per 100] [-helm 10]
+//
+// -registry-bin names the registry binaries to publish to (default
+// registry, the one scripts/install-tools.sh builds); with more than one, each
+// runs with the same config, and every publish row is measured against each in
+// turn, at each size, in the same run: another build of the same lineage
+// (Debian's docker-registry 2.8 in /usr/bin/docker-registry, say) is compared
+// with it on the same machine at the same time. The vet and render rows and the
+// helm baseline use the first.
 package main
 
 import (
@@ -34,14 +43,15 @@ func main() {
 	helmTargets := flag.Int("helm", 10, "Targets the helm package + helm push baseline delivers")
 	skip := flag.String("skip", "", "comma-separated steps to leave out: vet, render, publish")
 	auth := flag.Bool("auth", true, "the registry asks for basic auth (htpasswd, bcrypt), as the tests' does; false: none, to see the cost of auth")
+	registryBins := flag.String("registry-bin", "registry", "comma-separated registry binaries (Distribution's lineage, run by scripts/start-registry.sh with the same config) to publish to, each in turn; the first also serves the helm baseline")
 	flag.Parse()
-	if err := run(*solar, *sizes, *per, *helmTargets, *skip, *auth); err != nil {
+	if err := run(*solar, *sizes, *per, *helmTargets, *skip, *auth, strings.Split(*registryBins, ",")); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(solar, sizes string, per, helmTargets int, skip string, auth bool) error {
+func run(solar, sizes string, per, helmTargets int, skip string, auth bool, bins []string) error {
 	work, err := os.MkdirTemp("", "solar-bench-")
 	if err != nil {
 		return err
@@ -49,19 +59,30 @@ func run(solar, sizes string, per, helmTargets int, skip string, auth bool) erro
 	// Deleted at the end only: ext4 allocates inodes slowly for a while after
 	// many were freed, which would slow the next step.
 	defer os.RemoveAll(work)
-	reg, err := startRegistry(work, auth)
-	if err != nil {
-		return err
+	b := &bench{solar: solar, work: work, skip: skip}
+	for i, bin := range bins {
+		bin = strings.TrimSpace(bin)
+		path, err := exec.LookPath(bin)
+		if err != nil {
+			return fmt.Errorf("-registry-bin: %w (scripts/install-tools.sh builds registry and solar-testpki: put the bin directory it prints on PATH)", err)
+		}
+		reg, err := startRegistry(filepath.Join(work, fmt.Sprintf("registry-%d", i)), auth, path)
+		if err != nil {
+			return err
+		}
+		defer reg.stop()
+		reg.proxy, err = countproxy.Start(reg.host)
+		if err != nil {
+			return err
+		}
+		defer reg.proxy.Close()
+		reg.name = filepath.Base(bin)
+		version, _ := exec.Command(path, "--version").CombinedOutput()
+		fmt.Printf("registry %d: %s (%s)\n", i+1, path, strings.TrimSpace(string(version)))
+		b.regs = append(b.regs, reg)
 	}
-	defer reg.stop()
-	proxy, err := countproxy.Start(reg.host)
-	if err != nil {
-		return err
-	}
-	defer proxy.Close()
-	b := &bench{solar: solar, reg: reg, proxy: proxy, work: work, skip: skip}
-	fmt.Printf("| Targets | step | run | wall s | solar CPU s | registry CPU s | peak RSS MB | charts new/unchanged | requests | per new chart | per unchanged Target |\n")
-	fmt.Printf("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Printf("\n| Targets | step | run | wall s | solar CPU s | registry CPU s | peak RSS MB | charts new/unchanged | requests | per new chart | per unchanged Target | registry CPU ms per request |\n")
+	fmt.Printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, s := range strings.Split(sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil {
@@ -76,8 +97,9 @@ func run(solar, sizes string, per, helmTargets int, skip string, auth bool) erro
 
 type bench struct {
 	solar, work, skip string
-	reg               *registry
-	proxy             *countproxy.Proxy
+	// regs are the registries publish measures, each behind its proxy; the
+	// first also serves the helm baseline.
+	regs []*registry
 	// cold is the last cold publish: its wall time, Targets and charts, for
 	// the ratio to the helm baseline.
 	cold struct {
@@ -88,52 +110,66 @@ type bench struct {
 
 // size runs every step at n Targets.
 func (b *bench) size(n, per int) error {
-	dir := filepath.Join(b.work, fmt.Sprintf("t%d", n))
-	tree, changed := filepath.Join(dir, "tree"), filepath.Join(dir, "changed")
-	for _, g := range []struct {
-		dir    string
-		change string
-	}{{tree, "0"}, {changed, "1"}} {
-		out, err := exec.Command("go", "run", "./scripts/genobjects", "-targets", fmt.Sprint(n), "-per", fmt.Sprint(per),
-			"-registry", b.proxy.Host, "-change", g.change, "-out", g.dir).CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("genobjects: %v\n%s", err, out)
+	// The input names the registry (its proxy) it is published to: one tree
+	// and one changed tree per registry.
+	var trees, changes []string
+	for i, reg := range b.regs {
+		dir := filepath.Join(b.work, fmt.Sprintf("t%d", n), fmt.Sprintf("registry-%d", i))
+		tree, changed := filepath.Join(dir, "tree"), filepath.Join(dir, "changed")
+		for _, g := range []struct {
+			dir    string
+			change string
+		}{{tree, "0"}, {changed, "1"}} {
+			out, err := exec.Command("go", "run", "./scripts/genobjects", "-targets", fmt.Sprint(n), "-per", fmt.Sprint(per),
+				"-registry", reg.proxy.Host, "-change", g.change, "-out", g.dir).CombinedOutput()
+			if err != nil {
+				return fmt.Errorf("genobjects: %v\n%s", err, out)
+			}
 		}
+		trees, changes = append(trees, tree), append(changes, changed)
 	}
+	dir := filepath.Join(b.work, fmt.Sprintf("t%d", n))
+	tree, changed := trees[0], changes[0]
 	// Each step starts with an empty cache of its own: cold is cold.
 	if !strings.Contains(b.skip, "vet") {
 		cache := filepath.Join(dir, "cache-vet")
-		b.row(n, "vet", "cold (no cache)", "vet", "--cache-dir", "", tree)
-		b.row(n, "vet", "first, filling the cache", "vet", "--cache-dir", cache, tree)
-		b.row(n, "vet", "again (cache)", "vet", "--cache-dir", cache, tree)
+		b.row(n, b.regs[0], "vet", "cold (no cache)", "vet", "--cache-dir", "", tree)
+		b.row(n, b.regs[0], "vet", "first, filling the cache", "vet", "--cache-dir", cache, tree)
+		b.row(n, b.regs[0], "vet", "again (cache)", "vet", "--cache-dir", cache, tree)
 	}
 	if !strings.Contains(b.skip, "render") {
 		out := filepath.Join(dir, "out")
 		render := []string{"render", "--no-credentials", "--cache-dir", filepath.Join(dir, "cache-render"), "--out", out}
-		b.row(n, "render", "cold", append(render, tree)...)
-		b.row(n, "render", "no-op", append(render, tree)...)
-		b.row(n, "render", "1 % changed", append(render, changed)...)
+		b.row(n, b.regs[0], "render", "cold", append(render, tree)...)
+		b.row(n, b.regs[0], "render", "no-op", append(render, tree)...)
+		b.row(n, b.regs[0], "render", "1 % changed", append(render, changed)...)
 	}
 	if !strings.Contains(b.skip, "publish") {
-		publish := []string{"publish", "--no-credentials", "--cache-dir", filepath.Join(dir, "cache-publish"), "--plain-http", "--registry", b.proxy.Host + "/bench" + fmt.Sprint(n)}
-		if b.reg.password != "" {
-			publish = append(publish, "--username", "bench", "--password-stdin")
+		for i, reg := range b.regs {
+			publish := []string{"publish", "--no-credentials", "--cache-dir", filepath.Join(dir, fmt.Sprintf("cache-publish-%d", i)), "--plain-http", "--registry", reg.proxy.Host + "/bench" + fmt.Sprint(n)}
+			if reg.password != "" {
+				publish = append(publish, "--username", "bench", "--password-stdin")
+			}
+			label := ""
+			if len(b.regs) > 1 {
+				label = ", " + reg.name
+			}
+			b.row(n, reg, "publish", "cold"+label, append(publish, trees[i])...)
+			b.row(n, reg, "publish", "no-op"+label, append(publish, trees[i])...)
+			b.row(n, reg, "publish", "1 % changed"+label, append(publish, changes[i])...)
 		}
-		b.row(n, "publish", "cold", append(publish, tree)...)
-		b.row(n, "publish", "no-op", append(publish, tree)...)
-		b.row(n, "publish", "1 % changed", append(publish, changed)...)
 	}
 	return nil
 }
 
 var summary = regexp.MustCompile(`(\d+) Targets: (\d+) charts created, (\d+) updated, (\d+) unchanged`)
 
-// row runs solar once and prints its line of the table.
-func (b *bench) row(n int, step, what string, args ...string) {
-	b.proxy.Take()
-	cpu0 := b.reg.cpu()
+// row runs solar once against reg and prints its line of the table.
+func (b *bench) row(n int, reg *registry, step, what string, args ...string) {
+	reg.proxy.Take()
+	cpu0 := reg.cpu()
 	cmd := exec.Command(b.solar, args...)
-	cmd.Stdin = strings.NewReader(b.reg.password + "\n")
+	cmd.Stdin = strings.NewReader(reg.password + "\n")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
@@ -142,8 +178,8 @@ func (b *bench) row(n int, step, what string, args ...string) {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "bench: solar %s: %v\n%s", strings.Join(args, " "), err, tail(stderr.String()))
 	}
-	regCPU := b.reg.cpu() - cpu0
-	requests := b.proxy.Take()
+	regCPU := reg.cpu() - cpu0
+	requests := reg.proxy.Take()
 	st := cmd.ProcessState
 	ru, _ := st.SysUsage().(*syscall.Rusage)
 	rss := 0.0
@@ -160,19 +196,22 @@ func (b *bench) row(n int, step, what string, args ...string) {
 		if step == "publish" && created+updated > 0 && unchanged == 0 {
 			perNew = fmt.Sprintf("%.1f", float64(len(requests))/float64(created+updated))
 		}
-		if step == "publish" && what == "cold" {
+		if step == "publish" && what == "cold" && reg == b.regs[0] {
 			b.cold.wall, b.cold.targets, b.cold.charts = wall, targets, created+updated
 		}
 		if step == "publish" && created+updated == 0 && targets > 0 {
 			perUnchanged = fmt.Sprintf("%.2f", float64(len(requests))/float64(targets))
 		}
 	}
-	reqs := ""
+	reqs, perRequest := "", ""
 	if step == "publish" {
 		reqs = fmt.Sprintf("%d (%d writes)", len(requests), countproxy.Writes(requests))
+		if len(requests) > 0 {
+			perRequest = fmt.Sprintf("%.2f", regCPU.Seconds()*1000/float64(len(requests)))
+		}
 	}
-	fmt.Printf("| %d | %s | %s | %.2f | %.2f | %.2f | %.0f | %s | %s | %s | %s |\n", n, step, what, wall.Seconds(),
-		(st.UserTime() + st.SystemTime()).Seconds(), regCPU.Seconds(), rss, charts, reqs, perNew, perUnchanged)
+	fmt.Printf("| %d | %s | %s | %.2f | %.2f | %.2f | %.0f | %s | %s | %s | %s | %s |\n", n, step, what, wall.Seconds(),
+		(st.UserTime() + st.SystemTime()).Seconds(), regCPU.Seconds(), rss, charts, reqs, perNew, perUnchanged, perRequest)
 }
 
 func tail(s string) string {
@@ -182,26 +221,34 @@ func tail(s string) string {
 	return s
 }
 
-// registry is the docker-registry scripts/start-registry.sh runs.
+// registry is a registry scripts/start-registry.sh runs (bin, with the same
+// config whatever the binary), and the counting proxy in front of it.
 type registry struct {
 	cmd      *exec.Cmd
+	name     string
 	host     string
 	password string
+	proxy    *countproxy.Proxy
 }
 
-func startRegistry(work string, auth bool) (*registry, error) {
+// startRegistry starts the registry binary bin with its storage, config and
+// log in dir.
+func startRegistry(dir string, auth bool, bin string) (*registry, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
 	r := &registry{host: fmt.Sprintf("127.0.0.1:%d", port), password: fmt.Sprintf("bench-%d", time.Now().UnixNano())}
-	r.cmd = exec.Command("bash", "scripts/start-registry.sh", filepath.Join(work, "registry"), fmt.Sprint(port))
-	r.cmd.Env = append(os.Environ(), "REGISTRY_USER=bench", "REGISTRY_PASSWORD="+r.password)
+	r.cmd = exec.Command("bash", "scripts/start-registry.sh", filepath.Join(dir, "registry"), fmt.Sprint(port))
+	r.cmd.Env = append(os.Environ(), "REGISTRY_USER=bench", "REGISTRY_PASSWORD="+r.password, "REGISTRY_BIN="+bin)
 	if !auth {
 		r.cmd.Env, r.password = append(r.cmd.Env, "REGISTRY_AUTH=none"), ""
 	}
 	// The registry logs every 404 (an absent blob) as an error: into a file.
-	logs, err := os.Create(filepath.Join(work, "registry.log"))
+	logs, err := os.Create(filepath.Join(dir, "registry.log"))
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +266,7 @@ func startRegistry(work string, auth bool) (*registry, error) {
 		}
 	}
 	r.stop()
-	return nil, fmt.Errorf("the registry on %s did not answer within 30 s", r.host)
+	return nil, fmt.Errorf("the registry %s on %s did not answer within 30 s (its log: %s)", bin, r.host, filepath.Join(dir, "registry.log"))
 }
 
 func (r *registry) stop() {
@@ -261,10 +308,11 @@ func (b *bench) helmBaseline(targets, per int) error {
 	if err != nil {
 		return fmt.Errorf("the helm baseline needs helm (scripts/install-tools.sh): %w", err)
 	}
+	reg := b.regs[0]
 	dir := filepath.Join(b.work, "helm")
 	tree, out := filepath.Join(dir, "tree"), filepath.Join(dir, "out")
 	if out, err := exec.Command("go", "run", "./scripts/genobjects", "-targets", fmt.Sprint(targets), "-per", fmt.Sprint(min(per, targets)),
-		"-registry", b.proxy.Host, "-out", tree).CombinedOutput(); err != nil {
+		"-registry", reg.proxy.Host, "-out", tree).CombinedOutput(); err != nil {
 		return fmt.Errorf("genobjects: %v\n%s", err, out)
 	}
 	if out, err := exec.Command(b.solar, "render", "-q", "--no-credentials", "--out", out, tree).CombinedOutput(); err != nil {
@@ -275,15 +323,15 @@ func (b *bench) helmBaseline(targets, per int) error {
 		return err
 	}
 	env := append(os.Environ(), "HELM_REGISTRY_CONFIG="+filepath.Join(dir, "registry.json"), "HELM_CACHE_HOME="+filepath.Join(dir, "cache"))
-	if b.reg.password != "" {
-		login := exec.Command(helm, "registry", "login", b.proxy.Host, "--username", "bench", "--password-stdin", "--insecure")
-		login.Env, login.Stdin = env, strings.NewReader(b.reg.password)
+	if reg.password != "" {
+		login := exec.Command(helm, "registry", "login", reg.proxy.Host, "--username", "bench", "--password-stdin", "--insecure")
+		login.Env, login.Stdin = env, strings.NewReader(reg.password)
 		if out, err := login.CombinedOutput(); err != nil {
 			return fmt.Errorf("helm registry login: %v\n%s", err, out)
 		}
 	}
-	b.proxy.Take()
-	cpu0 := b.reg.cpu()
+	reg.proxy.Take()
+	cpu0 := reg.cpu()
 	start := time.Now()
 	charts := 0
 	for i, bs := range bootstraps {
@@ -291,7 +339,7 @@ func (b *bench) helmBaseline(targets, per int) error {
 			pkg := filepath.Join(dir, "pkg", fmt.Sprint(i))
 			for _, args := range [][]string{
 				{"package", c, "-d", pkg},
-				{"push", filepath.Join(pkg, filepath.Base(c)+"-"+chartVersion(c)+".tgz"), fmt.Sprintf("oci://%s/helm/t%d", b.proxy.Host, i), "--plain-http"},
+				{"push", filepath.Join(pkg, filepath.Base(c)+"-"+chartVersion(c)+".tgz"), fmt.Sprintf("oci://%s/helm/t%d", reg.proxy.Host, i), "--plain-http"},
 			} {
 				cmd := exec.Command(helm, args...)
 				cmd.Env = env
@@ -303,8 +351,8 @@ func (b *bench) helmBaseline(targets, per int) error {
 		}
 	}
 	wall := time.Since(start)
-	regCPU := b.reg.cpu() - cpu0
-	requests := b.proxy.Take()
+	regCPU := reg.cpu() - cpu0
+	requests := reg.proxy.Take()
 	fmt.Printf("\nbaseline, helm package + helm push per chart (%d Targets, %d charts): %.2f s, %.1f ms per chart, %.0f ms per Target; registry CPU %.2f s; %d requests (%.1f per chart)\n",
 		len(bootstraps), charts, wall.Seconds(), wall.Seconds()*1000/float64(charts), wall.Seconds()*1000/float64(len(bootstraps)),
 		regCPU.Seconds(), len(requests), float64(len(requests))/float64(charts))
