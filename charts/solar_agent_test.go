@@ -1,6 +1,10 @@
 package charts
 
 import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,6 +17,8 @@ import (
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	"helm.sh/helm/v4/pkg/engine"
 	"sigs.k8s.io/yaml"
+
+	"github.com/solar-pipeline/solar/internal/testenv"
 )
 
 // TestSolarAgentChart lints the agent's own chart and renders it with the
@@ -23,6 +29,20 @@ func TestSolarAgentChart(t *testing.T) {
 	l := lint.RunAll("solar-agent", values, "solar-system")
 	for _, m := range l.Messages {
 		assert.Less(t, m.Severity, support.WarningSev, "helm lint: %s", m)
+	}
+
+	// The helm CLI (v4), as users run it: lint and template pass.
+	valuesFile := filepath.Join(t.TempDir(), "values.json")
+	b, err := json.Marshal(values)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(valuesFile, b, 0o600))
+	for _, args := range [][]string{
+		{"lint", "solar-agent", "--namespace", "solar-system", "-f", valuesFile},
+		{"template", "solar-system-edge-1-solar-agent", "solar-agent", "--namespace", "solar-system", "-f", valuesFile},
+	} {
+		out, err := exec.Command(testenv.Tool(t, "helm"), args...).CombinedOutput()
+		require.NoError(t, err, "helm %s:\n%s", args[0], out)
+		assert.NotContains(t, string(out), "[WARNING]", "helm %s", args[0])
 	}
 
 	c, err := loader.Load("solar-agent")

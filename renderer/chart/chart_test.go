@@ -133,6 +133,12 @@ func lintArchive(t *testing.T, pkg *Packaged, values map[string]any) {
 	for _, m := range l.Messages {
 		assert.Less(t, m.Severity, support.WarningSev, "helm lint: %s", m)
 	}
+	// And the helm CLI (v4), as users run it: no error, no warning.
+	valuesFile := filepath.Join(dir, "values.json")
+	require.NoError(t, os.WriteFile(valuesFile, []byte(mustJSON(t, values)), 0o644))
+	out, err := exec.Command(testenv.Tool(t, "helm"), "lint", filepath.Join(dir, pkg.Name), "--namespace", "flux-system", "-f", valuesFile).CombinedOutput()
+	require.NoError(t, err, "helm lint:\n%s", out)
+	assert.NotContains(t, string(out), "[WARNING]", "helm lint")
 }
 
 // helmTemplate runs `helm template` of the archive with values and returns
