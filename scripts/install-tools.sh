@@ -103,7 +103,23 @@ done
 
 # kwok: fake nodes whose pods "run", so that Deployments become Available on
 # the test cluster (kube-scheduler binds, kwok plays the kubelet).
-go_tool kwok sigs.k8s.io/kwok/cmd/kwok v0.8.0
+KWOK=v0.8.0
+go_tool kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK"
+# The kwok binary has no built-in Stages (without --config: "no stages
+# found"): the default ones kwokctl gives its clusters (kustomize/stage:
+# node/fast, node/heartbeat-with-lease, pod/fast) are taken from the module as
+# they are, into stages.yaml beside the binary (internal/testenv reads it).
+if [ ! -s "$TOOLS/kwok-$KWOK/stages.yaml" ]; then
+  src=$(cd "$(mktemp -d)" && go mod download -json "sigs.k8s.io/kwok@$KWOK" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+  sep=""
+  for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
+    pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
+    printf '%s' "$sep"
+    cat "$src/kustomize/stage/$f"
+    sep=$'---\n'
+  done >"$TOOLS/kwok-$KWOK/stages.yaml.tmp"
+  mv "$TOOLS/kwok-$KWOK/stages.yaml.tmp" "$TOOLS/kwok-$KWOK/stages.yaml"
+fi
 
 # Flux source-controller (v1.10 needs Go 1.27), with its upstream go-digest
 # replace; its CRDs are copied from the module into crd/ beside the binary.
