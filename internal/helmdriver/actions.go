@@ -47,7 +47,9 @@ func (d *Driver) install(ctx context.Context, req *request) (*releasev1.Release,
 	return asRelease(rel)
 }
 
-// upgrade is newUpgrade of internal/action/upgrade.go.
+// upgrade is newUpgrade of internal/action/upgrade.go: the values are reset
+// to the chart's (no preserveValues), history kept to 5 (spec.maxHistory's
+// default).
 func (d *Driver) upgrade(ctx context.Context, req *request) (*releasev1.Release, error) {
 	up := action.NewUpgrade(req.cfg)
 	up.Namespace = req.ns
@@ -55,6 +57,7 @@ func (d *Driver) upgrade(ctx context.Context, req *request) (*releasev1.Release,
 	up.WaitStrategy = waitStrategy(req.spec.Upgrade.DisableWait)
 	up.WaitForJobs = true
 	up.Timeout = req.timeout
+	up.ResetValues, up.MaxHistory = true, 5
 	rel, err := up.RunWithContext(ctx, req.name, req.chart, req.values)
 	if err != nil {
 		return nil, fmt.Errorf("upgrading %s: %w", req.name, err)

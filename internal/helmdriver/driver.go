@@ -9,14 +9,17 @@
 //     whole of a Helm action, its readiness wait included;
 //   - install and upgrade apply server-side (internal/action/install.go,
 //     upgrade.go) and wait with kstatus until every object of the release is
-//     ready ("watcher"/poller strategy), unless spec.install.disableWait or
-//     spec.upgrade.disableWait says to wait for hooks only
-//     (internal/action/wait.go, getWaitStrategy); the timeout is spec.timeout,
-//     default 5m (api/v2/helmrelease_types.go);
+//     ready, unless spec.install.disableWait or spec.upgrade.disableWait says
+//     to wait for hooks only (internal/action/wait.go, getWaitStrategy); the
+//     timeout is spec.timeout, default 5m (api/v2/helmrelease_types.go).
+//     helm-controller waits with its own kstatus poller (every 5s, failing
+//     as soon as an object is Failed); the driver with Helm's kstatus watcher:
+//     the same readiness rules, other timing;
 //   - remediation (internal/reconcile/atomic_release.go): a failed install is
-//     uninstalled, a failed upgrade rolled back, each then requeued until
-//     spec.{install,upgrade}.remediation.retries is exhausted, then Stalled
-//     (RetriesExceeded); one action of each kind per reconcile;
+//     uninstalled, a failed upgrade rolled back, each then requeued, until
+//     spec.{install,upgrade}.remediation.retries is exhausted; then Stalled
+//     (RetriesExceeded), the last failed install left in place; one action of
+//     each kind per reconcile;
 //   - status as kstatus reads it: Reconciling while an action runs, Ready
 //     True/False, Stalled, and status.observedGeneration set only once the
 //     HelmRelease is Ready or Stalled (a new one starts at the CRD's -1), so a

@@ -125,7 +125,7 @@ func (d *Driver) reconcileKey(ctx context.Context, key string) (result, error) {
 		return result{}, err
 	}
 	if wait != "" {
-		d.setStatus(ctx, req, markFalse("SourceNotReady", wait))
+		d.setStatus(ctx, req, markSourceNotReady(wait))
 		return result{requeueAfter: d.opts.RequeueDependency}, nil
 	}
 	if req.values, err = d.values(ctx, ns, s); err != nil {
@@ -262,14 +262,16 @@ func exhausted(req *request) string {
 	return ""
 }
 
-// mustRemediateLast: the last failure is remediated even when retries are
-// exhausted (api/v2: install remediation always; upgrade remediation when
-// retries > 0); the HelmRelease stalls right after.
+// mustRemediateLast says whether the last failure is remediated even when
+// retries are exhausted (api/v2/helmrelease_types.go,
+// MustRemediateLastFailure: install remediation defaults to false, upgrade
+// remediation to retries > 0); without it the HelmRelease stalls with the
+// failed release left in place.
 func mustRemediateLast(req *request) bool {
 	if req.att.lastAction == "upgrade" {
 		return req.spec.Upgrade.Remediation.Retries > 0
 	}
-	return true
+	return false
 }
 
 // run runs one Helm action and records it; a failed install or upgrade

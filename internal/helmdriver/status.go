@@ -2,11 +2,13 @@ package helmdriver
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // mark changes a HelmRelease's status conditions; observed says the status
@@ -26,6 +28,15 @@ func markReconciling(msg string) mark {
 
 func markFalse(reason, msg string) mark {
 	return mark{set: []metav1.Condition{{Type: meta.ReadyCondition, Status: metav1.ConditionFalse, Reason: reason, Message: msg}}}
+}
+
+// markSourceNotReady: Ready False and, as at the start of every reconcile of
+// helm-controller, Reconciling (kstatus: in progress).
+func markSourceNotReady(msg string) mark {
+	return mark{set: []metav1.Condition{
+		{Type: meta.ReconcilingCondition, Status: metav1.ConditionTrue, Reason: meta.ProgressingReason, Message: msg},
+		{Type: meta.ReadyCondition, Status: metav1.ConditionFalse, Reason: "SourceNotReady", Message: msg},
+	}}
 }
 
 func markReady(lastAction string) mark {
@@ -51,8 +62,8 @@ func markStalled(msg string) mark {
 	}
 }
 
-// setStatus writes m into the HelmRelease's status. A conflict or a
-// HelmRelease gone is left to the next reconcile, as a patch failure would.
+// setStatus writes m into the HelmRelease's status. A HelmRelease gone is
+// left to the next reconcile, as a patch failure would.
 func (d *Driver) setStatus(ctx context.Context, req *request, m mark) {
 	hr := req.hr
 	conds, _, _ := unstructured.NestedSlice(hr.Object, "status", "conditions")
@@ -81,11 +92,17 @@ func (d *Driver) setStatus(ctx context.Context, req *request, m mark) {
 			kept = append(kept, c)
 		}
 	}
-	_ = unstructured.SetNestedSlice(hr.Object, kept, "status", "conditions")
+	status := map[string]any{"conditions": kept}
 	if m.observed {
-		_ = unstructured.SetNestedField(hr.Object, hr.GetGeneration(), "status", "observedGeneration")
+		status["observedGeneration"] = hr.GetGeneration()
 	}
-	updated, err := d.dyn.Resource(helmReleaseGVR).Namespace(hr.GetNamespace()).UpdateStatus(ctx, hr, metav1.UpdateOptions{})
+	// A merge patch of the status, as helm-controller's patch helper: it
+	// does not depend on the object's resourceVersion.
+	patch, err := json.Marshal(map[string]any{"status": status})
+	if err != nil {
+		return
+	}
+	updated, err := d.dyn.Resource(helmReleaseGVR).Namespace(hr.GetNamespace()).Patch(ctx, hr.GetName(), types.MergePatchType, patch, metav1.PatchOptions{}, "status")
 	if err == nil {
 		req.hr = updated
 	}

@@ -48,7 +48,8 @@ type Remediation struct {
 // starts at -1, api/v2/helmrelease_types.go), so a parent that waits for its
 // child HelmReleases holds a worker the children need: with four parents
 // waiting no child ever gets one, every install times out after 5 minutes,
-// and remediation uninstalls the children. disableWait makes the action wait
+// and remediation uninstalls it with its children, again and again until its
+// retries are spent. disableWait makes the action wait
 // for hooks only (HookOnlyStrategy). The parents' readiness is their
 // children's to report.
 func ChainPolicy() Remediation {
