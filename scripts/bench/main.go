@@ -324,7 +324,7 @@ func (b *bench) helmBaseline(targets, per int) error {
 	}
 	env := append(os.Environ(), "HELM_REGISTRY_CONFIG="+filepath.Join(dir, "registry.json"), "HELM_CACHE_HOME="+filepath.Join(dir, "cache"))
 	if reg.password != "" {
-		login := exec.Command(helm, "registry", "login", reg.proxy.Host, "--username", "bench", "--password-stdin", "--insecure")
+		login := exec.Command(helm, "registry", "login", reg.proxy.Host, "--username", "bench", "--password-stdin", "--plain-http")
 		login.Env, login.Stdin = env, strings.NewReader(reg.password)
 		if out, err := login.CombinedOutput(); err != nil {
 			return fmt.Errorf("helm registry login: %v\n%s", err, out)
