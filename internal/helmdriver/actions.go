@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 
@@ -116,7 +117,10 @@ func (d *Driver) finalize(ctx context.Context, req *request) (result, error) {
 func (d *Driver) config(releaseNS, storageNS string) (*action.Configuration, error) {
 	getter := genericclioptions.NewConfigFlags(false)
 	getter.KubeConfig, getter.Namespace = &d.kubeconfig, &releaseNS
-	cfg := action.NewConfiguration()
+	// Helm's own log would outlive the test's API server (an action in flight
+	// at cleanup); what an action did is in the events and in the
+	// HelmRelease's status.
+	cfg := action.NewConfiguration(action.ConfigurationSetLogger(slog.DiscardHandler))
 	if err := cfg.Init(getter, storageNS, "secret"); err != nil {
 		return nil, fmt.Errorf("helm configuration: %w", err)
 	}

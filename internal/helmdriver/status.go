@@ -40,12 +40,15 @@ func markSourceNotReady(msg string) mark {
 }
 
 func markReady(lastAction string) mark {
-	reason := "InstallSucceeded"
-	if lastAction == "upgrade" {
-		reason = "UpgradeSucceeded"
+	reason, msg := "InstallSucceeded", "Helm install succeeded"
+	switch lastAction {
+	case "upgrade":
+		reason, msg = "UpgradeSucceeded", "Helm upgrade succeeded"
+	case "":
+		msg = "Helm release is up to date"
 	}
 	return mark{
-		set:      []metav1.Condition{{Type: meta.ReadyCondition, Status: metav1.ConditionTrue, Reason: reason, Message: "Helm " + lastAction + " succeeded"}},
+		set:      []metav1.Condition{{Type: meta.ReadyCondition, Status: metav1.ConditionTrue, Reason: reason, Message: msg}},
 		remove:   []string{meta.ReconcilingCondition, meta.StalledCondition},
 		observed: true,
 	}
