@@ -212,3 +212,34 @@ func TestHelmControllerDeadlocksWhenParentsWait(t *testing.T) {
 	}
 	t.Logf("what the workers did: %v", events)
 }
+
+// TestFailingApplicationLeavesItsParentsReady: an application whose new
+// version never becomes ready (its pods fit no node) fails its upgrade at the
+// timeout, is rolled back and retried until its retries are spent, and
+// stalls; its parents, which do not wait for it, stay Ready, and every other
+// application stays Available. (The driver's default timeout is 10s here.)
+func TestFailingApplicationLeavesItsParentsReady(t *testing.T) {
+	e := startChain(t, chainOptions{driver: helmdriver.Options{Timeout: 10 * time.Second}})
+	events, err := e.settle(3 * time.Minute)
+	require.NoError(t, err, "events: %v\nnot Ready: %v", events, e.notReadyHelmReleases())
+
+	e.edit("alpha/releases.yaml", "replicaCount: 2", "replicaCount: 2\n    nodeSelector:\n      solar.example/pool: none")
+	e.publish()
+	events, err = e.settle(3 * time.Minute)
+	edge1 := e.names["alpha/edge-1"]["podinfo"]
+	appHR := "flux-alpha-edge-1/" + edge1.App.Name
+	require.ErrorContains(t, err, "stalled: "+appHR, "events: %v", events)
+	t.Logf("what the workers did: %v", events)
+	got := actions(events)
+	assert.True(t, got["upgrade failed podinfo/"+edge1.AppRelease], "the upgrade timed out: %v", events)
+	assert.True(t, got["rollback podinfo/"+edge1.AppRelease], "remediation rolled it back: %v", events)
+	notReady := e.notReadyHelmReleases()
+	require.Len(t, notReady, 1, "only the application's HelmRelease is not Ready: %v", notReady)
+	assert.Contains(t, notReady[0], appHR)
+	for _, tg := range e.targets {
+		for key, n := range e.names[tg.ns+"/"+tg.name] {
+			ok, why := e.available(n.TargetNamespace, n.AppRelease)
+			assert.True(t, ok, "%s/%s %s: Available (the failed one rolled back): %s", tg.ns, tg.name, key, why)
+		}
+	}
+}
