@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -48,13 +49,30 @@ func Root(t testing.TB) string {
 	}
 }
 
-// FreePort returns a port nothing listens on now.
+// given are the ports FreePort returned in this process.
+var given = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
+// FreePort returns a port nothing listens on now and that it has not
+// returned before: a port closed again goes back to the kernel, which may
+// hand it out twice (source-controller's artifact server and its health
+// probe once got the same one).
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	given.Lock()
+	defer given.Unlock()
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if !given.ports[port] {
+			given.ports[port] = true
+			return port
+		}
+	}
 }
 
 // StartRegistry runs scripts/start-registry.sh and waits until the registry
