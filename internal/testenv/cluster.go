@@ -100,9 +100,31 @@ func StartCluster(t testing.TB) *APIServer {
 	kwok := Tool(t, "kwok")
 	api := StartAPIServer(t)
 	ctx := context.Background()
+	createNode(t, api)
+	startControllerManager(t, api, kcm)
+	startScheduler(t, api, scheduler)
+	kwokLogs := startKwok(t, api, kwok)
+	waitUntil(t, "kwok's Node "+ClusterNode, 60*time.Second, kwokLogs, func() bool {
+		n, err := api.Client.CoreV1().Nodes().Get(ctx, ClusterNode, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				return c.Status == corev1.ConditionTrue
+			}
+		}
+		return false
+	})
+	return api
+}
 
-	// The Node exists before kwok and the scheduler start: kwok finds it at
-	// once, and nothing but this function writes it before it is untainted.
+// createNode makes the fake Node before kwok and the scheduler start: kwok
+// finds it at once, and nothing but this function writes it before it is
+// untainted.
+func createNode(t testing.TB, api *APIServer) {
+	t.Helper()
+	ctx := context.Background()
 	node, err := api.Client.CoreV1().Nodes().Create(ctx, clusterNode(ClusterNode), metav1.CreateOptions{})
 	require.NoError(t, err, "creating the fake Node")
 	// The API server's TaintNodesByCondition admission taints every new Node
@@ -120,12 +142,17 @@ func StartCluster(t testing.TB) *APIServer {
 		_, err = api.Client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
 		require.NoError(t, err, "lifting the not-ready taint of the fake Node")
 	}
+}
 
-	kcmPort, schedulerPort := FreePort(t), FreePort(t)
-	kcmLogs := startLogged(t, "kube-controller-manager", exec.Command(kcm,
+// startControllerManager runs kube-controller-manager with kcmControllers
+// and waits until it is healthy and has made the default ServiceAccount.
+func startControllerManager(t testing.TB, api *APIServer, bin string) {
+	t.Helper()
+	port := FreePort(t)
+	logs := startLogged(t, "kube-controller-manager", exec.Command(bin,
 		"--kubeconfig", api.Kubeconfig,
 		"--leader-elect=false",
-		"--bind-address", "127.0.0.1", "--secure-port", fmt.Sprint(kcmPort),
+		"--bind-address", "127.0.0.1", "--secure-port", fmt.Sprint(port),
 		"--cert-dir", t.TempDir(),
 		"--controllers", strings.Join(kcmControllers, ","),
 		"--service-account-private-key-file", filepath.Join(api.dir, "sa.key"),
@@ -140,22 +167,41 @@ func StartCluster(t testing.TB) *APIServer {
 		"--concurrent-serviceaccount-token-syncs", "2",
 		"--concurrent-gc-syncs", "5",
 	))
-	schedulerLogs := startLogged(t, "kube-scheduler", exec.Command(scheduler,
+	waitUntil(t, "kube-controller-manager", 60*time.Second, logs, func() bool {
+		if !healthy(port) {
+			return false
+		}
+		_, err := api.Client.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(context.Background(), "default", metav1.GetOptions{})
+		return err == nil
+	})
+}
+
+// startScheduler runs kube-scheduler and waits until it is healthy.
+func startScheduler(t testing.TB, api *APIServer, bin string) {
+	t.Helper()
+	port := FreePort(t)
+	logs := startLogged(t, "kube-scheduler", exec.Command(bin,
 		"--kubeconfig", api.Kubeconfig,
 		"--leader-elect=false",
-		"--bind-address", "127.0.0.1", "--secure-port", fmt.Sprint(schedulerPort),
+		"--bind-address", "127.0.0.1", "--secure-port", fmt.Sprint(port),
 		"--cert-dir", t.TempDir(),
 	))
+	waitUntil(t, "kube-scheduler", 60*time.Second, logs, func() bool { return healthy(port) })
+}
 
+// startKwok runs kwok on the Nodes annotated kwokNodeAnnotation=fake and
+// returns its output.
+func startKwok(t testing.TB, api *APIServer, bin string) *lockedBuffer {
+	t.Helper()
 	// kwok has no built-in Stages: scripts/install-tools.sh puts the default
 	// ones kwokctl uses (from kwok's module) beside the binary.
-	real, err := filepath.EvalSymlinks(kwok)
+	real, err := filepath.EvalSymlinks(bin)
 	require.NoError(t, err)
 	stages := filepath.Join(filepath.Dir(real), "stages.yaml")
 	if _, err := os.Stat(stages); err != nil {
 		t.Fatalf("kwok's stages: run scripts/install-tools.sh (make test does): %v", err)
 	}
-	kwokCmd := exec.Command(kwok,
+	cmd := exec.Command(bin,
 		"--kubeconfig", api.Kubeconfig,
 		"--config", stages,
 		"--manage-nodes-with-annotation-selector", kwokNodeAnnotation+"=fake",
@@ -163,30 +209,8 @@ func StartCluster(t testing.TB) *APIServer {
 		"--node-lease-duration-seconds", "40",
 	)
 	// kwok reads ~/.kwok/kwok.yaml too when it exists: not on a test machine.
-	kwokCmd.Env = append(os.Environ(), "HOME="+t.TempDir())
-	kwokLogs := startLogged(t, "kwok", kwokCmd)
-
-	waitUntil(t, "kube-controller-manager", 60*time.Second, kcmLogs, func() bool {
-		if !healthy(kcmPort) {
-			return false
-		}
-		_, err := api.Client.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil
-	})
-	waitUntil(t, "kube-scheduler", 60*time.Second, schedulerLogs, func() bool { return healthy(schedulerPort) })
-	waitUntil(t, "kwok's Node "+ClusterNode, 60*time.Second, kwokLogs, func() bool {
-		n, err := api.Client.CoreV1().Nodes().Get(ctx, ClusterNode, metav1.GetOptions{})
-		if err != nil {
-			return false
-		}
-		for _, c := range n.Status.Conditions {
-			if c.Type == corev1.NodeReady {
-				return c.Status == corev1.ConditionTrue
-			}
-		}
-		return false
-	})
-	return api
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	return startLogged(t, "kwok", cmd)
 }
 
 // startLogged starts cmd (start) and logs its output when the test fails.

@@ -70,12 +70,7 @@ func StartSourceController(t testing.TB, api *APIServer, trust ...string) *Sourc
 		require.NoError(t, os.WriteFile(file, bundle, 0o600))
 		cmd.Env = append(cmd.Env, "SSL_CERT_FILE="+file)
 	}
-	logs, _ := start(t, cmd)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("source-controller output:\n%s", logs.String())
-		}
-	})
+	logs := startLogged(t, "source-controller", cmd)
 	waitUntil(t, "source-controller", 60*time.Second, logs, func() bool {
 		resp, err := http.Get("http://" + health + "/readyz")
 		if err != nil {
