@@ -31,11 +31,12 @@ needs once so that Flux pulls everything else solar publishes for it:
   - Secret solar-bootstrap-ca, with --ca-file: the CA of the registry;
   - OCIRepository solar-bootstrap: oci://<registry>/<ns>/bootstrap-<target>,
     the highest version (semver >=0.0.0), Helm chart layer;
-  - HelmRelease solar-bootstrap of that chart (remediation retries 3, tests,
-    drift detection), with values that make the chart's own OCIRepositories use
-    the same Secrets. Its HelmReleases, solar-bootstrap-<uniqueName>, install
-    the release charts; theirs, <target>-<uniqueName>, the applications
-    (README, "Proven with Flux itself", lists every level).
+  - HelmRelease solar-bootstrap of that chart (no readiness wait: it holds
+    only Flux objects; remediation retries 3, tests, drift detection), with
+    values that make the chart's own OCIRepositories use the same Secrets.
+    Its HelmReleases, solar-bootstrap-<uniqueName>, install the release
+    charts (no wait either); theirs, <target>-<uniqueName>, the applications
+    (they wait; docs/architecture.md says why).
 The objects go to the Flux namespace (--flux-namespace, default flux-system).
 With PATHs, the Target must be one of their objects. -o json prints a List.`,
 		Example: `  solar bootstrap-manifests edge-1 -n alpha --registry registry.example.com/solar | kubectl apply -f -
@@ -48,25 +49,8 @@ With PATHs, the Target must be one of their objects. -o json prints a List.`,
 				return err
 			}
 			ns := cmp.Or(g.namespace, "default")
-			for _, f := range [][2]string{{"TARGET", args[0]}, {"-n", ns}, {"--flux-namespace", fluxNS}} {
-				if errs := validation.IsDNS1123Label(f[1]); len(errs) > 0 {
-					return fmt.Errorf("invalid %s %q: %s", f[0], f[1], strings.Join(errs, "; "))
-				}
-			}
-			if len(args) > 1 {
-				set, problems, err := pipeline.Load(pipeline.Options{Paths: args[1:], Namespace: g.namespace, Log: g.log})
-				if err != nil {
-					return err
-				}
-				if set == nil {
-					if err := g.printReport(pipeline.NewReport(&pipeline.Plan{Problems: problems}), chartsTable); err != nil {
-						return err
-					}
-					return exitError{code: 1}
-				}
-				if model.Get[model.Target](set, model.KindTarget, ns, args[0]) == nil {
-					return fmt.Errorf("no Target %s/%s in %s", ns, args[0], strings.Join(args[1:], " "))
-				}
+			if err := checkBootstrapTarget(g, ns, fluxNS, args); err != nil {
+				return err
 			}
 			l, err := rf.read(cmd.InOrStdin())
 			if err != nil {
@@ -84,31 +68,65 @@ With PATHs, the Target must be one of their objects. -o json prints a List.`,
 			if err != nil {
 				return err
 			}
-			if g.output != "text" {
-				items := make([]any, len(docs))
-				for i, d := range docs {
-					items[i] = d
-				}
-				return g.printData(map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
-			}
-			fmt.Fprintf(g.stdout, "# What the cluster of Target %s/%s needs once: kubectl apply -f this file.\n", ns, target)
-			if !rf.passwordStdin {
-				fmt.Fprintf(g.stdout, "# PLACEHOLDER: the pull Secret below holds no real credentials. Replace the\n"+
-					"# username and password in its .dockerconfigjson (base64) for %s, or rerun with\n"+
-					"# --username and --password-stdin.\n", l.host)
-			}
-			for _, d := range docs {
-				b, err := yaml.Marshal(d)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(g.stdout, "---\n%s", b)
-			}
-			return nil
+			return printManifests(g, docs, ns, target, l.host, rf.passwordStdin)
 		},
 	}
 	fl := cmd.Flags()
 	rf.register(fl, "solar publishes to")
 	fl.StringVar(&fluxNS, "flux-namespace", "flux-system", "namespace of Flux and of the objects printed")
 	return cmd
+}
+
+// checkBootstrapTarget checks the names and, with PATHs (args[1:]), that the
+// Target is one of their objects.
+func checkBootstrapTarget(g *globals, ns, fluxNS string, args []string) error {
+	for _, f := range [][2]string{{"TARGET", args[0]}, {"-n", ns}, {"--flux-namespace", fluxNS}} {
+		if errs := validation.IsDNS1123Label(f[1]); len(errs) > 0 {
+			return fmt.Errorf("invalid %s %q: %s", f[0], f[1], strings.Join(errs, "; "))
+		}
+	}
+	if len(args) == 1 {
+		return nil
+	}
+	set, problems, err := pipeline.Load(pipeline.Options{Paths: args[1:], Namespace: g.namespace, Log: g.log})
+	if err != nil {
+		return err
+	}
+	if set == nil {
+		if err := g.printReport(pipeline.NewReport(&pipeline.Plan{Problems: problems}), chartsTable); err != nil {
+			return err
+		}
+		return exitError{code: 1}
+	}
+	if model.Get[model.Target](set, model.KindTarget, ns, args[0]) == nil {
+		return fmt.Errorf("no Target %s/%s in %s", ns, args[0], strings.Join(args[1:], " "))
+	}
+	return nil
+}
+
+// printManifests prints the first-contact objects: a List with -o json|yaml,
+// else a YAML stream for kubectl apply, with a warning when the pull Secret
+// holds a placeholder.
+func printManifests(g *globals, docs []map[string]any, ns, target, host string, credentials bool) error {
+	if g.output != "text" {
+		items := make([]any, len(docs))
+		for i, d := range docs {
+			items[i] = d
+		}
+		return g.printData(map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
+	}
+	fmt.Fprintf(g.stdout, "# What the cluster of Target %s/%s needs once: kubectl apply -f this file.\n", ns, target)
+	if !credentials {
+		fmt.Fprintf(g.stdout, "# PLACEHOLDER: the pull Secret below holds no real credentials. Replace the\n"+
+			"# username and password in its .dockerconfigjson (base64) for %s, or rerun with\n"+
+			"# --username and --password-stdin.\n", host)
+	}
+	for _, d := range docs {
+		b, err := yaml.Marshal(d)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(g.stdout, "---\n%s", b)
+	}
+	return nil
 }

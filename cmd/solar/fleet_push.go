@@ -68,35 +68,9 @@ downloads it from: https://HOST/v2/PREFIX/REPO/blobs/DIGEST.`,
 			if err != nil {
 				return err
 			}
-			var store publish.Store
-			var layout *publish.Layout
-			url := func(string) string { return "" }
-			if out != "" {
-				if layout, err = publish.OpenLayout(ctx, out, publish.LayoutOptions{}); err != nil {
-					return err
-				}
-				defer layout.Close()
-				store = layout
-			} else {
-				remote, registry, err := rf.remote(cmd.InOrStdin())
-				if err != nil {
-					return err
-				}
-				store = remote
-				url = func(digest string) string { return blobURL(registry, repository) + digest }
-			}
-			repo, err := store.Repository(ctx, repository)
+			action, url, err := putAgent(cmd, &rf, out, repository, version, packed)
 			if err != nil {
 				return err
-			}
-			action, err := fleet.Put(ctx, repo, packed)
-			if err != nil {
-				return hint(fmt.Errorf("%s:%s: %w", repository, version, err), rf.registry)
-			}
-			if layout != nil {
-				if err := layout.Save(ctx); err != nil {
-					return err
-				}
 			}
 			var platforms []pushedPlatform
 			for _, b := range bins {
@@ -120,6 +94,45 @@ downloads it from: https://HOST/v2/PREFIX/REPO/blobs/DIGEST.`,
 	fl.StringVar(&version, "version", "", "the agent's version: the index's tag")
 	rf.registerClient(fl, "to push to")
 	return cmd
+}
+
+// putAgent puts the packed agent (repository:version) into the layout out, or
+// into the registry, and returns the action and how a device's URL of a blob reads
+// (none for a layout).
+func putAgent(cmd *cobra.Command, rf *registryFlags, out, repository, version string, packed *fleet.Packed) (string, func(string) string, error) {
+	ctx := cmd.Context()
+	url := func(string) string { return "" }
+	var store publish.Store
+	var layout *publish.Layout
+	if out != "" {
+		var err error
+		if layout, err = publish.OpenLayout(ctx, out, publish.LayoutOptions{}); err != nil {
+			return "", nil, err
+		}
+		defer layout.Close()
+		store = layout
+	} else {
+		remote, registry, err := rf.remote(cmd.InOrStdin())
+		if err != nil {
+			return "", nil, err
+		}
+		store = remote
+		url = func(digest string) string { return blobURL(registry, repository) + digest }
+	}
+	repo, err := store.Repository(ctx, repository)
+	if err != nil {
+		return "", nil, err
+	}
+	action, err := fleet.Put(ctx, repo, packed)
+	if err != nil {
+		return "", nil, hint(fmt.Errorf("%s:%s: %w", repository, version, err), rf.registry)
+	}
+	if layout != nil {
+		if err := layout.Save(ctx); err != nil {
+			return "", nil, err
+		}
+	}
+	return action, url, nil
 }
 
 // blobURL is where a device downloads the blobs of repo from the registry

@@ -20,29 +20,7 @@ func newPublishCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "publish PATH... --registry HOST[:PORT][/PREFIX]",
 		Short: "Render the charts of every Target and push them to an OCI registry",
-		Long: `publish does what render does, against a registry instead of a directory:
-it validates, resolves and renders, then pushes with ORAS, per Target namespace:
-  <prefix>/<ns>/<release-ns>/release-<release>:<version>
-  <prefix>/<ns>/bootstrap-<target>:<version>
-Flux on a Target pulls oci://<registry>/<prefix>/<ns>/bootstrap-<target>
-(see solar bootstrap-manifests).
-
-The registry is the only state. A chart whose layer equals the latest version's
-is unchanged and nothing is written for it; otherwise the next patch version is
-pushed. A blob already in a repository is never uploaded again. Every release
-chart exists before a bootstrap chart naming it is pushed. After each push solar
-confirms the tag holds its manifest; if another writer (a second CI job) took
-that version with other content, solar pushes at the next version, so neither
-update is lost.
-
-Credentials: --username with --password-stdin, else the docker config
-($DOCKER_CONFIG/config.json, with credsStore and credHelpers). A registry that
-refuses them fails the run; solar never falls back to anonymous.
-
-Use -n NS to publish one namespace: one CI job per namespace, sharing nothing
-but the registry. Exit code 0: success; 1: invalid input, a Target failed or the
-registry failed. With --exit-code: 0 when nothing changed, 2 when charts were
-(or, with --dry-run, would be) created or updated, 1 on error.`,
+		Long:  publishLong,
 		Example: `  solar publish examples/ --registry registry.example.com/solar
   echo "$TOKEN" | solar publish -n alpha examples/ --registry 127.0.0.1:5000 --username ci --password-stdin --ca-file ca.pem
   solar publish --dry-run --exit-code examples/ --registry registry.example.com/solar   # 2: changes pending`,
@@ -95,3 +73,27 @@ registry failed. With --exit-code: 0 when nothing changed, 2 when charts were
 	fl.IntVar(&concurrency, "concurrency", 4, "charts pushed at once")
 	return cmd
 }
+
+const publishLong = `publish does what render does, against a registry instead of a directory:
+it validates, resolves and renders, then pushes with ORAS, per Target namespace:
+  <prefix>/<ns>/<release-ns>/release-<release>:<version>
+  <prefix>/<ns>/bootstrap-<target>:<version>
+Flux on a Target pulls oci://<registry>/<prefix>/<ns>/bootstrap-<target>
+(see solar bootstrap-manifests).
+
+The registry is the only state. A chart whose layer equals the latest version's
+is unchanged and nothing is written for it; otherwise the next patch version is
+pushed. A blob already in a repository is never uploaded again. Every release
+chart exists before a bootstrap chart naming it is pushed. After each push solar
+confirms the tag holds its manifest; if another writer (a second CI job) took
+that version with other content, solar pushes at the next version, so neither
+update is lost.
+
+Credentials: --username with --password-stdin, else the docker config
+($DOCKER_CONFIG/config.json, with credsStore and credHelpers). A registry that
+refuses them fails the run; solar never falls back to anonymous.
+
+Use -n NS to publish one namespace: one CI job per namespace, sharing nothing
+but the registry. Exit code 0: success; 1: invalid input, a Target failed or the
+registry failed. With --exit-code: 0 when nothing changed, 2 when charts were
+(or, with --dry-run, would be) created or updated, 1 on error.`

@@ -20,27 +20,7 @@ func newRenderCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "render PATH...",
 		Short: "Render and package the charts of every Target into an OCI image layout",
-		Long: `render validates the objects (as vet does), resolves what every Target gets, and
-writes one release chart per Release and one bootstrap-<target> chart per Target
-into --out (default out/), one standard OCI image layout per repository, the
-version as the tag:
-  out/<namespace>/bootstrap-<target>              (oras: --oci-layout out/alpha/bootstrap-edge-1:0.0.1)
-  out/<namespace>/<release-namespace>/release-<release>
-No registry is used (with --kubeconfig, the API server is, to mint agent
-credentials first; see solar credentials sync). The layout is the state: a chart whose content equals its
-latest version is unchanged and nothing is written; otherwise the next patch
-version (0.0.N) is. Packaging is byte-reproducible: the same input gives the same
-digests on any machine (SOURCE_DATE_EPOCH sets the manifests' created time).
-
-With --registry, the registry is the state instead, read only: versions are
-computed against it, the bootstrap charts name it, and the charts that would be
-published land in --out, for review (solar diff) and for solar push, which
-pushes exactly those bytes.
-
-The plan lists per Target its bootstrap chart, its releases and the releases it
-does not get, with the reason. Invalid input writes nothing. A Target that does
-not resolve is reported and skipped; the others are rendered. Exit code 0:
-success; 1: invalid input or a Target failed.`,
+		Long:  renderLong,
 		Example: `  solar render examples/
   solar render --dry-run -o json examples/ | jq '.targets[] | {name, action}'
   solar render -n alpha --target edge-1 --out /tmp/layout examples/
@@ -93,3 +73,25 @@ success; 1: invalid input or a Target failed.`,
 	cmd.Flags().DurationVar(&lockTimeout, "lock-timeout", 5*time.Minute, "how long to wait while another solar run holds the layout")
 	return cmd
 }
+
+const renderLong = `render validates the objects (as vet does), resolves what every Target gets, and
+writes one release chart per Release and one bootstrap-<target> chart per Target
+into --out (default out/), one standard OCI image layout per repository, the
+version as the tag:
+  out/<namespace>/bootstrap-<target>              (oras: --oci-layout out/alpha/bootstrap-edge-1:0.0.1)
+  out/<namespace>/<release-namespace>/release-<release>
+No registry is used (with --kubeconfig, the API server is, to mint agent
+credentials first; see solar credentials sync). The layout is the state: a chart whose content equals its
+latest version is unchanged and nothing is written; otherwise the next patch
+version (0.0.N) is. Packaging is byte-reproducible: the same input gives the same
+digests on any machine (SOURCE_DATE_EPOCH sets the manifests' created time).
+
+With --registry, the registry is the state instead, read only: versions are
+computed against it, the bootstrap charts name it, and the charts that would be
+published land in --out, for review (solar diff) and for solar push, which
+pushes exactly those bytes.
+
+The plan lists per Target its bootstrap chart, its releases and the releases it
+does not get, with the reason. Invalid input writes nothing. A Target that does
+not resolve is reported and skipped; the others are rendered. Exit code 0:
+success; 1: invalid input or a Target failed.`
