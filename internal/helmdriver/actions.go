@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	"helm.sh/helm/v4/pkg/action"
@@ -139,8 +138,4 @@ func unchanged(last, next *chart.Chart, lastValues, nextValues map[string]any) b
 	a, errA := json.Marshal(lastValues)
 	b, errB := json.Marshal(nextValues)
 	return errA == nil && errB == nil && bytes.Equal(a, b)
-}
-
-func cutKey(key string) (ns, name string, ok bool) {
-	return strings.Cut(key, "/")
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
@@ -83,7 +84,7 @@ type request struct {
 }
 
 func (d *Driver) reconcileKey(ctx context.Context, key string) (result, error) {
-	ns, name, _ := cutKey(key)
+	ns, name, _ := strings.Cut(key, "/")
 	hr, err := d.dyn.Resource(helmReleaseGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return result{}, nil

@@ -3,6 +3,8 @@ package helmdriver
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
@@ -91,7 +93,7 @@ func (d *Driver) setStatus(ctx context.Context, req *request, m mark) {
 	}
 	kept := conds[:0]
 	for _, c := range conds {
-		if o, _ := c.(map[string]any); !contains(m.remove, o["type"]) {
+		if o, _ := c.(map[string]any); !slices.Contains(m.remove, fmt.Sprint(o["type"])) {
 			kept = append(kept, c)
 		}
 	}
@@ -109,13 +111,4 @@ func (d *Driver) setStatus(ctx context.Context, req *request, m mark) {
 	if err == nil {
 		req.hr = updated
 	}
-}
-
-func contains(list []string, v any) bool {
-	for _, s := range list {
-		if s == v {
-			return true
-		}
-	}
-	return false
 }
