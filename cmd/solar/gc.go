@@ -27,8 +27,11 @@ removes every blob no kept version references and the leftovers of killed runs
 old versions' manifests; the registry's own garbage collection frees their
 blobs (the Distribution registry's "registry garbage-collect"), and the
 registry must allow deletes.
-Flux follows the newest version: --keep is at least 1. --dry-run lists what
-would go. Only solar's chart repositories are collected (<ns>/bootstrap-<target>,
+An old version that a kept bootstrap chart version still names stays, and gc
+says which one names it: a Target not rendered since (its credential failed,
+say, or only other Targets were rendered) still installs it. Flux follows the
+newest version: --keep is at least 1. --dry-run lists what would go and what
+would stay for that reason. Only solar's chart repositories are collected (<ns>/bootstrap-<target>,
 <ns>/<release-ns>/release-<release> and the agent charts); others under the
 prefix, such as the fleet's agent binaries, are left as they are and named.`,
 		Example: `  solar gc --out out --keep 3 --dry-run
@@ -67,14 +70,20 @@ prefix, such as the fleet's agent binaries, are left as they are and named.`,
 			}
 			if g.output != "text" {
 				res.Versions, res.Skipped = orEmpty(res.Versions), orEmpty(res.Skipped)
+				if res.Held == nil {
+					res.Held = []publish.Held{}
+				}
 				return g.printData(res)
 			}
-			verb := "removed"
+			verb, kept := "removed", "kept"
 			if dryRun {
-				verb = "would remove"
+				verb, kept = "would remove", "would keep"
 			}
 			for _, v := range res.Versions {
 				fmt.Fprintf(g.stdout, "%s %s\n", verb, v)
+			}
+			for _, h := range res.Held {
+				fmt.Fprintf(g.stdout, "%s %s, older than --keep %d: %s names it\n", kept, h.Version, keep, strings.Join(h.By, ", "))
 			}
 			fmt.Fprintf(g.stdout, "%s %d versions, %d blobs (%d bytes)\n", verb, len(res.Versions), res.Blobs, res.Bytes)
 			if len(res.Skipped) > 0 {

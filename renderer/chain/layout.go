@@ -40,6 +40,13 @@ func IsChartRepository(repository string) bool {
 	return false
 }
 
+// IsBootstrapRepository says whether a repository name (under the registry's
+// prefix) is a Target's bootstrap chart: the charts that name others.
+func IsBootstrapRepository(repository string) bool {
+	ns, name, ok := strings.Cut(repository, "/")
+	return ok && ns != "" && !strings.Contains(name, "/") && strings.HasPrefix(name, "bootstrap-")
+}
+
 // URL is the oci:// URL of a repository in a registry given as HOST[:PORT][/PREFIX].
 func URL(registry, repository string) string {
 	return "oci://" + strings.TrimSuffix(registry, "/") + "/" + repository

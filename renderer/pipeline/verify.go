@@ -71,7 +71,7 @@ func Verify(ctx context.Context, store publish.Store, prefix string) (out []Viol
 	}
 	// Bootstrap charts name release charts that must be there.
 	for _, name := range repos {
-		if !strings.Contains(name, "/bootstrap-") {
+		if !chain.IsBootstrapRepository(name) {
 			continue
 		}
 		repo, err := store.Repository(ctx, name)
@@ -101,14 +101,38 @@ func Verify(ctx context.Context, store publish.Store, prefix string) (out []Viol
 // Collector is a store that removes its old versions: publish.Layout,
 // publish.Remote.
 type Collector interface {
+	publish.Lister
 	GC(ctx context.Context, opts publish.GCOptions) (publish.GCResult, error)
 }
 
 // GC removes the old versions of solar's chart repositories in c, as Verify
 // checks them (chain.IsChartRepository); the other repositories under the
-// prefix are left as they are (GCResult.Skipped).
+// prefix are left as they are (GCResult.Skipped). It marks from every
+// bootstrap chart version it keeps: the release chart versions one names stay
+// (GCResult.Held), for a Target not rendered since (one skipped, say, because
+// its credential failed) still installs them.
 func GC(ctx context.Context, c Collector, opts publish.GCOptions) (publish.GCResult, error) {
+	repos, err := c.Repositories(ctx, opts.Prefix)
+	if err != nil {
+		return publish.GCResult{}, err
+	}
 	opts.Select = chain.IsChartRepository
+	opts.Refs = func(ctx context.Context, repo publish.Repository, name, version string) ([]publish.Ref, error) {
+		if !chain.IsBootstrapRepository(name) {
+			return nil, nil
+		}
+		named, err := bootstrapRefs(ctx, repo, version)
+		if err != nil {
+			return nil, err
+		}
+		var refs []publish.Ref
+		for _, n := range named {
+			if target := repository(n.URL, repos); target != "" {
+				refs = append(refs, publish.Ref{Repository: target, Version: n.Version})
+			}
+		}
+		return refs, nil
+	}
 	return c.GC(ctx, opts)
 }
 

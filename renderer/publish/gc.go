@@ -31,6 +31,11 @@ type GCOptions struct {
 	// version as a single-manifest chart: an index (the fleet's agent
 	// binaries) would lose its platforms' manifests and blobs.
 	Select func(repository string) bool
+	// Refs, when set, reads the versions of other repositories that a kept
+	// version names (a bootstrap chart names its release charts): those
+	// stay, whatever their age (GCResult.Held). Without it every repository
+	// is collected on its own.
+	Refs func(ctx context.Context, repo Repository, name, version string) ([]Ref, error)
 }
 
 // GCResult is what a garbage collection removed (or, in a dry run, would).
@@ -43,6 +48,9 @@ type GCResult struct {
 	Bytes int64 `json:"bytes"`
 	// Skipped are the repositories Select left as they are.
 	Skipped []string `json:"skipped"`
+	// Held are versions beyond Keep that stay because a kept version names
+	// them.
+	Held []Held `json:"held"`
 }
 
 // SplitRepositories splits names into those keep keeps and the others
@@ -76,7 +84,7 @@ func old(tags []string, keep int) []string {
 }
 
 // GC removes from the layout the versions beyond the newest opts.Keep of each
-// repository, then every blob that no kept version of its repository
+// repository that no kept version names (opts.Refs), then every blob that no kept version of its repository
 // references and the temporary files of killed runs. The layout must be open
 // writable (it is locked), or read-only for a dry run.
 func (l *Layout) GC(ctx context.Context, opts GCOptions) (GCResult, error) {
@@ -89,15 +97,20 @@ func (l *Layout) GC(ctx context.Context, opts GCOptions) (GCResult, error) {
 		return r, err
 	}
 	names, r.Skipped = SplitRepositories(names, opts.Select)
+	if l.readOnly && !opts.DryRun {
+		return r, errReadOnly
+	}
+	plan, err := planGC(ctx, l, names, opts)
+	if err != nil {
+		return r, err
+	}
+	r.Held = plan.held
 	for _, name := range names {
 		s, err := l.open(ctx, name)
 		if err != nil {
 			return r, err
 		}
-		if l.readOnly && !opts.DryRun {
-			return r, errReadOnly
-		}
-		drop := old(s.tags, opts.Keep)
+		drop := plan.drop[name]
 		if !opts.DryRun && len(drop) > 0 {
 			if err := s.writable(ctx); err != nil {
 				return r, err
@@ -122,64 +135,18 @@ func (l *Layout) GC(ctx context.Context, opts GCOptions) (GCResult, error) {
 				return r, err
 			}
 		}
-		// What the kept versions reference stays.
-		keep := map[string]bool{}
-		for _, tag := range kept {
-			desc, err := s.backend.Resolve(ctx, tag)
-			if err != nil {
-				return r, err
-			}
-			b, err := content.FetchAll(ctx, s.backend, desc)
-			if err != nil {
-				return r, err
-			}
-			var m ocispec.Manifest
-			if err := json.Unmarshal(b, &m); err != nil {
-				return r, fmt.Errorf("reading %s:%s: %w", name, tag, err)
-			}
-			if err := m.Config.Digest.Validate(); err != nil {
-				// An index, say: what it references is not read here.
-				return r, fmt.Errorf("%s:%s is not a chart (%s): not collected", name, tag, desc.MediaType)
-			}
-			keep[desc.Digest.Encoded()] = true
-			keep[m.Config.Digest.Encoded()] = true
-			for _, layer := range m.Layers {
-				keep[layer.Digest.Encoded()] = true
-			}
+		n, size, err := sweepBlobs(ctx, s, name, kept, opts.DryRun)
+		if err != nil {
+			return r, err
 		}
-		for _, sub := range []string{"blobs", "ingest"} {
-			root := filepath.Join(s.dir, sub)
-			err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-				if errors.Is(err, fs.ErrNotExist) {
-					return nil
-				}
-				if err != nil || d.IsDir() {
-					return err
-				}
-				if sub == "blobs" && keep[d.Name()] {
-					return nil
-				}
-				info, err := d.Info()
-				if err != nil {
-					return err
-				}
-				r.Blobs++
-				r.Bytes += info.Size()
-				if opts.DryRun {
-					return nil
-				}
-				return os.Remove(p)
-			})
-			if err != nil {
-				return r, fmt.Errorf("collecting %s: %w", root, err)
-			}
-		}
+		r.Blobs, r.Bytes = r.Blobs+n, r.Bytes+size
 	}
 	return r, nil
 }
 
 // GC removes from the registry the versions beyond the newest opts.Keep of
-// every repository under its prefix (and opts.Prefix): their manifests are
+// every repository under its prefix (and opts.Prefix) that no kept version
+// names (opts.Refs): their manifests are
 // deleted, and the registry's own garbage collection frees their blobs
 // (the Distribution registry's registry garbage-collect). The registry must
 // allow deletes.
@@ -193,16 +160,17 @@ func (r *Remote) GC(ctx context.Context, opts GCOptions) (GCResult, error) {
 		return res, err
 	}
 	names, res.Skipped = SplitRepositories(names, opts.Select)
+	plan, err := planGC(ctx, r, names, opts)
+	if err != nil {
+		return res, err
+	}
+	res.Held = plan.held
 	for _, name := range names {
 		repo, err := r.repository(name)
 		if err != nil {
 			return res, err
 		}
-		tags, err := Tags(ctx, repo)
-		if err != nil {
-			return res, fmt.Errorf("listing the versions of %s: %w", name, explain(err))
-		}
-		for _, v := range old(tags, opts.Keep) {
+		for _, v := range plan.drop[name] {
 			res.Versions = append(res.Versions, name+":"+v)
 			if opts.DryRun {
 				continue
@@ -255,4 +223,63 @@ func (r *Remote) Repositories(ctx context.Context, prefix string) ([]string, err
 		return nil, fmt.Errorf("listing the repositories: %w", explain(err))
 	}
 	return names, nil
+}
+
+// sweepBlobs removes the blobs of one repository's layout that none of its
+// kept versions references, and the leftovers of killed runs (ingest/); a
+// dry run only counts them.
+func sweepBlobs(ctx context.Context, s *layoutStore, name string, kept []string, dryRun bool) (blobs int, bytes int64, _ error) {
+	// What the kept versions reference stays.
+	keep := map[string]bool{}
+	for _, tag := range kept {
+		desc, err := s.backend.Resolve(ctx, tag)
+		if err != nil {
+			return 0, 0, err
+		}
+		b, err := content.FetchAll(ctx, s.backend, desc)
+		if err != nil {
+			return 0, 0, err
+		}
+		var m ocispec.Manifest
+		if err := json.Unmarshal(b, &m); err != nil {
+			return 0, 0, fmt.Errorf("reading %s:%s: %w", name, tag, err)
+		}
+		if err := m.Config.Digest.Validate(); err != nil {
+			// An index, say: what it references is not read here.
+			return 0, 0, fmt.Errorf("%s:%s is not a chart (%s): not collected", name, tag, desc.MediaType)
+		}
+		keep[desc.Digest.Encoded()] = true
+		keep[m.Config.Digest.Encoded()] = true
+		for _, layer := range m.Layers {
+			keep[layer.Digest.Encoded()] = true
+		}
+	}
+	for _, sub := range []string{"blobs", "ingest"} {
+		root := filepath.Join(s.dir, sub)
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			if err != nil || d.IsDir() {
+				return err
+			}
+			if sub == "blobs" && keep[d.Name()] {
+				return nil
+			}
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			blobs++
+			bytes += info.Size()
+			if dryRun {
+				return nil
+			}
+			return os.Remove(p)
+		})
+		if err != nil {
+			return 0, 0, fmt.Errorf("collecting %s: %w", root, err)
+		}
+	}
+	return blobs, bytes, nil
 }
