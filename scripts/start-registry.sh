@@ -6,18 +6,31 @@
 # The test helper (internal/testenv) starts it; it also works by hand, with
 # the tools' bin directory on PATH:
 #
-#   REGISTRY_USER=solar REGISTRY_PASSWORD=secret scripts/start-registry.sh DIR PORT [--tls]
+#   REGISTRY_USER=solar REGISTRY_PASSWORD=secret scripts/start-registry.sh DIR PORT [--tls] [--no-cache]
 #
 # DIR holds the storage, the htpasswd file, the config and, with --tls,
-# cert.pem (also the CA to trust) and key.pem. The registry runs in the
+# cert.pem (also the CA to trust) and key.pem. --no-cache leaves out the
+# in-memory cache of blob descriptors, so that a blob's HEAD answers from the
+# storage itself (a test damages the storage and reads what a HEAD then
+# says). The registry runs in the
 # foreground (exec) until killed. REGISTRY_AUTH=none serves without auth
 # (scripts/bench measures the registry's cost of bcrypt basic auth with it).
 # REGISTRY_BIN runs another registry binary of the same lineage with the same
 # config (scripts/bench compares Debian's docker-registry 2.8 with it).
 set -euo pipefail
-dir=${1:?usage: start-registry.sh DIR PORT [--tls]}
-port=${2:?usage: start-registry.sh DIR PORT [--tls]}
-tls=${3:-}
+usage="usage: start-registry.sh DIR PORT [--tls] [--no-cache]"
+dir=${1:?$usage}
+port=${2:?$usage}
+tls="" cache="  # As the registry's docs recommend: blob descriptors cached in memory.
+  cache:
+    blobdescriptor: inmemory"
+for arg in "${@:3}"; do
+  case $arg in
+  --tls) tls=--tls ;;
+  --no-cache) cache="" ;;
+  *) echo "$usage" >&2; exit 2 ;;
+  esac
+done
 : "${REGISTRY_USER:?set REGISTRY_USER}" "${REGISTRY_PASSWORD:?set REGISTRY_PASSWORD}"
 mkdir -p "$dir/data"
 
@@ -49,9 +62,7 @@ log:
 storage:
   filesystem:
     rootdirectory: $dir/data
-  # As the registry's docs recommend: blob descriptors cached in memory.
-  cache:
-    blobdescriptor: inmemory
+$cache
   delete:
     enabled: true
 http:

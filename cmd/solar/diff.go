@@ -42,7 +42,7 @@ shown. Nothing is written. With --exit-code: 0 no change, 2 changes, 1 error.`,
 			if err != nil {
 				return err
 			}
-			store, registry, done, err := rf.readStore(cmd.Context(), out, cmd.InOrStdin())
+			store, registry, done, err := rf.readStore(cmd.Context(), out, false, cmd.InOrStdin())
 			if err != nil {
 				return err
 			}

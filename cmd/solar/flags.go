@@ -187,12 +187,12 @@ func (f *registryFlags) orOut(out string) error {
 	return nil
 }
 
-// readStore opens what diff and verify read: the layout out, read-only, or
-// else the registry of the flags, with its HOST[/PREFIX]. done releases the
-// layout.
-func (f *registryFlags) readStore(ctx context.Context, out string, stdin io.Reader) (store publish.Store, registry string, done func(), err error) {
+// readStore opens what diff and verify read: the layout out, read-only (it
+// must exist with mustExist), or else the registry of the flags, with its
+// HOST[/PREFIX]. done releases the layout.
+func (f *registryFlags) readStore(ctx context.Context, out string, mustExist bool, stdin io.Reader) (store publish.Store, registry string, done func(), err error) {
 	if out != "" {
-		l, err := publish.OpenLayout(ctx, out, publish.LayoutOptions{ReadOnly: true})
+		l, err := publish.OpenLayout(ctx, out, publish.LayoutOptions{ReadOnly: true, MustExist: mustExist})
 		if err != nil {
 			return nil, "", nil, err
 		}

@@ -49,24 +49,26 @@ prefix, such as the fleet's agent binaries, are left as they are and named.`,
 				opts.Prefix = g.namespace + "/"
 			}
 			var res publish.GCResult
+			var registry string
 			var err error
 			if out != "" {
 				var l *publish.Layout
-				l, err = publish.OpenLayout(cmd.Context(), out, publish.LayoutOptions{ReadOnly: dryRun, LockTimeout: 5 * time.Minute})
+				l, err = publish.OpenLayout(cmd.Context(), out, publish.LayoutOptions{ReadOnly: dryRun, LockTimeout: 5 * time.Minute, MustExist: true})
 				if err != nil {
-					return err
+					return g.storeError(err, "collect", out, "")
 				}
 				defer l.Close()
 				res, err = pipeline.GC(context.WithoutCancel(cmd.Context()), l, opts)
 			} else {
-				r, _, rerr := rf.remote(cmd.InOrStdin())
-				if rerr != nil {
-					return rerr
+				var r *publish.Remote
+				r, registry, err = rf.remote(cmd.InOrStdin())
+				if err != nil {
+					return err
 				}
 				res, err = pipeline.GC(cmd.Context(), r, opts)
 			}
 			if err != nil {
-				return hint(err, rf.registry)
+				return g.storeError(err, "collect", out, registry)
 			}
 			if g.output != "text" {
 				res.Versions, res.Skipped = orEmpty(res.Versions), orEmpty(res.Skipped)

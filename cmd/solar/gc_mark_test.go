@@ -35,6 +35,7 @@ type storeCLI struct {
 	write string
 	flags []string
 	run   func(args ...string) (int, string, string)
+	reg   *testenv.Registry // the registry, or nil
 }
 
 func (c storeCLI) do(t *testing.T, cmd string, args ...string) (int, string, string) {
@@ -47,10 +48,10 @@ func layoutCLI(t *testing.T) storeCLI {
 		run: func(args ...string) (int, string, string) { return solar(t, args...) }}
 }
 
-func registryCLI(t *testing.T) storeCLI {
-	reg := testenv.StartRegistry(t, testenv.RegistryOptions{})
+func registryCLI(t *testing.T, opts testenv.RegistryOptions) storeCLI {
+	reg := testenv.StartRegistry(t, opts)
 	return storeCLI{write: "publish", flags: []string{"--registry", reg.Host + "/solar", "--plain-http", "--username", reg.Username, "--password-stdin"},
-		run: func(args ...string) (int, string, string) { return fleetCLI(t, reg, args...) }}
+		run: func(args ...string) (int, string, string) { return fleetCLI(t, reg, args...) }, reg: reg}
 }
 
 // gcMarkScenario writes namespace beta of examples/ into a store, then
@@ -111,7 +112,7 @@ func TestGCKeepsWhatKeptBootstrapsName(t *testing.T) {
 
 func TestGCKeepsWhatKeptBootstrapsNameInARegistry(t *testing.T) {
 	needRegistry(t)
-	c := registryCLI(t)
+	c := registryCLI(t, testenv.RegistryOptions{})
 	gcMarkScenario(t, c)
 	checkGCMark(t, c)
 }

@@ -76,7 +76,7 @@ func TestGCLayout(t *testing.T) {
 	assert.Equal(t, agent, countFiles(t, filepath.Join(out, "fleet", "agent")), "the agent binaries are left whole")
 	code, stdout, stderr = solar(t, "verify", "--out", out)
 	assert.Equal(t, 0, code, stdout)
-	assert.Equal(t, "not checked, not solar's charts: fleet/agent\n", stderr)
+	assert.Contains(t, stderr, "\nnot checked, not solar's charts: fleet/agent\n")
 	assert.Less(t, countFiles(t, out), blobs)
 	assert.NoFileExists(t, filepath.Join(out, "alpha", "bootstrap-edge-1", "ingest", "leftover"))
 	assert.NotContains(t, string(must(os.ReadFile(filepath.Join(out, "alpha", "bootstrap-edge-1", "index.json")))), `"0.0.1"`)

@@ -139,13 +139,48 @@ func (g *globals) progress() func(done, total int, t pipeline.TargetReport) {
 			fmt.Fprintf(g.stderr, "[%d/%d] %s/%s %s %s\n", done, total, t.Namespace, t.Name, t.Version, t.Action)
 			return
 		}
-		const width = 30
-		n := width * done / total
-		fmt.Fprintf(g.stderr, "\r[%s%s] %d/%d Targets", strings.Repeat("#", n), strings.Repeat(".", width-n), done, total)
-		if done == total {
-			fmt.Fprintln(g.stderr)
-		}
+		g.bar(done, total, "Targets")
 	}
+}
+
+// repositoryProgress redraws a bar of repositories on a terminal; on a pipe
+// (a CI log) it says nothing: the summary line follows.
+func (g *globals) repositoryProgress() func(done, total int) {
+	if g.quiet || !isTerminal(g.stderr) {
+		return nil
+	}
+	return func(done, total int) { g.bar(done, total, "repositories") }
+}
+
+// bar draws a progress bar in place on stderr, a terminal.
+func (g *globals) bar(done, total int, unit string) {
+	const width = 30
+	n := width * done / total
+	fmt.Fprintf(g.stderr, "\r[%s%s] %d/%d %s", strings.Repeat("#", n), strings.Repeat(".", width-n), done, total, unit)
+	if done == total {
+		fmt.Fprintln(g.stderr)
+	}
+}
+
+// say writes a line of the conversation on stderr, unless -q.
+func (g *globals) say(format string, args ...any) {
+	if !g.quiet {
+		fmt.Fprintf(g.stderr, format+"\n", args...)
+	}
+}
+
+// bytesHuman is n bytes in the largest binary unit that keeps it at least 1.
+func bytesHuman(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
 // orEmpty is s, or an empty slice for nil: -o json writes lists as [], never
@@ -155,4 +190,24 @@ func orEmpty[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+// storeError says where a command found no repository to work on (the
+// layout out, or else the registry HOST/PREFIX), and which flags to check;
+// other errors get the registry hint.
+func (g *globals) storeError(err error, verb, out, registry string) error {
+	switch {
+	case errors.Is(err, publish.ErrNoLayout):
+		return fmt.Errorf("nothing to %s: %w (check --out)", verb, err)
+	case !errors.Is(err, pipeline.ErrNoRepository):
+		return hint(err, registry)
+	}
+	where := registry
+	if out != "" {
+		where = "the layout " + out
+	}
+	if g.namespace != "" {
+		where += ", namespace " + g.namespace
+	}
+	return fmt.Errorf("nothing to %s: %w in %s (check --out, --registry and -n)", verb, err, where)
 }

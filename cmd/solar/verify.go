@@ -3,28 +3,40 @@ package main
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 )
 
+const verifyLong = `verify walks the repositories of an OCI layout (--out) or a registry
+(--registry), of namespace -n only with it, and checks what solar promises:
+every tag is a plain version 0.0.N; every version's manifest and blobs are
+there, with the digest and size their descriptors say; every bootstrap chart
+version names release chart versions the store holds.
+
+In a layout every blob is read and hashed. In a registry every manifest is
+read and its digest compared, and every blob's size is asked (HEAD); --deep
+downloads and hashes the blobs too. Each violation is printed on stdout with
+its repository and version; what was checked (repositories, versions, blobs,
+bytes read) is said on stderr, with progress on a terminal.
+
+Only solar's chart repositories are checked; others under the prefix, such
+as the fleet's agent binaries and attempts, are named and left unchecked.
+Exit code 0: no violation; 1: violations, an error, or nothing to verify (no
+layout at --out, no repository under the registry's prefix and -n).`
+
 func newVerifyCmd(g *globals) *cobra.Command {
 	var rf registryFlags
 	var out string
+	var deep bool
 	cmd := &cobra.Command{
-		Use:   "verify (--out DIR | --registry HOST[:PORT][/PREFIX]) [-n NS]",
+		Use:   "verify (--out DIR | --registry HOST[:PORT][/PREFIX]) [-n NS] [--deep]",
 		Short: "Check that a layout or registry keeps what solar promises",
-		Long: `verify walks the repositories of an OCI layout (--out) or a registry
-(--registry), of namespace -n only with it, and checks what solar promises:
-every tag is a plain version 0.0.N; every version's manifest and blobs are
-there; every bootstrap chart version names release chart versions the store
-holds. Each violation is printed with its repository and version. Only solar's
-chart repositories are checked; others under the prefix, such as the fleet's
-agent binaries and attempts, are named and left unchecked. Exit code 0: no
-violation; 1: violations or an error.`,
+		Long:  verifyLong,
 		Example: `  solar verify --out out
-  echo "$PASSWORD" | solar verify --registry registry.example.com/solar -n alpha --username ci --password-stdin`,
+  echo "$PASSWORD" | solar verify --registry registry.example.com/solar -n alpha --deep --username ci --password-stdin`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := g.checkOutput(); err != nil {
@@ -33,32 +45,36 @@ violation; 1: violations or an error.`,
 			if err := rf.orOut(out); err != nil {
 				return err
 			}
-			store, _, done, err := rf.readStore(cmd.Context(), out, cmd.InOrStdin())
+			store, registry, done, err := rf.readStore(cmd.Context(), out, true, cmd.InOrStdin())
 			if err != nil {
-				return err
+				return g.storeError(err, "verify", out, registry)
 			}
 			defer done()
-			prefix := ""
+			opts := pipeline.VerifyOptions{Deep: deep, Progress: g.repositoryProgress()}
 			if g.namespace != "" {
-				prefix = g.namespace + "/"
+				opts.Prefix = g.namespace + "/"
 			}
-			violations, skipped, err := pipeline.Verify(cmd.Context(), store, prefix)
+			start := time.Now()
+			v, err := pipeline.Verify(cmd.Context(), store, opts)
 			if err != nil {
-				return hint(err, rf.registry)
+				return g.storeError(err, "verify", out, registry)
 			}
 			if g.output != "text" {
-				if err := g.printData(map[string]any{"violations": orEmpty(violations), "skipped": orEmpty(skipped)}); err != nil {
+				v.Violations, v.Skipped = orEmpty(v.Violations), orEmpty(v.Skipped)
+				if err := g.printData(v); err != nil {
 					return err
 				}
 			} else {
-				for _, v := range violations {
-					fmt.Fprintln(g.stdout, v)
-				}
-				if len(skipped) > 0 {
-					fmt.Fprintf(g.stderr, "not checked, not solar's charts: %s\n", strings.Join(skipped, ", "))
+				for _, x := range v.Violations {
+					fmt.Fprintln(g.stdout, x)
 				}
 			}
-			if len(violations) > 0 {
+			g.say("verified %d repositories, %d versions, %d blobs (%s read) in %s: %d violations",
+				v.Repositories, v.Versions, v.Blobs, bytesHuman(v.Bytes), time.Since(start).Round(time.Millisecond), len(v.Violations))
+			if len(v.Skipped) > 0 {
+				g.say("not checked, not solar's charts: %s", strings.Join(v.Skipped, ", "))
+			}
+			if len(v.Violations) > 0 {
 				return exitError{code: 1}
 			}
 			return nil
@@ -66,6 +82,7 @@ violation; 1: violations or an error.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&out, "out", "", "directory of the OCI image layout")
+	fl.BoolVar(&deep, "deep", false, "registry: download and hash every blob, not only ask its size")
 	rf.registerClient(fl, "to verify")
 	return cmd
 }

@@ -27,11 +27,18 @@ type Registry struct {
 	Password string
 	// CAFile is the certificate to trust, empty for plain HTTP.
 	CAFile string
+	// Storage is the registry's filesystem storage (its rootdirectory): what
+	// a test damages to see that a check reads it.
+	Storage string
 }
 
 // RegistryOptions choose how the registry serves.
 type RegistryOptions struct {
 	TLS bool
+	// NoCache serves without the in-memory cache of blob descriptors: a
+	// blob's HEAD then answers from the storage, as a restarted registry's
+	// would.
+	NoCache bool
 }
 
 // Root is the repository's root directory, found from the working directory.
@@ -86,11 +93,15 @@ func StartRegistry(t testing.TB, opts RegistryOptions) *Registry {
 	Tool(t, "solar-testpki")
 	dir := t.TempDir()
 	port := FreePort(t)
-	r := &Registry{Host: fmt.Sprintf("127.0.0.1:%d", port), Username: "solar", Password: "s3cret-" + fmt.Sprint(port)}
+	r := &Registry{Host: fmt.Sprintf("127.0.0.1:%d", port), Username: "solar", Password: "s3cret-" + fmt.Sprint(port),
+		Storage: filepath.Join(dir, "data")}
 	args := []string{filepath.Join(Root(t), "scripts", "start-registry.sh"), dir, fmt.Sprint(port)}
 	if opts.TLS {
 		args = append(args, "--tls")
 		r.CAFile = filepath.Join(dir, "cert.pem")
+	}
+	if opts.NoCache {
+		args = append(args, "--no-cache")
 	}
 	cmd := exec.Command("bash", args...)
 	cmd.Env = append(os.Environ(), "REGISTRY_USER="+r.Username, "REGISTRY_PASSWORD="+r.Password)

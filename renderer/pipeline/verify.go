@@ -3,7 +3,10 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"regexp"
 	"slices"
 	"strings"
@@ -11,6 +14,8 @@ import (
 	"github.com/Masterminds/semver/v3"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/content"
+	"oras.land/oras-go/v2/errdef"
+	"oras.land/oras-go/v2/registry"
 	"sigs.k8s.io/yaml"
 
 	"github.com/solar-pipeline/solar/renderer/chain"
@@ -34,39 +39,79 @@ func (v Violation) String() string {
 // plainVersion is the only kind of tag solar writes.
 var plainVersion = regexp.MustCompile(`^0\.0\.[1-9][0-9]*$`)
 
-// Verify walks the chart repositories of the store under prefix and checks
-// what solar promises: tags are plain 0.0.N versions; every version's manifest
-// and blobs are there; every bootstrap chart version names release chart
-// versions the store holds. skipped are the repositories under prefix that
-// are not solar's charts (chain.IsChartRepository), such as the fleet's: not
-// checked.
-func Verify(ctx context.Context, store publish.Store, prefix string) (out []Violation, skipped []string, err error) {
+// VerifyOptions say how deep Verify reads.
+type VerifyOptions struct {
+	// Prefix limits the walk to repositories under it ("alpha/").
+	Prefix string
+	// Deep downloads and hashes every blob of a registry too; without it a
+	// registry's blobs are checked by size (HEAD), its manifests by digest.
+	// A layout's blobs are always read: they are on this machine.
+	Deep bool
+	// Progress, when set, is called after each repository.
+	Progress func(done, total int)
+}
+
+// Verified is what Verify checked, and what it found broken.
+type Verified struct {
+	Violations   []Violation `json:"violations"`
+	Repositories int         `json:"repositories"`
+	Versions     int         `json:"versions"`
+	Blobs        int         `json:"blobs"`
+	// Bytes are the bytes read and hashed (blobs checked by size only are
+	// not counted).
+	Bytes int64 `json:"bytes"`
+	// Skipped are the repositories under the prefix that are not solar's
+	// charts, such as the fleet's: not checked.
+	Skipped []string `json:"skipped"`
+}
+
+// ErrNoRepository: no repository under the prefix (a mistyped --out,
+// --registry prefix or -n): Verify checked nothing, GC had nothing to
+// collect.
+var ErrNoRepository = errors.New("no repository")
+
+// Verify walks the chart repositories of the store under opts.Prefix and
+// checks what solar promises: tags are plain 0.0.N versions; every version's
+// manifest and blobs are there, with the digest and size their descriptors
+// say; every bootstrap chart version names release chart versions the store
+// holds.
+func Verify(ctx context.Context, store publish.Store, opts VerifyOptions) (*Verified, error) {
 	lister, ok := store.(publish.Lister)
 	if !ok {
-		return nil, nil, fmt.Errorf("the store cannot list its repositories")
+		return nil, fmt.Errorf("the store cannot list its repositories")
 	}
-	repos, err := lister.Repositories(ctx, prefix)
+	all, err := lister.Repositories(ctx, opts.Prefix)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	repos, skipped = publish.SplitRepositories(repos, chain.IsChartRepository)
+	if len(all) == 0 {
+		return nil, ErrNoRepository
+	}
+	v := &Verified{}
+	var repos []string
+	repos, v.Skipped = publish.SplitRepositories(all, chain.IsChartRepository)
+	v.Repositories = len(repos)
 	tagsOf := map[string][]string{}
-	for _, name := range repos {
+	for i, name := range repos {
 		repo, err := store.Repository(ctx, name)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		tags, err := publish.Tags(ctx, repo)
 		if err != nil {
-			return nil, nil, fmt.Errorf("listing the versions of %s: %w", name, err)
+			return nil, fmt.Errorf("listing the versions of %s: %w", name, err)
 		}
 		tagsOf[name] = tags
 		for _, tag := range tags {
+			v.Versions++
 			if !plainVersion.MatchString(tag) {
-				out = append(out, Violation{name, tag, "not a version solar writes (0.0.N)"})
+				v.Violations = append(v.Violations, Violation{name, tag, "not a version solar writes (0.0.N)"})
 				continue
 			}
-			out = append(out, verifyVersion(ctx, repo, name, tag)...)
+			v.verifyVersion(ctx, repo, name, tag, opts.Deep)
+		}
+		if opts.Progress != nil {
+			opts.Progress(i+1, len(repos))
 		}
 	}
 	// Bootstrap charts name release charts that must be there.
@@ -76,26 +121,33 @@ func Verify(ctx context.Context, store publish.Store, prefix string) (out []Viol
 		}
 		repo, err := store.Repository(ctx, name)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		for _, tag := range tagsOf[name] {
-			refs, err := bootstrapRefs(ctx, repo, tag)
-			if err != nil {
-				out = append(out, Violation{name, tag, err.Error()})
-				continue
-			}
-			for _, ref := range refs {
-				target := repository(ref.URL, repos)
-				switch {
-				case target == "":
-					out = append(out, Violation{name, tag, fmt.Sprintf("names %s, which the store does not have", ref.URL)})
-				case !slices.Contains(tagsOf[target], ref.Version):
-					out = append(out, Violation{name, tag, fmt.Sprintf("names %s at %s, which the store does not have", target, ref.Version)})
-				}
-			}
+			v.Violations = append(v.Violations, checkRefs(ctx, repo, name, tag, repos, tagsOf)...)
 		}
 	}
-	return out, skipped, nil
+	return v, nil
+}
+
+// checkRefs checks that the release chart versions a bootstrap chart version
+// names are in the store.
+func checkRefs(ctx context.Context, repo publish.Repository, name, tag string, repos []string, tagsOf map[string][]string) []Violation {
+	refs, err := bootstrapRefs(ctx, repo, tag)
+	if err != nil {
+		return []Violation{{name, tag, "what it names cannot be read: " + err.Error()}}
+	}
+	var out []Violation
+	for _, ref := range refs {
+		target := repository(ref.URL, repos)
+		switch {
+		case target == "":
+			out = append(out, Violation{name, tag, fmt.Sprintf("names %s, which the store does not have", ref.URL)})
+		case !slices.Contains(tagsOf[target], ref.Version):
+			out = append(out, Violation{name, tag, fmt.Sprintf("names %s at %s, which the store does not have", target, ref.Version)})
+		}
+	}
+	return out
 }
 
 // Collector is a store that removes its old versions: publish.Layout,
@@ -115,6 +167,9 @@ func GC(ctx context.Context, c Collector, opts publish.GCOptions) (publish.GCRes
 	repos, err := c.Repositories(ctx, opts.Prefix)
 	if err != nil {
 		return publish.GCResult{}, err
+	}
+	if len(repos) == 0 {
+		return publish.GCResult{}, ErrNoRepository
 	}
 	opts.Select = chain.IsChartRepository
 	opts.Refs = func(ctx context.Context, repo publish.Repository, name, version string) ([]publish.Ref, error) {
@@ -136,27 +191,74 @@ func GC(ctx context.Context, c Collector, opts publish.GCOptions) (publish.GCRes
 	return c.GC(ctx, opts)
 }
 
-// verifyVersion checks that a version's manifest and blobs are there.
-func verifyVersion(ctx context.Context, repo publish.Repository, name, tag string) []Violation {
+// blobStorer is a registry's repository: its blobs answer HEAD.
+type blobStorer interface {
+	Blobs() registry.BlobStore
+}
+
+// verifyVersion checks a version's manifest (read, its digest and size
+// compared) and its blobs: read and hashed in a layout or with deep, else
+// their size compared with the registry's.
+func (v *Verified) verifyVersion(ctx context.Context, repo publish.Repository, name, tag string, deep bool) {
+	bad := func(msg string, args ...any) {
+		v.Violations = append(v.Violations, Violation{name, tag, fmt.Sprintf(msg, args...)})
+	}
 	desc, err := repo.Resolve(ctx, tag)
 	if err != nil {
-		return []Violation{{name, tag, fmt.Sprintf("its manifest cannot be read: %v", err)}}
+		bad("its manifest cannot be read: %v", err)
+		return
 	}
 	b, err := content.FetchAll(ctx, repo, desc)
 	if err != nil {
-		return []Violation{{name, tag, fmt.Sprintf("its manifest cannot be read: %v", err)}}
+		bad("its manifest cannot be read: %v", err)
+		return
 	}
+	v.Blobs, v.Bytes = v.Blobs+1, v.Bytes+int64(len(b))
 	var m ocispec.Manifest
 	if err := json.Unmarshal(b, &m); err != nil {
-		return []Violation{{name, tag, fmt.Sprintf("its manifest is damaged: %v", err)}}
+		bad("its manifest is damaged: %v", err)
+		return
 	}
-	var out []Violation
+	blobs, remote := repo.(blobStorer)
 	for _, d := range append([]ocispec.Descriptor{m.Config}, m.Layers...) {
-		if ok, err := repo.Exists(ctx, d); err != nil || !ok {
-			out = append(out, Violation{name, tag, fmt.Sprintf("blob %s is missing", d.Digest)})
+		v.Blobs++
+		if remote && !deep {
+			got, err := blobs.Blobs().Resolve(ctx, d.Digest.String())
+			switch {
+			case errors.Is(err, errdef.ErrNotFound):
+				bad("blob %s is missing", d.Digest)
+			case err != nil:
+				bad("blob %s cannot be read: %v", d.Digest, err)
+			case got.Size != d.Size:
+				bad("blob %s has %d bytes, its manifest says %d", d.Digest, got.Size, d.Size)
+			}
+			continue
+		}
+		n, err := readBlob(ctx, repo, d)
+		v.Bytes += n
+		switch {
+		case errors.Is(err, errdef.ErrNotFound) || errors.Is(err, fs.ErrNotExist):
+			bad("blob %s is missing", d.Digest)
+		case err != nil:
+			bad("blob %s is damaged: %v", d.Digest, err)
 		}
 	}
-	return out
+}
+
+// readBlob reads a blob to its end and checks its size and digest against
+// its descriptor, returning the bytes read.
+func readBlob(ctx context.Context, repo publish.Repository, d ocispec.Descriptor) (int64, error) {
+	rc, err := repo.Fetch(ctx, d)
+	if err != nil {
+		return 0, err
+	}
+	defer rc.Close()
+	vr := content.NewVerifyReader(rc, d)
+	n, err := io.Copy(io.Discard, vr)
+	if err != nil {
+		return n, err
+	}
+	return n, vr.Verify()
 }
 
 // bootstrapRefs reads the release charts a bootstrap chart version names.

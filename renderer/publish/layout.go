@@ -74,7 +74,14 @@ type LayoutOptions struct {
 	LockTimeout time.Duration
 	// Waiting, when set, is called once if the lock is held by another.
 	Waiting func()
+	// MustExist refuses a missing layout instead of taking it as empty (or
+	// creating it): what verifies or collects a layout has nothing to do in
+	// one that is not there, a mistyped --out say.
+	MustExist bool
 }
+
+// ErrNoLayout is what OpenLayout returns for a missing layout it must find.
+var ErrNoLayout = errors.New("no solar layout there")
 
 // errReadOnly is what a dry run gets if it ever tried to write.
 var errReadOnly = errors.New("the OCI layout is open read-only")
@@ -93,6 +100,9 @@ func OpenLayout(ctx context.Context, dir string, opts LayoutOptions) (*Layout, e
 	exists, err := checkLayoutDir(dir)
 	if err != nil {
 		return nil, err
+	}
+	if !exists && opts.MustExist {
+		return nil, fmt.Errorf("%s: %w", dir, ErrNoLayout)
 	}
 	if opts.ReadOnly && !exists {
 		return l, nil
