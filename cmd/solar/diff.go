@@ -2,10 +2,10 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 )
@@ -120,18 +120,12 @@ func (g *globals) printDiff(d *pipeline.DiffReport) error {
 	for _, o := range d.Orphans {
 		fmt.Fprintf(g.stdout, "# orphan: %s/bootstrap-%s: Target %s/%s is no longer in the input (publish --prune uninstalls its releases)\n", o.Namespace, o.Name, o.Namespace, o.Name)
 	}
-	for _, p := range d.Problems {
-		fmt.Fprintln(g.stdout, p)
-	}
+	g.printProblems(d.Problems)
 	return nil
 }
 
 // isTerminal: w is a terminal (colour, a progress bar).
 func isTerminal(w any) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	f, ok := w.(interface{ Fd() uintptr })
+	return ok && term.IsTerminal(int(f.Fd()))
 }

@@ -10,6 +10,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/solar-pipeline/solar/renderer/diag"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
@@ -24,6 +25,10 @@ const (
 // and returns the error or exit code it calls for; registry names the store
 // in registry errors.
 func (g *globals) finish(report *pipeline.Report, registry string, err error) error {
+	if err != nil {
+		err = hint(err, registry)
+		report.Error = err.Error()
+	}
 	if perr := g.printReport(report, chartsTable); perr != nil && err == nil {
 		err = perr
 	}
@@ -32,7 +37,7 @@ func (g *globals) finish(report *pipeline.Report, registry string, err error) er
 		fmt.Fprintln(g.stderr, report.SummaryLine())
 	}
 	if err != nil {
-		return hint(err, registry)
+		return reported{err}
 	}
 	if report.Problems.HasErrors() {
 		return exitError{code: 1}
@@ -81,14 +86,23 @@ func (g *globals) printReport(r *pipeline.Report, table int) error {
 	for _, o := range r.Orphans {
 		if o.Pruned != nil {
 			fmt.Fprintf(g.stdout, "orphan %s/bootstrap-%s: the Target is gone; pruned to %s without releases (%s)\n", o.Namespace, o.Name, o.Pruned.Version, o.Pruned.Action)
-		} else {
-			fmt.Fprintf(g.stdout, "orphan %s/bootstrap-%s: the Target is gone, Flux keeps applying its last version; --prune uninstalls its releases\n", o.Namespace, o.Name)
+		} else if !g.quiet {
+			fmt.Fprintf(g.stderr, "orphan %s/bootstrap-%s: the Target is gone, Flux keeps applying its last version; --prune uninstalls its releases\n", o.Namespace, o.Name)
 		}
 	}
-	for _, p := range r.Problems {
-		fmt.Fprintln(g.stdout, p)
-	}
+	g.printProblems(r.Problems)
 	return nil
+}
+
+// printProblems writes problems on stderr, the conversation: errors always,
+// warnings unless -q. (With -o json or yaml they are in the document.)
+func (g *globals) printProblems(problems diag.List) {
+	for _, p := range problems {
+		if p.Severity == diag.Warning && g.quiet {
+			continue
+		}
+		fmt.Fprintln(g.stderr, p)
+	}
 }
 
 // printData writes v as JSON (-o json) or YAML (-o yaml), one document.

@@ -170,9 +170,10 @@ func TestRenderSelectsTargets(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	require.Len(t, decodeReport(t, stdout).Targets, 1)
 
-	code, stdout, _ = solar(t, "render", "--no-credentials", "-n", "beta", "--target", "edge-1", "--out", filepath.Join(dir, "out"), "../../examples")
+	code, stdout, stderr = solar(t, "render", "--no-credentials", "-n", "beta", "--target", "edge-1", "--out", filepath.Join(dir, "out"), "../../examples")
 	assert.Equal(t, 1, code)
-	assert.Contains(t, stdout, "no Target matches -n beta --target edge-1")
+	assert.NotContains(t, stdout, "no Target matches")
+	assert.Contains(t, stderr, "no Target matches -n beta --target edge-1")
 }
 
 func TestRenderInvalidInputWritesNothing(t *testing.T) {
@@ -184,9 +185,9 @@ kind: Release
 metadata: {name: Bad_Name, namespace: alpha}
 spec: {chart: {repository: ghcr.io/x/y, tag: "1"}}
 `), 0o644))
-	code, stdout, _ := solar(t, "render", "--no-credentials", "--out", out, filepath.Join(dir, "examples"))
+	code, _, stderr := solar(t, "render", "--no-credentials", "--out", out, filepath.Join(dir, "examples"))
 	assert.Equal(t, 1, code)
-	assert.Contains(t, stdout, "bad.yaml:3: metadata.name:")
+	assert.Contains(t, stderr, "bad.yaml:3: metadata.name:")
 	assert.NoDirExists(t, out, "invalid input writes nothing")
 }
 

@@ -17,6 +17,32 @@ type exitError struct{ code int }
 
 func (e exitError) Error() string { return fmt.Sprintf("exit code %d", e.code) }
 
+// reported is an error that the command's -o json or yaml document already
+// holds: run says it on stderr and writes no second document.
+type reported struct{ error }
+
+func (r reported) Unwrap() error { return r.error }
+
+// document remembers whether anything was written to stdout: with -o json or
+// yaml, a fatal error is the document when none was written.
+type document struct {
+	io.Writer
+	written bool
+}
+
+func (d *document) Write(p []byte) (int, error) {
+	d.written = d.written || len(p) > 0
+	return d.Writer.Write(p)
+}
+
+// Fd is stdout's, so that a terminal is still found behind the wrapper.
+func (d *document) Fd() uintptr {
+	if f, ok := d.Writer.(interface{ Fd() uintptr }); ok {
+		return f.Fd()
+	}
+	return ^uintptr(0)
+}
+
 // globals are the flags every subcommand takes.
 type globals struct {
 	namespace string
@@ -31,7 +57,8 @@ type globals struct {
 // run executes the CLI and returns the process exit code: 0 success, 1 error or
 // invalid input.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	g := &globals{stdout: stdout, stderr: stderr}
+	doc := &document{Writer: stdout}
+	g := &globals{stdout: doc, stderr: stderr}
 	level := new(slog.LevelVar)
 	g.log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	root := &cobra.Command{
@@ -93,6 +120,12 @@ render and publish also work on the Targets of this namespace only`)
 		return exit.code
 	default:
 		fmt.Fprintf(stderr, "solar: %v\n", err)
+		var r reported
+		if (g.output == "json" || g.output == "yaml") && !doc.written && !errors.As(err, &r) {
+			// stdout is one document with -o, a fatal error included: a CI
+			// job's saved output never reads as a clean no-op.
+			_ = g.printData(map[string]string{"error": err.Error()})
+		}
 		return 1
 	}
 }

@@ -35,7 +35,7 @@ func extract(t *testing.T, ar *txtar.Archive) string {
 	t.Helper()
 	dir := t.TempDir()
 	for _, f := range ar.Files {
-		if f.Name == "want" || f.Name == "args" || f.Name == "exit" {
+		if f.Name == "want" || f.Name == "stdout" || f.Name == "args" || f.Name == "exit" {
 			continue
 		}
 		p := filepath.Join(dir, f.Name)
@@ -55,17 +55,27 @@ func section(ar *txtar.Archive, name string) string {
 	return ""
 }
 
-func want(ar *txtar.Archive) string {
-	for _, f := range ar.Files {
-		if f.Name == "want" {
-			return string(f.Data)
+// setSection sets a section of the archive, adding it when missing; an
+// empty "stdout" is left out.
+func setSection(ar *txtar.Archive, name, data string) {
+	for i, f := range ar.Files {
+		if f.Name == name {
+			if data == "" && name == "stdout" {
+				ar.Files = append(ar.Files[:i], ar.Files[i+1:]...)
+			} else {
+				ar.Files[i].Data = []byte(data)
+			}
+			return
 		}
 	}
-	return ""
+	if data != "" || name != "stdout" {
+		ar.Files = append(ar.Files, txtar.File{Name: name, Data: []byte(data)})
+	}
 }
 
 // TestVetBadInput runs solar vet on every case of the bad-input corpus: each must
-// exit 1 and print exactly its golden lines, paths relative to the case. A
+// exit 1 and print exactly its golden lines on stderr ("want", paths relative
+// to the case) and, where the command has a result, on stdout ("stdout"). A
 // case may give another command line ("args", default "vet .") and exit code
 // ("exit", default 1).
 func TestVetBadInput(t *testing.T) {
@@ -89,17 +99,15 @@ func TestVetBadInput(t *testing.T) {
 			}
 			code, stdout, stderr := solar(t, args...)
 			if *update {
-				for i := range ar.Files {
-					if ar.Files[i].Name == "want" {
-						ar.Files[i].Data = []byte(stdout)
-					}
-				}
+				setSection(ar, "want", stderr)
+				setSection(ar, "stdout", stdout)
 				require.NoError(t, os.WriteFile(filepath.Join(origDir, c), txtar.Format(ar), 0o644))
 				return
 			}
 			assert.Equal(t, exit, code, "exit code; stderr:\n%s", stderr)
-			assert.Equal(t, want(ar), stdout)
-			assert.NotEmpty(t, stdout, "a bad input must print at least one problem")
+			assert.Equal(t, section(ar, "want"), stderr, "problems are the conversation: stderr")
+			assert.NotEmpty(t, stderr, "a bad input must print at least one problem")
+			assert.Equal(t, section(ar, "stdout"), stdout, "stdout is the result only")
 		})
 	}
 }
@@ -109,7 +117,8 @@ var origDir, _ = os.Getwd()
 func TestVetExamples(t *testing.T) {
 	code, stdout, stderr := solar(t, "vet", "../../examples")
 	assert.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
-	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+	assert.Empty(t, stdout)
+	for _, line := range strings.Split(strings.TrimSpace(stderr), "\n") {
 		assert.Contains(t, line, "warning:", "examples/ must have no errors")
 	}
 }
@@ -151,8 +160,8 @@ metadata: {name: t}
 spec:
   renderRegistryRef: {name: r}
 `), 0o644))
-	_, stdout, _ := solar(t, "vet", "-n", "staging", dir)
-	assert.Contains(t, stdout, "Registry staging/r")
+	_, _, stderr := solar(t, "vet", "-n", "staging", dir)
+	assert.Contains(t, stderr, "Registry staging/r")
 }
 
 func TestUsageErrors(t *testing.T) {
@@ -187,7 +196,8 @@ func TestUsageErrors(t *testing.T) {
 
 	code, stdout, stderr = solar(t, "vet", "does-not-exist")
 	assert.Equal(t, 1, code, stderr)
-	assert.Contains(t, stdout, "does-not-exist: stat does-not-exist: no such file or directory")
+	assert.Empty(t, stdout)
+	assert.Contains(t, stderr, "does-not-exist: stat does-not-exist: no such file or directory")
 }
 
 // TestVetGitOpsTree: a repository holds much more than Solar objects; vet
@@ -230,14 +240,14 @@ func TestVetGitOpsTree(t *testing.T) {
 	assert.Contains(t, stderr, "2 Helm chart or OCI layout folders")
 
 	// --strict: what was skipped is an error.
-	code, stdout, _ = solar(t, "vet", "--strict", "--exclude", "excluded", dir)
+	code, _, stderr = solar(t, "vet", "--strict", "--exclude", "excluded", dir)
 	assert.Equal(t, 1, code)
-	assert.Contains(t, stdout, filepath.Join(dir, "flux/podinfo.yaml")+":1: apiVersion: an object of API group \"helm.toolkit.fluxcd.io\", not a Solar object (--strict)")
+	assert.Contains(t, stderr, filepath.Join(dir, "flux/podinfo.yaml")+":1: apiVersion: an object of API group \"helm.toolkit.fluxcd.io\", not a Solar object (--strict)")
 
 	// Without --exclude, the excluded folder's Widget is found.
-	code, stdout, _ = solar(t, "vet", dir)
+	code, _, stderr = solar(t, "vet", dir)
 	assert.Equal(t, 1, code)
-	assert.Contains(t, stdout, "excluded/bad.yaml")
+	assert.Contains(t, stderr, "excluded/bad.yaml")
 
 	// Objects from stdin.
 	b, err := os.ReadFile("../../examples/beta/targets.yaml")
@@ -245,5 +255,5 @@ func TestVetGitOpsTree(t *testing.T) {
 	var out, errOut bytes.Buffer
 	code = run(context.Background(), []string{"vet", "-"}, bytes.NewReader(b), &out, &errOut)
 	assert.Equal(t, 1, code, "the grant for the Targets' render Registry is elsewhere")
-	assert.Contains(t, out.String(), "<stdin>:18: spec.renderRegistryRef: refers across namespaces without a grant: Registry shared/render")
+	assert.Contains(t, errOut.String(), "<stdin>:18: spec.renderRegistryRef: refers across namespaces without a grant: Registry shared/render")
 }

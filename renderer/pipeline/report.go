@@ -17,6 +17,9 @@ type Report struct {
 	// Flux keeps applying their last version until they are pruned.
 	Orphans  []Orphan  `json:"orphans,omitempty"`
 	Problems diag.List `json:"problems"`
+	// Error is the error that stopped the run (a registry that refused,
+	// say): what the report lists is then only what was done before it.
+	Error string `json:"error,omitempty"`
 }
 
 // Orphan is the bootstrap repository of a Target that is gone, and, when
@@ -122,8 +125,12 @@ func (r *Report) SummaryLine() string {
 			errs++
 		}
 	}
-	return fmt.Sprintf("%d Targets: %d charts created, %d updated, %d unchanged; %d problems (%d errors)",
+	line := fmt.Sprintf("%d Targets: %d charts created, %d updated, %d unchanged; %d problems (%d errors)",
 		a[1], a[3], a[5], a[7], len(r.Problems), errs)
+	if r.Error != "" {
+		line += "; stopped by an error: " + r.Error
+	}
+	return line
 }
 
 // Summary counts the Targets and the charts per action, each shared release
