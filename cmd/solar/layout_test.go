@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -117,10 +119,16 @@ func TestLayoutSurvivesKills(t *testing.T) {
 		t.Logf("kill %d done", i)
 	}
 
+	// SIGTERM once the run reports its first Target (its handler is
+	// installed by then; on a loaded machine a fixed 300 ms may not reach it).
 	cmd := exec.Command(bin, "render", "--no-credentials", "--out", out, tree)
+	progress, err := cmd.StderrPipe()
+	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
-	time.Sleep(300 * time.Millisecond)
+	rest := bufio.NewReader(progress)
+	_, _ = rest.ReadString('\n')
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	_, _ = io.Copy(io.Discard, rest) // to its end: the run has exited
 	err = cmd.Wait()
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
