@@ -63,7 +63,7 @@ func TestCIExample(t *testing.T) {
 	reg := testenv.StartRegistry(t, testenv.RegistryOptions{TLS: true})
 	api := testenv.StartAPIServer(t)
 	api.CreateNamespaces(t, job.Strategy.Matrix.Namespace...)
-	bin := filepath.Dir(solarBinary(t))
+	bin := filepath.Dir(testenv.SolarBinary(t))
 	repo := t.TempDir()
 	copyExamples(t, repo)
 	script, err := os.ReadFile("../../" + publishRun)

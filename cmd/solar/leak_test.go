@@ -36,7 +36,7 @@ func TestNoSecretLeaks(t *testing.T) {
 	out, cache := filepath.Join(t.TempDir(), "out"), t.TempDir()
 	registry := reg.Host + "/solar"
 	// A process, not run(): whatever it writes anywhere is scanned.
-	bin := solarBinary(t)
+	bin := testenv.SolarBinary(t)
 	cli := func(stdin string, args ...string) (int, string) {
 		if args[0] != "verify" { // the commands that read objects
 			args = append(args, "--cache-dir", cache)

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/solar-pipeline/solar/internal/testenv"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 	"github.com/solar-pipeline/solar/renderer/publish"
 
@@ -75,7 +76,7 @@ func TestRenderIsReproducible(t *testing.T) {
 		out, err := cmd.Output()
 		require.NoError(t, err)
 		got = append(got, digests(decodeReport(t, string(out))))
-		layouts = append(layouts, indexes(t, filepath.Join(dir, "layout")))
+		layouts = append(layouts, testenv.LayoutIndexes(t, filepath.Join(dir, "layout")))
 	}
 	assert.Equal(t, got[0], got[1])
 	assert.Len(t, layouts[0], 10, "one OCI layout per repository")

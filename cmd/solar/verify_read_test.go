@@ -108,7 +108,7 @@ func TestVerifyNothingThere(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	code, _, stderr = solar(t, "verify", "--out", out, "-n", "gamma")
 	assert.Equal(t, 1, code)
-	assert.Contains(t, stderr, "solar: nothing to verify: no repository in the layout "+out+", namespace gamma (check --out, --registry and -n)\n")
+	assert.Contains(t, stderr, "solar: nothing to verify: no chart repository in the layout "+out+", namespace gamma (check --out, --registry and -n)\n")
 }
 
 // registryBlob is the data file of a blob in the registry's storage.
@@ -163,5 +163,5 @@ func TestVerifyRegistry(t *testing.T) {
 	code, stdout, stderr = fleetCLI(t, reg, "verify", "--registry", reg.Host+"/typo", "--plain-http", "--username", reg.Username, "--password-stdin")
 	assert.Equal(t, 1, code)
 	assert.Empty(t, stdout)
-	assert.Contains(t, stderr, "solar: nothing to verify: no repository in "+reg.Host+"/typo (check --out, --registry and -n)\n")
+	assert.Contains(t, stderr, "solar: nothing to verify: no chart repository in "+reg.Host+"/typo (check --out, --registry and -n)\n")
 }

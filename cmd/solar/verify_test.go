@@ -85,7 +85,7 @@ func TestUntaggedRepository(t *testing.T) {
 		code := run(ctx, append(step.args, login...), strings.NewReader(reg.Password+"\n"), &stdout, &stderr)
 		assert.Equal(t, step.code, code, "%v: %s", step.args, stderr.String())
 		if step.code == 1 {
-			assert.Contains(t, stderr.String(), ": no repository in "+reg.Host+"/solar (check --out, --registry and -n)\n")
+			assert.Contains(t, stderr.String(), ": no chart repository in "+reg.Host+"/solar (check --out, --registry and -n)\n")
 		}
 	}
 }

@@ -68,7 +68,7 @@ type Verified struct {
 // ErrNoRepository: no repository under the prefix (a mistyped --out,
 // --registry prefix or -n): Verify checked nothing, GC had nothing to
 // collect.
-var ErrNoRepository = errors.New("no repository")
+var ErrNoRepository = errors.New("no chart repository")
 
 // Verify walks the chart repositories of the store under opts.Prefix and
 // checks what solar promises: tags are plain 0.0.N versions; every version's
@@ -84,12 +84,12 @@ func Verify(ctx context.Context, store publish.Store, opts VerifyOptions) (*Veri
 	if err != nil {
 		return nil, err
 	}
-	if len(all) == 0 {
-		return nil, ErrNoRepository
-	}
 	v := &Verified{}
 	var repos []string
 	repos, v.Skipped = publish.SplitRepositories(all, chain.IsChartRepository)
+	if len(repos) == 0 {
+		return nil, ErrNoRepository
+	}
 	v.Repositories = len(repos)
 	tagsOf := map[string][]string{}
 	for i, name := range repos {

@@ -1,4 +1,4 @@
-package main
+package proctest
 
 import (
 	"math/rand/v2"
@@ -34,7 +34,7 @@ func TestKillsAnywhere(t *testing.T) {
 		t.Skip("-short: 70 kills of solar processes")
 	}
 	rng := rand.New(rand.NewPCG(killSeed, killSeed))
-	bin := solarBinary(t, "killpoints")
+	bin := testenv.SolarBinary(t, "killpoints")
 	// Two inputs of n Targets, per per namespace, the second with the
 	// userdata of half the Targets and the values of one Release changed:
 	// between the two, one release chart and every bootstrap chart of a
@@ -42,7 +42,7 @@ func TestKillsAnywhere(t *testing.T) {
 	gen := func(n, per string) (trees [2]string) {
 		for i, change := range [][]string{{"-change", "0"}, {"-change", "50", "-change-release"}} {
 			trees[i] = filepath.Join(t.TempDir(), "tree")
-			args := append([]string{"run", "../../scripts/genobjects", "-targets", n, "-per", per, "-out", trees[i]}, change...)
+			args := append([]string{"run", "../../../scripts/genobjects", "-targets", n, "-per", per, "-out", trees[i]}, change...)
 			out, err := exec.Command("go", args...).CombinedOutput()
 			require.NoError(t, err, "%s", out)
 		}
@@ -79,6 +79,9 @@ func TestKillsAnywhere(t *testing.T) {
 	verify := func(stdin string, args ...string) {
 		t.Helper()
 		out, err := command(stdin, append([]string{"verify"}, args...)...).CombinedOutput()
+		if err != nil && strings.Contains(string(out), "nothing to verify: no chart repository in ") {
+			return // killed before its first push
+		}
 		require.NoError(t, err, "verify (seed %d): %s", killSeed, out)
 	}
 	converges := func(targets int, stdin string, args ...string) {
@@ -102,7 +105,7 @@ func TestKillsAnywhere(t *testing.T) {
 		}
 		check := func() {
 			t.Helper()
-			indexes(t, out)
+			testenv.LayoutIndexes(t, out)
 			if _, err := os.Stat(out); err == nil {
 				verify("", "--out", out)
 			}
