@@ -30,7 +30,7 @@ refused; rollback-failed blocks new attempts until solar fleet repair).`,
 					return err
 				}
 			}
-			bucket, done, err := nf.connect(cmd.Context(), g, false)
+			bucket, done, err := nf.connect(cmd.Context(), g, bucketMustExist)
 			if err != nil {
 				return err
 			}
@@ -86,7 +86,7 @@ error.`,
 			if reason == "" {
 				return errors.New("--reason is required: say why the block may be cleared")
 			}
-			bucket, done, err := nf.connect(cmd.Context(), g, false)
+			bucket, done, err := nf.connect(cmd.Context(), g, bucketMustExist)
 			if err != nil {
 				return err
 			}

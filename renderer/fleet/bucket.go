@@ -86,6 +86,10 @@ func OpenBucket(ctx context.Context, js jetstream.JetStream, name string, replic
 	return &Bucket{kv: kv, log: log}, nil
 }
 
+// Exists reports whether the bucket exists: OpenBucket without create opens
+// a missing one, which reads as empty.
+func (b *Bucket) Exists() bool { return !b.missing }
+
 // get reads a key; a missing bucket has none.
 func (b *Bucket) get(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
 	if b.missing {
