@@ -55,9 +55,23 @@ func (f *natsFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.bucket, "bucket", "solar-fleet", "JetStream key-value bucket of the fleet")
 }
 
-// connect connects to NATS and opens the bucket (creating it with
-// --replicas when create is set). close ends the connection.
-func (f *natsFlags) connect(ctx context.Context, g *globals, create bool) (b *fleet.Bucket, close func(), err error) {
+// bucketMode says what connect does when the bucket does not exist.
+type bucketMode int
+
+const (
+	// bucketMustExist: a missing bucket is an error, most likely a mistyped
+	// --bucket (status, repair); nothing is created.
+	bucketMustExist bucketMode = iota
+	// bucketMayBeMissing: a missing bucket reads as empty (apply --dry-run:
+	// the first apply creates it); nothing is created.
+	bucketMayBeMissing
+	// bucketCreate: a missing bucket is created with --replicas (apply).
+	bucketCreate
+)
+
+// connect connects to NATS and opens the bucket as mode says. close ends the
+// connection.
+func (f *natsFlags) connect(ctx context.Context, g *globals, mode bucketMode) (b *fleet.Bucket, close func(), err error) {
 	if f.server == "" {
 		return nil, nil, fmt.Errorf("--nats is required (or $NATS_URL): the NATS servers of the fleet")
 	}
@@ -88,7 +102,10 @@ func (f *natsFlags) connect(ctx context.Context, g *globals, create bool) (b *fl
 	}
 	js, err := jetstream.New(nc)
 	if err == nil {
-		b, err = fleet.OpenBucket(ctx, js, f.bucket, f.replicas, create, g.log)
+		b, err = fleet.OpenBucket(ctx, js, f.bucket, f.replicas, mode == bucketCreate, g.log)
+	}
+	if err == nil && mode == bucketMustExist && !b.Exists() {
+		err = fmt.Errorf("the key-value bucket %q does not exist: check --bucket (solar fleet apply creates it)", f.bucket)
 	}
 	if err != nil {
 		nc.Close()

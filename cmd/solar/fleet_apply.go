@@ -52,6 +52,10 @@ registry and the bucket and writes nothing; with --exit-code: 0 no changes,
 				return err
 			}
 			opts.DryRun = dryRun
+			mode := bucketCreate
+			if dryRun {
+				mode = bucketMayBeMissing
+			}
 			remote, registry, err := rf.remote(cmd.InOrStdin())
 			if err != nil {
 				return err
@@ -59,7 +63,7 @@ registry and the bucket and writes nothing; with --exit-code: 0 no changes,
 			results, problems, err := pipeline.ApplyFleet(ctx, opts, pipeline.FleetOptions{
 				Store:       remote,
 				BlobURL:     func(repo string) string { return blobURL(registry, repo) },
-				Bucket:      func(ctx context.Context) (*fleet.Bucket, func(), error) { return nf.connect(ctx, g, !dryRun) },
+				Bucket:      func(ctx context.Context) (*fleet.Bucket, func(), error) { return nf.connect(ctx, g, mode) },
 				Concurrency: concurrency,
 			})
 			if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -18,7 +19,11 @@ func newFleetStatusCmd(g *globals) *cobra.Command {
 bucket knows of) the current attempt, its target version, and the state the
 device reports with the step that failed and the version it was about
 (preparing, prepared, switching, committed, rolled-back, rollback-failed,
-refused; rollback-failed blocks new attempts until solar fleet repair).`,
+refused; rollback-failed blocks new attempts until solar fleet repair).
+
+A named device the bucket knows nothing of (no attempt, no reported state) is
+named on stderr and fails the run with exit 1; the others are still shown. A
+--bucket that does not exist is an error; status creates nothing.`,
 		Example: `  solar fleet status --nats nats://127.0.0.1:4222
   solar fleet status dev-1 -o json --nats nats://127.0.0.1:4222`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -30,7 +35,7 @@ refused; rollback-failed blocks new attempts until solar fleet repair).`,
 					return err
 				}
 			}
-			bucket, done, err := nf.connect(cmd.Context(), g, false)
+			bucket, done, err := nf.connect(cmd.Context(), g, bucketMustExist)
 			if err != nil {
 				return err
 			}
@@ -39,26 +44,7 @@ refused; rollback-failed blocks new attempts until solar fleet repair).`,
 			if err != nil {
 				return err
 			}
-			if g.output != "text" {
-				return g.printData(map[string]any{"devices": orEmpty(st)})
-			}
-			for _, s := range st {
-				attempt, version, state := "-", "-", "-"
-				if s.Current != nil {
-					attempt, version = s.Current.UUID, s.Current.Attempt.TargetVersion
-				}
-				if s.State != nil {
-					state = s.State.State
-					if s.State.Step != "" {
-						state += " at " + s.State.Step
-					}
-					if s.State.Version != "" {
-						state += " (" + s.State.Version + ")"
-					}
-				}
-				fmt.Fprintf(g.stdout, "%-20s %-36s %-14s %s\n", s.DeviceID, attempt, version, state)
-			}
-			return nil
+			return g.printStatus(st, nf.bucket)
 		},
 	}
 	nf.register(cmd.Flags())
@@ -86,7 +72,7 @@ error.`,
 			if reason == "" {
 				return errors.New("--reason is required: say why the block may be cleared")
 			}
-			bucket, done, err := nf.connect(cmd.Context(), g, false)
+			bucket, done, err := nf.connect(cmd.Context(), g, bucketMustExist)
 			if err != nil {
 				return err
 			}
@@ -97,4 +83,51 @@ error.`,
 	nf.register(cmd.Flags())
 	cmd.Flags().StringVar(&reason, "reason", "", "why the block may be cleared (logged and stored)")
 	return cmd
+}
+
+// printStatus prints the devices the bucket knows, as a table or one
+// JSON/YAML document {"devices": [...], "notFound": [...]}, and fails naming
+// the devices it does not know.
+func (g *globals) printStatus(st []fleet.Status, bucket string) error {
+	var known []fleet.Status
+	var notFound []string
+	for _, s := range st {
+		if s.Known() {
+			known = append(known, s)
+		} else {
+			notFound = append(notFound, s.DeviceID)
+		}
+	}
+	if g.output != "text" {
+		if err := g.printData(map[string]any{"devices": orEmpty(known), "notFound": orEmpty(notFound)}); err != nil {
+			return err
+		}
+	} else {
+		for _, s := range known {
+			fmt.Fprintln(g.stdout, statusRow(s))
+		}
+	}
+	if len(notFound) > 0 {
+		return fmt.Errorf("not found in the bucket %s: %s (%d of %d devices: it holds no attempt for them and no state they reported; check the device ids and --bucket)",
+			bucket, strings.Join(notFound, ", "), len(notFound), len(st))
+	}
+	return nil
+}
+
+// statusRow is a device's row of the status table.
+func statusRow(s fleet.Status) string {
+	attempt, version, state := "-", "-", "-"
+	if s.Current != nil {
+		attempt, version = s.Current.UUID, s.Current.Attempt.TargetVersion
+	}
+	if s.State != nil {
+		state = s.State.State
+		if s.State.Step != "" {
+			state += " at " + s.State.Step
+		}
+		if s.State.Version != "" {
+			state += " (" + s.State.Version + ")"
+		}
+	}
+	return fmt.Sprintf("%-20s %-36s %-14s %s", s.DeviceID, attempt, version, state)
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"time"
 
@@ -85,6 +84,10 @@ func OpenBucket(ctx context.Context, js jetstream.JetStream, name string, replic
 	}
 	return &Bucket{kv: kv, log: log}, nil
 }
+
+// Exists reports whether the bucket exists: OpenBucket without create opens
+// a missing one, which reads as empty.
+func (b *Bucket) Exists() bool { return !b.missing }
 
 // get reads a key; a missing bucket has none.
 func (b *Bucket) get(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
@@ -311,49 +314,6 @@ func (b *Bucket) Repair(ctx context.Context, deviceID, reason string) error {
 	}
 	b.log.Warn("repaired: the device takes new attempts again", "device", deviceID, "reason", reason)
 	return nil
-}
-
-// Status is what the bucket holds about one device.
-type Status struct {
-	DeviceID string       `json:"deviceId"`
-	Current  *Current     `json:"current,omitempty"`
-	State    *DeviceState `json:"state,omitempty"`
-}
-
-// Status reads the given devices, or every device the bucket knows of.
-func (b *Bucket) Status(ctx context.Context, deviceIDs ...string) ([]Status, error) {
-	for _, id := range deviceIDs {
-		if err := CheckDeviceID(id); err != nil {
-			return nil, err
-		}
-	}
-	if len(deviceIDs) == 0 && !b.missing {
-		keys, err := b.kv.ListKeys(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("listing the bucket's keys: %w", err)
-		}
-		for k := range keys.Keys() {
-			kind, id, _ := strings.Cut(k, ".")
-			if (kind == "attempt" || kind == "state") && !slices.Contains(deviceIDs, id) {
-				deviceIDs = append(deviceIDs, id)
-			}
-		}
-		slices.Sort(deviceIDs)
-	}
-	var out []Status
-	for _, id := range deviceIDs {
-		key, _ := attemptKey(id)
-		cur, _, err := b.current(ctx, key)
-		if err != nil {
-			return nil, err
-		}
-		st, _, err := b.State(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, Status{DeviceID: id, Current: cur, State: st})
-	}
-	return out, nil
 }
 
 // retry runs op until it succeeds, fails for good, or 30 seconds have
