@@ -21,9 +21,11 @@ tools:
 demo: build
 	bin/solar render --no-credentials examples/
 
-## test: every test, with the real cue and helm CLIs.
+## test: every test, with the real cue and helm CLIs. The time limit is set
+## with margin over go test's default 10 minutes per package: the slowest
+## packages (cmd/solar, cmd/solar/proctest) take about 5 minutes on 2 cores.
 test: tools
-	$(GO) test ./...
+	$(GO) test -timeout 15m ./...
 
 bench: tools build
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -1,20 +1,22 @@
 package main
 
 import (
-	"strings"
-
 	"cmp"
+	"context"
 	"fmt"
 	"os"
-
-	"github.com/solar-pipeline/solar/renderer/model"
-	"github.com/solar-pipeline/solar/renderer/pipeline"
-	"k8s.io/apimachinery/pkg/util/validation"
+	"path"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
+	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/chart"
+	"github.com/solar-pipeline/solar/renderer/model"
+	"github.com/solar-pipeline/solar/renderer/pipeline"
+	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
 func newBootstrapCmd(g *globals) *cobra.Command {
@@ -38,7 +40,10 @@ needs once so that Flux pulls everything else solar publishes for it:
     charts (no wait either); theirs, <target>-<uniqueName>, the applications
     (they wait; docs/architecture.md says why).
 The objects go to the Flux namespace (--flux-namespace, default flux-system).
-With PATHs, the Target must be one of their objects. -o json prints a List.`,
+The Target must exist: with PATHs, it must be one of their objects; without,
+the registry must hold its bootstrap chart (solar publish made it), asked with
+the credentials given. Which of the two was checked is said on stderr.
+-o json prints a List.`,
 		Example: `  solar bootstrap-manifests edge-1 -n alpha --registry registry.example.com/solar | kubectl apply -f -
   echo "$PULL_TOKEN" | solar bootstrap-manifests edge-1 -n alpha --registry 127.0.0.1:5000 \
       --username edge-1 --password-stdin --ca-file ca.pem > edge-1.yaml
@@ -55,6 +60,11 @@ With PATHs, the Target must be one of their objects. -o json prints a List.`,
 			l, err := rf.read(cmd.InOrStdin())
 			if err != nil {
 				return err
+			}
+			if len(args) == 1 {
+				if err := g.checkPublished(cmd.Context(), &rf, l, ns, args[0]); err != nil {
+					return err
+				}
 			}
 			target := args[0]
 			fc := chart.FirstContact{Target: target, Namespace: ns, Host: l.host, Prefix: l.prefix, FluxNamespace: fluxNS,
@@ -101,6 +111,33 @@ func checkBootstrapTarget(g *globals, ns, fluxNS string, args []string) error {
 	if model.Get[model.Target](set, model.KindTarget, ns, args[0]) == nil {
 		return fmt.Errorf("no Target %s/%s in %s", ns, args[0], strings.Join(args[1:], " "))
 	}
+	g.say("Target %s/%s: found in %s", ns, args[0], strings.Join(args[1:], " "))
+	return nil
+}
+
+// checkPublished checks, without PATHs, that the registry holds the bootstrap
+// chart of the Target: manifests for a Target that exists nowhere pull
+// nothing.
+func (g *globals) checkPublished(ctx context.Context, rf *registryFlags, l login, ns, target string) error {
+	r, err := publish.NewRemote(rf.options(l))
+	if err != nil {
+		return err
+	}
+	name := chain.BootstrapRepository(ns, target)
+	where := path.Join(l.host, l.prefix, name)
+	instead := "; or pass the PATHs of the objects to check the Target against them instead"
+	repo, err := r.Repository(ctx, name)
+	if err != nil {
+		return err
+	}
+	tags, err := publish.Tags(ctx, repo)
+	if err != nil {
+		return fmt.Errorf("checking that Target %s/%s is published: %w%s", ns, target, hint(err, rf.registry), instead)
+	}
+	if len(tags) == 0 {
+		return fmt.Errorf("no Target %s/%s: %s holds no bootstrap chart (publish it first, check TARGET and -n)%s", ns, target, where, instead)
+	}
+	g.say("Target %s/%s: its bootstrap chart is in %s (%d versions)", ns, target, where, len(tags))
 	return nil
 }
 

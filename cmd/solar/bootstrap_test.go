@@ -43,8 +43,9 @@ func docs(t *testing.T, out string) map[string]map[string]any {
 }
 
 func TestBootstrapManifestsPlaceholder(t *testing.T) {
-	code, stdout, stderr := solar(t, "bootstrap-manifests", "edge-1", "-n", "alpha", "--registry", "registry.example.com/solar/")
+	code, stdout, stderr := solar(t, "bootstrap-manifests", "edge-1", "../../examples", "-n", "alpha", "--registry", "registry.example.com/solar/")
 	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, "Target alpha/edge-1: found in ../../examples\n", stderr[:strings.Index(stderr, "\n")+1])
 	assert.Contains(t, stdout, "# PLACEHOLDER")
 	d := docs(t, stdout)
 	require.Len(t, d, 3)
@@ -80,7 +81,15 @@ func TestBootstrapManifestsAuth(t *testing.T) {
 	needRegistry(t)
 	reg := testenv.StartRegistry(t, testenv.RegistryOptions{TLS: true})
 	var stdout, stderr bytes.Buffer
+	// Without PATHs, the registry must hold the Target's bootstrap chart:
+	// nothing is published yet.
 	code := run(context.Background(), []string{"bootstrap-manifests", "plant-1", "-n", "beta", "--registry", reg.Host,
+		"--username", reg.Username, "--password-stdin", "--ca-file", reg.CAFile}, strings.NewReader(reg.Password), &stdout, &stderr)
+	assert.Equal(t, 1, code)
+	assert.Empty(t, stdout.String())
+	assert.Contains(t, stderr.String(), "no Target beta/plant-1: "+reg.Host+"/beta/bootstrap-plant-1 holds no bootstrap chart (publish it first, check TARGET and -n); or pass the PATHs")
+	stdout.Reset()
+	code = run(context.Background(), []string{"bootstrap-manifests", "plant-1", "../../examples", "-n", "beta", "--registry", reg.Host,
 		"--username", reg.Username, "--password-stdin", "--ca-file", reg.CAFile}, strings.NewReader(reg.Password), &stdout, &stderr)
 	require.Equal(t, 0, code, stderr.String())
 	assert.NotContains(t, stdout.String(), "PLACEHOLDER")
@@ -131,7 +140,7 @@ func TestBootstrapManifestsServerDryRun(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			code := run(context.Background(), append([]string{"bootstrap-manifests", "edge-1", "-n", "alpha"}, args...),
+			code := run(context.Background(), append([]string{"bootstrap-manifests", "edge-1", "../../examples", "-n", "alpha"}, args...),
 				strings.NewReader("pull-password"), &stdout, &stderr)
 			require.Equal(t, 0, code, stderr.String())
 			ns := "default"
