@@ -26,13 +26,15 @@ TargetReport, and a token (TokenRequest, PipelineConfig spec.agent.tokenTTL)
 bound to a Secret holding it. A token with less than a third of its lifetime
 left is replaced; the old one stays valid until it expires. A Target annotated
 solar.opendefense.cloud/agent-credential: revoked has its token Secrets deleted,
-which invalidates the tokens at once.
+which invalidates the tokens at once: that is the operator's decision, not a
+failure (exit 0); render and publish then leave that Target's agent release
+out, with the reason, until the annotation goes.
 
 The condition AgentCredentialReady (Issued, Disabled, Revoked, MintFailed) is
 written to each Target's status in the API server and printed. Tokens are never
 printed: only a fingerprint. Running it again changes nothing. solar publish and
 render --kubeconfig run the same step first. Exit code 1 when a credential could
-not be minted (the others are still synced). See docs/credentials.md.`,
+not be minted (the others are still synced); a revoked one is not a failure. See docs/credentials.md.`,
 		Example: `  solar credentials sync examples/ --kubeconfig ~/.kube/solar.yaml
   solar credentials sync -n alpha -o json examples/ --kubeconfig pipeline.yaml`,
 		Args: cobra.MinimumNArgs(1),
@@ -61,7 +63,7 @@ not be minted (the others are still synced). See docs/credentials.md.`,
 			return nil
 		},
 	}
-	f.register(sync)
+	f.registerResolve(sync)
 	cmd.AddCommand(sync)
 	return cmd
 }

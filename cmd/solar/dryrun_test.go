@@ -153,8 +153,8 @@ func TestDryRunWritesNothing(t *testing.T) {
 		append([]string{"gc", "--dry-run", "--registry", registry, "--keep", "1"}, login...),
 	} {
 		code, output := cli(args...)
-		// 1: the revoked edge-2 fails, as it would in a real run.
-		assert.Contains(t, []int{0, 1, 2}, code, "%v: %s", args, output)
+		// The revoked edge-2 is not a failure: 0, or 2 for diff's changes.
+		assert.Contains(t, []int{0, 2}, code, "%v: %s", args, output)
 		assert.Equal(t, before, snapshot(), "solar %s wrote something", strings.Join(args, " "))
 	}
 }

@@ -68,13 +68,21 @@ func (f *planFlags) registerPrune(cmd *cobra.Command, what string) {
 	cmd.Flags().BoolVar(&f.prune, "prune", false, what)
 }
 
+// register adds the flags of the commands that render: those of
+// registerResolve, and --no-credentials.
 func (f *planFlags) register(cmd *cobra.Command) {
+	f.registerResolve(cmd)
+	cmd.Flags().BoolVar(&f.noCredentials, "no-credentials", false, "render agent Releases without a token (a demo, an offline review); without it a Target whose agent credential is not issued fails")
+}
+
+// registerResolve adds the flags of every command that resolves Targets and
+// mints their credentials (credentials sync takes only these).
+func (f *planFlags) registerResolve(cmd *cobra.Command) {
 	f.loadFlags.register(cmd)
 	cmd.Flags().StringVar(&f.target, "target", "", "work on the Target of this name only (with -n, of that namespace)")
 	cmd.Flags().BoolVar(&f.strictRegs, "strict-registry-bindings", false, "make a registry a Target pulls from without a RegistryBinding an error (default: anonymous pulls)")
 	cmd.Flags().BoolVar(&f.dryRun, "dry-run", false, "compute versions and actions against the store, write nothing")
 	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the SolAr API server: mint agent credentials there first (docs/credentials.md; default $KUBECONFIG)")
-	cmd.Flags().BoolVar(&f.noCredentials, "no-credentials", false, "render agent Releases without a token (a demo, an offline review); without it a Target whose agent credential is not issued fails")
 	// Completion of --target from the Targets of the PATHs typed so far
 	// (of -n, when given).
 	_ = cmd.RegisterFlagCompletionFunc("target", func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {

@@ -235,17 +235,32 @@ func syncCredentials(ctx context.Context, set *model.Set, plan *Plan, opts Optio
 
 // checkCredential fails a Target whose agent credential is not issued (in a
 // dry run, would be): a new bootstrap chart would point its agent at a chart
-// without a token. With NoCredentials that is only a warning.
+// without a token. With NoCredentials that is only a warning. A credential
+// revoked on purpose is an operator's decision, not a failure: the Target
+// renders without its agent release, excluded with the reason, and a warning
+// says so.
 func checkCredential(set *model.Set, t *Target, opts Options) {
 	c := t.Credential
 	if c != nil && (c.Reason == credential.ReasonIssued || (opts.DryRun && c.Reason == credential.ReasonPending)) {
+		return
+	}
+	o := set.Loaded(model.KindTarget, t.Namespace, t.Name)
+	if c != nil && c.Reason == credential.ReasonRevoked {
+		reason := "its agent credential is revoked (annotation " + credential.AnnotationAgentCredential + ")"
+		t.Releases = slices.DeleteFunc(t.Releases, func(s *resolve.Selected) bool {
+			if credential.Wanted(s.Release) {
+				t.Excluded = append(t.Excluded, resolve.Excluded{Release: s.Release, Reason: reason})
+			}
+			return credential.Wanted(s.Release)
+		})
+		t.Problems.Warnf(o.File, o.LineOf("metadata.annotations"), "metadata.annotations",
+			"Target %s/%s: %s; its agent release is left out, and Flux uninstalls the agent, until the annotation goes", t.Namespace, t.Name, reason)
 		return
 	}
 	why := "unknown: pass --kubeconfig of the SolAr API server"
 	if c != nil {
 		why = c.Reason + ": " + c.Message
 	}
-	o := set.Loaded(model.KindTarget, t.Namespace, t.Name)
 	if opts.NoCredentials {
 		t.Problems.Warnf(o.File, o.LineOf("metadata.name"), "metadata.name",
 			"Target %s/%s: its agent gets no credential (--no-credentials); the agent credential is %s", t.Namespace, t.Name, why)
