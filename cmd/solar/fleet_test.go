@@ -127,9 +127,8 @@ func TestFleetPushAgent(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	assert.Equal(t, first.Digest, layout.Digest, "the layout gets the same digest")
 	code, _, stderr = fleetCLI(t, reg, "verify", "--out", out)
-	assert.Equal(t, 0, code, "not solar's chart: verify leaves it (%s)", stderr)
-	assert.Contains(t, stderr, "verified 0 repositories, ", "verify says what it checked")
-	assert.Contains(t, stderr, "\nnot checked, not solar's charts: fleet/agent\n")
+	assert.Equal(t, 1, code, "not solar's chart: verify has nothing to check (%s)", stderr)
+	assert.Contains(t, stderr, "nothing to verify: no chart repository (only fleet/agent, not solar's charts) in the layout "+out)
 }
 
 // fleetTree writes Devices dev-1 (linux/arm64) and dev-2 (linux/amd64) and a

@@ -87,6 +87,9 @@ func Verify(ctx context.Context, store publish.Store, opts VerifyOptions) (*Veri
 	v := &Verified{}
 	var repos []string
 	repos, v.Skipped = publish.SplitRepositories(all, chain.IsChartRepository)
+	if len(repos) == 0 && len(v.Skipped) > 0 {
+		return nil, fmt.Errorf("%w (only %s, not solar's charts)", ErrNoRepository, strings.Join(v.Skipped, ", "))
+	}
 	if len(repos) == 0 {
 		return nil, ErrNoRepository
 	}

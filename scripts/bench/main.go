@@ -41,7 +41,7 @@ func main() {
 	sizes := flag.String("targets", "100,1000", "comma-separated numbers of Targets")
 	per := flag.Int("per", 100, "Targets per namespace")
 	helmTargets := flag.Int("helm", 10, "Targets the helm package + helm push baseline delivers")
-	skip := flag.String("skip", "", "comma-separated steps to leave out: vet, render, publish")
+	skip := flag.String("skip", "", "comma-separated steps to leave out: vet, render, publish, verify")
 	auth := flag.Bool("auth", true, "the registry asks for basic auth (htpasswd, bcrypt), as the tests' does; false: none, to see the cost of auth")
 	registryBins := flag.String("registry-bin", "registry", "comma-separated registry binaries (Distribution's lineage, run by scripts/start-registry.sh with the same config) to publish to, each in turn; the first also serves the helm baseline")
 	flag.Parse()
@@ -143,6 +143,9 @@ func (b *bench) size(n, per int) error {
 		b.row(n, b.regs[0], "render", "cold", append(render, tree)...)
 		b.row(n, b.regs[0], "render", "no-op", append(render, tree)...)
 		b.row(n, b.regs[0], "render", "1 % changed", append(render, changed)...)
+		if !strings.Contains(b.skip, "verify") {
+			b.row(n, b.regs[0], "verify", "layout (every blob hashed)", "verify", "--out", out)
+		}
 	}
 	if !strings.Contains(b.skip, "publish") {
 		for i, reg := range b.regs {
@@ -157,6 +160,14 @@ func (b *bench) size(n, per int) error {
 			b.row(n, reg, "publish", "cold"+label, append(publish, trees[i])...)
 			b.row(n, reg, "publish", "no-op"+label, append(publish, trees[i])...)
 			b.row(n, reg, "publish", "1 % changed"+label, append(publish, changes[i])...)
+			if !strings.Contains(b.skip, "verify") {
+				verify := []string{"verify", "--plain-http", "--registry", reg.proxy.Host + "/bench" + fmt.Sprint(n)}
+				if reg.password != "" {
+					verify = append(verify, "--username", "bench", "--password-stdin")
+				}
+				b.row(n, reg, "verify", "registry (sizes by HEAD)"+label, verify...)
+				b.row(n, reg, "verify", "registry --deep (every blob hashed)"+label, append(verify, "--deep")...)
+			}
 		}
 	}
 	return nil
@@ -204,7 +215,7 @@ func (b *bench) row(n int, reg *registry, step, what string, args ...string) {
 		}
 	}
 	reqs, perRequest := "", ""
-	if step == "publish" {
+	if step == "publish" || (step == "verify" && len(requests) > 0) {
 		reqs = fmt.Sprintf("%d (%d writes)", len(requests), countproxy.Writes(requests))
 		if len(requests) > 0 {
 			perRequest = fmt.Sprintf("%.2f", regCPU.Seconds()*1000/float64(len(requests)))

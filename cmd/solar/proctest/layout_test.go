@@ -78,7 +78,7 @@ func TestLayoutSurvivesKills(t *testing.T) {
 	}
 	bin := testenv.SolarBinary(t)
 	tree := t.TempDir()
-	gen, err := exec.Command("go", "run", "../../scripts/genobjects", "-n", "2000", "-out", tree).CombinedOutput()
+	gen, err := exec.Command("go", "run", "../../../scripts/genobjects", "-n", "2000", "-out", tree).CombinedOutput()
 	require.NoError(t, err, "%s", gen)
 	out := filepath.Join(t.TempDir(), "out")
 	for i := range 6 {
