@@ -146,7 +146,7 @@ func needTools(t *testing.T, b block) {
 		if m[1] != "kubectl" {
 			testenv.Tool(t, m[1])
 		} else if _, err := exec.LookPath("kubectl"); err != nil {
-			t.Fatalf("%s calls kubectl, which is not installed: put a kubectl (1.30 or newer) on PATH", b)
+			t.Fatalf("%s calls kubectl, which is not on PATH (scripts/install-tools.sh does not build it): install kubectl", b)
 		}
 	}
 }
