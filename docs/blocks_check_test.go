@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/solar-pipeline/solar/internal/testenv"
 )
 
 func TestParseMarkers(t *testing.T) {
@@ -96,4 +98,20 @@ func TestNeeds(t *testing.T) {
 	} {
 		assert.Equal(t, want, needs(block{text: text}), text)
 	}
+}
+
+// TestSessionIsATerminal: the blocks of a document share the working
+// directory and what they export, as a reader's shell would.
+func TestSessionIsATerminal(t *testing.T) {
+	blocks, err := parse("doc.md", strings.Join([]string{
+		"<!-- run -->", "```sh", "export GREETING=hello; plain=lost", "echo data >made.txt", "```",
+		"<!-- file: conf/x.yaml -->", "```yaml", "a: 1", "```",
+		`<!-- run exit=3 expect="hello data a: 1 []" -->`, "```sh",
+		`echo "$GREETING $(cat made.txt) $(cat conf/x.yaml) [${plain:-}]"; exit 3`, "```",
+	}, "\n"))
+	require.NoError(t, err)
+	s := newSession(t, testenv.Root(t), "/bin/true")
+	assert.True(t, s.run(blocks[0]))
+	s.write(blocks[1])
+	assert.True(t, s.run(blocks[2]))
 }
