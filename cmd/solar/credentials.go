@@ -43,7 +43,7 @@ not be minted (the others are still synced); a revoked one is not a failure. See
 				return err
 			}
 			if f.kubeconfig == "" {
-				return fmt.Errorf("--kubeconfig is required: the SolAr API server to mint credentials in")
+				return fmt.Errorf("--kubeconfig is required (or set $KUBECONFIG): the kubeconfig of the SolAr API server to mint the credentials in")
 			}
 			opts, err := f.options(g, cmd.InOrStdin(), args)
 			if err != nil {

@@ -65,7 +65,7 @@ shown. Nothing is written. With --exit-code: 0 no change, 2 changes, 1 error.`,
 			}
 			switch {
 			case d.Problems.HasErrors():
-				return exitError{code: 1}
+				return credentialHint(plan, f, exitError{code: 1})
 			case exitCode && d.Changed():
 				return exitError{code: 2}
 			}

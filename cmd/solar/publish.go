@@ -58,7 +58,7 @@ func newPublishCmd(g *globals) *cobra.Command {
 			// writer checking a tag and pushing it.
 			opts.Settle = 500 * time.Millisecond
 			report, err := pipeline.Run(cmd.Context(), plan, store, opts)
-			err = g.finish(report, rf.registry, err)
+			err = credentialHint(plan, f, g.finish(report, rf.registry, err))
 			if err == nil && exitCode && report.Changed() {
 				return exitError{code: 2}
 			}

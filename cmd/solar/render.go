@@ -2,14 +2,17 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/solar-pipeline/solar/renderer/credential"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/resolve"
 )
 
 func newRenderCmd(g *globals) *cobra.Command {
@@ -63,7 +66,7 @@ func newRenderCmd(g *globals) *cobra.Command {
 			if serr := layout.Save(context.WithoutCancel(cmd.Context())); err == nil {
 				err = serr
 			}
-			return g.finish(report, rf.registry, err)
+			return credentialHint(plan, f, g.finish(report, rf.registry, err))
 		},
 	}
 	f.register(cmd)
@@ -72,6 +75,31 @@ func newRenderCmd(g *globals) *cobra.Command {
 	rf.registerClient(cmd.Flags(), "to compute versions against (read only), named by the bootstrap charts")
 	cmd.Flags().DurationVar(&lockTimeout, "lock-timeout", 5*time.Minute, "how long to wait while another solar run holds the layout")
 	return cmd
+}
+
+// credentialHint names the flags that answer a run which failed (exit 1)
+// because Targets that get the agent have no credential: neither
+// --kubeconfig (nor $KUBECONFIG) nor --no-credentials was given.
+func credentialHint(plan *pipeline.Plan, f planFlags, err error) error {
+	var exit exitError
+	if !errors.As(err, &exit) || exit.code != 1 || plan == nil || f.kubeconfig != "" || f.noCredentials {
+		return err
+	}
+	n := 0
+	for _, t := range plan.Targets {
+		if t.Credential == nil && slices.ContainsFunc(t.Releases, func(s *resolve.Selected) bool { return credential.Wanted(s.Release) }) {
+			n++
+		}
+	}
+	if n == 0 {
+		return err
+	}
+	targets := fmt.Sprintf("%d Targets get", n)
+	if n == 1 {
+		targets = "1 Target gets"
+	}
+	return fmt.Errorf("%s the agent but no credential: pass --kubeconfig FILE (or set $KUBECONFIG), the kubeconfig "+
+		"of the SolAr API server where agent credentials are minted, or --no-credentials to render agents without a token", targets)
 }
 
 const renderLong = `render validates the objects (as vet does), resolves what every Target gets, and
