@@ -68,11 +68,12 @@ if [ ! -x "$TOOLS/etcd-$ETCD/etcd" ]; then
 fi
 wrapped_tool etcd "$ETCD" go.etcd.io/etcd/server/v3
 
-# kube-apiserver, kube-controller-manager and kube-scheduler: k8s.io/kubernetes
+# kube-apiserver, kube-controller-manager, kube-scheduler and kubectl (the docs'
+# commands use it, docs/docs_test.go runs them): k8s.io/kubernetes
 # with every staging module replaced by its release (k8s.io/sample-apiserver by
-# an empty stub: nothing needs it). One wrapper module builds all three.
+# an empty stub: nothing needs it). One wrapper module builds all four.
 KUBE=1.36.3
-for c in kube-apiserver kube-controller-manager kube-scheduler; do
+for c in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
   [ -x "$TOOLS/$c-v$KUBE/$c" ] && continue
   WRAP=$(mktemp -d)
   mkdir -p "$WRAP/sample-apiserver"
@@ -97,7 +98,7 @@ kv=""
 for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   kv="$kv -X $p.gitVersion=v$KUBE -X $p.gitMajor=1 -X $p.gitMinor=$minor"
 done
-for c in kube-apiserver kube-controller-manager kube-scheduler; do
+for c in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
   wrapped_tool "$c" "v$KUBE" "k8s.io/kubernetes/cmd/$c" "$kv"
 done
 
