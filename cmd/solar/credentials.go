@@ -36,7 +36,7 @@ printed: only a fingerprint. Running it again changes nothing. solar publish and
 render --kubeconfig run the same step first. Exit code 1 when a credential could
 not be minted (the others are still synced); a revoked one is not a failure. See docs/credentials.md.`,
 		Example: `  solar credentials sync examples/ --kubeconfig ~/.kube/solar.yaml
-  solar credentials sync -n alpha -o json examples/ --kubeconfig pipeline.yaml`,
+  solar credentials sync -n alpha -o json examples/ --kubeconfig solar.yaml`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := g.checkOutput(); err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/solar-pipeline/solar/renderer/diag"
 	"github.com/solar-pipeline/solar/renderer/fleet"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
+	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
 func newFleetApplyCmd(g *globals) *cobra.Command {
@@ -67,7 +68,7 @@ registry and the bucket and writes nothing; with --exit-code: 0 no changes,
 				Concurrency: concurrency,
 			})
 			if err != nil {
-				return err
+				return hint(publish.Explain(err), rf.registry)
 			}
 			if err := g.printFleet(orEmpty(results), problems); err != nil {
 				return err

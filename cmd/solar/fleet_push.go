@@ -70,7 +70,7 @@ downloads it from: https://HOST/v2/PREFIX/REPO/blobs/DIGEST.`,
 			}
 			action, url, err := putAgent(cmd, &rf, out, repository, version, packed)
 			if err != nil {
-				return err
+				return hint(publish.Explain(err), rf.registry)
 			}
 			var platforms []pushedPlatform
 			for _, b := range bins {

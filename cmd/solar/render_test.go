@@ -154,7 +154,7 @@ func TestRenderJSONContract(t *testing.T) {
 		names = append(names, tr.Namespace+"/"+tr.Name)
 	}
 	assert.Equal(t, []string{"beta/plant-1", "beta/plant-2"}, names)
-	assert.Contains(t, stdout, "Target alpha/edge-2: its agent credential is not issued (unknown: pass --kubeconfig of the SolAr API server); the Target keeps its previous bootstrap chart")
+	assert.Contains(t, stdout, "Target alpha/edge-2: its agent credential is not issued (unknown: pass --kubeconfig of the SolAr API server, or --no-credentials); the Target keeps its previous bootstrap chart")
 }
 
 func TestRenderSelectsTargets(t *testing.T) {

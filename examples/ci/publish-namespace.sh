@@ -3,7 +3,7 @@
 # (a matrix); the registry is the only state the jobs share, and two jobs on the
 # same namespace at once lose nothing (see solar publish --help).
 #
-#   NAMESPACE=alpha REGISTRY=registry.example.com/solar SOLAR_KUBECONFIG=pipeline.yaml \
+#   NAMESPACE=alpha REGISTRY=registry.example.com/solar SOLAR_KUBECONFIG=solar.yaml \
 #   REGISTRY_USER=ci REGISTRY_PASSWORD=... examples/ci/publish-namespace.sh
 #
 # SOLAR_KUBECONFIG is the SolAr API server where the agent credentials live:

@@ -257,7 +257,7 @@ func checkCredential(set *model.Set, t *Target, opts Options) {
 			"Target %s/%s: %s; its agent release is left out, and Flux uninstalls the agent, until the annotation goes", t.Namespace, t.Name, reason)
 		return
 	}
-	why := "unknown: pass --kubeconfig of the SolAr API server"
+	why := "unknown: pass --kubeconfig of the SolAr API server, or --no-credentials"
 	if c != nil {
 		why = c.Reason + ": " + c.Message
 	}

@@ -145,9 +145,17 @@ var (
 	ErrUnreachable = errors.New("the registry cannot be reached")
 )
 
+// Explain is explain for the registry errors of callers outside this package
+// (the fleet's pushes and reads).
+func Explain(err error) error { return explain(err) }
+
 // explain marks the errors users meet with one of the errors above, in a
 // sentence: what was asked, what the registry answered.
 func explain(err error) error {
+	var already *registryError
+	if err == nil || errors.As(err, &already) {
+		return err
+	}
 	var resp *errcode.ErrorResponse
 	var unknownCA x509.UnknownAuthorityError
 	var hostname x509.HostnameError
