@@ -24,6 +24,9 @@ its latest version in the store (an OCI layout, --out, or a registry,
 the versions, and the Targets each chart reaches (a release chart the Targets
 of a namespace share lists them all). Tokens and passwords show as
 <redacted sha256:...>: a reviewer sees that a token changed, never the token.
+With --kubeconfig (read only: diff mints nothing), an agent chart whose Target
+is due for a new token says "token rotates", the new token showing as
+<a new token, minted at publish>.
 Bootstrap repositories of Targets no longer in the input (orphans) are listed;
 with --prune, the version without releases that publish --prune would push is
 shown. Nothing is written. With --exit-code: 0 no change, 2 changes, 1 error.`,
@@ -108,7 +111,14 @@ func (g *globals) printDiff(d *pipeline.DiffReport) error {
 		if from == "" {
 			from = "(new)"
 		}
-		fmt.Fprintf(g.stdout, "# %s %s -> %s, reaches %s\n", c.Repository, from, c.To, strings.Join(c.Targets, ", "))
+		token := ""
+		switch c.Token {
+		case "rotates":
+			token = "; token rotates"
+		case "new":
+			token = "; new token"
+		}
+		fmt.Fprintf(g.stdout, "# %s %s -> %s, reaches %s%s\n", c.Repository, from, c.To, strings.Join(c.Targets, ", "), token)
 		for _, f := range c.Files {
 			for _, line := range strings.SplitAfter(f.Diff, "\n") {
 				if line != "" {

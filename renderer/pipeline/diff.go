@@ -16,6 +16,8 @@ import (
 
 	"github.com/pmezard/go-difflib/difflib"
 
+	"github.com/solar-pipeline/solar/renderer/chart"
+	"github.com/solar-pipeline/solar/renderer/credential"
 	"github.com/solar-pipeline/solar/renderer/diag"
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
@@ -37,6 +39,10 @@ type ChartDiff struct {
 	// release chart the Targets of a namespace share lists them all.
 	Targets []string   `json:"targets"`
 	Files   []FileDiff `json:"files"`
+	// Token is "rotates" when the chart is an agent chart whose Target gets
+	// a new token at publish (a rotation is due), "new" when it gets its
+	// first; empty otherwise.
+	Token string `json:"token,omitempty"`
 }
 
 // FileDiff is the unified diff of one file of a chart, secrets masked.
@@ -61,6 +67,7 @@ func Diff(ctx context.Context, plan *Plan, store publish.Store, opts Options) (*
 		return d, err
 	}
 	index := map[string]int{}
+	pending := pendingCharts(plan)
 	add := func(target string, r publish.Result) error {
 		if r.Action == publish.Unchanged || r.Action == "" {
 			return nil
@@ -74,7 +81,14 @@ func Diff(ctx context.Context, plan *Plan, store publish.Store, opts Options) (*
 			return fmt.Errorf("comparing %s: %w", r.Repository, err)
 		}
 		index[r.Repository] = len(d.Charts)
-		d.Charts = append(d.Charts, ChartDiff{Repository: r.Repository, From: previous(r), To: r.Version, Targets: []string{target}, Files: files})
+		c := ChartDiff{Repository: r.Repository, From: previous(r), To: r.Version, Targets: []string{target}, Files: files}
+		if pending[r.Repository] {
+			c.Token = "new"
+			if c.From != "" {
+				c.Token = "rotates"
+			}
+		}
+		d.Charts = append(d.Charts, c)
 		return nil
 	}
 	for _, tr := range report.Targets {
@@ -96,6 +110,23 @@ func Diff(ctx context.Context, plan *Plan, store publish.Store, opts Options) (*
 		}
 	}
 	return d, nil
+}
+
+// pendingCharts are the agent charts whose Target's credential is Pending:
+// publishing mints a new token for them.
+func pendingCharts(plan *Plan) map[string]bool {
+	pending := map[string]bool{}
+	for _, t := range plan.Targets {
+		if t.Credential == nil || t.Credential.Reason != credential.ReasonPending {
+			continue
+		}
+		for _, sel := range t.Releases {
+			if kubeconfig := t.kubeconfig(sel); kubeconfig != nil {
+				pending[chart.ReleaseJobRepository(t.Target, sel, kubeconfig)] = true
+			}
+		}
+	}
+	return pending
 }
 
 // previous is the version an update replaces.
@@ -177,10 +208,14 @@ func chartFiles(layers []publish.Blob) (map[string]string, error) {
 var secretLine = regexp.MustCompile(`(?m)^(\s*"?(?:token|password|client-key-data|client-certificate-data)"?\s*:\s*)("?)([^"\s]+)("?)\s*$`)
 
 // mask replaces secret values with a fingerprint: a reviewer sees that a
-// token changed, never the token.
+// token changed, never the token. The stand-in of a token a publish would
+// mint (a dry run) says so.
 func mask(text string) string {
 	return secretLine.ReplaceAllStringFunc(text, func(line string) string {
 		m := secretLine.FindStringSubmatch(line)
+		if m[3] == credential.PendingToken {
+			return m[1] + "<a new token, minted at publish>"
+		}
 		sum := sha256.Sum256([]byte(m[3]))
 		return m[1] + "<redacted sha256:" + hex.EncodeToString(sum[:])[:12] + ">"
 	})
