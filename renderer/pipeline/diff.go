@@ -39,6 +39,13 @@ type ChartDiff struct {
 	// release chart the Targets of a namespace share lists them all.
 	Targets []string   `json:"targets"`
 	Files   []FileDiff `json:"files"`
+	// Digest is the manifest digest of the new version, for every chart but
+	// an agent chart: its token is minted at publish, so its digest is not
+	// known before.
+	Digest string `json:"digest,omitempty"`
+	// RedactedDigest pins an agent chart's content without its secrets (see
+	// RedactedDigest).
+	RedactedDigest string `json:"redactedDigest,omitempty"`
 	// Token is "rotates" when the chart is an agent chart whose Target gets
 	// a new token at publish (a rotation is due), "new" when it gets its
 	// first; empty otherwise.
@@ -67,7 +74,7 @@ func Diff(ctx context.Context, plan *Plan, store publish.Store, opts Options) (*
 		return d, err
 	}
 	index := map[string]int{}
-	pending := pendingCharts(plan)
+	agents := agentCharts(plan, opts)
 	add := func(target string, r publish.Result) error {
 		if r.Action == publish.Unchanged || r.Action == "" {
 			return nil
@@ -81,11 +88,10 @@ func Diff(ctx context.Context, plan *Plan, store publish.Store, opts Options) (*
 			return fmt.Errorf("comparing %s: %w", r.Repository, err)
 		}
 		index[r.Repository] = len(d.Charts)
-		c := ChartDiff{Repository: r.Repository, From: previous(r), To: r.Version, Targets: []string{target}, Files: files}
-		if pending[r.Repository] {
-			c.Token = "new"
-			if c.From != "" {
-				c.Token = "rotates"
+		c := ChartDiff{Repository: r.Repository, From: previous(r), To: r.Version, Targets: []string{target}, Files: files, Digest: r.Digest}
+		if a, ok := agents[r.Repository]; ok {
+			if err := a.describe(&c); err != nil {
+				return fmt.Errorf("comparing %s: %w", r.Repository, err)
 			}
 		}
 		d.Charts = append(d.Charts, c)
@@ -112,21 +118,47 @@ func Diff(ctx context.Context, plan *Plan, store publish.Store, opts Options) (*
 	return d, nil
 }
 
-// pendingCharts are the agent charts whose Target's credential is Pending:
-// publishing mints a new token for them.
-func pendingCharts(plan *Plan) map[string]bool {
-	pending := map[string]bool{}
+// agentChart is the agent chart of a Target, which carries its token: its
+// job, and whether a publish mints the token anew (a dry run's plan holds a
+// stand-in then).
+type agentChart struct {
+	job     publish.Job
+	pending bool
+}
+
+// agentCharts are the agent charts of the plan's Targets, by repository.
+func agentCharts(plan *Plan, opts Options) map[string]agentChart {
+	agents := map[string]agentChart{}
 	for _, t := range plan.Targets {
-		if t.Credential == nil || t.Credential.Reason != credential.ReasonPending {
-			continue
-		}
 		for _, sel := range t.Releases {
 			if kubeconfig := t.kubeconfig(sel); kubeconfig != nil {
-				pending[chart.ReleaseJobRepository(t.Target, sel, kubeconfig)] = true
+				j := chart.ReleaseJob(t.Target, sel, kubeconfig)
+				agents[j.Repository] = agentChart{job: j.Publish(opts.Package), pending: t.Credential.Reason == credential.ReasonPending}
 			}
 		}
 	}
-	return pending
+	return agents
+}
+
+// describe sets what c says of an agent chart: no digest (the token is
+// minted at publish) but its RedactedDigest at its new version, and whether
+// its token is new.
+func (a agentChart) describe(c *ChartDiff) error {
+	art, err := a.job.Pack(c.To)
+	if err != nil {
+		return err
+	}
+	if c.RedactedDigest, err = RedactedDigest(art.Layers); err != nil {
+		return err
+	}
+	c.Digest = ""
+	switch {
+	case a.pending && c.From != "":
+		c.Token = "rotates"
+	case a.pending:
+		c.Token = "new"
+	}
+	return nil
 }
 
 // previous is the version an update replaces.
