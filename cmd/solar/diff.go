@@ -15,6 +15,7 @@ func newDiffCmd(g *globals) *cobra.Command {
 	var rf registryFlags
 	var out string
 	var exitCode bool
+	var reviewedFile string
 	cmd := &cobra.Command{
 		Use:   "diff PATH... (--out DIR | --registry HOST[:PORT][/PREFIX])",
 		Short: "Show, file by file, what publishing would change on every Target",
@@ -24,11 +25,22 @@ its latest version in the store (an OCI layout, --out, or a registry,
 the versions, and the Targets each chart reaches (a release chart the Targets
 of a namespace share lists them all). Tokens and passwords show as
 <redacted sha256:...>: a reviewer sees that a token changed, never the token.
+With --kubeconfig (read only: diff mints nothing), an agent chart whose Target
+is due for a new token says "token rotates", the new token showing as
+<a new token, minted at publish>.
 Bootstrap repositories of Targets no longer in the input (orphans) are listed;
 with --prune, the version without releases that publish --prune would push is
-shown. Nothing is written. With --exit-code: 0 no change, 2 changes, 1 error.`,
+shown. Nothing is written, but for --write-reviewed. With --exit-code: 0 no
+change, 2 changes, 1 error.
+
+--write-reviewed FILE (with --registry) writes the reviewed list: per chart a
+push would write, its repository, version and digest (an agent chart's digest
+with its token values left out, as the token is minted at publish). It holds no
+secret: the pull request job keeps it, and the merge job's solar push
+--reviewed FILE pushes only what it lists.`,
 		Example: `  solar diff examples/ --out out
-  solar diff --exit-code -n alpha examples/ --registry registry.example.com/solar --kubeconfig solar.yaml`,
+  solar diff --exit-code -n alpha examples/ --registry registry.example.com/solar --kubeconfig solar.yaml
+  solar diff examples/ --registry registry.example.com/solar --kubeconfig solar.yaml --write-reviewed reviewed.json`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := g.checkOutput(); err != nil {
@@ -36,6 +48,9 @@ shown. Nothing is written. With --exit-code: 0 no change, 2 changes, 1 error.`,
 			}
 			if err := rf.orOut(out); err != nil {
 				return err
+			}
+			if reviewedFile != "" && rf.registry == "" {
+				return fmt.Errorf("--write-reviewed needs --registry: the list is what a push there would write")
 			}
 			f.dryRun = true
 			opts, err := f.options(g, cmd.InOrStdin(), args)
@@ -63,6 +78,9 @@ shown. Nothing is written. With --exit-code: 0 no change, 2 changes, 1 error.`,
 			if err := g.printDiff(d); err != nil {
 				return err
 			}
+			if err := g.writeReviewed(reviewedFile, registry, d); err != nil {
+				return err
+			}
 			switch {
 			case d.Problems.HasErrors():
 				return credentialHint(plan, f, exitError{code: 1})
@@ -78,7 +96,25 @@ shown. Nothing is written. With --exit-code: 0 no change, 2 changes, 1 error.`,
 	rf.registerClient(fl, "to compare with")
 	fl.BoolVar(&exitCode, "exit-code", false, "exit 2 when something would change, 0 when not")
 	f.registerPrune(cmd, "show the versions without releases publish --prune would push for orphans")
+	fl.StringVar(&reviewedFile, "write-reviewed", "", "write the reviewed list, what solar push --reviewed checks, to this file (needs --registry)")
 	return cmd
+}
+
+// writeReviewed writes the reviewed list of d to file, unless file is
+// empty. A review with errors writes none and removes an older one: no list
+// of a failed review is left to push from.
+func (g *globals) writeReviewed(file, registry string, d *pipeline.DiffReport) error {
+	if file == "" {
+		return nil
+	}
+	if d.Problems.HasErrors() {
+		if err := os.Remove(file); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+		fmt.Fprintf(g.stderr, "solar: %s not written: the review found errors\n", file)
+		return nil
+	}
+	return d.Reviewed(registry).WriteFile(file)
 }
 
 // printDiff writes the diff as data (-o json, -o yaml) or as unified diffs,
@@ -108,7 +144,14 @@ func (g *globals) printDiff(d *pipeline.DiffReport) error {
 		if from == "" {
 			from = "(new)"
 		}
-		fmt.Fprintf(g.stdout, "# %s %s -> %s, reaches %s\n", c.Repository, from, c.To, strings.Join(c.Targets, ", "))
+		token := ""
+		switch c.Token {
+		case "rotates":
+			token = "; token rotates"
+		case "new":
+			token = "; new token"
+		}
+		fmt.Fprintf(g.stdout, "# %s %s -> %s, reaches %s%s\n", c.Repository, from, c.To, strings.Join(c.Targets, ", "), token)
 		for _, f := range c.Files {
 			for _, line := range strings.SplitAfter(f.Diff, "\n") {
 				if line != "" {

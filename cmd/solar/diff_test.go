@@ -2,14 +2,18 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/solar-pipeline/solar/internal/testenv"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 )
 
@@ -87,4 +91,44 @@ func TestDiff(t *testing.T) {
 	assert.Equal(t, "0.0.2", r.Orphans[0].Pruned.Version)
 	files := chartFiles(t, out, "beta/bootstrap-plant-2", "0.0.2")
 	assert.Contains(t, files["values.yaml"], "releases: []", "a bootstrap without releases: Flux uninstalls them")
+}
+
+// TestDiffTokenRotates: when a Target's agent token is due for a new one
+// (here its token Secrets are gone, as after a forced rotation), diff shows the
+// token rotating, not the token deleted (user: {}), and mints nothing.
+func TestDiffTokenRotates(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs a real etcd and kube-apiserver")
+	}
+	s := testenv.StartAPIServer(t)
+	s.CreateNamespaces(t, "alpha")
+	out := filepath.Join(t.TempDir(), "out")
+	code, _, stderr := solar(t, "render", "-n", "alpha", "--kubeconfig", s.Kubeconfig, "--out", out, "../../examples")
+	require.Equal(t, 0, code, stderr)
+	require.NoError(t, s.Client.CoreV1().Secrets("alpha").DeleteCollection(context.Background(), metav1.DeleteOptions{},
+		metav1.ListOptions{LabelSelector: "solar.opendefense.cloud/agent-token-for=edge-1"}))
+
+	code, stdout, stderr := solar(t, "diff", "-n", "alpha", "--kubeconfig", s.Kubeconfig, "--out", out, "../../examples")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "# alpha/alpha/edge-1/release-solar-agent 0.0.1 -> 0.0.2, reaches alpha/edge-1; token rotates\n")
+	assert.NotContains(t, stdout, "user: {}", "the token is not shown deleted")
+	assert.Regexp(t, `(?m)^-\s+token: <redacted sha256:[0-9a-f]{12}>$`, stdout)
+	assert.Regexp(t, `(?m)^\+\s+token: <a new token, minted at publish>$`, stdout)
+	assert.NotContains(t, stdout, "edge-2/release-solar-agent", "edge-2 keeps its token")
+	assert.Len(t, tokens(t, s, "alpha"), 1, "the diff minted nothing: only edge-2's token is left")
+
+	code, stdout, stderr = solar(t, "diff", "-n", "alpha", "-o", "json", "--kubeconfig", s.Kubeconfig, "--out", out, "../../examples")
+	require.Equal(t, 0, code, stderr)
+	var d pipeline.DiffReport
+	require.NoError(t, json.Unmarshal([]byte(stdout), &d))
+	rotating := map[string]string{}
+	for _, c := range d.Charts {
+		if c.Token != "" {
+			rotating[c.Repository] = c.Token
+		}
+		for _, f := range c.Files {
+			assert.False(t, strings.Contains(f.Diff, "user: {}"), c.Repository)
+		}
+	}
+	assert.Equal(t, map[string]string{"alpha/alpha/edge-1/release-solar-agent": "rotates"}, rotating)
 }

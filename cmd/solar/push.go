@@ -6,33 +6,32 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/solar-pipeline/solar/renderer/pipeline"
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
 func newPushCmd(g *globals) *cobra.Command {
 	var rf registryFlags
 	var dryRun bool
+	var reviewedFile string
 	cmd := &cobra.Command{
-		Use:   "push DIR --registry HOST[:PORT][/PREFIX]",
-		Short: "Push a reviewed layout (solar render --registry) byte for byte",
-		Long: `push pushes the newest version of every repository of the OCI layout DIR that
-the registry lacks: exactly the bytes that were rendered and reviewed (solar
-render --registry R --out DIR, then solar diff), release charts before the
-bootstrap charts that name them. A PR job renders and diffs; the merge job
-pushes what was reviewed; an air-gapped site carries the folder in.
-
-Each version must be the one after the registry's latest, as when the layout
-was rendered: if the registry moved since (another version appeared), nothing
-is pushed and the run fails, saying to render again.`,
-		Example: `  solar render --registry registry.example.com/solar --out reviewed examples/ --kubeconfig solar.yaml
-  solar diff --registry registry.example.com/solar examples/ --kubeconfig solar.yaml
-  echo "$PASSWORD" | solar push reviewed --registry registry.example.com/solar --username ci --password-stdin`,
-		Args: cobra.ExactArgs(1),
+		Use:     "push DIR --registry HOST[:PORT][/PREFIX] [--reviewed FILE]",
+		Short:   "Push a rendered layout (solar render --registry) byte for byte, checked against what was reviewed",
+		Long:    pushLong,
+		Example: pushExample,
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := g.checkOutput(); err != nil {
 				return err
 			}
-			remote, _, err := rf.remote(cmd.InOrStdin())
+			var reviewed *pipeline.Reviewed
+			if reviewedFile != "" {
+				var err error
+				if reviewed, err = pipeline.ReadReviewed(reviewedFile); err != nil {
+					return err
+				}
+			}
+			remote, registry, err := rf.remote(cmd.InOrStdin())
 			if err != nil {
 				return err
 			}
@@ -41,7 +40,14 @@ is pushed and the run fails, saying to render again.`,
 				return err
 			}
 			defer layout.Close()
-			results, err := publish.PushLayout(cmd.Context(), layout, remote, publish.Options{DryRun: dryRun})
+			var check publish.Check
+			if reviewed != nil {
+				if err := reviewed.CheckRegistry(registry); err != nil {
+					return err
+				}
+				check = reviewed.Check(layout, remote)
+			}
+			results, err := publish.PushLayout(cmd.Context(), layout, remote, publish.Options{DryRun: dryRun}, check)
 			if err != nil {
 				return hint(err, rf.registry)
 			}
@@ -57,5 +63,34 @@ is pushed and the run fails, saying to render again.`,
 	fl := cmd.Flags()
 	rf.registerClient(fl, "to push to")
 	fl.BoolVar(&dryRun, "dry-run", false, "check and list what would be pushed, push nothing")
+	fl.StringVar(&reviewedFile, "reviewed", "", "the reviewed list (solar diff --write-reviewed): push only if the layout is exactly that, else push nothing")
 	return cmd
 }
+
+const pushLong = `push pushes the newest version of every repository of the OCI layout DIR that
+the registry lacks, exactly the bytes the layout holds (solar render --registry
+R --out DIR), release charts before the bootstrap charts that name them. An
+air-gapped site carries the folder in.
+
+Each version must be the one after the registry's latest, as when the layout
+was rendered: if the registry moved since (another version appeared), nothing
+is pushed and the run fails, saying to render again.
+
+With --reviewed FILE, the list solar diff --write-reviewed wrote in the review
+(it holds no secret), push pushes only what was reviewed: every chart it would
+push must be in the list at the same version with the same digest, and every
+chart of the list must be pushed or already be in the registry as reviewed.
+An agent chart, whose token is minted when the merge job renders, is compared
+with its token values left out; a Target whose token came due for rotation
+after the review is a difference. Otherwise nothing is pushed, each differing
+chart is named, and the exit code is 1: review again. The review workflow:
+  pull request: solar diff --registry R --kubeconfig K --write-reviewed reviewed.json PATH
+                (read only, mints nothing; keep reviewed.json, never a layout)
+  merge:        solar render --registry R --kubeconfig K --out DIR PATH   (mints tokens now)
+                solar push DIR --registry R --reviewed reviewed.json
+The layout holds the agents' tokens: keep it on the machine that pushes.`
+
+const pushExample = `  solar diff --registry registry.example.com/solar --kubeconfig solar.yaml --write-reviewed reviewed.json examples/
+  solar render --registry registry.example.com/solar --kubeconfig solar.yaml --out "$RUNNER_TEMP/publish" examples/
+  echo "$PASSWORD" | solar push "$RUNNER_TEMP/publish" --registry registry.example.com/solar \
+      --username ci --password-stdin --reviewed reviewed.json`

@@ -39,6 +39,11 @@ const (
 	// ReasonPending is only ever in a dry run's plan: a new token would be minted.
 	ReasonPending = "Pending"
 
+	// PendingToken stands in for the token a sync would mint, in the
+	// kubeconfig of a Pending credential (a dry run): not a JWT, so never a
+	// token the API server accepts.
+	PendingToken = "pending-token-minted-at-publish"
+
 	labelTokenFor     = "solar.opendefense.cloud/agent-token-for"
 	annotationExpires = "solar.opendefense.cloud/token-expires"
 )
@@ -177,9 +182,10 @@ func (m *Minter) peek(ctx context.Context, t *model.Target) Credential {
 			return cred
 		}
 	}
-	// The agent chart will carry a new token: a kubeconfig without one stands
-	// in, so the plan shows that chart changing.
-	kubeconfig, err := m.kubeconfig(t, "")
+	// The agent chart will carry a new token: a kubeconfig with PendingToken
+	// stands in, so the plan shows that chart changing and a diff shows the
+	// token rotating (a kubeconfig without a token would show it deleted).
+	kubeconfig, err := m.kubeconfig(t, PendingToken)
 	if err != nil {
 		return failed(err)
 	}

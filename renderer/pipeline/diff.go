@@ -16,6 +16,8 @@ import (
 
 	"github.com/pmezard/go-difflib/difflib"
 
+	"github.com/solar-pipeline/solar/renderer/chart"
+	"github.com/solar-pipeline/solar/renderer/credential"
 	"github.com/solar-pipeline/solar/renderer/diag"
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
@@ -37,6 +39,17 @@ type ChartDiff struct {
 	// release chart the Targets of a namespace share lists them all.
 	Targets []string   `json:"targets"`
 	Files   []FileDiff `json:"files"`
+	// Digest is the manifest digest of the new version, for every chart but
+	// an agent chart: its token is minted at publish, so its digest is not
+	// known before.
+	Digest string `json:"digest,omitempty"`
+	// RedactedDigest pins an agent chart's content without its secrets (see
+	// RedactedDigest).
+	RedactedDigest string `json:"redactedDigest,omitempty"`
+	// Token is "rotates" when the chart is an agent chart whose Target gets
+	// a new token at publish (a rotation is due), "new" when it gets its
+	// first; empty otherwise.
+	Token string `json:"token,omitempty"`
 }
 
 // FileDiff is the unified diff of one file of a chart, secrets masked.
@@ -61,6 +74,7 @@ func Diff(ctx context.Context, plan *Plan, store publish.Store, opts Options) (*
 		return d, err
 	}
 	index := map[string]int{}
+	agents := agentCharts(plan, opts)
 	add := func(target string, r publish.Result) error {
 		if r.Action == publish.Unchanged || r.Action == "" {
 			return nil
@@ -74,7 +88,13 @@ func Diff(ctx context.Context, plan *Plan, store publish.Store, opts Options) (*
 			return fmt.Errorf("comparing %s: %w", r.Repository, err)
 		}
 		index[r.Repository] = len(d.Charts)
-		d.Charts = append(d.Charts, ChartDiff{Repository: r.Repository, From: previous(r), To: r.Version, Targets: []string{target}, Files: files})
+		c := ChartDiff{Repository: r.Repository, From: previous(r), To: r.Version, Targets: []string{target}, Files: files, Digest: r.Digest}
+		if a, ok := agents[r.Repository]; ok {
+			if err := a.describe(&c); err != nil {
+				return fmt.Errorf("comparing %s: %w", r.Repository, err)
+			}
+		}
+		d.Charts = append(d.Charts, c)
 		return nil
 	}
 	for _, tr := range report.Targets {
@@ -96,6 +116,49 @@ func Diff(ctx context.Context, plan *Plan, store publish.Store, opts Options) (*
 		}
 	}
 	return d, nil
+}
+
+// agentChart is the agent chart of a Target, which carries its token: its
+// job, and whether a publish mints the token anew (a dry run's plan holds a
+// stand-in then).
+type agentChart struct {
+	job     publish.Job
+	pending bool
+}
+
+// agentCharts are the agent charts of the plan's Targets, by repository.
+func agentCharts(plan *Plan, opts Options) map[string]agentChart {
+	agents := map[string]agentChart{}
+	for _, t := range plan.Targets {
+		for _, sel := range t.Releases {
+			if kubeconfig := t.kubeconfig(sel); kubeconfig != nil {
+				j := chart.ReleaseJob(t.Target, sel, kubeconfig)
+				agents[j.Repository] = agentChart{job: j.Publish(opts.Package), pending: t.Credential.Reason == credential.ReasonPending}
+			}
+		}
+	}
+	return agents
+}
+
+// describe sets what c says of an agent chart: no digest (the token is
+// minted at publish) but its RedactedDigest at its new version, and whether
+// its token is new.
+func (a agentChart) describe(c *ChartDiff) error {
+	art, err := a.job.Pack(c.To)
+	if err != nil {
+		return err
+	}
+	if c.RedactedDigest, err = RedactedDigest(art.Layers); err != nil {
+		return err
+	}
+	c.Digest = ""
+	switch {
+	case a.pending && c.From != "":
+		c.Token = "rotates"
+	case a.pending:
+		c.Token = "new"
+	}
+	return nil
 }
 
 // previous is the version an update replaces.
@@ -177,10 +240,14 @@ func chartFiles(layers []publish.Blob) (map[string]string, error) {
 var secretLine = regexp.MustCompile(`(?m)^(\s*"?(?:token|password|client-key-data|client-certificate-data)"?\s*:\s*)("?)([^"\s]+)("?)\s*$`)
 
 // mask replaces secret values with a fingerprint: a reviewer sees that a
-// token changed, never the token.
+// token changed, never the token. The stand-in of a token a publish would
+// mint (a dry run) says so.
 func mask(text string) string {
 	return secretLine.ReplaceAllStringFunc(text, func(line string) string {
 		m := secretLine.FindStringSubmatch(line)
+		if m[3] == credential.PendingToken {
+			return m[1] + "<a new token, minted at publish>"
+		}
 		sum := sha256.Sum256([]byte(m[3]))
 		return m[1] + "<redacted sha256:" + hex.EncodeToString(sum[:])[:12] + ">"
 	})

@@ -2,6 +2,7 @@ package publish
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,26 +13,63 @@ import (
 // ErrMoved: the registry changed since the layout was rendered against it.
 var ErrMoved = fmt.Errorf("the registry moved since the layout was rendered")
 
+// ErrNoVersion: a repository does not hold the version asked for.
+var ErrNoVersion = errors.New("no such version")
+
+// Check sees what PushLayout would do, every result with its action, before
+// anything is pushed: an error from it pushes nothing.
+type Check func(ctx context.Context, results []Result) error
+
 // PushLayout pushes the newest version of every repository of the layout
 // that the registry lacks, exactly the bytes the layout holds (what was
 // reviewed): release charts first, bootstrap charts last. The layout's version
 // must be the one after the registry's latest, as it was when the layout was
 // rendered against the registry; if any repository moved since, nothing is
-// pushed (ErrMoved).
-func PushLayout(ctx context.Context, l *Layout, dst Store, opts Options) ([]Result, error) {
-	type push struct {
-		repo, version string
+// pushed (ErrMoved). check, when not nil, then sees the results first: its
+// error, too, pushes nothing.
+func PushLayout(ctx context.Context, l *Layout, dst Store, opts Options, check Check) ([]Result, error) {
+	results, err := planPush(ctx, l, dst)
+	if err != nil {
+		return nil, err
 	}
-	var todo []push
-	var results []Result
+	if check != nil {
+		if err := check(ctx, results); err != nil {
+			return nil, err
+		}
+	}
+	if opts.DryRun {
+		return results, nil
+	}
+	for _, r := range results {
+		if r.Action == Unchanged {
+			continue
+		}
+		src, err := l.Repository(ctx, r.Repository)
+		if err != nil {
+			return results, err
+		}
+		target, err := dst.Repository(ctx, r.Repository)
+		if err != nil {
+			return results, err
+		}
+		if _, err := oras.Copy(ctx, src, r.Version, target, r.Version, oras.DefaultCopyOptions); err != nil {
+			return results, fmt.Errorf("pushing %s:%s: %w", r.Repository, r.Version, explain(err))
+		}
+	}
+	return results, nil
+}
+
+// planPush is what PushLayout would do with each repository of the layout,
+// bootstrap charts last (they name release charts), or ErrMoved.
+func planPush(ctx context.Context, l *Layout, dst Store) ([]Result, error) {
 	repos, err := l.Repositories(ctx, "")
 	if err != nil {
 		return nil, err
 	}
-	// Bootstrap charts name release charts: they go last.
 	slices.SortStableFunc(repos, func(a, b string) int {
 		return compareBool(strings.Contains(a, "/bootstrap-"), strings.Contains(b, "/bootstrap-"))
 	})
+	var results []Result
 	for _, repo := range repos {
 		src, err := l.Repository(ctx, repo)
 		if err != nil {
@@ -70,10 +108,8 @@ func PushLayout(ctx context.Context, l *Layout, dst Store, opts Options) ([]Resu
 			r.Action = Unchanged
 		case theirs == nil && mine.Original() == "0.0.1":
 			r.Action = Create
-			todo = append(todo, push{repo, mine.Original()})
 		case theirs != nil && theirs.IncPatch().String() == mine.String():
 			r.Action = Update
-			todo = append(todo, push{repo, mine.Original()})
 		default:
 			have := "none"
 			if theirs != nil {
@@ -83,20 +119,28 @@ func PushLayout(ctx context.Context, l *Layout, dst Store, opts Options) ([]Resu
 		}
 		results = append(results, r)
 	}
-	if opts.DryRun {
-		return results, nil
-	}
-	for _, p := range todo {
-		src, _ := l.Repository(ctx, p.repo)
-		target, err := dst.Repository(ctx, p.repo)
-		if err != nil {
-			return results, err
-		}
-		if _, err := oras.Copy(ctx, src, p.version, target, p.version, oras.DefaultCopyOptions); err != nil {
-			return results, fmt.Errorf("pushing %s:%s: %w", p.repo, p.version, explain(err))
-		}
-	}
 	return results, nil
+}
+
+// Version reads a version of a repository in a store: its manifest digest
+// and its layers. A version the store lacks is ErrNoVersion.
+func Version(ctx context.Context, s Store, repository, version string) (string, []Blob, error) {
+	repo, err := s.Repository(ctx, repository)
+	if err != nil {
+		return "", nil, err
+	}
+	desc, err := repo.Resolve(ctx, version)
+	if isNotFound(err) {
+		return "", nil, fmt.Errorf("%s:%s: %w", repository, version, ErrNoVersion)
+	}
+	if err != nil {
+		return "", nil, fmt.Errorf("reading %s:%s: %w", repository, version, explain(err))
+	}
+	layers, err := fetchLayers(ctx, repo, desc)
+	if err != nil {
+		return "", nil, fmt.Errorf("reading %s:%s: %w", repository, version, explain(err))
+	}
+	return desc.Digest.String(), layers, nil
 }
 
 func compareBool(a, b bool) int {
