@@ -65,6 +65,7 @@ func TestNoSecretLeaks(t *testing.T) {
 	require.GreaterOrEqual(t, len(secrets), 3, "the password and the tokens of edge-1 and edge-2")
 
 	pw := reg.Password + "\n"
+	reviewed := filepath.Join(t.TempDir(), "reviewed.json")
 	login := []string{"--plain-http", "--username", reg.Username, "--password-stdin"}
 	runs := [][]string{
 		{"vet", "-v", "../../examples"},
@@ -80,6 +81,7 @@ func TestNoSecretLeaks(t *testing.T) {
 		append([]string{"publish", "-o", "json", "--kubeconfig", api.Kubeconfig, "--registry", registry, "../../examples"}, login...),
 		append([]string{"publish", "-o", "yaml", "--dry-run", "--kubeconfig", api.Kubeconfig, "--registry", registry, "../../examples"}, login...),
 		append([]string{"diff", "--kubeconfig", api.Kubeconfig, "--registry", registry, "../../examples"}, login...),
+		append([]string{"diff", "-o", "json", "--kubeconfig", api.Kubeconfig, "--registry", registry, "--write-reviewed", reviewed, "../../examples"}, login...),
 		append([]string{"verify", "-v", "--registry", registry}, login...),
 		// Errors: a registry nobody listens on, a wrong password.
 		append([]string{"publish", "-v", "--kubeconfig", api.Kubeconfig, "--registry", "127.0.0.1:1/solar", "../../examples"}, login...),
@@ -95,6 +97,7 @@ func TestNoSecretLeaks(t *testing.T) {
 		t.Logf("solar %s: exit %d, %d bytes of output", strings.Join(args, " "), code, len(output))
 		assertNoSecret(t, "solar "+strings.Join(args, " "), output, secrets)
 	}
+	assertNoSecret(t, "the reviewed list", string(must(os.ReadFile(reviewed))), secrets)
 	require.NoError(t, filepath.WalkDir(cache, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
