@@ -11,16 +11,7 @@ import (
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 )
 
-func newDiffCmd(g *globals) *cobra.Command {
-	var f planFlags
-	var rf registryFlags
-	var out string
-	var exitCode bool
-	var reviewedFile string
-	cmd := &cobra.Command{
-		Use:   "diff PATH... (--out DIR | --registry HOST[:PORT][/PREFIX])",
-		Short: "Show, file by file, what publishing would change on every Target",
-		Long: `diff renders as publish would and compares every chart that would change with
+const diffLong = `diff renders as publish would and compares every chart that would change with
 its latest version in the store (an OCI layout, --out, or a registry,
 --registry): a unified diff of its files (Chart.yaml, values.yaml, templates),
 the versions, and the Targets each chart reaches (a release chart the Targets
@@ -38,7 +29,18 @@ change, 2 changes, 1 error.
 push would write, its repository, version and digest (an agent chart's digest
 with its token values left out, as the token is minted at publish). It holds no
 secret: the pull request job keeps it, and the merge job's solar push
---reviewed FILE pushes only what it lists.`,
+--reviewed FILE pushes only what it lists.`
+
+func newDiffCmd(g *globals) *cobra.Command {
+	var f planFlags
+	var rf registryFlags
+	var out string
+	var exitCode bool
+	var reviewedFile string
+	cmd := &cobra.Command{
+		Use:   "diff PATH... (--out DIR | --registry HOST[:PORT][/PREFIX])",
+		Short: "Show, file by file, what publishing would change on every Target",
+		Long:  diffLong,
 		Example: `  solar diff examples/ --out out
   solar diff --exit-code -n alpha examples/ --registry registry.example.com/solar --kubeconfig solar.yaml
   solar diff examples/ --registry registry.example.com/solar --kubeconfig solar.yaml --write-reviewed reviewed.json`,

@@ -12,16 +12,7 @@ import (
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
-func newFleetApplyCmd(g *globals) *cobra.Command {
-	var lf loadFlags
-	var rf registryFlags
-	var nf natsFlags
-	var dryRun, exitCode bool
-	var concurrency int
-	cmd := &cobra.Command{
-		Use:   "apply PATH... --registry HOST[:PORT][/PREFIX] --nats URL",
-		Short: "Write each device's upgrade attempt into the fleet's NATS bucket",
-		Long: `apply reads and validates the objects of PATH (as vet does), resolves every
+const fleetApplyLong = `apply reads and validates the objects of PATH (as vet does), resolves every
 DeviceUpgrade into one attempt per device (the binary for the device's
 platform, from the agent index the DeviceUpgrade names in --registry), and for
 each device:
@@ -39,7 +30,18 @@ Everything is checked before NATS is contacted. A device whose attempt another
 writer changed meanwhile fails with "the device's attempt changed underneath
 you"; the other devices go on, and the run exits 1. --dry-run reads the
 registry and the bucket and writes nothing; with --exit-code: 0 no changes,
-2 changes pending, 1 error.`,
+2 changes pending, 1 error.`
+
+func newFleetApplyCmd(g *globals) *cobra.Command {
+	var lf loadFlags
+	var rf registryFlags
+	var nf natsFlags
+	var dryRun, exitCode bool
+	var concurrency int
+	cmd := &cobra.Command{
+		Use:   "apply PATH... --registry HOST[:PORT][/PREFIX] --nats URL",
+		Short: "Write each device's upgrade attempt into the fleet's NATS bucket",
+		Long:  fleetApplyLong,
 		Example: `  solar fleet apply examples/fleet --registry registry.example.com --nats nats://nats.example.com:4222 --creds ops.creds
   solar fleet apply examples/fleet --registry registry.example.com --nats nats://127.0.0.1:4222 --dry-run --exit-code`,
 		Args: cobra.MinimumNArgs(1),

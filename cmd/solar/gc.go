@@ -12,15 +12,7 @@ import (
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
-func newGCCmd(g *globals) *cobra.Command {
-	var rf registryFlags
-	var out string
-	var keep int
-	var dryRun bool
-	cmd := &cobra.Command{
-		Use:   "gc (--out DIR | --registry HOST[:PORT][/PREFIX]) [--keep N] [-n NS] [--dry-run]",
-		Short: "Remove old chart versions, and the blobs nothing references any more",
-		Long: `gc keeps the newest --keep versions of every repository (of namespace -n
+const gcLong = `gc keeps the newest --keep versions of every repository (of namespace -n
 only, with it) and removes the older ones. In an OCI layout (--out) it then
 removes every blob no kept version references and the leftovers of killed runs
 (ingest/), holding the layout's lock. In a registry (--registry) it deletes the
@@ -33,7 +25,17 @@ say, or only other Targets were rendered) still installs it. Flux follows the
 newest version: --keep is at least 1. --dry-run lists what would go and what
 would stay for that reason. Only solar's chart repositories are collected (<ns>/bootstrap-<target>,
 <ns>/<release-ns>/release-<release> and the agent charts); others under the
-prefix, such as the fleet's agent binaries, are left as they are and named.`,
+prefix, such as the fleet's agent binaries, are left as they are and named.`
+
+func newGCCmd(g *globals) *cobra.Command {
+	var rf registryFlags
+	var out string
+	var keep int
+	var dryRun bool
+	cmd := &cobra.Command{
+		Use:   "gc (--out DIR | --registry HOST[:PORT][/PREFIX]) [--keep N] [-n NS] [--dry-run]",
+		Short: "Remove old chart versions, and the blobs nothing references any more",
+		Long:  gcLong,
 		Example: `  solar gc --out out --keep 3 --dry-run
   echo "$PASSWORD" | solar gc --registry registry.example.com/solar -n alpha --keep 5 --username ci --password-stdin`,
 		Args: cobra.NoArgs,
@@ -70,28 +72,7 @@ prefix, such as the fleet's agent binaries, are left as they are and named.`,
 			if err != nil {
 				return g.storeError(err, "collect", out, registry)
 			}
-			if g.output != "text" {
-				res.Versions, res.Skipped = orEmpty(res.Versions), orEmpty(res.Skipped)
-				if res.Held == nil {
-					res.Held = []publish.Held{}
-				}
-				return g.printData(res)
-			}
-			verb, kept := "removed", "kept"
-			if dryRun {
-				verb, kept = "would remove", "would keep"
-			}
-			for _, v := range res.Versions {
-				fmt.Fprintf(g.stdout, "%s %s\n", verb, v)
-			}
-			for _, h := range res.Held {
-				fmt.Fprintf(g.stdout, "%s %s, older than --keep %d: %s names it\n", kept, h.Version, keep, strings.Join(h.By, ", "))
-			}
-			fmt.Fprintf(g.stdout, "%s %d versions, %d blobs (%d bytes)\n", verb, len(res.Versions), res.Blobs, res.Bytes)
-			if len(res.Skipped) > 0 {
-				fmt.Fprintf(g.stdout, "left %d repositories that are not solar's charts: %s\n", len(res.Skipped), strings.Join(res.Skipped, ", "))
-			}
-			return nil
+			return g.printGC(res, keep, dryRun)
 		},
 	}
 	fl := cmd.Flags()
@@ -100,4 +81,30 @@ prefix, such as the fleet's agent binaries, are left as they are and named.`,
 	fl.IntVar(&keep, "keep", 3, "newest versions kept per repository (at least 1)")
 	fl.BoolVar(&dryRun, "dry-run", false, "list what would be removed, remove nothing")
 	return cmd
+}
+
+// printGC prints what gc removed and kept (or, in a dry run, would).
+func (g *globals) printGC(res publish.GCResult, keep int, dryRun bool) error {
+	if g.output != "text" {
+		res.Versions, res.Skipped = orEmpty(res.Versions), orEmpty(res.Skipped)
+		if res.Held == nil {
+			res.Held = []publish.Held{}
+		}
+		return g.printData(res)
+	}
+	verb, kept := "removed", "kept"
+	if dryRun {
+		verb, kept = "would remove", "would keep"
+	}
+	for _, v := range res.Versions {
+		fmt.Fprintf(g.stdout, "%s %s\n", verb, v)
+	}
+	for _, h := range res.Held {
+		fmt.Fprintf(g.stdout, "%s %s, older than --keep %d: %s names it\n", kept, h.Version, keep, strings.Join(h.By, ", "))
+	}
+	fmt.Fprintf(g.stdout, "%s %d versions, %d blobs (%d bytes)\n", verb, len(res.Versions), res.Blobs, res.Bytes)
+	if len(res.Skipped) > 0 {
+		g.say("left %d repositories that are not solar's charts: %s", len(res.Skipped), strings.Join(res.Skipped, ", "))
+	}
+	return nil
 }

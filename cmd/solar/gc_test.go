@@ -72,7 +72,7 @@ func TestGCLayout(t *testing.T) {
 	code, stdout, stderr = solar(t, "gc", "--out", out, "--keep", "1")
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stdout, "removed 4 versions, ")
-	assert.Contains(t, stdout, "left 1 repositories that are not solar's charts: fleet/agent\n")
+	assert.Contains(t, stderr, "left 1 repositories that are not solar's charts: fleet/agent\n")
 	assert.Equal(t, agent, countFiles(t, filepath.Join(out, "fleet", "agent")), "the agent binaries are left whole")
 	code, stdout, stderr = solar(t, "verify", "--out", out)
 	assert.Equal(t, 0, code, stdout)
