@@ -38,7 +38,7 @@ const agentTargets = 20
 func apiStopTree(t *testing.T, api *testenv.APIServer) (string, []string) {
 	t.Helper()
 	dir := t.TempDir()
-	copyExamples(t, dir)
+	testenv.CopyExamples(t, dir)
 	names := []string{"edge-1", "edge-2"}
 	var b strings.Builder
 	for i := 10; len(names) < agentTargets; i++ {
@@ -202,7 +202,7 @@ func TestCredentialsThroughAPIServerStop(t *testing.T) {
 		credentialsHold(t, api, names, issued)
 		fingerprints := func() []string { // a failure never prints a token
 			var out []string
-			for _, tok := range tokens(t, api, "alpha") {
+			for _, tok := range testenv.AgentTokens(t, api, "alpha") {
 				out = append(out, credential.Fingerprint([]byte(tok)))
 			}
 			return out

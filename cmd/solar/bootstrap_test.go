@@ -116,7 +116,7 @@ func TestBootstrapManifestsAuth(t *testing.T) {
 
 	url := oci["url"].(string)
 	assert.Equal(t, "oci://"+reg.Host+"/beta/bootstrap-plant-1", url)
-	pulled := helmCLI(t, "pull", url, "--version", ">=0.0.0", "--ca-file", reg.CAFile,
+	pulled := testenv.Helm(t, "pull", url, "--version", ">=0.0.0", "--ca-file", reg.CAFile,
 		"--username", reg.Username, "--password", reg.Password, "-d", t.TempDir())
 	assert.Contains(t, pulled, "bootstrap-plant-1:0.0.1")
 }
@@ -154,7 +154,7 @@ func TestBootstrapManifestsServerDryRun(t *testing.T) {
 			}
 			for key, d := range docs(t, stdout.String()) {
 				u := &unstructured.Unstructured{Object: d}
-				gvr := map[string]schema.GroupVersionResource{"Secret": secretGVR, "OCIRepository": ociRepositoryGVR, "HelmRelease": helmReleaseGVR}[u.GetKind()]
+				gvr := map[string]schema.GroupVersionResource{"Secret": testenv.SecretGVR, "OCIRepository": testenv.OCIRepositoryGVR, "HelmRelease": testenv.HelmReleaseGVR}[u.GetKind()]
 				require.NotEmpty(t, gvr.Resource, key)
 				_, err = dyn.Resource(gvr).Namespace(ns).Create(context.Background(), u,
 					metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldValidation: "Strict"})

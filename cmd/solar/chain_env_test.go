@@ -39,8 +39,8 @@ func pushChart(t *testing.T, reg *testenv.Registry, dir, path, name, version str
 	if _, err := os.Stat(chartYAML); os.IsNotExist(err) {
 		require.NoError(t, os.WriteFile(chartYAML, fmt.Appendf(nil, "apiVersion: v2\nname: %s\nversion: %s\n", name, version), 0o644))
 	}
-	helmCLI(t, "package", filepath.Join(work, name), "-d", work)
-	helmCLI(t, "push", filepath.Join(work, fmt.Sprintf("%s-%s.tgz", name, version)), "oci://"+reg.Host+"/"+path,
+	testenv.Helm(t, "package", filepath.Join(work, name), "-d", work)
+	testenv.Helm(t, "push", filepath.Join(work, fmt.Sprintf("%s-%s.tgz", name, version)), "oci://"+reg.Host+"/"+path,
 		"--username", reg.Username, "--password", reg.Password, "--ca-file", reg.CAFile)
 }
 
@@ -117,7 +117,7 @@ func startChain(t *testing.T, opts chainOptions) *chainEnv {
 
 	// examples/, pointed at these registries and this API server.
 	dir := t.TempDir()
-	copyExamples(t, dir)
+	testenv.CopyExamples(t, dir)
 	e.examples = filepath.Join(dir, "examples")
 	for _, f := range []string{"shared/components.yaml", "alpha/releases.yaml", "shared/registries.yaml", "shared/pipeline.yaml"} {
 		e.edit(f, "ghcr.io", source.Host, "registry.example.com", render.Host)
@@ -164,8 +164,8 @@ func startChain(t *testing.T, opts chainOptions) *chainEnv {
 		if opts.firstContact != nil {
 			stream = editHelmRelease(t, stream, opts.firstContact)
 		}
-		f := &flux{t: t, dyn: dyn, ns: tg.flux}
-		require.Empty(t, f.apply(stream))
+		f := &testenv.Flux{T: t, Dyn: dyn, NS: tg.flux}
+		require.Empty(t, f.Apply(stream))
 	}
 	return e
 }
@@ -204,8 +204,8 @@ func (e *chainEnv) publish(extra ...string) map[string]pipeline.TargetReport {
 func (e *chainEnv) settle(timeout time.Duration) ([]helmdriver.Event, error) {
 	e.t.Helper()
 	for _, tg := range e.targets {
-		f := &flux{t: e.t, dyn: e.dyn, ns: tg.flux}
-		f.ready(chain.Bootstrap, f.reconcile(chain.Bootstrap))
+		f := &testenv.Flux{T: e.t, Dyn: e.dyn, NS: tg.flux}
+		f.Ready(chain.Bootstrap, f.Reconcile(chain.Bootstrap))
 	}
 	return e.drv.Settle(context.Background(), timeout)
 }
@@ -223,7 +223,7 @@ func actions(events []helmdriver.Event) map[string]bool {
 // generation they hold, with their Ready condition.
 func (e *chainEnv) notReadyHelmReleases() []string {
 	e.t.Helper()
-	list, err := e.dyn.Resource(helmReleaseGVR).List(context.Background(), metav1.ListOptions{})
+	list, err := e.dyn.Resource(testenv.HelmReleaseGVR).List(context.Background(), metav1.ListOptions{})
 	require.NoError(e.t, err)
 	var out []string
 	for _, hr := range list.Items {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/solar-pipeline/solar/internal/helmdriver"
+	"github.com/solar-pipeline/solar/internal/testenv"
 	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/credential"
 	"github.com/solar-pipeline/solar/renderer/publish"
@@ -75,8 +76,8 @@ func TestFluxChainToTheApplication(t *testing.T) {
 	agentReports(t, e)
 
 	// No token in a custom resource: only Secrets hold it on the cluster.
-	require.NotEmpty(t, tokens(t, e.api, "alpha"), "the agents' tokens")
-	for _, gvr := range []schema.GroupVersionResource{helmReleaseGVR, ociRepositoryGVR} {
+	require.NotEmpty(t, testenv.AgentTokens(t, e.api, "alpha"), "the agents' tokens")
+	for _, gvr := range []schema.GroupVersionResource{testenv.HelmReleaseGVR, testenv.OCIRepositoryGVR} {
 		list, err := e.dyn.Resource(gvr).List(ctx, metav1.ListOptions{})
 		require.NoError(t, err)
 		require.NotEmpty(t, list.Items)
@@ -84,7 +85,7 @@ func TestFluxChainToTheApplication(t *testing.T) {
 			spec, err := json.Marshal(item.Object["spec"])
 			require.NoError(t, err)
 			for _, ns := range []string{"alpha", "beta"} {
-				for _, tok := range tokens(t, e.api, ns) {
+				for _, tok := range testenv.AgentTokens(t, e.api, ns) {
 					assert.False(t, strings.Contains(string(spec), tok), "%s %s/%s holds a token", item.GetKind(), item.GetNamespace(), item.GetName())
 				}
 			}
@@ -114,7 +115,7 @@ func TestFluxChainToTheApplication(t *testing.T) {
 	}, actions(settle()))
 	assert.Nil(t, e.appValues(metrics), "the application's object is gone")
 	for _, n := range []string{metrics.Source.Name, metrics.App.Name} {
-		_, err := e.dyn.Resource(helmReleaseGVR).Namespace("flux-alpha-edge-1").Get(ctx, n, metav1.GetOptions{})
+		_, err := e.dyn.Resource(testenv.HelmReleaseGVR).Namespace("flux-alpha-edge-1").Get(ctx, n, metav1.GetOptions{})
 		assert.True(t, apierrors.IsNotFound(err), "HelmRelease %s is gone: %v", n, err)
 	}
 	assert.NotNil(t, e.appValues(e.names["beta/plant-1"]["metrics"]), "plant-1 keeps its metrics")
@@ -127,7 +128,7 @@ func TestFluxChainToTheApplication(t *testing.T) {
 
 	// 6. A Target deleted from the input: publish --prune gives its
 	// bootstrap a version without releases, and Flux uninstalls them.
-	removeTarget(t, e.examples)
+	testenv.RemovePlant2(t, e.examples)
 	e.publish("--prune")
 	plant2 := e.names["beta/plant-2"]["podinfo"]
 	assert.Equal(t, map[string]bool{

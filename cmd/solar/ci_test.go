@@ -65,7 +65,7 @@ func TestCIExample(t *testing.T) {
 	api.CreateNamespaces(t, job.Strategy.Matrix.Namespace...)
 	bin := filepath.Dir(testenv.SolarBinary(t))
 	repo := t.TempDir()
-	copyExamples(t, repo)
+	testenv.CopyExamples(t, repo)
 	script, err := os.ReadFile("../../" + publishRun)
 	require.NoError(t, err)
 	require.NoError(t, os.MkdirAll(filepath.Join(repo, "examples/ci"), 0o755))

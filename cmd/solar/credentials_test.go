@@ -22,18 +22,6 @@ import (
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
-// tokens are every agent token in the API server, to check none is printed.
-func tokens(t *testing.T, s *testenv.APIServer, ns string) []string {
-	t.Helper()
-	l, err := s.Client.CoreV1().Secrets(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "solar.opendefense.cloud/agent-token-for"})
-	require.NoError(t, err)
-	var out []string
-	for _, sec := range l.Items {
-		out = append(out, string(sec.Data["token"]))
-	}
-	return out
-}
-
 func TestCredentialsSyncAndRender(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: runs a real etcd and kube-apiserver")
@@ -70,7 +58,7 @@ func TestCredentialsSyncAndRender(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out")
 	code, stdout, stderr = solar(t, "render", "-n", "alpha", "-o", "json", "--out", out, "--kubeconfig", s.Kubeconfig, "../../examples")
 	require.Equal(t, 0, code, stderr)
-	for _, tok := range tokens(t, s, "alpha") {
+	for _, tok := range testenv.AgentTokens(t, s, "alpha") {
 		require.NotEmpty(t, tok)
 		assert.False(t, strings.Contains(stdout+stderr, tok), "no token in the plan or logs")
 	}
@@ -133,12 +121,12 @@ func TestCredentialsSyncAndRender(t *testing.T) {
 	assert.Equal(t, []any{map[string]any{"kind": "Secret", "name": "edge-1-solar-agent-credential", "valuesKey": "values.yaml"}}, hr["valuesFrom"])
 	spec, err := json.Marshal(hr)
 	require.NoError(t, err)
-	for _, tok := range tokens(t, s, "alpha") {
+	for _, tok := range testenv.AgentTokens(t, s, "alpha") {
 		assert.False(t, strings.Contains(string(spec), tok), "no token in the HelmRelease's spec")
 	}
 
 	// A new token shows in a diff as two fingerprints, never as the token.
-	before := tokens(t, s, "alpha")
+	before := testenv.AgentTokens(t, s, "alpha")
 	require.NoError(t, s.Client.CoreV1().Secrets("alpha").DeleteCollection(ctx, metav1.DeleteOptions{},
 		metav1.ListOptions{LabelSelector: "solar.opendefense.cloud/agent-token-for=edge-1"}))
 	code, _, stderr = solar(t, "credentials", "sync", "-n", "alpha", "--kubeconfig", s.Kubeconfig, "../../examples")
@@ -148,7 +136,7 @@ func TestCredentialsSyncAndRender(t *testing.T) {
 	assert.Contains(t, stdout, "# alpha/alpha/edge-1/release-solar-agent 0.0.1 -> 0.0.2, reaches alpha/edge-1")
 	assert.Regexp(t, `(?m)^-\s+token: <redacted sha256:[0-9a-f]{12}>$`, stdout)
 	assert.Regexp(t, `(?m)^\+\s+token: <redacted sha256:[0-9a-f]{12}>$`, stdout)
-	for _, tok := range append(before, tokens(t, s, "alpha")...) {
+	for _, tok := range append(before, testenv.AgentTokens(t, s, "alpha")...) {
 		assert.False(t, strings.Contains(stdout+stderr, tok), "no token in the diff")
 	}
 }

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,29 +15,12 @@ import (
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 )
 
-// removeTarget drops beta/plant-2, and its RegistryBinding, from a copy of
-// examples/.
-func removeTarget(t *testing.T, examples string) {
-	t.Helper()
-	for file, from := range map[string]string{
-		"targets.yaml":  "  - apiVersion: solar.opendefense.cloud/v1alpha1\n    kind: Target\n    metadata:\n      name: plant-2",
-		"releases.yaml": "---\napiVersion: solar.opendefense.cloud/v1alpha1\nkind: RegistryBinding\nmetadata:\n  name: plant-2-ghcr",
-	} {
-		p := filepath.Join(examples, "beta", file)
-		b, err := os.ReadFile(p)
-		require.NoError(t, err)
-		i := bytes.Index(b, []byte(from))
-		require.Positive(t, i, file)
-		require.NoError(t, os.WriteFile(p, b[:i], 0o644))
-	}
-}
-
 // TestDiff: a changed Release diffs to exactly its files and the Targets it
 // reaches; unchanged input diffs to nothing; a deleted Target is an orphan,
 // pruned only with --prune.
 func TestDiff(t *testing.T) {
 	dir := t.TempDir()
-	copyExamples(t, dir)
+	testenv.CopyExamples(t, dir)
 	examples := filepath.Join(dir, "examples")
 	out := filepath.Join(dir, "out")
 	code, _, stderr := solar(t, "render", "--no-credentials", "--out", out, examples)
@@ -73,7 +54,7 @@ func TestDiff(t *testing.T) {
 
 	// A deleted Target: an orphan, listed by diff and render, pruned only
 	// with --prune.
-	removeTarget(t, examples)
+	testenv.RemovePlant2(t, examples)
 	code, stdout, _ = solar(t, "diff", "--no-credentials", "-n", "beta", "--out", out, examples)
 	require.Equal(t, 0, code)
 	assert.Contains(t, stdout, "# orphan: beta/bootstrap-plant-2: Target beta/plant-2 is no longer in the input")
@@ -115,7 +96,7 @@ func TestDiffTokenRotates(t *testing.T) {
 	assert.Regexp(t, `(?m)^-\s+token: <redacted sha256:[0-9a-f]{12}>$`, stdout)
 	assert.Regexp(t, `(?m)^\+\s+token: <a new token, minted at publish>$`, stdout)
 	assert.NotContains(t, stdout, "edge-2/release-solar-agent", "edge-2 keeps its token")
-	assert.Len(t, tokens(t, s, "alpha"), 1, "the diff minted nothing: only edge-2's token is left")
+	assert.Len(t, testenv.AgentTokens(t, s, "alpha"), 1, "the diff minted nothing: only edge-2's token is left")
 
 	code, stdout, stderr = solar(t, "diff", "-n", "alpha", "-o", "json", "--kubeconfig", s.Kubeconfig, "--out", out, "../../examples")
 	require.Equal(t, 0, code, stderr)

@@ -38,7 +38,7 @@ func TestDryRunWritesNothing(t *testing.T) {
 	ctx := context.Background()
 	api.CreateNamespaces(t, "alpha", "beta")
 	dir := t.TempDir()
-	copyExamples(t, dir)
+	testenv.CopyExamples(t, dir)
 	examples := filepath.Join(dir, "examples")
 	out, cache := filepath.Join(dir, "out"), filepath.Join(dir, "cache")
 	registry := reg.Host + "/solar"

@@ -3,23 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	helmv2 "github.com/fluxcd/helm-controller/api/v2"
-	"github.com/fluxcd/pkg/apis/meta"
-	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
@@ -28,87 +20,6 @@ import (
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
-
-var (
-	ociRepositoryGVR = sourcev1.GroupVersion.WithResource("ocirepositories")
-	helmReleaseGVR   = helmv2.GroupVersion.WithResource("helmreleases")
-	secretGVR        = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
-)
-
-// flux drives OCIRepositories in the API server.
-type flux struct {
-	t   *testing.T
-	dyn dynamic.Interface
-	ns  string
-}
-
-// apply creates the Secrets, OCIRepositories and HelmReleases of a YAML
-// stream; it returns the other documents.
-func (f *flux) apply(stream string) []map[string]any {
-	f.t.Helper()
-	var rest []map[string]any
-	for _, doc := range strings.Split(stream, "\n---") {
-		var obj map[string]any
-		require.NoError(f.t, yaml.Unmarshal([]byte(doc), &obj))
-		if obj == nil {
-			continue
-		}
-		u := &unstructured.Unstructured{Object: obj}
-		var gvr schema.GroupVersionResource
-		switch u.GetKind() {
-		case "Secret":
-			gvr = secretGVR
-		case "OCIRepository":
-			gvr = ociRepositoryGVR
-		case "HelmRelease":
-			gvr = helmReleaseGVR
-		default:
-			rest = append(rest, obj)
-			continue
-		}
-		u.SetNamespace(f.ns)
-		_, err := f.dyn.Resource(gvr).Namespace(f.ns).Create(context.Background(), u, metav1.CreateOptions{})
-		require.NoError(f.t, err, "creating %s %s", u.GetKind(), u.GetName())
-	}
-	return rest
-}
-
-// ready waits until the OCIRepository is Ready and handled the given
-// reconcile request (if any), and returns its artifact.
-func (f *flux) ready(name, requested string) map[string]any {
-	f.t.Helper()
-	var last string
-	deadline := time.Now().Add(90 * time.Second)
-	for time.Now().Before(deadline) {
-		obj, err := f.dyn.Resource(ociRepositoryGVR).Namespace(f.ns).Get(context.Background(), name, metav1.GetOptions{})
-		require.NoError(f.t, err)
-		handled, _, _ := unstructured.NestedString(obj.Object, "status", "lastHandledReconcileAt")
-		conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-		for _, c := range conds {
-			m := c.(map[string]any)
-			if m["type"] == meta.ReadyCondition {
-				last = fmt.Sprintf("%v %v: %v", m["status"], m["reason"], m["message"])
-				artifact, _, _ := unstructured.NestedMap(obj.Object, "status", "artifact")
-				if m["status"] == string(metav1.ConditionTrue) && artifact != nil && (requested == "" || handled == requested) {
-					return artifact
-				}
-			}
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-	f.t.Fatalf("OCIRepository %s/%s not Ready within 90s; last Ready condition: %s", f.ns, name, last)
-	return nil
-}
-
-// reconcile asks source-controller to reconcile now, as flux reconcile does.
-func (f *flux) reconcile(name string) string {
-	f.t.Helper()
-	token := time.Now().Format(time.RFC3339Nano)
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, meta.ReconcileRequestAnnotation, token)
-	_, err := f.dyn.Resource(ociRepositoryGVR).Namespace(f.ns).Patch(context.Background(), name, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{})
-	require.NoError(f.t, err)
-	return token
-}
 
 func download(t *testing.T, url string) []byte {
 	t.Helper()
@@ -133,10 +44,10 @@ func TestFluxPullsExactlyWhatSolarPublishes(t *testing.T) {
 	sc := testenv.StartSourceController(t, api)
 	dyn, err := dynamic.NewForConfig(api.Config)
 	require.NoError(t, err)
-	f := &flux{t: t, dyn: dyn, ns: sc.Namespace}
+	f := &testenv.Flux{T: t, Dyn: dyn, NS: sc.Namespace}
 	registry := reg.Host + "/solar"
 	dir := t.TempDir()
-	copyExamples(t, dir)
+	testenv.CopyExamples(t, dir)
 	examples := filepath.Join(dir, "examples")
 	pub := func() pipeline.Report {
 		t.Helper()
@@ -163,14 +74,14 @@ func TestFluxPullsExactlyWhatSolarPublishes(t *testing.T) {
 		"--username", reg.Username, "--password-stdin", "--ca-file", reg.CAFile}, strings.NewReader(reg.Password), &stdout, &stderr)
 	require.Equal(t, 0, code, stderr.String())
 	assert.Contains(t, stderr.String(), "Target alpha/edge-1: its bootstrap chart is in "+registry+"/alpha/bootstrap-edge-1 (1 versions)\n")
-	require.Empty(t, f.apply(stdout.String()))
+	require.Empty(t, f.Apply(stdout.String()))
 	helmRelease := docs(t, stdout.String())["HelmRelease/"+chain.Bootstrap]
 
 	// 3. Ready, and its artifact is the chart layer we pushed, byte for byte.
-	artifact := f.ready("solar-bootstrap", "")
+	artifact := f.Ready("solar-bootstrap", "")
 	assert.Equal(t, first.Version+"@"+first.Digest, artifact["revision"], "Flux took the version and manifest solar pushed")
 	pulled := t.TempDir()
-	helmCLI(t, "pull", "oci://"+registry+"/"+first.Repository, "--version", first.Version,
+	testenv.Helm(t, "pull", "oci://"+registry+"/"+first.Repository, "--version", first.Version,
 		"--username", reg.Username, "--password", reg.Password, "--ca-file", reg.CAFile, "-d", pulled)
 	layer, err := os.ReadFile(filepath.Join(pulled, "bootstrap-edge-1-"+first.Version+".tgz"))
 	require.NoError(t, err)
@@ -186,11 +97,11 @@ func TestFluxPullsExactlyWhatSolarPublishes(t *testing.T) {
 	require.NoError(t, os.WriteFile(valuesFile, values, 0o644))
 	chartFile := filepath.Join(t.TempDir(), "bootstrap.tgz")
 	require.NoError(t, os.WriteFile(chartFile, got, 0o644))
-	rendered := helmCLI(t, "template", chain.Bootstrap, chartFile, "-n", f.ns, "-f", valuesFile)
-	require.Empty(t, f.apply(rendered))
+	rendered := testenv.Helm(t, "template", chain.Bootstrap, chartFile, "-n", f.NS, "-f", valuesFile)
+	require.Empty(t, f.Apply(rendered))
 	for _, rel := range first.Releases {
 		name := chain.For("edge-1", rel.Key, "").Source.Name
-		a := f.ready(name, "")
+		a := f.Ready(name, "")
 		assert.Equal(t, rel.Version+"@"+rel.Digest, a["revision"], "%s follows release chart %s", name, rel.Repository)
 	}
 
@@ -201,14 +112,14 @@ func TestFluxPullsExactlyWhatSolarPublishes(t *testing.T) {
 	require.NoError(t, os.WriteFile(releases, bytes.Replace(b, []byte("replicaCount: 2"), []byte("replicaCount: 3"), 1), 0o644))
 	second := edge1(pub())
 	require.Equal(t, "0.0.2", second.Version)
-	moved := f.ready("solar-bootstrap", f.reconcile("solar-bootstrap"))
+	moved := f.Ready("solar-bootstrap", f.Reconcile("solar-bootstrap"))
 	assert.Equal(t, second.Version+"@"+second.Digest, moved["revision"])
 
 	// Unchanged input: the revision stays exactly the same, so helm-controller
 	// would not upgrade.
 	third := edge1(pub())
 	assert.Equal(t, publish.Unchanged, third.Action)
-	same := f.ready("solar-bootstrap", f.reconcile("solar-bootstrap"))
+	same := f.Ready("solar-bootstrap", f.Reconcile("solar-bootstrap"))
 	assert.Equal(t, moved["revision"], same["revision"])
 	assert.Equal(t, moved["digest"], same["digest"])
 	t.Logf("bootstrap revisions: %v, then %v, then unchanged %v", artifact["revision"], moved["revision"], same["revision"])

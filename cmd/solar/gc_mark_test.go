@@ -61,7 +61,7 @@ func registryCLI(t *testing.T, opts testenv.RegistryOptions) storeCLI {
 func gcMarkScenario(t *testing.T, c storeCLI) {
 	t.Helper()
 	dir := t.TempDir()
-	copyExamples(t, dir)
+	testenv.CopyExamples(t, dir)
 	examples := filepath.Join(dir, "examples")
 	code, _, stderr := c.do(t, c.write, "--no-credentials", "-n", "beta", examples)
 	require.Equal(t, 0, code, stderr)

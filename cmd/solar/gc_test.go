@@ -40,7 +40,7 @@ func changeRelease(t *testing.T, examples string, from, to string) {
 
 func TestGCLayout(t *testing.T) {
 	dir := t.TempDir()
-	copyExamples(t, dir)
+	testenv.CopyExamples(t, dir)
 	examples := filepath.Join(dir, "examples")
 	out := filepath.Join(dir, "out")
 	for i, n := range []string{"2", "3", "4"} {
@@ -96,7 +96,7 @@ func TestGCRegistry(t *testing.T) {
 	needRegistry(t)
 	reg := testenv.StartRegistry(t, testenv.RegistryOptions{})
 	dir := t.TempDir()
-	copyExamples(t, dir)
+	testenv.CopyExamples(t, dir)
 	examples := filepath.Join(dir, "examples")
 	for i, n := range []string{"2", "3"} {
 		if i > 0 {

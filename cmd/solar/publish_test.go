@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -40,15 +39,6 @@ func publishCLI(t *testing.T, reg *testenv.Registry, password string, args ...st
 	return code, stdout.String(), stderr.String()
 }
 
-func helmCLI(t *testing.T, args ...string) string {
-	t.Helper()
-	cmd := exec.Command(testenv.Tool(t, "helm"), args...)
-	cmd.Env = append(os.Environ(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_CACHE_HOME="+t.TempDir())
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "helm %s:\n%s", strings.Join(args, " "), out)
-	return string(out)
-}
-
 // TestPublishTLS publishes examples/ over TLS with basic auth, then pulls and
 // templates every bootstrap chart with the real helm CLI.
 func TestPublishTLS(t *testing.T) {
@@ -79,9 +69,9 @@ func TestPublishTLS(t *testing.T) {
 		assert.Contains(t, stderr, fmt.Sprintf("%s/%s 0.0.1 create", tr.Namespace, tr.Name), "a progress line per Target")
 
 		dir := t.TempDir()
-		helmCLI(t, "pull", "oci://"+registry+"/"+tr.Repository, "--version", tr.Version,
+		testenv.Helm(t, "pull", "oci://"+registry+"/"+tr.Repository, "--version", tr.Version,
 			"--username", reg.Username, "--password", reg.Password, "--ca-file", reg.CAFile, "-d", dir)
-		out := helmCLI(t, "template", "solar-bootstrap", filepath.Join(dir, "bootstrap-"+tr.Name+"-0.0.1.tgz"), "-n", "flux-system")
+		out := testenv.Helm(t, "template", "solar-bootstrap", filepath.Join(dir, "bootstrap-"+tr.Name+"-0.0.1.tgz"), "-n", "flux-system")
 		for _, rel := range tr.Releases {
 			assert.Contains(t, out, fmt.Sprintf("url: \"oci://%s/%s\"", registry, rel.Repository))
 			assert.Contains(t, out, fmt.Sprintf("tag: %q", rel.Version))
@@ -97,7 +87,7 @@ func TestPublishContentAddressed(t *testing.T) {
 	proxy := testenv.StartProxy(t, reg.Host)
 	registry := proxy.Host + "/solar"
 	dir := t.TempDir()
-	copyExamples(t, dir)
+	testenv.CopyExamples(t, dir)
 	examples := filepath.Join(dir, "examples")
 	pub := func(args ...string) (int, pipeline.Report, []string) {
 		t.Helper()
@@ -160,7 +150,7 @@ func TestPublishConcurrentWriters(t *testing.T) {
 			var inputs []string
 			for i := range writers {
 				dir := t.TempDir()
-				copyExamples(t, dir)
+				testenv.CopyExamples(t, dir)
 				releases := filepath.Join(dir, "examples", "alpha", "releases.yaml")
 				b, err := os.ReadFile(releases)
 				require.NoError(t, err)

@@ -22,7 +22,7 @@ func TestReviewedPush(t *testing.T) {
 	reg := testenv.StartRegistry(t, testenv.RegistryOptions{})
 	registry := reg.Host + "/solar"
 	dir := t.TempDir()
-	copyExamples(t, dir)
+	testenv.CopyExamples(t, dir)
 	examples := filepath.Join(dir, "examples")
 	cli := func(stdin string, args ...string) (int, string, string) {
 		t.Helper()

@@ -33,12 +33,6 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// copyExamples copies examples/ to dir/examples.
-func copyExamples(t *testing.T, dir string) {
-	t.Helper()
-	require.NoError(t, os.CopyFS(filepath.Join(dir, "examples"), os.DirFS("../../examples")))
-}
-
 func decodeReport(t *testing.T, out string) pipeline.Report {
 	t.Helper()
 	var r pipeline.Report
@@ -67,7 +61,7 @@ func TestRenderIsReproducible(t *testing.T) {
 	var layouts []map[string]ocispec.Index
 	for _, tz := range []string{"UTC", "Pacific/Chatham"} {
 		dir := t.TempDir()
-		copyExamples(t, dir)
+		testenv.CopyExamples(t, dir)
 		cmd := exec.Command(os.Args[0], "render", "--no-credentials", "-o", "json", "--out", filepath.Join(dir, "layout"), "examples")
 		cmd.Dir = dir
 		cmd.Env = append(slices.DeleteFunc(os.Environ(), func(e string) bool {
@@ -180,7 +174,7 @@ func TestRenderSelectsTargets(t *testing.T) {
 func TestRenderInvalidInputWritesNothing(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out")
 	dir := t.TempDir()
-	copyExamples(t, dir)
+	testenv.CopyExamples(t, dir)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "examples", "bad.yaml"), []byte(`apiVersion: solar.opendefense.cloud/v1alpha1
 kind: Release
 metadata: {name: Bad_Name, namespace: alpha}
@@ -196,7 +190,7 @@ spec: {chart: {repository: ghcr.io/x/y, tag: "1"}}
 // reported and skipped, the others are rendered, and the exit code is 1.
 func TestRenderFailedTargetOthersRender(t *testing.T) {
 	dir := t.TempDir()
-	copyExamples(t, dir)
+	testenv.CopyExamples(t, dir)
 	// A second pull secret for ghcr.io on edge-1.
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "examples", "conflict.yaml"), []byte(`apiVersion: solar.opendefense.cloud/v1alpha1
 kind: Registry

@@ -67,7 +67,7 @@ func TestReviewedList(t *testing.T) {
 	api.CreateNamespaces(t, "alpha", "beta")
 	registry := reg.Host + "/solar"
 	dir := t.TempDir()
-	copyExamples(t, dir)
+	testenv.CopyExamples(t, dir)
 	examples := filepath.Join(dir, "examples")
 	login := []string{"--registry", registry, "--plain-http", "--username", reg.Username, "--password-stdin"}
 	cli := func(args ...string) (int, string, string) {
@@ -88,13 +88,13 @@ func TestReviewedList(t *testing.T) {
 
 	// The pull request: a change, and edge-1 due for a new token.
 	changeRelease(t, examples, "2", "3")
-	live := tokens(t, api, "alpha")
+	live := testenv.AgentTokens(t, api, "alpha")
 	deleteTokens(t, api, "alpha", "edge-1")
 	reviewed := filepath.Join(dir, "reviewed.json")
 	code, stdout, stderr := cli(append([]string{"diff", "--kubeconfig", api.Kubeconfig, "--write-reviewed", reviewed, examples}, login...)...)
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stdout, "reaches alpha/edge-1; token rotates")
-	assert.Len(t, tokens(t, api, "alpha"), 1, "the review mints nothing")
+	assert.Len(t, testenv.AgentTokens(t, api, "alpha"), 1, "the review mints nothing")
 	b, err := os.ReadFile(reviewed)
 	require.NoError(t, err)
 	for _, tok := range live {
@@ -116,7 +116,7 @@ func TestReviewedList(t *testing.T) {
 	// Main renders something else than was reviewed: nothing is pushed.
 	changeRelease(t, examples, "3", "4")
 	out := render("unreviewed")
-	assert.Len(t, tokens(t, api, "alpha"), 2, "the merge mints edge-1's new token")
+	assert.Len(t, testenv.AgentTokens(t, api, "alpha"), 2, "the merge mints edge-1's new token")
 	code, _, stderr = cli(append([]string{"push", out, "--reviewed", reviewed}, login...)...)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, "differs from what was reviewed")

@@ -206,7 +206,7 @@ func TestReviewWorkflow(t *testing.T) {
 	bin := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(bin, "solar"), []byte("#!/bin/sh\nSOLAR_TEST_MAIN=1 exec "+self+" \"$@\"\n"), 0o755))
 	repo := t.TempDir()
-	copyExamples(t, repo)
+	testenv.CopyExamples(t, repo)
 	registry := reg.Host + "/solar"
 	a := &runner{t: t, wf: wf, repo: repo, artifacts: map[string]map[string]string{},
 		env: append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "RUNNER_TEMP="+t.TempDir()),
@@ -223,7 +223,7 @@ func TestReviewWorkflow(t *testing.T) {
 
 	artifacts := a.run("pull_request")
 	require.NotEmpty(t, artifacts, "the review keeps the reviewed list")
-	live := append(tokens(t, api, "alpha"), tokens(t, api, "beta")...)
+	live := append(testenv.AgentTokens(t, api, "alpha"), testenv.AgentTokens(t, api, "beta")...)
 	require.NotEmpty(t, live)
 	for name, dir := range artifacts {
 		assert.Empty(t, containsAny(t, dir, live), "artifact %s holds no token", name)
@@ -237,7 +237,7 @@ func TestReviewWorkflow(t *testing.T) {
 	assert.Contains(t, a.log.String(), "alpha/alpha/release-podinfo-stable\t0.0.2\tupdate", "the merge pushed")
 	assert.Contains(t, a.log.String(), "alpha/alpha/edge-1/release-solar-agent\t0.0.2\tupdate", "with edge-1's new token")
 	assert.NotContains(t, a.log.String(), reg.Password, "the password is never in a job log")
-	for _, tok := range append(tokens(t, api, "alpha"), tokens(t, api, "beta")...) {
+	for _, tok := range append(testenv.AgentTokens(t, api, "alpha"), testenv.AgentTokens(t, api, "beta")...) {
 		assert.NotContains(t, a.log.String(), tok, "no token in a job log")
 	}
 	code, stdout, stderr := publishCLI(t, reg, reg.Password, append([]string{"--kubeconfig", api.Kubeconfig, "--dry-run", "--exit-code",

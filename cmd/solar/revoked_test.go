@@ -23,7 +23,7 @@ func TestRevokedTargetIsNotAFailure(t *testing.T) {
 	s := testenv.StartAPIServer(t)
 	s.CreateNamespaces(t, "alpha", "beta")
 	dir := t.TempDir()
-	copyExamples(t, dir)
+	testenv.CopyExamples(t, dir)
 	examples := filepath.Join(dir, "examples")
 	code, _, stderr := solar(t, "credentials", "sync", "--kubeconfig", s.Kubeconfig, examples)
 	require.Equal(t, 0, code, stderr)

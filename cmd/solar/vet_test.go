@@ -16,6 +16,7 @@ import (
 	"golang.org/x/tools/txtar"
 	"sigs.k8s.io/yaml"
 
+	"github.com/solar-pipeline/solar/internal/testenv"
 	"github.com/solar-pipeline/solar/renderer/diag"
 )
 
@@ -204,7 +205,7 @@ func TestUsageErrors(t *testing.T) {
 // skips and counts what is not Solar's, and reads objects from stdin.
 func TestVetGitOpsTree(t *testing.T) {
 	dir := t.TempDir()
-	copyExamples(t, dir)
+	testenv.CopyExamples(t, dir)
 	files := map[string]string{
 		// Flux objects beside ours: other API groups.
 		"flux/podinfo.yaml": "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: podinfo}\nspec: {interval: 5m}\n" +
