@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -37,18 +40,23 @@ func TestWarningsGoToStderr(t *testing.T) {
 // job's saved plan never reads as a clean no-op, and the summary says the
 // run stopped.
 func TestFatalErrorsAreInTheDocument(t *testing.T) {
-	refused := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
-	code, stdout, stderr := solar(t, "publish", "--no-credentials", "--plain-http", "--registry", refused+"/solar", "-o", "json", "../../examples")
+	needRegistry(t)
+	reg := testenv.StartRegistry(t, testenv.RegistryOptions{})
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), []string{"publish", "--no-credentials", "--plain-http", "--registry", reg.Host + "/solar", "-o", "json",
+		"--username", reg.Username, "--password-stdin", "../../examples"}, strings.NewReader("wrong-password\n"), &out, &errOut)
+	stdout, stderr := out.String(), errOut.String()
 	assert.Equal(t, 1, code)
 	var report struct {
 		Targets []any
 		Error   string
 	}
 	require.NoError(t, json.Unmarshal([]byte(stdout), &report), stdout)
-	assert.Contains(t, report.Error, refused)
+	assert.Contains(t, report.Error, "the registry denied access: 401 Unauthorized")
 	assert.Contains(t, stderr, "; stopped by an error: ")
 	assert.NotRegexp(t, `\(0 errors\)\n`, stderr)
 
+	refused := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
 	for _, args := range [][]string{
 		{"verify", "-o", "json", "--out", filepath.Join(t.TempDir(), "typo")},
 		{"gc", "-o", "yaml", "--registry", refused, "--plain-http"},

@@ -1,18 +1,21 @@
-package main
+package chaintest
 
 import (
 	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -72,6 +75,7 @@ type chainEnv struct {
 	dyn      dynamic.Interface
 	drv      *helmdriver.Driver
 	render   *testenv.Registry
+	bin      string // the solar binary
 	examples string
 	targets  []chainTarget
 	reports  map[string]pipeline.TargetReport
@@ -87,7 +91,9 @@ type chainOptions struct {
 }
 
 func startChain(t *testing.T, opts chainOptions) *chainEnv {
-	needRegistry(t)
+	if testing.Short() {
+		t.Skip("-short: runs registries, a Kubernetes cluster and source-controller")
+	}
 	ctx := context.Background()
 	render := testenv.StartRegistry(t, testenv.RegistryOptions{TLS: true})
 	source := testenv.StartRegistry(t, testenv.RegistryOptions{TLS: true})
@@ -102,7 +108,7 @@ func startChain(t *testing.T, opts chainOptions) *chainEnv {
 	runCtx, cancel := context.WithCancel(ctx)
 	t.Cleanup(cancel)
 	drv.Start(runCtx)
-	e := &chainEnv{t: t, api: api, dyn: dyn, drv: drv, render: render}
+	e := &chainEnv{t: t, api: api, dyn: dyn, drv: drv, render: render, bin: testenv.SolarBinary(t)}
 
 	// The application charts examples/ names, in the source registry; the
 	// agent's own chart in the render registry, as the examples have it.
@@ -113,7 +119,7 @@ func startChain(t *testing.T, opts chainOptions) *chainEnv {
 	} {
 		pushChart(t, source, "testdata/app", c.path, c.name, c.version)
 	}
-	pushChart(t, render, "../../charts/solar-agent", "solar/charts", "solar-agent", "0.1.0")
+	pushChart(t, render, "../../../charts/solar-agent", "solar/charts", "solar-agent", "0.1.0")
 
 	// examples/, pointed at these registries and this API server.
 	dir := t.TempDir()
@@ -156,11 +162,9 @@ func startChain(t *testing.T, opts chainOptions) *chainEnv {
 			_, err := api.Client.CoreV1().Secrets(tg.flux).Create(ctx, s, metav1.CreateOptions{})
 			require.NoError(t, err)
 		}
-		var stdout, stderr bytes.Buffer
-		code := run(ctx, []string{"bootstrap-manifests", tg.name, "-n", tg.ns, "--registry", e.registry(), "--flux-namespace", tg.flux,
-			"--username", render.Username, "--password-stdin", "--ca-file", render.CAFile}, strings.NewReader(render.Password), &stdout, &stderr)
-		require.Equal(t, 0, code, stderr.String())
-		stream := stdout.String()
+		code, stream, stderr := e.solar(render.Password, "bootstrap-manifests", tg.name, "-n", tg.ns, "--registry", e.registry(), "--flux-namespace", tg.flux,
+			"--username", render.Username, "--password-stdin", "--ca-file", render.CAFile)
+		require.Equal(t, 0, code, stderr)
 		if opts.firstContact != nil {
 			stream = editHelmRelease(t, stream, opts.firstContact)
 		}
@@ -188,14 +192,33 @@ func (e *chainEnv) edit(file string, pairs ...string) {
 // publish runs solar publish of the examples and returns its report by Target.
 func (e *chainEnv) publish(extra ...string) map[string]pipeline.TargetReport {
 	e.t.Helper()
-	code, stdout, stderr := publishCLI(e.t, e.render, e.render.Password, append([]string{"--ca-file", e.render.CAFile, "--registry", e.registry(),
-		"--kubeconfig", e.api.Kubeconfig, "-o", "json", e.examples}, extra...)...)
+	code, stdout, stderr := e.solar(e.render.Password, append([]string{"publish", "--username", e.render.Username, "--password-stdin",
+		"--ca-file", e.render.CAFile, "--registry", e.registry(), "--kubeconfig", e.api.Kubeconfig, "-o", "json", e.examples}, extra...)...)
 	require.Equal(e.t, 0, code, stderr)
+	var report pipeline.Report
+	require.NoError(e.t, json.Unmarshal([]byte(stdout), &report), stdout)
 	out := map[string]pipeline.TargetReport{}
-	for _, tr := range decodeReport(e.t, stdout).Targets {
+	for _, tr := range report.Targets {
 		out[tr.Namespace+"/"+tr.Name] = tr
 	}
 	return out
+}
+
+// solar runs the solar binary with stdin and returns its exit code, stdout
+// and stderr; the password it is given never shows in them.
+func (e *chainEnv) solar(stdin string, args ...string) (int, string, string) {
+	e.t.Helper()
+	cmd := exec.Command(e.bin, args...)
+	cmd.Stdin = strings.NewReader(stdin + "\n")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		require.NoError(e.t, err)
+	}
+	assert.NotContains(e.t, stdout.String()+stderr.String(), stdin, "the password is never printed")
+	return cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()
 }
 
 // settle makes the bootstrap sources look for a new version, as if their
