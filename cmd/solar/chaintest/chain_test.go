@@ -145,7 +145,7 @@ func TestFluxChainToTheApplication(t *testing.T) {
 func agentReports(t *testing.T, e *chainEnv) {
 	ctx := context.Background()
 	agentBin := filepath.Join(t.TempDir(), "solar-agent")
-	out, err := exec.Command("go", "build", "-o", agentBin, "../solar-agent").CombinedOutput()
+	out, err := exec.Command("go", "build", "-o", agentBin, "../../solar-agent").CombinedOutput()
 	require.NoError(t, err, "building solar-agent: %s", out)
 	for _, key := range []string{"alpha/edge-1", "alpha/edge-2"} {
 		n := e.names[key]["solar-agent"]
