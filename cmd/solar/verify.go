@@ -31,8 +31,9 @@ func newVerifyCmd(g *globals) *cobra.Command {
 	var rf registryFlags
 	var out string
 	var deep bool
+	var concurrency int
 	cmd := &cobra.Command{
-		Use:   "verify (--out DIR | --registry HOST[:PORT][/PREFIX]) [-n NS] [--deep]",
+		Use:   "verify (--out DIR | --registry HOST[:PORT][/PREFIX]) [-n NS] [--deep] [--concurrency N]",
 		Short: "Check that a layout or registry keeps what solar promises",
 		Long:  verifyLong,
 		Example: `  solar verify --out out
@@ -50,7 +51,7 @@ func newVerifyCmd(g *globals) *cobra.Command {
 				return g.storeError(err, "verify", out, registry)
 			}
 			defer done()
-			opts := pipeline.VerifyOptions{Deep: deep, Progress: g.repositoryProgress()}
+			opts := pipeline.VerifyOptions{Deep: deep, Progress: g.repositoryProgress(), Concurrency: concurrency}
 			if g.namespace != "" {
 				opts.Prefix = g.namespace + "/"
 			}
@@ -83,6 +84,7 @@ func newVerifyCmd(g *globals) *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringVar(&out, "out", "", "directory of the OCI image layout")
 	fl.BoolVar(&deep, "deep", false, "registry: download and hash every blob, not only ask its size")
+	fl.IntVar(&concurrency, "concurrency", 8, "repositories checked at once")
 	rf.registerClient(fl, "to verify")
 	return cmd
 }

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,9 +11,11 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/Masterminds/semver/v3"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"golang.org/x/sync/errgroup"
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/errdef"
 	"oras.land/oras-go/v2/registry"
@@ -47,8 +50,12 @@ type VerifyOptions struct {
 	// registry's blobs are checked by size (HEAD), its manifests by digest.
 	// A layout's blobs are always read: they are on this machine.
 	Deep bool
-	// Progress, when set, is called after each repository.
+	// Progress, when set, is called after each repository (from one
+	// goroutine at a time).
 	Progress func(done, total int)
+	// Concurrency bounds the repositories checked at once (default 8: the
+	// walk waits on the store, not on the CPU).
+	Concurrency int
 }
 
 // Verified is what Verify checked, and what it found broken.
@@ -80,13 +87,13 @@ func Verify(ctx context.Context, store publish.Store, opts VerifyOptions) (*Veri
 	if !ok {
 		return nil, fmt.Errorf("the store cannot list its repositories")
 	}
-	all, err := lister.Repositories(ctx, opts.Prefix)
+	listed, err := lister.Repositories(ctx, opts.Prefix)
 	if err != nil {
 		return nil, err
 	}
 	v := &Verified{}
 	var repos []string
-	repos, v.Skipped = publish.SplitRepositories(all, chain.IsChartRepository)
+	repos, v.Skipped = publish.SplitRepositories(listed, chain.IsChartRepository)
 	if len(repos) == 0 && len(v.Skipped) > 0 {
 		return nil, fmt.Errorf("%w (only %s, not solar's charts)", ErrNoRepository, strings.Join(v.Skipped, ", "))
 	}
@@ -94,55 +101,106 @@ func Verify(ctx context.Context, store publish.Store, opts VerifyOptions) (*Veri
 		return nil, ErrNoRepository
 	}
 	v.Repositories = len(repos)
+	// Each repository on its own (a registry answers requests at once):
+	// their results are merged in the order of repos.
+	parts := make([]Verified, len(repos))
+	tags := make([][]string, len(repos))
+	var mu sync.Mutex
+	done := 0
+	err = each(ctx, len(repos), opts.Concurrency, func(ctx context.Context, i int) error {
+		var err error
+		tags[i], err = parts[i].verifyRepository(ctx, store, repos[i], opts.Deep)
+		if err == nil && opts.Progress != nil {
+			mu.Lock()
+			done++
+			opts.Progress(done, len(repos))
+			mu.Unlock()
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
 	tagsOf := map[string][]string{}
-	for i, name := range repos {
-		repo, err := store.Repository(ctx, name)
-		if err != nil {
-			return nil, err
-		}
-		tags, err := publish.Tags(ctx, repo)
-		if err != nil {
-			return nil, fmt.Errorf("listing the versions of %s: %w", name, err)
-		}
-		tagsOf[name] = tags
-		for _, tag := range tags {
-			v.Versions++
-			if !plainVersion.MatchString(tag) {
-				v.Violations = append(v.Violations, Violation{name, tag, "not a version solar writes (0.0.N)"})
-				continue
-			}
-			v.verifyVersion(ctx, repo, name, tag, opts.Deep)
-		}
-		if opts.Progress != nil {
-			opts.Progress(i+1, len(repos))
-		}
+	for i := range parts {
+		v.add(parts[i])
+		tagsOf[repos[i]] = tags[i]
 	}
 	// Bootstrap charts name release charts that must be there.
-	for _, name := range repos {
-		if !chain.IsBootstrapRepository(name) {
-			continue
+	refs := make([][]Violation, len(repos))
+	err = each(ctx, len(repos), opts.Concurrency, func(ctx context.Context, i int) error {
+		if !chain.IsBootstrapRepository(repos[i]) {
+			return nil
 		}
-		repo, err := store.Repository(ctx, name)
+		repo, err := store.Repository(ctx, repos[i])
 		if err != nil {
-			return nil, err
+			return err
 		}
-		for _, tag := range tagsOf[name] {
-			v.Violations = append(v.Violations, checkRefs(ctx, repo, name, tag, repos, tagsOf)...)
+		for _, tag := range tags[i] {
+			refs[i] = append(refs[i], checkRefs(ctx, repo, repos[i], tag, tagsOf)...)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range refs {
+		v.Violations = append(v.Violations, r...)
 	}
 	return v, nil
 }
 
+// verifyRepository checks every version of one repository and returns its
+// tags.
+func (v *Verified) verifyRepository(ctx context.Context, store publish.Store, name string, deep bool) ([]string, error) {
+	repo, err := store.Repository(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	tags, err := publish.Tags(ctx, repo)
+	if err != nil {
+		return nil, fmt.Errorf("listing the versions of %s: %w", name, err)
+	}
+	for _, tag := range tags {
+		v.Versions++
+		if !plainVersion.MatchString(tag) {
+			v.Violations = append(v.Violations, Violation{name, tag, "not a version solar writes (0.0.N)"})
+			continue
+		}
+		v.verifyVersion(ctx, repo, name, tag, deep)
+	}
+	return tags, nil
+}
+
+// add adds what another part of the walk checked and found.
+func (v *Verified) add(o Verified) {
+	v.Violations = append(v.Violations, o.Violations...)
+	v.Versions += o.Versions
+	v.Blobs += o.Blobs
+	v.Bytes += o.Bytes
+}
+
+// each runs fn for 0..n-1 on at most limit goroutines (8 when 0) and
+// returns the first error.
+func each(ctx context.Context, n, limit int, fn func(ctx context.Context, i int) error) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(cmp.Or(limit, 8))
+	for i := range n {
+		g.Go(func() error { return fn(ctx, i) })
+	}
+	return g.Wait()
+}
+
 // checkRefs checks that the release chart versions a bootstrap chart version
 // names are in the store.
-func checkRefs(ctx context.Context, repo publish.Repository, name, tag string, repos []string, tagsOf map[string][]string) []Violation {
+func checkRefs(ctx context.Context, repo publish.Repository, name, tag string, tagsOf map[string][]string) []Violation {
 	refs, err := bootstrapRefs(ctx, repo, tag)
 	if err != nil {
 		return []Violation{{name, tag, "what it names cannot be read: " + err.Error()}}
 	}
 	var out []Violation
 	for _, ref := range refs {
-		target := repository(ref.URL, repos)
+		target := repository(ref.URL, func(name string) bool { _, ok := tagsOf[name]; return ok })
 		switch {
 		case target == "":
 			out = append(out, Violation{name, tag, fmt.Sprintf("names %s, which the store does not have", ref.URL)})
@@ -174,6 +232,10 @@ func GC(ctx context.Context, c Collector, opts publish.GCOptions) (publish.GCRes
 	if len(repos) == 0 {
 		return publish.GCResult{}, ErrNoRepository
 	}
+	known := map[string]bool{}
+	for _, name := range repos {
+		known[name] = true
+	}
 	opts.Select = chain.IsChartRepository
 	opts.Refs = func(ctx context.Context, repo publish.Repository, name, version string) ([]publish.Ref, error) {
 		if !chain.IsBootstrapRepository(name) {
@@ -185,7 +247,7 @@ func GC(ctx context.Context, c Collector, opts publish.GCOptions) (publish.GCRes
 		}
 		var refs []publish.Ref
 		for _, n := range named {
-			if target := repository(n.URL, repos); target != "" {
+			if target := repository(n.URL, func(name string) bool { return known[name] }); target != "" {
 				refs = append(refs, publish.Ref{Repository: target, Version: n.Version})
 			}
 		}
@@ -303,10 +365,10 @@ func bootstrapRefs(ctx context.Context, repo publish.Repository, tag string) ([]
 // repository is the store's repository an oci:// URL names: the longest
 // suffix of its path that the store has (the URL carries the registry and
 // prefix the charts were rendered for).
-func repository(url string, repos []string) string {
+func repository(url string, has func(name string) bool) string {
 	parts := strings.Split(strings.TrimPrefix(url, "oci://"), "/")
 	for i := 1; i < len(parts); i++ {
-		if name := strings.Join(parts[i:], "/"); slices.Contains(repos, name) {
+		if name := strings.Join(parts[i:], "/"); has(name) {
 			return name
 		}
 	}
