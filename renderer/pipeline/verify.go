@@ -13,13 +13,11 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/Masterminds/semver/v3"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sync/errgroup"
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/errdef"
 	"oras.land/oras-go/v2/registry"
-	"sigs.k8s.io/yaml"
 
 	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/publish"
@@ -70,6 +68,17 @@ type Verified struct {
 	// Skipped are the repositories under the prefix that are not solar's
 	// charts, such as the fleet's: not checked.
 	Skipped []string `json:"skipped"`
+	// names are, per bootstrap chart version, the release charts it names
+	// (or why they cannot be read), checked once every repository's
+	// versions are known.
+	names []versionNames
+}
+
+// versionNames are the release charts a bootstrap chart version names.
+type versionNames struct {
+	repository, version string
+	named               []named
+	err                 error
 }
 
 // ErrNoRepository: no repository under the prefix (a mistyped --out,
@@ -127,25 +136,9 @@ func Verify(ctx context.Context, store publish.Store, opts VerifyOptions) (*Veri
 		tagsOf[repos[i]] = tags[i]
 	}
 	// Bootstrap charts name release charts that must be there.
-	refs := make([][]Violation, len(repos))
-	err = each(ctx, len(repos), opts.Concurrency, func(ctx context.Context, i int) error {
-		if !chain.IsBootstrapRepository(repos[i]) {
-			return nil
-		}
-		repo, err := store.Repository(ctx, repos[i])
-		if err != nil {
-			return err
-		}
-		for _, tag := range tags[i] {
-			refs[i] = append(refs[i], checkRefs(ctx, repo, repos[i], tag, tagsOf)...)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	for _, r := range refs {
-		v.Violations = append(v.Violations, r...)
+	has := func(name string) bool { _, ok := tagsOf[name]; return ok }
+	for _, n := range v.names {
+		v.Violations = append(v.Violations, n.check(has, tagsOf)...)
 	}
 	return v, nil
 }
@@ -167,7 +160,11 @@ func (v *Verified) verifyRepository(ctx context.Context, store publish.Store, na
 			v.Violations = append(v.Violations, Violation{name, tag, "not a version solar writes (0.0.N)"})
 			continue
 		}
-		v.verifyVersion(ctx, repo, name, tag, deep)
+		m := v.verifyVersion(ctx, repo, name, tag, deep)
+		if m != nil && chain.IsBootstrapRepository(name) {
+			refs, err := manifestRefs(ctx, repo, *m)
+			v.names = append(v.names, versionNames{name, tag, refs, err})
+		}
 	}
 	return tags, nil
 }
@@ -175,6 +172,7 @@ func (v *Verified) verifyRepository(ctx context.Context, store publish.Store, na
 // add adds what another part of the walk checked and found.
 func (v *Verified) add(o Verified) {
 	v.Violations = append(v.Violations, o.Violations...)
+	v.names = append(v.names, o.names...)
 	v.Versions += o.Versions
 	v.Blobs += o.Blobs
 	v.Bytes += o.Bytes
@@ -191,69 +189,23 @@ func each(ctx context.Context, n, limit int, fn func(ctx context.Context, i int)
 	return g.Wait()
 }
 
-// checkRefs checks that the release chart versions a bootstrap chart version
-// names are in the store.
-func checkRefs(ctx context.Context, repo publish.Repository, name, tag string, tagsOf map[string][]string) []Violation {
-	refs, err := bootstrapRefs(ctx, repo, tag)
-	if err != nil {
-		return []Violation{{name, tag, "what it names cannot be read: " + err.Error()}}
+// check says which release chart versions the bootstrap chart version names
+// are not in the store (has, tagsOf).
+func (n versionNames) check(has func(string) bool, tagsOf map[string][]string) []Violation {
+	if n.err != nil {
+		return []Violation{{n.repository, n.version, "what it names cannot be read: " + n.err.Error()}}
 	}
 	var out []Violation
-	for _, ref := range refs {
-		target := repository(ref.URL, func(name string) bool { _, ok := tagsOf[name]; return ok })
+	for _, ref := range n.named {
+		target := repository(ref.URL, has)
 		switch {
 		case target == "":
-			out = append(out, Violation{name, tag, fmt.Sprintf("names %s, which the store does not have", ref.URL)})
+			out = append(out, Violation{n.repository, n.version, fmt.Sprintf("names %s, which the store does not have", ref.URL)})
 		case !slices.Contains(tagsOf[target], ref.Version):
-			out = append(out, Violation{name, tag, fmt.Sprintf("names %s at %s, which the store does not have", target, ref.Version)})
+			out = append(out, Violation{n.repository, n.version, fmt.Sprintf("names %s at %s, which the store does not have", target, ref.Version)})
 		}
 	}
 	return out
-}
-
-// Collector is a store that removes its old versions: publish.Layout,
-// publish.Remote.
-type Collector interface {
-	publish.Lister
-	GC(ctx context.Context, opts publish.GCOptions) (publish.GCResult, error)
-}
-
-// GC removes the old versions of solar's chart repositories in c, as Verify
-// checks them (chain.IsChartRepository); the other repositories under the
-// prefix are left as they are (GCResult.Skipped). It marks from every
-// bootstrap chart version it keeps: the release chart versions one names stay
-// (GCResult.Held), for a Target not rendered since (one skipped, say, because
-// its credential failed) still installs them.
-func GC(ctx context.Context, c Collector, opts publish.GCOptions) (publish.GCResult, error) {
-	repos, err := c.Repositories(ctx, opts.Prefix)
-	if err != nil {
-		return publish.GCResult{}, err
-	}
-	if len(repos) == 0 {
-		return publish.GCResult{}, ErrNoRepository
-	}
-	known := map[string]bool{}
-	for _, name := range repos {
-		known[name] = true
-	}
-	opts.Select = chain.IsChartRepository
-	opts.Refs = func(ctx context.Context, repo publish.Repository, name, version string) ([]publish.Ref, error) {
-		if !chain.IsBootstrapRepository(name) {
-			return nil, nil
-		}
-		named, err := bootstrapRefs(ctx, repo, version)
-		if err != nil {
-			return nil, err
-		}
-		var refs []publish.Ref
-		for _, n := range named {
-			if target := repository(n.URL, func(name string) bool { return known[name] }); target != "" {
-				refs = append(refs, publish.Ref{Repository: target, Version: n.Version})
-			}
-		}
-		return refs, nil
-	}
-	return c.GC(ctx, opts)
 }
 
 // blobStorer is a registry's repository: its blobs answer HEAD.
@@ -263,26 +215,27 @@ type blobStorer interface {
 
 // verifyVersion checks a version's manifest (read, its digest and size
 // compared) and its blobs: read and hashed in a layout or with deep, else
-// their size compared with the registry's.
-func (v *Verified) verifyVersion(ctx context.Context, repo publish.Repository, name, tag string, deep bool) {
+// their size compared with the registry's. It returns the manifest, nil when
+// it cannot be read.
+func (v *Verified) verifyVersion(ctx context.Context, repo publish.Repository, name, tag string, deep bool) *ocispec.Manifest {
 	bad := func(msg string, args ...any) {
 		v.Violations = append(v.Violations, Violation{name, tag, fmt.Sprintf(msg, args...)})
 	}
 	desc, err := repo.Resolve(ctx, tag)
 	if err != nil {
 		bad("its manifest cannot be read: %v", err)
-		return
+		return nil
 	}
 	b, err := content.FetchAll(ctx, repo, desc)
 	if err != nil {
 		bad("its manifest cannot be read: %v", err)
-		return
+		return nil
 	}
 	v.Blobs, v.Bytes = v.Blobs+1, v.Bytes+int64(len(b))
 	var m ocispec.Manifest
 	if err := json.Unmarshal(b, &m); err != nil {
 		bad("its manifest is damaged: %v", err)
-		return
+		return nil
 	}
 	blobs, remote := repo.(blobStorer)
 	for _, d := range append([]ocispec.Descriptor{m.Config}, m.Layers...) {
@@ -308,6 +261,7 @@ func (v *Verified) verifyVersion(ctx context.Context, repo publish.Repository, n
 			bad("blob %s is damaged: %v", d.Digest, err)
 		}
 	}
+	return &m
 }
 
 // readBlob reads a blob to its end and checks its size and digest against
@@ -324,53 +278,4 @@ func readBlob(ctx context.Context, repo publish.Repository, d ocispec.Descriptor
 		return n, err
 	}
 	return n, vr.Verify()
-}
-
-// bootstrapRefs reads the release charts a bootstrap chart version names.
-func bootstrapRefs(ctx context.Context, repo publish.Repository, tag string) ([]struct{ URL, Version string }, error) {
-	desc, err := repo.Resolve(ctx, tag)
-	if err != nil {
-		return nil, err
-	}
-	b, err := content.FetchAll(ctx, repo, desc)
-	if err != nil {
-		return nil, err
-	}
-	var m ocispec.Manifest
-	if err := json.Unmarshal(b, &m); err != nil || len(m.Layers) != 1 {
-		return nil, fmt.Errorf("not a chart: %v", err)
-	}
-	layer, err := content.FetchAll(ctx, repo, m.Layers[0])
-	if err != nil {
-		return nil, err
-	}
-	files, err := chartFiles([]publish.Blob{{Desc: m.Layers[0], Data: layer}})
-	if err != nil {
-		return nil, fmt.Errorf("its chart cannot be read: %w", err)
-	}
-	var values struct {
-		Releases []struct{ URL, Version string } `json:"releases"`
-	}
-	if err := yaml.Unmarshal([]byte(files["values.yaml"]), &values); err != nil {
-		return nil, fmt.Errorf("its values cannot be read: %w", err)
-	}
-	for _, r := range values.Releases {
-		if _, err := semver.StrictNewVersion(r.Version); err != nil {
-			return nil, fmt.Errorf("names %s at %q, not a version", r.URL, r.Version)
-		}
-	}
-	return values.Releases, nil
-}
-
-// repository is the store's repository an oci:// URL names: the longest
-// suffix of its path that the store has (the URL carries the registry and
-// prefix the charts were rendered for).
-func repository(url string, has func(name string) bool) string {
-	parts := strings.Split(strings.TrimPrefix(url, "oci://"), "/")
-	for i := 1; i < len(parts); i++ {
-		if name := strings.Join(parts[i:], "/"); has(name) {
-			return name
-		}
-	}
-	return ""
 }
