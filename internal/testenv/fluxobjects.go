@@ -100,4 +100,3 @@ func (f *Flux) Reconcile(name string) string {
 	require.NoError(f.T, err)
 	return token
 }
-
