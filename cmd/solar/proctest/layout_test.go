@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -90,7 +91,9 @@ func TestLayoutSurvivesKills(t *testing.T) {
 		testenv.LayoutIndexes(t, out) // whole after each kill
 		if _, err := os.Stat(out); err == nil {
 			v, err := exec.Command(bin, "verify", "--out", out).CombinedOutput()
-			assert.NoError(t, err, "verify after kill %d: %s", i, v)
+			if !strings.Contains(string(v), "nothing to verify: no chart repository in the layout") { // killed before its first save
+				assert.NoError(t, err, "verify after kill %d: %s", i, v)
+			}
 		}
 		t.Logf("kill %d done", i)
 	}
