@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/solar-pipeline/solar/internal/storetest"
 	"github.com/solar-pipeline/solar/internal/testenv"
 	"github.com/solar-pipeline/solar/renderer/credential"
 )
@@ -105,7 +106,7 @@ func TestDryRunWritesNothing(t *testing.T) {
 				}
 			}
 		}
-		for tag, digest := range registryTags(t, reg) {
+		for tag, digest := range storetest.RegistryTags(t, reg) {
 			s["tag "+tag] = digest
 		}
 		for _, root := range []string{out, cache} {

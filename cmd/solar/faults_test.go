@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/solar-pipeline/solar/internal/countproxy"
+	"github.com/solar-pipeline/solar/internal/storetest"
 	"github.com/solar-pipeline/solar/internal/testenv"
-	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
 // TestPublishThroughFaults publishes examples/ and a generated tree through a
@@ -71,7 +71,7 @@ func registryState(t *testing.T, reg *testenv.Registry, proxy *testenv.Proxy, re
 	if retarget {
 		proxy.Retarget(reg.Host)
 	}
-	state := registryTags(t, reg)
+	state := storetest.RegistryTags(t, reg)
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), []string{"verify", "--registry", reg.Host + "/solar", "--plain-http", "--username", reg.Username, "--password-stdin"},
 		strings.NewReader(reg.Password+"\n"), &stdout, &stderr)
@@ -79,26 +79,3 @@ func registryState(t *testing.T, reg *testenv.Registry, proxy *testenv.Proxy, re
 	return state
 }
 
-// registryTags reads every tag of reg under solar/ as repository:tag →
-// manifest digest.
-func registryTags(t *testing.T, reg *testenv.Registry) map[string]string {
-	t.Helper()
-	ctx := context.Background()
-	r, err := publish.NewRemote(publish.RemoteOptions{Host: reg.Host, Prefix: "solar", Username: reg.Username, Password: reg.Password, PlainHTTP: true})
-	require.NoError(t, err)
-	repos, err := r.Repositories(ctx, "")
-	require.NoError(t, err)
-	state := map[string]string{}
-	for _, name := range repos {
-		repo, err := r.Repository(ctx, name)
-		require.NoError(t, err)
-		tags, err := publish.Tags(ctx, repo)
-		require.NoError(t, err)
-		for _, tag := range tags {
-			desc, err := repo.Resolve(ctx, tag)
-			require.NoError(t, err)
-			state[name+":"+tag] = desc.Digest.String()
-		}
-	}
-	return state
-}

@@ -1,10 +1,12 @@
-package main
+package proctest
 
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,6 +21,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	"github.com/solar-pipeline/solar/internal/storetest"
 	"github.com/solar-pipeline/solar/internal/testenv"
 	"github.com/solar-pipeline/solar/renderer/credential"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
@@ -188,11 +191,12 @@ func TestCredentialsThroughAPIServerStop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: stops and restarts a real etcd and kube-apiserver")
 	}
+	bin := testenv.SolarBinary(t)
 	t.Run("credentials sync", func(t *testing.T) {
 		api := testenv.StartAPIServer(t)
 		tree, names := apiStopTree(t, api)
 		stopped := stopAtSecret(t, api, stopAfter+1)
-		code, stdout, stderr := solar(t, "credentials", "sync", "-o", "json", "--kubeconfig", api.Kubeconfig, tree)
+		code, stdout, stderr := solarCLI(t, bin, "", "credentials", "sync", "-o", "json", "--kubeconfig", api.Kubeconfig, tree)
 		<-stopped
 		assert.Equal(t, 1, code, "a credential could not be minted: %s", stderr)
 		issued, failed := splitByCredential(t, decodeReport(t, stdout))
@@ -208,7 +212,7 @@ func TestCredentialsThroughAPIServerStop(t *testing.T) {
 			return out
 		}
 		before := fingerprints()
-		code, stdout, stderr = solar(t, "credentials", "sync", "-o", "json", "--kubeconfig", api.Kubeconfig, tree)
+		code, stdout, stderr = solarCLI(t, bin, "", "credentials", "sync", "-o", "json", "--kubeconfig", api.Kubeconfig, tree)
 		require.Equal(t, 0, code, stderr)
 		issued, failed = splitByCredential(t, decodeReport(t, stdout))
 		assert.Len(t, issued, agentTargets)
@@ -223,15 +227,13 @@ func TestCredentialsThroughAPIServerStop(t *testing.T) {
 	})
 
 	t.Run("publish", func(t *testing.T) {
-		needRegistry(t)
 		api := testenv.StartAPIServer(t)
 		reg := testenv.StartRegistry(t, testenv.RegistryOptions{})
 		tree, names := apiStopTree(t, api)
 		publish := func() (int, pipeline.Report, string) {
-			var stdout, stderr bytes.Buffer
-			code := run(context.Background(), []string{"publish", "-o", "json", "--kubeconfig", api.Kubeconfig, "--registry", reg.Host + "/solar",
-				"--plain-http", "--username", reg.Username, "--password-stdin", tree}, strings.NewReader(reg.Password+"\n"), &stdout, &stderr)
-			return code, decodeReport(t, stdout.String()), stderr.String()
+			code, stdout, stderr := solarCLI(t, bin, reg.Password, "publish", "-o", "json", "--kubeconfig", api.Kubeconfig, "--registry", reg.Host+"/solar",
+				"--plain-http", "--username", reg.Username, "--password-stdin", tree)
+			return code, decodeReport(t, stdout), stderr
 		}
 		stopped := stopAtSecret(t, api, stopAfter+1)
 		code, r, stderr := publish()
@@ -247,7 +249,7 @@ func TestCredentialsThroughAPIServerStop(t *testing.T) {
 			}
 		}
 		stoppedMidway(t, issued, failed)
-		state := registryState(t, reg, nil, false) // verify passes
+		state := verifiedTags(t, bin, reg)
 		for _, name := range names {
 			_, ok := state["alpha/bootstrap-"+name+":0.0.1"]
 			assert.Equal(t, strings.Contains(strings.Join(issued, " ")+" ", name+" "), ok,
@@ -260,7 +262,7 @@ func TestCredentialsThroughAPIServerStop(t *testing.T) {
 		issued, _ = splitByCredential(t, r)
 		assert.Len(t, issued, agentTargets)
 		credentialsHold(t, api, names, issued)
-		state = registryState(t, reg, nil, false)
+		state = verifiedTags(t, bin, reg)
 		for _, name := range names {
 			assert.Contains(t, state, "alpha/bootstrap-"+name+":0.0.1", name)
 		}
@@ -270,4 +272,30 @@ func TestCredentialsThroughAPIServerStop(t *testing.T) {
 			assert.Equal(t, "unchanged", tr.Action, "%s/%s: the run after converged", tr.Namespace, tr.Name)
 		}
 	})
+}
+
+// solarCLI runs the solar binary bin with stdin (a password, say) and returns
+// its exit code, stdout and stderr.
+func solarCLI(t *testing.T, bin, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Stdin = strings.NewReader(stdin + "\n")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		require.NoError(t, err)
+	}
+	return cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()
+}
+
+// verifiedTags is every tag of the registry with its manifest digest, after
+// solar verify passed on it.
+func verifiedTags(t *testing.T, bin string, reg *testenv.Registry) map[string]string {
+	t.Helper()
+	state := storetest.RegistryTags(t, reg)
+	code, stdout, stderr := solarCLI(t, bin, reg.Password, "verify", "--registry", reg.Host+"/solar", "--plain-http", "--username", reg.Username, "--password-stdin")
+	require.Equal(t, 0, code, "verify:\n%s\n%s", stdout, stderr)
+	return state
 }
