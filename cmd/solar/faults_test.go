@@ -78,4 +78,3 @@ func registryState(t *testing.T, reg *testenv.Registry, proxy *testenv.Proxy, re
 	require.Equal(t, 0, code, "verify:\n%s\n%s", stdout.String(), stderr.String())
 	return state
 }
-
