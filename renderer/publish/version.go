@@ -43,35 +43,16 @@ func (p *publisher) publish(ctx context.Context, job Job, absent bool) (Result, 
 		}
 		version, action := "0.0.1", Create
 		if latest != nil {
-			packed, art, err := p.layers(job, content, latest.Original())
-			if err != nil {
-				return r, err
-			}
-			desc, layers, err := latestLayers(ctx, repo, latest.Original())
-			if isNotFound(err) && attempt < maxAttempts {
+			unchanged, notYet, err := p.compare(ctx, repo, job, content, latest.Original(), &r)
+			if notYet && attempt < maxAttempts {
 				// Listed but not readable yet: another writer is tagging it
 				// at this moment (the registry lists a tag before its
 				// manifest resolves). Look again in a moment.
 				time.Sleep(time.Duration(attempt) * 50 * time.Millisecond)
 				continue
 			}
-			if err != nil {
-				return fail("reading version "+latest.Original()+" of", err)
-			}
-			if slices.Equal(layers, packed) {
-				r.Version, r.Digest, r.Action = latest.Original(), desc.Digest.String(), Unchanged
-				return r, nil
-			}
-			if p.opts.Compare {
-				if art == nil {
-					if art, err = job.Pack(latest.Original()); err != nil {
-						return r, err
-					}
-				}
-				if r.Old, err = fetchLayers(ctx, repo, desc); err != nil {
-					return fail("reading version "+latest.Original()+" of", err)
-				}
-				r.New = art.Layers
+			if err != nil || unchanged {
+				return r, err
 			}
 			version, action = latest.IncPatch().String(), Update
 		}
@@ -106,6 +87,36 @@ func (p *publisher) publish(ctx context.Context, job Job, absent bool) (Result, 
 		}
 		return r, nil
 	}
+}
+
+// compare compares job with the latest version of repo: unchanged (r says
+// so), or not, with r.Old and r.New filled for Options.Compare. notYet: the
+// latest version is listed but cannot be read yet.
+func (p *publisher) compare(ctx context.Context, repo Repository, job Job, content, latest string, r *Result) (unchanged, notYet bool, _ error) {
+	packed, art, err := p.layers(job, content, latest)
+	if err != nil {
+		return false, false, err
+	}
+	desc, layers, err := latestLayers(ctx, repo, latest)
+	if err != nil {
+		return false, isNotFound(err), fmt.Errorf("reading version %s of %s: %w", latest, job.Repository, explain(err))
+	}
+	if slices.Equal(layers, packed) {
+		r.Version, r.Digest, r.Action = latest, desc.Digest.String(), Unchanged
+		return true, false, nil
+	}
+	if p.opts.Compare {
+		if art == nil {
+			if art, err = job.Pack(latest); err != nil {
+				return false, false, err
+			}
+		}
+		if r.Old, err = fetchLayers(ctx, repo, desc); err != nil {
+			return false, false, fmt.Errorf("reading version %s of %s: %w", latest, job.Repository, explain(err))
+		}
+		r.New = art.Layers
+	}
+	return false, false, nil
 }
 
 // layers returns the digests of job's layers at version: from the pack cache

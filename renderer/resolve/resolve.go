@@ -133,63 +133,7 @@ func resolveTarget(s *model.Set, t *model.Target, bindings []model.Binding, regB
 	}
 	pullSecrets(s, out, reg, regBindings)
 
-	// Candidates: each bound release once, with the first binding that made it.
-	var cands []*Selected
-	seen := map[*model.Release]bool{}
-	for _, b := range bindings {
-		if seen[b.Release] {
-			continue
-		}
-		seen[b.Release] = true
-		sel, err := selected(s, b)
-		if cv, ok := errors.AsType[*unsupportedError](err); ok {
-			o := s.Loaded(model.KindComponentVersion, cv.cv.Namespace, cv.cv.Name)
-			out.Problems.Warnf(o.File, o.LineOf("spec.entrypoint.type"), "spec.entrypoint.type",
-				"Release %s for Target %s/%s: %v", Name(b.Release), t.Namespace, t.Name, err)
-			out.Excluded = append(out.Excluded, Excluded{Release: b.Release, Reason: err.Error()})
-			continue
-		}
-		if err != nil {
-			o := s.Loaded(model.KindRelease, b.Release.Namespace, b.Release.Name)
-			out.Problems.Errorf(o.File, o.LineOf("spec.componentVersionRef"), "spec.componentVersionRef",
-				"Release %s for Target %s/%s: %v", Name(b.Release), t.Namespace, t.Name, err)
-			continue
-		}
-		cands = append(cands, sel)
-	}
-	slices.SortFunc(cands, func(a, b *Selected) int {
-		return cmp.Or(cmp.Compare(b.Release.Spec.Priority, a.Release.Spec.Priority), cmp.Compare(Name(a.Release), Name(b.Release)))
-	})
-
-	// uniqueName first: the highest priority of each key wins.
-	winners := map[string]*Selected{}
-	var taken []*Selected
-	for _, c := range cands {
-		if w, ok := winners[c.Key]; ok {
-			out.Excluded = append(out.Excluded, Excluded{Release: c.Release, Reason: fmt.Sprintf(
-				"uniqueName %q is taken by %s (priority %d, this release has %d)",
-				c.Key, Name(w.Release), w.Release.Spec.Priority, c.Release.Spec.Priority)})
-			continue
-		}
-		winners[c.Key] = c
-		taken = append(taken, c)
-	}
-	// Then anti-affinity, in winner order, against the releases already taken.
-	for _, c := range taken {
-		other, err := conflict(c, out.Releases)
-		if err != nil {
-			o := s.Loaded(model.KindRelease, c.Release.Namespace, c.Release.Name)
-			out.Problems.Errorf(o.File, o.LineOf("spec.antiAffinity"), "spec.antiAffinity", "Release %s: %v", Name(c.Release), err)
-			continue
-		}
-		if other != nil {
-			out.Excluded = append(out.Excluded, Excluded{Release: c.Release, Reason: fmt.Sprintf(
-				"antiAffinity matches the labels of %s, taken before it", Name(other.Release))})
-			continue
-		}
-		out.Releases = append(out.Releases, c)
-	}
-
+	choose(s, out, candidates(s, out, bindings))
 	for _, r := range out.Releases {
 		host := r.Chart.Hostname()
 		secret, ok := out.PullSecrets[host]
@@ -224,6 +168,75 @@ func resolveTarget(s *model.Set, t *model.Target, bindings []model.Binding, regB
 		}
 	}
 	return out
+}
+
+// candidates are the releases bound to the Target, each once with the first
+// binding that made it, by priority (highest first), then name. A release
+// whose entrypoint solar does not support is excluded with a warning.
+func candidates(s *model.Set, out *Target, bindings []model.Binding) []*Selected {
+	t := out.Target
+	var cands []*Selected
+	seen := map[*model.Release]bool{}
+	for _, b := range bindings {
+		if seen[b.Release] {
+			continue
+		}
+		seen[b.Release] = true
+		sel, err := selected(s, b)
+		if cv, ok := errors.AsType[*unsupportedError](err); ok {
+			o := s.Loaded(model.KindComponentVersion, cv.cv.Namespace, cv.cv.Name)
+			out.Problems.Warnf(o.File, o.LineOf("spec.entrypoint.type"), "spec.entrypoint.type",
+				"Release %s for Target %s/%s: %v", Name(b.Release), t.Namespace, t.Name, err)
+			out.Excluded = append(out.Excluded, Excluded{Release: b.Release, Reason: err.Error()})
+			continue
+		}
+		if err != nil {
+			o := s.Loaded(model.KindRelease, b.Release.Namespace, b.Release.Name)
+			out.Problems.Errorf(o.File, o.LineOf("spec.componentVersionRef"), "spec.componentVersionRef",
+				"Release %s for Target %s/%s: %v", Name(b.Release), t.Namespace, t.Name, err)
+			continue
+		}
+		cands = append(cands, sel)
+	}
+	slices.SortFunc(cands, func(a, b *Selected) int {
+		return cmp.Or(cmp.Compare(b.Release.Spec.Priority, a.Release.Spec.Priority), cmp.Compare(Name(a.Release), Name(b.Release)))
+	})
+
+	return cands
+}
+
+// choose selects the candidates the Target gets: the highest priority of
+// each uniqueName, then anti-affinity in that order against those taken.
+func choose(s *model.Set, out *Target, cands []*Selected) {
+	// uniqueName first: the highest priority of each key wins.
+	winners := map[string]*Selected{}
+	var taken []*Selected
+	for _, c := range cands {
+		if w, ok := winners[c.Key]; ok {
+			out.Excluded = append(out.Excluded, Excluded{Release: c.Release, Reason: fmt.Sprintf(
+				"uniqueName %q is taken by %s (priority %d, this release has %d)",
+				c.Key, Name(w.Release), w.Release.Spec.Priority, c.Release.Spec.Priority)})
+			continue
+		}
+		winners[c.Key] = c
+		taken = append(taken, c)
+	}
+	// Then anti-affinity, in winner order, against the releases already taken.
+	for _, c := range taken {
+		other, err := conflict(c, out.Releases)
+		if err != nil {
+			o := s.Loaded(model.KindRelease, c.Release.Namespace, c.Release.Name)
+			out.Problems.Errorf(o.File, o.LineOf("spec.antiAffinity"), "spec.antiAffinity", "Release %s: %v", Name(c.Release), err)
+			continue
+		}
+		if other != nil {
+			out.Excluded = append(out.Excluded, Excluded{Release: c.Release, Reason: fmt.Sprintf(
+				"antiAffinity matches the labels of %s, taken before it", Name(other.Release))})
+			continue
+		}
+		out.Releases = append(out.Releases, c)
+	}
+
 }
 
 // pullSecrets maps registry hostnames to pull secret names: the render
