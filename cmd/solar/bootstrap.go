@@ -123,14 +123,9 @@ func (g *globals) checkPublished(ctx context.Context, rf *registryFlags, l login
 	if err != nil {
 		return err
 	}
-	name := chain.BootstrapRepository(ns, target)
-	where := path.Join(l.host, l.prefix, name)
+	where := path.Join(l.host, l.prefix, chain.BootstrapRepository(ns, target))
 	instead := "; or pass the PATHs of the objects to check the Target against them instead"
-	repo, err := r.Repository(ctx, name)
-	if err != nil {
-		return err
-	}
-	tags, err := publish.Tags(ctx, repo)
+	tags, err := pipeline.BootstrapVersions(ctx, r, ns, target)
 	if err != nil {
 		return fmt.Errorf("checking that Target %s/%s is published: %w%s", ns, target, hint(err, rf.registry), instead)
 	}

@@ -1,7 +1,9 @@
 package testenv
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,4 +52,20 @@ func LayoutIndexes(t testing.TB, dir string) map[string]ocispec.Index {
 		return nil
 	}))
 	return out
+}
+
+// RunSolar runs the solar binary bin with stdin (a password, say, followed
+// by a newline) and returns its exit code, stdout and stderr.
+func RunSolar(t testing.TB, bin, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Stdin = strings.NewReader(stdin + "\n")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		require.NoError(t, err)
+	}
+	return cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()
 }

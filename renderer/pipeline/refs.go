@@ -11,6 +11,7 @@ import (
 	"oras.land/oras-go/v2/content"
 	"sigs.k8s.io/yaml"
 
+	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
@@ -73,4 +74,14 @@ func repository(url string, has func(name string) bool) string {
 		}
 	}
 	return ""
+}
+
+// BootstrapVersions lists the versions of the bootstrap chart of Target
+// ns/target in store: none when nothing was published for it.
+func BootstrapVersions(ctx context.Context, store publish.Store, ns, target string) ([]string, error) {
+	repo, err := store.Repository(ctx, chain.BootstrapRepository(ns, target))
+	if err != nil {
+		return nil, err
+	}
+	return publish.Tags(ctx, repo)
 }

@@ -1,14 +1,11 @@
 package chaintest
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -204,21 +201,13 @@ func (e *chainEnv) publish(extra ...string) map[string]pipeline.TargetReport {
 	return out
 }
 
-// solar runs the solar binary with stdin and returns its exit code, stdout
-// and stderr; the password it is given never shows in them.
+// solar runs the solar binary with stdin; the password it is given never
+// shows in what it prints.
 func (e *chainEnv) solar(stdin string, args ...string) (int, string, string) {
 	e.t.Helper()
-	cmd := exec.Command(e.bin, args...)
-	cmd.Stdin = strings.NewReader(stdin + "\n")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	var exit *exec.ExitError
-	if err != nil && !errors.As(err, &exit) {
-		require.NoError(e.t, err)
-	}
-	assert.NotContains(e.t, stdout.String()+stderr.String(), stdin, "the password is never printed")
-	return cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()
+	code, stdout, stderr := testenv.RunSolar(e.t, e.bin, stdin, args...)
+	assert.NotContains(e.t, stdout+stderr, stdin, "the password is never printed")
+	return code, stdout, stderr
 }
 
 // settle makes the bootstrap sources look for a new version, as if their

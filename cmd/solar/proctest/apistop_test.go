@@ -1,12 +1,9 @@
 package proctest
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -196,7 +193,7 @@ func TestCredentialsThroughAPIServerStop(t *testing.T) {
 		api := testenv.StartAPIServer(t)
 		tree, names := apiStopTree(t, api)
 		stopped := stopAtSecret(t, api, stopAfter+1)
-		code, stdout, stderr := solarCLI(t, bin, "", "credentials", "sync", "-o", "json", "--kubeconfig", api.Kubeconfig, tree)
+		code, stdout, stderr := testenv.RunSolar(t, bin, "", "credentials", "sync", "-o", "json", "--kubeconfig", api.Kubeconfig, tree)
 		<-stopped
 		assert.Equal(t, 1, code, "a credential could not be minted: %s", stderr)
 		issued, failed := splitByCredential(t, decodeReport(t, stdout))
@@ -212,7 +209,7 @@ func TestCredentialsThroughAPIServerStop(t *testing.T) {
 			return out
 		}
 		before := fingerprints()
-		code, stdout, stderr = solarCLI(t, bin, "", "credentials", "sync", "-o", "json", "--kubeconfig", api.Kubeconfig, tree)
+		code, stdout, stderr = testenv.RunSolar(t, bin, "", "credentials", "sync", "-o", "json", "--kubeconfig", api.Kubeconfig, tree)
 		require.Equal(t, 0, code, stderr)
 		issued, failed = splitByCredential(t, decodeReport(t, stdout))
 		assert.Len(t, issued, agentTargets)
@@ -231,7 +228,7 @@ func TestCredentialsThroughAPIServerStop(t *testing.T) {
 		reg := testenv.StartRegistry(t, testenv.RegistryOptions{})
 		tree, names := apiStopTree(t, api)
 		publish := func() (int, pipeline.Report, string) {
-			code, stdout, stderr := solarCLI(t, bin, reg.Password, "publish", "-o", "json", "--kubeconfig", api.Kubeconfig, "--registry", reg.Host+"/solar",
+			code, stdout, stderr := testenv.RunSolar(t, bin, reg.Password, "publish", "-o", "json", "--kubeconfig", api.Kubeconfig, "--registry", reg.Host+"/solar",
 				"--plain-http", "--username", reg.Username, "--password-stdin", tree)
 			return code, decodeReport(t, stdout), stderr
 		}
@@ -274,28 +271,12 @@ func TestCredentialsThroughAPIServerStop(t *testing.T) {
 	})
 }
 
-// solarCLI runs the solar binary bin with stdin (a password, say) and returns
-// its exit code, stdout and stderr.
-func solarCLI(t *testing.T, bin, stdin string, args ...string) (int, string, string) {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Stdin = strings.NewReader(stdin + "\n")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	var exit *exec.ExitError
-	if err != nil && !errors.As(err, &exit) {
-		require.NoError(t, err)
-	}
-	return cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()
-}
-
 // verifiedTags is every tag of the registry with its manifest digest, after
 // solar verify passed on it.
 func verifiedTags(t *testing.T, bin string, reg *testenv.Registry) map[string]string {
 	t.Helper()
 	state := storetest.RegistryTags(t, reg)
-	code, stdout, stderr := solarCLI(t, bin, reg.Password, "verify", "--registry", reg.Host+"/solar", "--plain-http", "--username", reg.Username, "--password-stdin")
+	code, stdout, stderr := testenv.RunSolar(t, bin, reg.Password, "verify", "--registry", reg.Host+"/solar", "--plain-http", "--username", reg.Username, "--password-stdin")
 	require.Equal(t, 0, code, "verify:\n%s\n%s", stdout, stderr)
 	return state
 }
