@@ -29,20 +29,30 @@ type Request struct {
 const maxRequest = 64 << 10
 
 // Listen makes the socket at Paths.Socket, readable and writable by its
-// owner and group gid only (the agent's group).
+// owner and group gid only (the agent's group). The socket is bound and
+// listening under a temporary name, its group and mode set, and only then
+// renamed into place: a peer that finds Paths.Socket can connect.
 func Listen(p Paths, gid int) (*net.UnixListener, error) {
-	_ = os.Remove(p.Socket())
-	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: p.Socket(), Net: "unix"})
+	tmp := p.Socket() + ".new"
+	_ = os.Remove(tmp)
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
 	if err != nil {
 		return nil, err
 	}
-	if err := os.Chown(p.Socket(), -1, gid); err != nil {
+	l.SetUnlinkOnClose(false)
+	fail := func(err error) (*net.UnixListener, error) {
 		l.Close()
+		os.Remove(tmp)
 		return nil, err
 	}
-	if err := os.Chmod(p.Socket(), 0o660); err != nil {
-		l.Close()
-		return nil, err
+	if err := os.Chown(tmp, -1, gid); err != nil {
+		return fail(err)
+	}
+	if err := os.Chmod(tmp, 0o660); err != nil {
+		return fail(err)
+	}
+	if err := os.Rename(tmp, p.Socket()); err != nil {
+		return fail(err)
 	}
 	return l, nil
 }
