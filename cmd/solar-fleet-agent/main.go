@@ -22,8 +22,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/solar-pipeline/solar/renderer/fleet/agentlink"
-	"github.com/solar-pipeline/solar/renderer/fleet/updater"
+	"github.com/solar-pipeline/solar/device/agentlink"
+	"github.com/solar-pipeline/solar/device/updater"
 )
 
 // Set at build time.

@@ -20,8 +20,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/solar-pipeline/solar/renderer/fleet"
-	"github.com/solar-pipeline/solar/renderer/fleet/updater"
+	"github.com/solar-pipeline/solar/device/updater"
+	"github.com/solar-pipeline/solar/device/wire"
 )
 
 // agents are the agent builds the tests serve, by name: v1 and v2 ready,
@@ -133,10 +133,10 @@ func startArtifactServer(t *testing.T) *artifactServer {
 
 // attempt is a sealed attempt to install build as version, from path (the
 // URL path before the digest: "blobs" or "bad/<how>").
-func (s *artifactServer) attempt(t *testing.T, b []byte, version, path string) fleet.Attempt {
+func (s *artifactServer) attempt(t *testing.T, b []byte, version, path string) wire.Attempt {
 	t.Helper()
 	d := digestOf(b)
-	a, err := fleet.Attempt{DeviceID: "dev-1", TargetVersion: version, Artifact: fleet.Artifact{
+	a, err := wire.Attempt{DeviceID: "dev-1", TargetVersion: version, Artifact: wire.Artifact{
 		URL: s.URL + "/" + path + "/" + d, Digest: d, Size: int64(len(b)), Platform: "linux/amd64"}}.Seal()
 	require.NoError(t, err)
 	return a
@@ -185,7 +185,7 @@ func (d *device) updaterCmd(killpoint string) *exec.Cmd {
 
 // run starts the updater (killed at killpoint when set), sends the attempt
 // and returns the final outcome, or ok false when the updater died first.
-func (d *device) run(t *testing.T, killpoint string, a fleet.Attempt) (updater.Outcome, bool) {
+func (d *device) run(t *testing.T, killpoint string, a wire.Attempt) (updater.Outcome, bool) {
 	t.Helper()
 	cmd := d.updaterCmd(killpoint)
 	var logs bytes.Buffer

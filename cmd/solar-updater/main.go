@@ -19,7 +19,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/solar-pipeline/solar/renderer/fleet/updater"
+	"github.com/solar-pipeline/solar/device/updater"
 )
 
 type stringList []string

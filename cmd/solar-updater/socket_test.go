@@ -16,9 +16,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/solar-pipeline/solar/device/updater"
+	"github.com/solar-pipeline/solar/device/wire"
 	"github.com/solar-pipeline/solar/internal/testenv"
 	"github.com/solar-pipeline/solar/renderer/fleet"
-	"github.com/solar-pipeline/solar/renderer/fleet/updater"
 )
 
 // start runs the updater until the test ends and returns its pid once its
@@ -147,9 +148,9 @@ func TestThroughNATS(t *testing.T) {
 	d := newDevice(t, server, []string{"--nats", nats.URL, "--device", "dev-1"}, "--ready-timeout", "5s")
 	d.start(t)
 
-	reported := func(want string) *fleet.DeviceState {
+	reported := func(want string) *wire.DeviceState {
 		t.Helper()
-		var st *fleet.DeviceState
+		var st *wire.DeviceState
 		require.Eventually(t, func() bool {
 			s, err := bucket.Status(ctx, "dev-1")
 			if err == nil && len(s) == 1 && s[0].State != nil {

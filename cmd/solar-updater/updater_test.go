@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/solar-pipeline/solar/renderer/fleet/updater"
+	"github.com/solar-pipeline/solar/device/updater"
 )
 
 // killPoints are the moments of an attempt a kill lands at: each side of

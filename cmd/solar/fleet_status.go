@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/solar-pipeline/solar/device/wire"
 	"github.com/solar-pipeline/solar/renderer/fleet"
 )
 
@@ -31,7 +32,7 @@ named on stderr and fails the run with exit 1; the others are still shown. A
 				return err
 			}
 			for _, id := range args {
-				if err := fleet.CheckDeviceID(id); err != nil {
+				if err := wire.CheckDeviceID(id); err != nil {
 					return err
 				}
 			}
@@ -66,7 +67,7 @@ error.`,
 		Example: `  solar fleet repair dev-1 --reason "reflashed the agent by hand, ticket OPS-42" --nats nats://127.0.0.1:4222`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := fleet.CheckDeviceID(args[0]); err != nil {
+			if err := wire.CheckDeviceID(args[0]); err != nil {
 				return err
 			}
 			if reason == "" {

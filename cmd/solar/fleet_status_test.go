@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
 
+	"github.com/solar-pipeline/solar/device/wire"
 	"github.com/solar-pipeline/solar/internal/testenv"
 	"github.com/solar-pipeline/solar/renderer/fleet"
 )
@@ -91,8 +92,8 @@ func TestFleetStatusUnknownDevices(t *testing.T) {
 	_, js := ns.Connect(t)
 	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "solar-fleet"})
 	require.NoError(t, err)
-	cur, err := json.Marshal(fleet.Current{UUID: "0b8e2c3a-6a43-5b0e-9a51-3c2d1f0e4a77", Digest: "sha256:" + strings.Repeat("a", 64),
-		Attempt: fleet.Attempt{DeviceID: "dev-1", TargetVersion: "1.4.0"}})
+	cur, err := json.Marshal(wire.Current{UUID: "0b8e2c3a-6a43-5b0e-9a51-3c2d1f0e4a77", Digest: "sha256:" + strings.Repeat("a", 64),
+		Attempt: wire.Attempt{DeviceID: "dev-1", TargetVersion: "1.4.0"}})
 	require.NoError(t, err)
 	_, err = kv.Put(ctx, "attempt.dev-1", cur)
 	require.NoError(t, err)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/solar-pipeline/solar/device/wire"
+
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -31,25 +33,6 @@ var (
 	// ErrRebound: the attempt's UUID is already bound to other content.
 	ErrRebound = errors.New("the attempt's UUID is already bound to other content")
 )
-
-// Current is a device's current attempt, the value of attempt.<deviceId>: the
-// attempt's UUID, the digest of its OCI artifact, and the attempt itself, so
-// that the device's agent needs nothing else.
-type Current struct {
-	UUID    string  `json:"uuid"`
-	Digest  string  `json:"digest"`
-	Attempt Attempt `json:"attempt"`
-}
-
-// DeviceState is what a device reports into state.<deviceId> (or what
-// Repair writes there).
-type DeviceState struct {
-	State   string `json:"state"`
-	Version string `json:"version,omitempty"`
-	Step    string `json:"step,omitempty"`
-	Reason  string `json:"reason,omitempty"`
-	At      string `json:"at,omitempty"`
-}
 
 // Bucket is the fleet's JetStream key-value bucket: attempt.<deviceId>,
 // state.<deviceId> and uuid.<uuid> (the digest a UUID is bound to).
@@ -102,24 +85,10 @@ func (b *Bucket) get(ctx context.Context, key string) (jetstream.KeyValueEntry, 
 	return e, err
 }
 
-func attemptKey(id string) (string, error) {
-	if err := CheckDeviceID(id); err != nil {
-		return "", err
-	}
-	return "attempt." + id, nil
-}
-
-func stateKey(id string) (string, error) {
-	if err := CheckDeviceID(id); err != nil {
-		return "", err
-	}
-	return "state." + id, nil
-}
-
 // Write is a prepared compare-and-set of a device's current attempt: what
 // was read, and what Commit writes.
 type Write struct {
-	Attempt Attempt
+	Attempt wire.Attempt
 	Digest  string
 	// Action is publish.Unchanged, publish.Create or publish.Update.
 	Action string
@@ -133,7 +102,7 @@ type Write struct {
 // Apply makes the attempt, whose OCI artifact has the given digest, the
 // device's current one: Prepare, then Commit unless dryRun or unchanged. It
 // returns the action.
-func (b *Bucket) Apply(ctx context.Context, a Attempt, digest string, dryRun bool) (string, error) {
+func (b *Bucket) Apply(ctx context.Context, a wire.Attempt, digest string, dryRun bool) (string, error) {
 	w, err := b.Prepare(ctx, a, digest)
 	if err != nil || dryRun || w.Action == publish.Unchanged {
 		return actionOf(w), err
@@ -151,11 +120,11 @@ func actionOf(w *Write) string {
 // Prepare reads what a write of the attempt needs and checks it: the device
 // is not blocked (ErrBlocked), the UUID is not bound to other content
 // (ErrRebound). It writes nothing.
-func (b *Bucket) Prepare(ctx context.Context, a Attempt, digest string) (*Write, error) {
+func (b *Bucket) Prepare(ctx context.Context, a wire.Attempt, digest string) (*Write, error) {
 	if err := a.Verify(); err != nil {
 		return nil, err
 	}
-	key, _ := attemptKey(a.DeviceID) // Verify checked the id
+	key, _ := wire.AttemptKey(a.DeviceID) // Verify checked the id
 	if st, _, err := b.State(ctx, a.DeviceID); err != nil {
 		return nil, err
 	} else if st != nil && st.State == StateRollbackFailed {
@@ -164,7 +133,7 @@ func (b *Bucket) Prepare(ctx context.Context, a Attempt, digest string) (*Write,
 	if err := b.bind(ctx, a.UUID, digest, true); err != nil {
 		return nil, fmt.Errorf("device %s: attempt %s: %w", a.DeviceID, a.UUID, err)
 	}
-	value, err := json.Marshal(Current{UUID: a.UUID, Digest: digest, Attempt: a})
+	value, err := json.Marshal(wire.Current{UUID: a.UUID, Digest: digest, Attempt: a})
 	if err != nil {
 		return nil, err
 	}
@@ -249,17 +218,17 @@ func (b *Bucket) bind(ctx context.Context, id, digest string, readOnly bool) err
 }
 
 // current reads attempt.<deviceId> and its revision; nil when there is none.
-func (b *Bucket) current(ctx context.Context, key string) (*Current, uint64, error) {
-	return getJSON[Current](ctx, b, key, "an attempt")
+func (b *Bucket) current(ctx context.Context, key string) (*wire.Current, uint64, error) {
+	return getJSON[wire.Current](ctx, b, key, "an attempt")
 }
 
 // State reads what the device reports, and its revision; nil when nothing.
-func (b *Bucket) State(ctx context.Context, deviceID string) (*DeviceState, uint64, error) {
-	key, err := stateKey(deviceID)
+func (b *Bucket) State(ctx context.Context, deviceID string) (*wire.DeviceState, uint64, error) {
+	key, err := wire.StateKey(deviceID)
 	if err != nil {
 		return nil, 0, err
 	}
-	return getJSON[DeviceState](ctx, b, key, "a device state")
+	return getJSON[wire.DeviceState](ctx, b, key, "a device state")
 }
 
 // getJSON reads key as a JSON document of type T (what says which, for
@@ -297,11 +266,11 @@ func (b *Bucket) Repair(ctx context.Context, deviceID, reason string) error {
 		}
 		return fmt.Errorf("device %s is not blocked: it reports %s, not %s", deviceID, now, StateRollbackFailed)
 	}
-	v, err := json.Marshal(DeviceState{State: StateRepaired, Reason: reason, At: time.Now().UTC().Format(time.RFC3339)})
+	v, err := json.Marshal(wire.DeviceState{State: StateRepaired, Reason: reason, At: time.Now().UTC().Format(time.RFC3339)})
 	if err != nil {
 		return err
 	}
-	key, _ := stateKey(deviceID)
+	key, _ := wire.StateKey(deviceID)
 	err = retry(ctx, func(ctx context.Context) error {
 		_, err := b.kv.Update(ctx, key, v, rev)
 		return err

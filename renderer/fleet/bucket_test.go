@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/solar-pipeline/solar/device/wire"
+
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -18,11 +20,11 @@ import (
 )
 
 // attempt is a sealed attempt for device with the n-th binary.
-func attempt(t *testing.T, device string, n int) (Attempt, string) {
+func attempt(t *testing.T, device string, n int) (wire.Attempt, string) {
 	t.Helper()
 	digest := fmt.Sprintf("sha256:%064x", n)
-	a, err := Attempt{DeviceID: device, TargetVersion: fmt.Sprintf("1.%d.0", n),
-		Artifact: Artifact{URL: "https://registry.example.com/v2/fleet/agent/blobs/" + digest, Digest: digest, Size: 1000 + int64(n), Platform: "linux/arm64"}}.Seal()
+	a, err := wire.Attempt{DeviceID: device, TargetVersion: fmt.Sprintf("1.%d.0", n),
+		Artifact: wire.Artifact{URL: "https://registry.example.com/v2/fleet/agent/blobs/" + digest, Digest: digest, Size: 1000 + int64(n), Platform: "linux/arm64"}}.Seal()
 	require.NoError(t, err)
 	// The digest of the attempt's own artifact stands in for PackAttempt's.
 	return a, fmt.Sprintf("sha256:%064x", 1<<20+n)
@@ -46,7 +48,7 @@ func TestApply(t *testing.T) {
 	a2, d2 := attempt(t, "dev-1", 2)
 
 	for _, step := range []struct {
-		a      Attempt
+		a      wire.Attempt
 		digest string
 		dryRun bool
 		want   string
@@ -125,8 +127,8 @@ func TestBadDeviceIDsSendNothing(t *testing.T) {
 		_, err = b.Status(ctx, id)
 		assert.ErrorContains(t, err, "invalid device id", "%q", id)
 	}
-	assert.NoError(t, CheckDeviceID(strings.Repeat("a", 64)))
-	assert.NoError(t, CheckDeviceID("Dev_1-a"))
+	assert.NoError(t, wire.CheckDeviceID(strings.Repeat("a", 64)))
+	assert.NoError(t, wire.CheckDeviceID("Dev_1-a"))
 }
 
 // TestConcurrentWriters: writers that all read a device's attempt at the same
@@ -238,7 +240,7 @@ func TestLeaderKill(t *testing.T) {
 	require.NoError(t, err)
 	entry, err := e.Get(ctx, "attempt.dev-1")
 	require.NoError(t, err)
-	var cur Current
+	var cur wire.Current
 	require.NoError(t, json.Unmarshal(entry.Value(), &cur))
 	assert.Equal(t, a4.UUID, cur.UUID)
 }

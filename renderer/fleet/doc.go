@@ -4,5 +4,5 @@
 // device (Resolve), stores each attempt as a content-addressed OCI artifact
 // (PackAttempt), and compare-and-set writes each device's current attempt into
 // a NATS JetStream key-value bucket (Bucket). A device id is checked before it
-// is put into any key (CheckDeviceID).
+// is put into any key (wire.CheckDeviceID).
 package fleet

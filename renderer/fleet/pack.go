@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/solar-pipeline/solar/device/wire"
+
 	"github.com/opencontainers/go-digest"
 	"github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -113,7 +115,7 @@ func PackAgent(ctx context.Context, version string, bins []Binary, created time.
 // single layer), tagged with its UUID: its digest identifies it. Its created
 // time is fixed (the Unix epoch), so that the digest is a function of the
 // attempt alone and its UUID stays bound to one digest.
-func PackAttempt(ctx context.Context, a Attempt) (*Packed, error) {
+func PackAttempt(ctx context.Context, a wire.Attempt) (*Packed, error) {
 	if err := a.Verify(); err != nil {
 		return nil, err
 	}

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/solar-pipeline/solar/device/wire"
+
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -69,7 +71,7 @@ func fetch(ctx context.Context, repo publish.Repository, ref string) (ocispec.De
 
 // Planned is a device's attempt and the DeviceUpgrade it comes from.
 type Planned struct {
-	Attempt Attempt
+	Attempt wire.Attempt
 	// Upgrade is the DeviceUpgrade's namespace/name.
 	Upgrade string
 	// Repository is the agent's repository: the attempt is stored in
@@ -141,8 +143,8 @@ func Resolve(ctx context.Context, set *model.Set, agent AgentReader) ([]Planned,
 				errorf("spec.artifact", "DeviceUpgrade %s: %s has no binary for platform %s of device %s", name, u.Spec.Artifact, d.Spec.Platform, d.Spec.DeviceID)
 				continue
 			}
-			attempt, err := Attempt{DeviceID: d.Spec.DeviceID, TargetVersion: u.Spec.AgentVersion,
-				Artifact:        Artifact{URL: a.BlobURL + layer.Digest.String(), Digest: layer.Digest.String(), Size: layer.Size, Platform: d.Spec.Platform},
+			attempt, err := wire.Attempt{DeviceID: d.Spec.DeviceID, TargetVersion: u.Spec.AgentVersion,
+				Artifact:        wire.Artifact{URL: a.BlobURL + layer.Digest.String(), Digest: layer.Digest.String(), Size: layer.Size, Platform: d.Spec.Platform},
 				PreviousVersion: u.Spec.PreviousVersion, NotAfter: u.Spec.NotAfter}.Seal()
 			if err != nil {
 				errorf(field, "DeviceUpgrade %s: %v", name, err)

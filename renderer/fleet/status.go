@@ -5,13 +5,15 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/solar-pipeline/solar/device/wire"
 )
 
 // Status is what the bucket holds about one device.
 type Status struct {
-	DeviceID string       `json:"deviceId"`
-	Current  *Current     `json:"current,omitempty"`
-	State    *DeviceState `json:"state,omitempty"`
+	DeviceID string            `json:"deviceId"`
+	Current  *wire.Current     `json:"current,omitempty"`
+	State    *wire.DeviceState `json:"state,omitempty"`
 }
 
 // Known reports whether the bucket knows the device: it holds an attempt for
@@ -23,7 +25,7 @@ func (s Status) Known() bool { return s.Current != nil || s.State != nil }
 // (Known).
 func (b *Bucket) Status(ctx context.Context, deviceIDs ...string) ([]Status, error) {
 	for _, id := range deviceIDs {
-		if err := CheckDeviceID(id); err != nil {
+		if err := wire.CheckDeviceID(id); err != nil {
 			return nil, err
 		}
 	}
@@ -43,7 +45,7 @@ func (b *Bucket) Status(ctx context.Context, deviceIDs ...string) ([]Status, err
 	}
 	var out []Status
 	for _, id := range deviceIDs {
-		key, _ := attemptKey(id)
+		key, _ := wire.AttemptKey(id)
 		cur, _, err := b.current(ctx, key)
 		if err != nil {
 			return nil, err

@@ -7,8 +7,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/solar-pipeline/solar/device/wire"
 	"github.com/solar-pipeline/solar/internal/killpoint"
-	"github.com/solar-pipeline/solar/renderer/fleet"
 )
 
 // Phases of the journal, in the order an attempt goes through them.
@@ -28,8 +28,8 @@ const (
 // Journal is the updater's state on disk: what it was doing, so that a
 // restart resumes it.
 type Journal struct {
-	Phase   string         `json:"phase"`
-	Attempt *fleet.Attempt `json:"attempt,omitempty"`
+	Phase   string        `json:"phase"`
+	Attempt *wire.Attempt `json:"attempt,omitempty"`
 	// Previous is what the agent link pointed to before the switch: the
 	// binary to go back to ("" when there was none).
 	Previous string `json:"previous,omitempty"`

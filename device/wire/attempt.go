@@ -1,4 +1,4 @@
-package fleet
+package wire
 
 import (
 	"encoding/json"

@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/solar-pipeline/solar/device/wire"
 	"github.com/solar-pipeline/solar/internal/killpoint"
-	"github.com/solar-pipeline/solar/renderer/fleet"
 )
 
 // Outcome is what the updater reports about an attempt: the states of
@@ -136,7 +136,7 @@ var ErrBlocked = errors.New("rollback-failed: no attempt is accepted until the d
 // Handle carries out one attempt to its end and returns its final outcome:
 // committed, rolled-back (with the failing step), rollback-failed or
 // refused. Every outcome on the way is also reported.
-func (u *Updater) Handle(ctx context.Context, a fleet.Attempt) Outcome {
+func (u *Updater) Handle(ctx context.Context, a wire.Attempt) Outcome {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	out := Outcome{UUID: a.UUID, DeviceID: a.DeviceID, Version: a.TargetVersion}

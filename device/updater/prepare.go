@@ -13,8 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/solar-pipeline/solar/device/wire"
 	"github.com/solar-pipeline/solar/internal/killpoint"
-	"github.com/solar-pipeline/solar/renderer/fleet"
 )
 
 // stepError is a failure of one step of an attempt: download, digest, size,
@@ -40,7 +40,7 @@ func stepOf(err error) string {
 
 // prepare makes the attempt's binary selectable: downloaded, verified,
 // installed in its digest's folder and synced, then probed.
-func (u *Updater) prepare(ctx context.Context, a fleet.Attempt) error {
+func (u *Updater) prepare(ctx context.Context, a wire.Attempt) error {
 	p, digest := u.opts.Paths, a.Artifact.Digest
 	if _, err := os.Stat(p.Binary(digest)); err == nil {
 		// Installed by an earlier try: check it again before trusting it.
@@ -77,7 +77,7 @@ func (u *Updater) prepare(ctx context.Context, a fleet.Attempt) error {
 
 // download streams the artifact into file: at most its size, its SHA-256
 // checked on the way, the file synced.
-func (u *Updater) download(ctx context.Context, art fleet.Artifact, file string) error {
+func (u *Updater) download(ctx context.Context, art wire.Artifact, file string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, art.URL, nil)
 	if err != nil {
 		return failStep("download", err)
@@ -124,7 +124,7 @@ func (u *Updater) download(ctx context.Context, art fleet.Artifact, file string)
 }
 
 // verifyFile checks an installed binary against the artifact.
-func verifyFile(file string, art fleet.Artifact) error {
+func verifyFile(file string, art wire.Artifact) error {
 	f, err := os.Open(file)
 	if err != nil {
 		return err

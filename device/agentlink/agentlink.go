@@ -8,25 +8,27 @@ package agentlink
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/solar-pipeline/solar/renderer/fleet"
-	"github.com/solar-pipeline/solar/renderer/fleet/updater"
+	"github.com/solar-pipeline/solar/device/updater"
+	"github.com/solar-pipeline/solar/device/wire"
 )
 
 // Run watches attempt.<deviceID> until ctx ends. The device id is checked
 // before any key is built.
 func Run(ctx context.Context, kv jetstream.KeyValue, deviceID, socket string, log *slog.Logger) error {
-	if err := fleet.CheckDeviceID(deviceID); err != nil {
+	key, err := wire.AttemptKey(deviceID)
+	if err != nil {
 		return err
 	}
-	w, err := kv.Watch(ctx, "attempt."+deviceID)
+	w, err := kv.Watch(ctx, key)
 	if err != nil {
-		return fmt.Errorf("watching attempt.%s: %w", deviceID, err)
+		return fmt.Errorf("watching %s: %w", key, err)
 	}
 	defer w.Stop()
 	for {
@@ -40,7 +42,7 @@ func Run(ctx context.Context, kv jetstream.KeyValue, deviceID, socket string, lo
 			if e == nil || e.Operation() != jetstream.KeyValuePut {
 				continue // the end of the initial values, or a deletion
 			}
-			var cur fleet.Current
+			var cur wire.Current
 			if err := json.Unmarshal(e.Value(), &cur); err != nil {
 				log.Error("not an attempt", "key", e.Key(), "err", err)
 				continue
@@ -59,10 +61,12 @@ func Run(ctx context.Context, kv jetstream.KeyValue, deviceID, socket string, lo
 
 // publish writes an outcome into state.<deviceID>.
 func publish(ctx context.Context, kv jetstream.KeyValue, deviceID string, o updater.Outcome, log *slog.Logger) {
-	b, err := json.Marshal(fleet.DeviceState{State: o.State, Version: o.Version, Step: o.Step, Reason: o.Reason, At: time.Now().UTC().Format(time.RFC3339)})
-	if err == nil {
-		_, err = kv.Put(ctx, "state."+deviceID, b)
+	b, err := json.Marshal(wire.DeviceState{State: o.State, Version: o.Version, Step: o.Step, Reason: o.Reason, At: time.Now().UTC().Format(time.RFC3339)})
+	key, kerr := wire.StateKey(deviceID)
+	if err == nil && kerr == nil {
+		_, err = kv.Put(ctx, key, b)
 	}
+	err = errors.Join(err, kerr)
 	if err != nil {
 		log.Error("publishing the outcome", "state", o.State, "err", err)
 	}

@@ -16,13 +16,13 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/solar-pipeline/solar/renderer/fleet"
+	"github.com/solar-pipeline/solar/device/wire"
 )
 
 // Request is the one message the updater accepts on its socket: an attempt.
 // It takes no command.
 type Request struct {
-	Attempt *fleet.Attempt `json:"attempt"`
+	Attempt *wire.Attempt `json:"attempt"`
 }
 
 // maxRequest bounds a request: an attempt is a few hundred bytes.
@@ -171,7 +171,7 @@ func supplementaryGroups(pid int) ([]int, error) {
 // Send is the agent's side of the socket: it forwards an attempt to the
 // updater at path and calls outcome for every outcome reported, until the
 // final one. It returns the final one.
-func Send(ctx context.Context, path string, a fleet.Attempt, outcome func(Outcome)) (Outcome, error) {
+func Send(ctx context.Context, path string, a wire.Attempt, outcome func(Outcome)) (Outcome, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", path)
 	if err != nil {

@@ -1,0 +1,38 @@
+package wire
+
+// Current is a device's current attempt, the value of attempt.<deviceId>: the
+// attempt's UUID, the digest of its OCI artifact, and the attempt itself, so
+// that the device's agent needs nothing else.
+type Current struct {
+	UUID    string  `json:"uuid"`
+	Digest  string  `json:"digest"`
+	Attempt Attempt `json:"attempt"`
+}
+
+// DeviceState is what a device reports into state.<deviceId> (or what
+// Repair writes there).
+type DeviceState struct {
+	State   string `json:"state"`
+	Version string `json:"version,omitempty"`
+	Step    string `json:"step,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	At      string `json:"at,omitempty"`
+}
+
+// AttemptKey is the bucket key of a device's current attempt; the device id
+// is checked first.
+func AttemptKey(id string) (string, error) {
+	if err := CheckDeviceID(id); err != nil {
+		return "", err
+	}
+	return "attempt." + id, nil
+}
+
+// StateKey is the bucket key of the state a device reports; the device id
+// is checked first.
+func StateKey(id string) (string, error) {
+	if err := CheckDeviceID(id); err != nil {
+		return "", err
+	}
+	return "state." + id, nil
+}
