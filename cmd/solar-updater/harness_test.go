@@ -163,6 +163,9 @@ func newDevice(t *testing.T, s *artifactServer, agentArgs []string, extra ...str
 	v1 := builds["v1"]
 	digest := digestOf(v1)
 	require.NoError(t, os.MkdirAll(d.paths.Version(digest), 0o755))
+	// The folders the updater makes, for the agent the test starts first.
+	require.NoError(t, os.MkdirAll(d.paths.Run(), 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Dir(d.paths.Log()), 0o700))
 	require.NoError(t, os.WriteFile(d.paths.Binary(digest), v1, 0o755))
 	require.NoError(t, os.Symlink(d.paths.Binary(digest), d.paths.Current()))
 	require.NoError(t, d.service.Start(context.Background()))

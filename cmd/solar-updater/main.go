@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -49,8 +50,20 @@ func run() error {
 	maxTries := flag.Int("max-tries", 3, "attempts begun per digest, kills and power cuts included")
 	repair := flag.String("repair", "", "clear a rollback-failed block, giving the reason, and exit (once a working agent runs again)")
 	flag.Parse()
+	// Nothing the updater makes is writable by group or others, whatever
+	// umask it inherited; modes are set explicitly where more is meant.
+	syscall.Umask(0o022)
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	paths := updater.Paths{Root: *root}
+	if err := os.MkdirAll(*root, 0o755); err != nil {
+		return err
+	}
+	// The kernel shows a process's executable by its real path: the root
+	// is compared by its real path too.
+	realRoot, err := filepath.EvalSymlinks(*root)
+	if err != nil {
+		return err
+	}
+	paths := updater.Paths{Root: realRoot}
 	if *repair != "" {
 		if err := updater.Repair(paths, *repair); err != nil {
 			return err
@@ -81,8 +94,9 @@ func run() error {
 		tlsConfig.RootCAs = pool
 	}
 	var service updater.Service = updater.Systemd{Unit: *unit}
+	supervisor := updater.Supervisor{Paths: paths, Args: agentArgs, StopTimeout: *stopTimeout, Credential: cred}
 	if *unit == "" {
-		service = updater.Supervisor{Paths: paths, Args: agentArgs, StopTimeout: *stopTimeout, Credential: cred}
+		service = supervisor
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -99,6 +113,12 @@ func run() error {
 	})
 	if err != nil {
 		return err
+	}
+	if *unit == "" {
+		// At boot, or after the agent crashed: the selected agent runs.
+		if err := supervisor.StartIfNone(ctx); err != nil {
+			log.Warn("starting the agent", "err", err)
+		}
 	}
 	l, err := updater.Listen(paths, *group)
 	if err != nil {

@@ -6,7 +6,15 @@ import (
 )
 
 // Paths derives every path the updater manages from one root folder: nothing
-// in an attempt names a path.
+// in an attempt names a path. Who may write where:
+//
+//	ROOT/                  root, 0755: the journal, the agent link
+//	ROOT/journal.json      root, 0600
+//	ROOT/versions/<hex>/   root, 0755: the installed binaries
+//	ROOT/log/agent.log     root, 0700/0600: a supervised agent's output
+//	ROOT/sock/updater.sock root:group, 0750/0660: the agent's way in
+//	ROOT/run/ready         the agent's own folder (--agent-uid): read by the
+//	                       updater only without following links, capped
 type Paths struct{ Root string }
 
 // Journal is the journal file.
@@ -31,9 +39,20 @@ func (p Paths) Staging(digest string) string {
 // Current is the symlink the service runs: the selected binary.
 func (p Paths) Current() string { return filepath.Join(p.Root, "agent") }
 
+// Run is the agent's folder: the only one under the root it may write.
+func (p Paths) Run() string { return filepath.Join(p.Root, "run") }
+
 // Ready is the file the running agent writes once ready: its version and
 // process id.
-func (p Paths) Ready() string { return filepath.Join(p.Root, "run", "ready") }
+func (p Paths) Ready() string { return filepath.Join(p.Run(), "ready") }
+
+// Log is where a supervised agent's output goes, in a folder only root
+// reads and writes.
+func (p Paths) Log() string { return filepath.Join(p.Root, "log", "agent.log") }
+
+// SocketDir holds the socket: root's, entered by the agent's group, written
+// by nobody else.
+func (p Paths) SocketDir() string { return filepath.Join(p.Root, "sock") }
 
 // Socket is the Unix socket the device's agent forwards attempts over.
-func (p Paths) Socket() string { return filepath.Join(p.Root, "run", "updater.sock") }
+func (p Paths) Socket() string { return filepath.Join(p.SocketDir(), "updater.sock") }

@@ -2,16 +2,14 @@ package updater
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/solar-pipeline/solar/internal/killpoint"
 )
 
 // Service runs the selected agent binary (Paths.Current).
@@ -43,9 +41,9 @@ func systemctl(ctx context.Context, verb, unit string) error {
 }
 
 // Supervisor runs the agent as a process of its own session, as a service
-// manager would, with a pid file: it outlives the updater, so an updater
-// killed mid-transaction finds it again. For tests and for devices without
-// systemd.
+// manager would: it outlives the updater, so an updater killed
+// mid-transaction finds it again, by what it runs (agentProcesses): no pid
+// file. For devices without systemd, and the tests.
 type Supervisor struct {
 	Paths Paths
 	// Args are the agent's arguments.
@@ -56,17 +54,21 @@ type Supervisor struct {
 	Credential *syscall.Credential
 }
 
-func (s Supervisor) pidFile() string { return filepath.Join(s.Paths.Root, "run", "agent.pid") }
+// uid is the agent's user, -1 when it runs as the updater's.
+func (s Supervisor) uid() int {
+	if s.Credential == nil {
+		return -1
+	}
+	return int(s.Credential.Uid)
+}
 
-// Start starts Paths.Current in a session of its own and records its pid.
+// Start starts Paths.Current in a session of its own, its output appended
+// to Paths.Log.
 func (s Supervisor) Start(context.Context) error {
-	if pid, ok := s.running(); ok {
+	for pid := range agentProcesses(s.Paths, s.uid()) {
 		return fmt.Errorf("an agent runs already (pid %d)", pid)
 	}
-	if err := os.MkdirAll(filepath.Dir(s.pidFile()), 0o755); err != nil {
-		return err
-	}
-	logf, err := os.OpenFile(filepath.Join(s.Paths.Root, "run", "agent.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	logf, err := openLog(s.Paths.Log())
 	if err != nil {
 		return err
 	}
@@ -77,98 +79,26 @@ func (s Supervisor) Start(context.Context) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting the agent: %w", err)
 	}
+	// Nothing records it: a kill here leaves an agent that the next Stop
+	// finds all the same.
+	killpoint.Here("supervisor-started")
 	go func() { _ = cmd.Wait() }() // reaped while this process lives
-	return writeFileSync(s.pidFile(), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644)
+	return nil
 }
 
-// Stop sends SIGTERM to the recorded agent and SIGKILL after StopTimeout.
+// Stop stops every agent process: SIGTERM, SIGKILL after StopTimeout.
 func (s Supervisor) Stop(ctx context.Context) error {
-	pid, ok := s.running()
-	if !ok {
+	return stopAgents(ctx, s.Paths, s.uid(), s.StopTimeout)
+}
+
+// StartIfNone starts the selected agent when none runs: at boot, or after a
+// crash that the updater outlived.
+func (s Supervisor) StartIfNone(ctx context.Context) error {
+	if len(agentProcesses(s.Paths, s.uid())) > 0 {
 		return nil
 	}
-	_ = syscall.Kill(pid, syscall.SIGTERM)
-	deadline := time.Now().Add(s.StopTimeout)
-	for alive(pid) {
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
+	if _, err := os.Lstat(s.Paths.Current()); err != nil {
+		return fmt.Errorf("no agent is selected (%s): install the first one by hand", s.Paths.Current())
 	}
-	return os.Remove(s.pidFile())
-}
-
-// running is the recorded agent's pid, when it runs.
-func (s Supervisor) running() (int, bool) {
-	b, err := os.ReadFile(s.pidFile())
-	if err != nil {
-		return 0, false
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 0 {
-		return 0, false
-	}
-	return pid, alive(pid)
-}
-
-// alive: the process exists and is not a zombie.
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// pid (comm) state ...: comm may hold spaces and parentheses.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z'
-}
-
-// Readiness is what a ready agent writes to Paths.Ready.
-type Readiness struct {
-	Version string `json:"version"`
-	PID     int    `json:"pid"`
-}
-
-// MarkReady is called by the agent once it is ready: it writes its version
-// and pid to the ready file of the root.
-func MarkReady(p Paths, version string) error {
-	if err := os.MkdirAll(filepath.Dir(p.Ready()), 0o755); err != nil {
-		return err
-	}
-	b, err := json.Marshal(Readiness{Version: version, PID: os.Getpid()})
-	if err != nil {
-		return err
-	}
-	return writeFileSync(p.Ready(), b, 0o644)
-}
-
-// errNotReady: the agent did not report ready in time.
-var errNotReady = errors.New("not ready")
-
-// waitReady waits until a running agent reports ready, with version when
-// version is not empty.
-func waitReady(ctx context.Context, p Paths, version string, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	last := "nothing"
-	for {
-		if b, err := os.ReadFile(p.Ready()); err == nil {
-			var r Readiness
-			if json.Unmarshal(b, &r) == nil && alive(r.PID) {
-				if version == "" || r.Version == version {
-					return nil
-				}
-				last = "version " + r.Version
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w within %s (want version %q, the agent reported %s)", errNotReady, timeout, version, last)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	return s.Start(ctx)
 }

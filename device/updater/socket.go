@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,30 +30,37 @@ type Request struct {
 const maxRequest = 64 << 10
 
 // Listen makes the socket at Paths.Socket, readable and writable by its
-// owner and group gid only (the agent's group). The socket is bound and
-// listening under a temporary name, its group and mode set, and only then
-// renamed into place: a peer that finds Paths.Socket can connect.
+// owner and group gid only (the agent's group), in a folder that group may
+// enter but only root may write. The folder is made anew, root's alone,
+// until the socket is listening with its group and mode; the socket is
+// bound under a temporary name and renamed into place, so that a peer that
+// finds Paths.Socket can connect. Paths are used only inside folders that
+// nobody but root can write: nobody can swap an entry under them.
 func Listen(p Paths, gid int) (*net.UnixListener, error) {
-	tmp := p.Socket() + ".new"
-	_ = os.Remove(tmp)
+	dir := p.SocketDir()
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, err
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil, err
+	}
+	tmp := filepath.Join(dir, ".updater.sock.new")
 	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
 	if err != nil {
 		return nil, err
 	}
 	l.SetUnlinkOnClose(false)
-	fail := func(err error) (*net.UnixListener, error) {
-		l.Close()
-		os.Remove(tmp)
-		return nil, err
-	}
-	if err := os.Chown(tmp, -1, gid); err != nil {
-		return fail(err)
-	}
-	if err := os.Chmod(tmp, 0o660); err != nil {
-		return fail(err)
-	}
-	if err := os.Rename(tmp, p.Socket()); err != nil {
-		return fail(err)
+	for _, step := range []func() error{
+		func() error { return os.Chown(tmp, -1, gid) },
+		func() error { return os.Chmod(tmp, 0o660) },
+		func() error { return os.Rename(tmp, p.Socket()) },
+		func() error { return os.Chown(dir, -1, gid) },
+		func() error { return os.Chmod(dir, 0o750) },
+	} {
+		if err := step(); err != nil {
+			l.Close()
+			return nil, err
+		}
 	}
 	return l, nil
 }

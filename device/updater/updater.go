@@ -83,10 +83,8 @@ func New(ctx context.Context, opts Options) (*Updater, error) {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	for _, dir := range []string{opts.Paths.Root, opts.Paths.Versions(), filepath.Dir(opts.Paths.Ready())} {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, err
-		}
+	if err := makeFolders(opts.Paths, opts.Credential); err != nil {
+		return nil, err
 	}
 	u := &Updater{opts: opts}
 	return u, u.resume(ctx)
@@ -229,7 +227,7 @@ func (u *Updater) transaction(ctx context.Context, j Journal, report func(string
 		return u.rollback(ctx, j, "start", true)
 	}
 	killpoint.Here("transaction-started")
-	if err := waitReady(ctx, p, a.TargetVersion, u.opts.ReadyTimeout); err != nil {
+	if err := u.waitReady(ctx, p.Binary(a.Artifact.Digest), a.TargetVersion); err != nil {
 		u.opts.Log.Warn("the candidate did not report ready", "err", err)
 		return u.rollback(ctx, j, "readiness", true)
 	}
@@ -261,7 +259,7 @@ func (u *Updater) rollback(ctx context.Context, j Journal, step string, failed b
 	if err == nil && j.Previous != "" {
 		_ = os.Remove(p.Ready())
 		if err = u.start(ctx); err == nil {
-			err = waitReady(ctx, p, "", u.opts.ReadyTimeout)
+			err = u.waitReady(ctx, u.absolute(j.Previous), "")
 		}
 	}
 	if err != nil {
@@ -297,6 +295,14 @@ func (u *Updater) start(ctx context.Context) error {
 		return err
 	}
 	return u.opts.Service.Start(ctx)
+}
+
+// absolute is a link target as the kernel shows a process's executable.
+func (u *Updater) absolute(target string) string {
+	if filepath.IsAbs(target) {
+		return target
+	}
+	return filepath.Join(u.opts.Paths.Root, target)
 }
 
 // selectBinary points Paths.Current at target atomically: a new symlink
