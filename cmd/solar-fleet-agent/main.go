@@ -29,7 +29,7 @@ import (
 // Set at build time.
 var (
 	version   = "dev"
-	behaviour = "ready" // ready, never-ready, crash-at-start, crash-after-commit, probe-fails
+	behaviour = "ready" // ready, never-ready, crash-at-start, crash-after-commit, probe-fails, ready-devzero, ready-fifo
 )
 
 func main() {
@@ -77,11 +77,9 @@ func main() {
 			}
 		}()
 	}
-	if behaviour != "never-ready" {
-		if err := updater.MarkReady(updater.Paths{Root: *root}, version); err != nil {
-			log.Error("reporting ready", "err", err)
-			os.Exit(1)
-		}
+	if err := markReady(updater.Paths{Root: *root}); err != nil {
+		log.Error("reporting ready", "err", err)
+		os.Exit(1)
 	}
 	if behaviour == "crash-after-commit" {
 		select {
@@ -92,4 +90,19 @@ func main() {
 		}
 	}
 	<-ctx.Done()
+}
+
+// markReady reports ready, or, for the hostile builds of the tests, plants
+// what a compromised agent would in its own folder: a link to /dev/zero or
+// a FIFO where the updater reads readiness.
+func markReady(p updater.Paths) error {
+	switch behaviour {
+	case "never-ready":
+		return nil
+	case "ready-devzero":
+		return os.Symlink("/dev/zero", p.Ready())
+	case "ready-fifo":
+		return syscall.Mkfifo(p.Ready(), 0o644)
+	}
+	return updater.MarkReady(p, version)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"encoding/pem"
 	"flag"
 	"fmt"
@@ -34,6 +35,7 @@ type agents map[string][]byte
 var (
 	builds     agents
 	updaterBin string
+	peerBin    string // testdata/peer
 )
 
 func TestMain(m *testing.M) {
@@ -72,6 +74,9 @@ func buildAll(dir string) error {
 		"v2-crash-after-commit": "-X main.version=2.0.0 -X main.behaviour=crash-after-commit",
 		"v2-probe-fails":        "-X main.version=2.0.0 -X main.behaviour=probe-fails",
 		"v2-wrong-version":      "-X main.version=2.0.1",
+		"v1-never-ready":        "-X main.version=1.0.0 -X main.behaviour=never-ready",
+		"v2-ready-devzero":      "-X main.version=2.0.0 -X main.behaviour=ready-devzero",
+		"v2-ready-fifo":         "-X main.version=2.0.0 -X main.behaviour=ready-fifo",
 	} {
 		file, err := build("../solar-fleet-agent", name, flags, "")
 		if err != nil {
@@ -82,8 +87,14 @@ func buildAll(dir string) error {
 		}
 	}
 	var err error
-	updaterBin, err = build(".", "solar-updater", "", "killpoints")
-	return err
+	if updaterBin, err = build(".", "solar-updater", "", "killpoints"); err != nil {
+		return err
+	}
+	// Run by other users: the folder is theirs to enter.
+	if peerBin, err = build("./testdata/peer", "peer", "", ""); err != nil {
+		return err
+	}
+	return os.Chmod(dir, 0o755)
 }
 
 func digestOf(b []byte) string {
@@ -149,25 +160,61 @@ type device struct {
 	bin     string // the updater: updaterBin, or a wrapper around it
 	caFile  string
 	service updater.Supervisor
+	group   int      // --group
 	extra   []string // more updater flags
 	// failpoint makes a call of the updater fail (killpoint.Fail).
 	failpoint string
 }
 
+// deviceOptions vary a device: the first build installed (v1 by default),
+// the agent's arguments besides --root, more updater flags, and whether the
+// agent runs as its own user (agentUID, group agentGroup) as on a device.
+type deviceOptions struct {
+	first        string
+	agentArgs    []string
+	extra        []string
+	unprivileged bool
+}
+
+// The agent's user and group on an unprivileged device, and a user outside
+// that group: none of them is root.
+const (
+	agentGroup  = 4242
+	agentUID    = 4243
+	outsiderUID = 4244
+)
+
 // newDevice installs v1 in a new root, selects it and starts it under the
 // supervisor with agentArgs besides --root; extra are more updater flags.
 func newDevice(t *testing.T, s *artifactServer, agentArgs []string, extra ...string) *device {
+	return newDeviceWith(t, s, deviceOptions{agentArgs: agentArgs, extra: extra})
+}
+
+func newDeviceWith(t *testing.T, s *artifactServer, o deviceOptions) *device {
 	t.Helper()
-	d := &device{paths: updater.Paths{Root: t.TempDir()}, bin: updaterBin, caFile: s.caFile, extra: extra}
-	d.service = updater.Supervisor{Paths: d.paths, Args: append([]string{"--root", d.paths.Root}, agentArgs...), StopTimeout: 2 * time.Second}
-	v1 := builds["v1"]
-	digest := digestOf(v1)
+	root := t.TempDir()
+	d := &device{paths: updater.Paths{Root: root}, bin: updaterBin, caFile: s.caFile, group: os.Getgid(), extra: o.extra}
+	d.service = updater.Supervisor{Paths: d.paths, Args: append([]string{"--root", d.paths.Root}, o.agentArgs...), StopTimeout: 2 * time.Second}
+	if o.first == "" {
+		o.first = "v1"
+	}
+	first := builds[o.first]
+	digest := digestOf(first)
 	require.NoError(t, os.MkdirAll(d.paths.Version(digest), 0o755))
+	require.NoError(t, os.WriteFile(d.paths.Binary(digest), first, 0o755))
+	require.NoError(t, os.Symlink(d.paths.Binary(digest), d.paths.Current()))
 	// The folders the updater makes, for the agent the test starts first.
 	require.NoError(t, os.MkdirAll(d.paths.Run(), 0o755))
 	require.NoError(t, os.MkdirAll(filepath.Dir(d.paths.Log()), 0o700))
-	require.NoError(t, os.WriteFile(d.paths.Binary(digest), v1, 0o755))
-	require.NoError(t, os.Symlink(d.paths.Binary(digest), d.paths.Current()))
+	if o.unprivileged {
+		// The agent's user enters the root, as it would /var/lib/solar-updater.
+		require.NoError(t, os.Chmod(root, 0o755))
+		require.NoError(t, os.Chmod(filepath.Dir(root), 0o755))
+		require.NoError(t, os.Chown(d.paths.Run(), agentUID, agentGroup))
+		d.service.Credential = &syscall.Credential{Uid: agentUID, Gid: agentGroup}
+		d.group = agentGroup
+		d.extra = append(d.extra, "--agent-uid", fmt.Sprint(agentUID), "--agent-gid", fmt.Sprint(agentGroup))
+	}
 	require.NoError(t, d.service.Start(context.Background()))
 	t.Cleanup(func() { _ = d.service.Stop(context.Background()); killAgents(d.paths) })
 	return d
@@ -175,7 +222,7 @@ func newDevice(t *testing.T, s *artifactServer, agentArgs []string, extra ...str
 
 // updaterCmd is the updater on the device, killed at killpoint when set.
 func (d *device) updaterCmd(killpoint string) *exec.Cmd {
-	args := []string{"--root", d.paths.Root, "--group", fmt.Sprint(os.Getgid()), "--ca-file", d.caFile, "--ready-timeout", "3s", "--stop-timeout", "2s"}
+	args := []string{"--root", d.paths.Root, "--group", fmt.Sprint(d.group), "--ca-file", d.caFile, "--ready-timeout", "3s", "--stop-timeout", "2s"}
 	for _, a := range d.service.Args { // the agent the updater starts is the one the test started
 		args = append(args, "--agent-arg", a)
 	}
@@ -219,10 +266,29 @@ func (d *device) run(t *testing.T, killpoint string, a wire.Attempt) (updater.Ou
 		}
 		require.False(t, time.Now().After(deadline), "the updater made no socket: %s", logs.String())
 	}
+	if d.group != os.Getgid() {
+		return d.sendAsAgent(t, a)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	o, err := updater.Send(ctx, d.paths.Socket(), a, nil)
 	if err != nil {
+		return o, false
+	}
+	return o, true
+}
+
+// sendAsAgent sends the attempt as the agent's user, whose group the
+// socket serves, and returns the last outcome, or ok false when the
+// updater gave none.
+func (d *device) sendAsAgent(t *testing.T, a wire.Attempt) (updater.Outcome, bool) {
+	t.Helper()
+	b, err := json.Marshal(updater.Request{Attempt: &a})
+	require.NoError(t, err)
+	out, _ := as(t, agentUID, agentGroup, nil, string(b)+"\n", peerBin, d.paths.Socket())
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var o updater.Outcome
+	if json.Unmarshal([]byte(lines[len(lines)-1]), &o) != nil || o.State == "" {
 		return o, false
 	}
 	return o, true

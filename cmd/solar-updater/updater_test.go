@@ -19,12 +19,13 @@ var killPoints = []string{
 	"journal-before-preparing", "journal-after-preparing", "prepare-downloaded", "prepare-installed",
 	"journal-before-prepared", "journal-after-prepared", "journal-before-stopping", "journal-after-stopping",
 	"transaction-stopped", "journal-before-selected", "journal-after-selected", "transaction-selected",
-	"journal-before-starting", "journal-after-starting", "transaction-started", "journal-before-committed",
+	"journal-before-starting", "journal-after-starting", "supervisor-started", "transaction-started", "journal-before-committed",
 	"journal-after-committed",
 }
 
 // TestKillMatrix kills the updater with SIGKILL at every point of an
-// attempt (and of a rollback), once (then it runs clean) or on every run, restarting it and
+// attempt (and of a rollback; supervisor-started is between starting an
+// agent and anything else), once (then it runs clean) or on every run, restarting it and
 // sending the attempt again, as the agent does, until it gives a final
 // outcome (at most 6 runs). In every case the selected binary is v1 or v2,
 // whole, exactly one agent runs, and the outcome is the expected one.
@@ -47,6 +48,12 @@ func TestKillMatrix(t *testing.T) {
 	for _, p := range killPoints {
 		switching = switching || p == "journal-after-stopping"
 		switch {
+		case p == "supervisor-started":
+			// The candidate started and nothing recorded it: the restart
+			// finds it by what it runs and stops it before v1 starts.
+			// Killed on every run, the rollback's own start is cut too:
+			// no outcome, v1 selected and running, alone.
+			matrix = append(matrix, row{p, false, updater.PhaseRolledBack, "v1", ""}, row{p, true, "", "v1", ""})
 		case p == "journal-after-committed":
 			// Committed: a restart keeps it, the attempt again says so.
 			matrix = append(matrix, row{p, false, updater.PhaseCommitted, "v2", ""}, row{p, true, updater.PhaseCommitted, "v2", ""})
@@ -110,7 +117,9 @@ func TestKillMatrix(t *testing.T) {
 
 // TestErrorMatrix fails each step of an attempt in turn: the previous binary
 // stays selected and running, the outcome names the step, partial files are
-// removed, and the same attempt is not tried again.
+// removed, and the same attempt is not tried again; another attempt of the
+// digest is refused when the candidate's content failed (not when the
+// service's stop did).
 func TestErrorMatrix(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: runs updater and agent processes")
@@ -162,6 +171,11 @@ func TestErrorMatrix(t *testing.T) {
 			require.NoError(t, err)
 			again, ok = d.run(t, "", other)
 			require.True(t, ok)
+			if tc.step == "stop" {
+				// Not the candidate's fault: the digest is tried again.
+				assert.Equal(t, o.State+" "+o.Step, again.State+" "+again.Step, "another attempt of the digest is tried again")
+				return
+			}
 			assert.Equal(t, updater.StateRefused, again.State, "another attempt of a digest that failed is not tried")
 			assert.Contains(t, again.Reason, "failed before")
 		})
@@ -202,4 +216,37 @@ func TestErrorMatrix(t *testing.T) {
 		assert.Equal(t, updater.PhaseCommitted, o.State, o.Reason)
 		assert.Equal(t, "v2", running(t, d.paths, builds))
 	})
+}
+
+// TestTriesCap: --max-tries N begins an attempt of a digest exactly N times,
+// kills included; the next is refused.
+func TestTriesCap(t *testing.T) {
+	server := startArtifactServer(t)
+	d := newDevice(t, server, nil, "--max-tries", "2")
+	a := server.attempt(t, builds["v2"], "2.0.0", "blobs")
+	kills := 0
+	for run := 0; run < 5; run++ {
+		o, ok := d.run(t, "journal-after-preparing", a)
+		if !ok {
+			kills++
+			continue
+		}
+		assert.Equal(t, updater.StateRefused, o.State)
+		assert.Contains(t, o.Reason, "tried 2 times")
+		break
+	}
+	assert.Equal(t, 2, kills, "tries begun before the refusal")
+}
+
+// TestRollbackWaitsForReadiness: the rollback counts only once the previous
+// agent reports ready; one that never does is rollback-failed, not
+// rolled-back.
+func TestRollbackWaitsForReadiness(t *testing.T) {
+	server := startArtifactServer(t)
+	d := newDeviceWith(t, server, deviceOptions{first: "v1-never-ready"})
+	o, ok := d.run(t, "", server.attempt(t, builds["v2-never-ready"], "2.0.0", "blobs"))
+	require.True(t, ok)
+	assert.Equal(t, updater.PhaseRollbackFailed, o.State, o.Reason)
+	assert.Contains(t, o.Reason, "the rollback failed")
+	assert.Contains(t, o.Reason, "not ready", "the candidate's failure and the rollback's are both said")
 }

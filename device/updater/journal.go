@@ -35,6 +35,8 @@ type Journal struct {
 	Previous string `json:"previous,omitempty"`
 	// Step is the step that failed, for rolled-back and rollback-failed.
 	Step string `json:"step,omitempty"`
+	// Reason is why that step failed, reported again with the outcome.
+	Reason string `json:"reason,omitempty"`
 	// Failed are the digests that failed: never retried automatically.
 	Failed []string `json:"failed,omitempty"`
 	// Tries counts the attempts begun per digest, kills included: capped.

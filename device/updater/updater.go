@@ -106,9 +106,9 @@ func (u *Updater) resume(ctx context.Context) error {
 		return j.write(u.opts.Paths)
 	case PhaseStopping, PhaseSelected, PhaseStarting:
 		u.opts.Log.Warn("resuming: the switch was interrupted before commit; going back to the previous binary", "phase", j.Phase)
-		u.rollback(ctx, j, "interrupted", false)
+		u.rollback(ctx, j, "interrupted", fmt.Errorf("the updater stopped during the switch (%s), before commit", j.Phase), false)
 	case PhaseRollingBack:
-		u.rollback(ctx, j, j.Step, slices.Contains(j.Failed, j.Attempt.Artifact.Digest))
+		u.rollback(ctx, j, j.Step, errors.New(j.Reason), slices.Contains(j.Failed, j.Attempt.Artifact.Digest))
 	}
 	return nil
 }
@@ -157,7 +157,7 @@ func (u *Updater) Handle(ctx context.Context, a wire.Attempt) Outcome {
 	case j.Attempt != nil && j.Attempt.UUID == a.UUID && final(j.Phase):
 		// Done before: its outcome again. The agent that forwarded it was
 		// stopped by the switch; the one running now asks again.
-		return report(j.Phase, j.Step, nil)
+		return report(j.Phase, j.Step, reasonOf(j))
 	case j.Blocked:
 		return report(StateRefused, "", ErrBlocked)
 	case slices.Contains(j.Failed, a.Artifact.Digest):
@@ -169,7 +169,7 @@ func (u *Updater) Handle(ctx context.Context, a wire.Attempt) Outcome {
 		j.Tries = map[string]int{}
 	}
 	j.Tries[a.Artifact.Digest]++
-	j.Phase, j.Attempt, j.Step, j.Previous = PhasePreparing, &a, "", ""
+	j.Phase, j.Attempt, j.Step, j.Previous, j.Reason = PhasePreparing, &a, "", "", ""
 	if err := j.write(p); err != nil {
 		return report(StateRefused, "", err)
 	}
@@ -177,7 +177,7 @@ func (u *Updater) Handle(ctx context.Context, a wire.Attempt) Outcome {
 	if err := u.prepare(ctx, a); err != nil {
 		// Nothing was switched: the previous binary runs on.
 		j.Failed = append(j.Failed, a.Artifact.Digest)
-		j.Phase, j.Step = PhaseRolledBack, stepOf(err)
+		j.Phase, j.Step, j.Reason = PhaseRolledBack, stepOf(err), err.Error()
 		if werr := j.write(p); werr != nil {
 			err = errors.Join(err, werr)
 		}
@@ -189,6 +189,14 @@ func (u *Updater) Handle(ctx context.Context, a wire.Attempt) Outcome {
 	}
 	report(PhasePrepared, "", nil)
 	return u.transaction(ctx, j, report)
+}
+
+// reasonOf is the recorded reason of a final phase, nil when none.
+func reasonOf(j Journal) error {
+	if j.Reason == "" {
+		return nil
+	}
+	return errors.New(j.Reason)
 }
 
 // transaction stops the old agent, selects and starts the candidate, and
@@ -206,30 +214,30 @@ func (u *Updater) transaction(ctx context.Context, j Journal, report func(string
 	report(StateSwitching, "", nil)
 	if err := u.stop(ctx); err != nil {
 		u.opts.Log.Warn("stopping the agent", "err", err)
-		return u.rollback(ctx, j, "stop", true)
+		return u.rollback(ctx, j, "stop", err, false) // not the candidate's fault
 	}
 	killpoint.Here("transaction-stopped")
 	j.Phase = PhaseSelected
 	if err := j.write(p); err != nil {
-		return u.rollback(ctx, j, "internal", false)
+		return u.rollback(ctx, j, "internal", err, false)
 	}
 	if err := u.selectBinary(p.Binary(a.Artifact.Digest)); err != nil {
-		return u.rollback(ctx, j, "select", true)
+		return u.rollback(ctx, j, "select", err, false)
 	}
 	killpoint.Here("transaction-selected")
 	j.Phase = PhaseStarting
 	if err := j.write(p); err != nil {
-		return u.rollback(ctx, j, "internal", false)
+		return u.rollback(ctx, j, "internal", err, false)
 	}
 	_ = os.Remove(p.Ready())
 	if err := u.start(ctx); err != nil {
 		u.opts.Log.Warn("starting the candidate", "err", err)
-		return u.rollback(ctx, j, "start", true)
+		return u.rollback(ctx, j, "start", err, true)
 	}
 	killpoint.Here("transaction-started")
 	if err := u.waitReady(ctx, p.Binary(a.Artifact.Digest), a.TargetVersion); err != nil {
 		u.opts.Log.Warn("the candidate did not report ready", "err", err)
-		return u.rollback(ctx, j, "readiness", true)
+		return u.rollback(ctx, j, "readiness", err, true)
 	}
 	j.Phase = PhaseCommitted
 	if err := j.write(p); err != nil {
@@ -238,16 +246,18 @@ func (u *Updater) transaction(ctx context.Context, j Journal, report func(string
 	return report(PhaseCommitted, "", nil)
 }
 
-// rollback selects and starts the previous binary. failed marks the
-// candidate's digest as failed (not retried); an interruption does not.
-// A rollback that fails blocks the updater.
-func (u *Updater) rollback(ctx context.Context, j Journal, step string, failed bool) Outcome {
+// rollback selects and starts the previous binary, and waits until it is
+// ready. failed marks the candidate's digest as failed (not retried): a
+// failure of the candidate's content, not an interruption or a failure of
+// the service. cause is why, reported with the outcome and kept in the
+// journal. A rollback that fails blocks the updater.
+func (u *Updater) rollback(ctx context.Context, j Journal, step string, cause error, failed bool) Outcome {
 	p, a := u.opts.Paths, *j.Attempt
-	out := Outcome{UUID: a.UUID, DeviceID: a.DeviceID, Version: a.TargetVersion, Step: step}
+	out := Outcome{UUID: a.UUID, DeviceID: a.DeviceID, Version: a.TargetVersion, Step: step, Reason: cause.Error()}
 	if failed && !slices.Contains(j.Failed, a.Artifact.Digest) {
 		j.Failed = append(j.Failed, a.Artifact.Digest)
 	}
-	j.Phase, j.Step = PhaseRollingBack, step
+	j.Phase, j.Step, j.Reason = PhaseRollingBack, step, out.Reason
 	err := j.write(p)
 	if err == nil {
 		err = u.stop(ctx)
@@ -265,7 +275,8 @@ func (u *Updater) rollback(ctx context.Context, j Journal, step string, failed b
 	if err != nil {
 		u.opts.Log.Error("the rollback failed: blocked until repaired", "step", step, "err", err)
 		j.Phase, j.Blocked = PhaseRollbackFailed, true
-		out.State, out.Reason = PhaseRollbackFailed, err.Error()
+		j.Reason = fmt.Sprintf("%s; the rollback failed: %v", out.Reason, err)
+		out.State, out.Reason = PhaseRollbackFailed, j.Reason
 		if werr := j.write(p); werr != nil {
 			out.Reason += "; " + werr.Error()
 		}
@@ -274,7 +285,7 @@ func (u *Updater) rollback(ctx context.Context, j Journal, step string, failed b
 	}
 	j.Phase = PhaseRolledBack
 	if werr := j.write(p); werr != nil {
-		out.Reason = werr.Error()
+		out.Reason += "; " + werr.Error()
 	}
 	out.State = PhaseRolledBack
 	u.opts.Report(out)
