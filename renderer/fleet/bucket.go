@@ -234,18 +234,24 @@ func (b *Bucket) State(ctx context.Context, deviceID string) (*wire.DeviceState,
 // getJSON reads key as a JSON document of type T (what says which, for
 // errors), and its revision; nil when there is none.
 func getJSON[T any](ctx context.Context, b *Bucket, key, what string) (*T, uint64, error) {
-	e, err := b.get(ctx, key)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, 0, nil
+	e, err := b.entry(ctx, key)
+	if e == nil || err != nil {
+		return nil, 0, err
 	}
+	v, err := decode[T](e, what)
 	if err != nil {
-		return nil, 0, fmt.Errorf("reading %s: %w", key, err)
-	}
-	v := new(T)
-	if err := json.Unmarshal(e.Value(), v); err != nil {
-		return nil, 0, fmt.Errorf("reading %s: not %s: %w", key, what, err)
+		return nil, 0, fmt.Errorf("reading %w", err)
 	}
 	return v, e.Revision(), nil
+}
+
+// decode decodes an entry's value as a JSON document of type T.
+func decode[T any](e jetstream.KeyValueEntry, what string) (*T, error) {
+	v := new(T)
+	if err := json.Unmarshal(e.Value(), v); err != nil {
+		return nil, fmt.Errorf("%s: not %s: %w", e.Key(), what, err)
+	}
+	return v, nil
 }
 
 // Repair clears a device's rollback-failed block: it writes the state
