@@ -42,6 +42,10 @@ type Bucket struct {
 	// missing: the bucket does not exist (yet), and a dry run reads it as
 	// empty.
 	missing bool
+	// beforeRepairWrite, when set (by tests), runs between Repair's read of
+	// the state and its write of value: another writer's change in that
+	// window, or Repair's own write whose reply was lost.
+	beforeRepairWrite func(value []byte)
 }
 
 // OpenBucket opens the bucket, creating it with the given number of replicas
@@ -277,12 +281,20 @@ func (b *Bucket) Repair(ctx context.Context, deviceID, reason string) error {
 		return err
 	}
 	key, _ := wire.StateKey(deviceID)
+	if b.beforeRepairWrite != nil {
+		b.beforeRepairWrite(v)
+	}
 	err = retry(ctx, func(ctx context.Context) error {
 		_, err := b.kv.Update(ctx, key, v, rev)
 		return err
 	})
 	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-		return fmt.Errorf("device %s: its state changed while repairing: run again", deviceID)
+		// A write retried after a lost reply finds its own value.
+		if e, gerr := b.entry(ctx, key); gerr == nil && e != nil && string(e.Value()) == string(v) {
+			err = nil
+		} else {
+			return fmt.Errorf("device %s: its state changed while repairing (revision %d was read): run again", deviceID, rev)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("device %s: writing %s: %w", deviceID, key, err)
