@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"strings"
+	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/solar-pipeline/solar/device/wire"
 	"github.com/solar-pipeline/solar/renderer/fleet"
@@ -13,14 +17,27 @@ import (
 
 func newFleetStatusCmd(g *globals) *cobra.Command {
 	var nf natsFlags
+	var noHeaders bool
 	cmd := &cobra.Command{
 		Use:   "status [DEVICE...] --nats URL",
 		Short: "Show each device's current attempt and reported state",
 		Long: `status reads the fleet's bucket: per device (those named, or every device the
-bucket knows of) the current attempt, its target version, and the state the
-device reports with the step that failed and the version it was about
-(preparing, prepared, switching, committed, rolled-back, rollback-failed,
-refused; rollback-failed blocks new attempts until solar fleet repair).
+bucket knows of) the current attempt, its target version and how long ago it
+was written (ATTEMPT-AGE), the state the device reports with the step that
+failed and the version it was about (preparing, prepared, switching, committed,
+rolled-back, rollback-failed, refused, repaired; rollback-failed blocks new
+attempts until solar fleet repair), how long ago it reported it (STATE-AGE,
+from the state's "at", else the time the server stored it), and last the
+reason it gave (REASON, cut at 80 characters; whole in -o json, with the times
+as RFC 3339 attemptTime and stateTime). Characters of the bucket's strings
+that a terminal would act on (escapes, newlines) are printed quoted, Go-style:
+"\x1b[2J".
+
+A device whose attempt or state cannot be read (not JSON of its kind, or a
+key written by hand whose id is no valid device id, such as state.a.b) is a
+row of its own: ATTEMPT or STATE "invalid", the error as REASON (attemptError,
+stateError in -o json). The other devices are shown as usual; the run names
+the bad ones on stderr and exits 1.
 
 A named device the bucket knows nothing of (no attempt, no reported state) is
 named on stderr and fails the run with exit 1; the others are still shown. A
@@ -45,10 +62,11 @@ named on stderr and fails the run with exit 1; the others are still shown. A
 			if err != nil {
 				return err
 			}
-			return g.printStatus(st, nf.bucket)
+			return g.printStatus(st, nf.bucket, noHeaders)
 		},
 	}
 	nf.register(cmd.Flags())
+	cmd.Flags().BoolVar(&noHeaders, "no-headers", false, "print the table without its header line")
 	return cmd
 }
 
@@ -88,47 +106,109 @@ error.`,
 
 // printStatus prints the devices the bucket knows, as a table or one
 // JSON/YAML document {"devices": [...], "notFound": [...]}, and fails naming
-// the devices it does not know.
-func (g *globals) printStatus(st []fleet.Status, bucket string) error {
+// the devices it could not read and those it does not know.
+func (g *globals) printStatus(st []fleet.Status, bucket string, noHeaders bool) error {
 	var known []fleet.Status
-	var notFound []string
+	var bad, notFound []string
 	for _, s := range st {
-		if s.Known() {
+		switch {
+		case s.Bad():
+			bad = append(bad, printable(s.DeviceID))
 			known = append(known, s)
-		} else {
+		case s.Known():
+			known = append(known, s)
+		default:
 			notFound = append(notFound, s.DeviceID)
 		}
 	}
+	var err error
 	if g.output != "text" {
-		if err := g.printData(map[string]any{"devices": orEmpty(known), "notFound": orEmpty(notFound)}); err != nil {
-			return err
-		}
+		err = g.printData(map[string]any{"devices": orEmpty(known), "notFound": orEmpty(notFound)})
 	} else {
-		for _, s := range known {
-			fmt.Fprintln(g.stdout, statusRow(s))
-		}
+		err = g.statusTable(known, noHeaders, time.Now())
+	}
+	if err != nil {
+		return err
+	}
+	var errs []error
+	if len(bad) > 0 {
+		errs = append(errs, fmt.Errorf("could not read what the bucket %s holds about %s (%d of %d devices: see their REASON, or attemptError and stateError with -o json)",
+			bucket, strings.Join(bad, ", "), len(bad), len(st)))
 	}
 	if len(notFound) > 0 {
-		return fmt.Errorf("not found in the bucket %s: %s (%d of %d devices: it holds no attempt for them and no state they reported; check the device ids and --bucket)",
-			bucket, strings.Join(notFound, ", "), len(notFound), len(st))
+		errs = append(errs, fmt.Errorf("not found in the bucket %s: %s (%d of %d devices: it holds no attempt for them and no state they reported; check the device ids and --bucket)",
+			bucket, strings.Join(notFound, ", "), len(notFound), len(st)))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
-// statusRow is a device's row of the status table.
-func statusRow(s fleet.Status) string {
-	attempt, version, state := "-", "-", "-"
-	if s.Current != nil {
-		attempt, version = s.Current.UUID, s.Current.Attempt.TargetVersion
+// reasonWidth is where the table cuts a reason (-o json has it whole).
+const reasonWidth = 80
+
+// statusTable writes the devices as a table, kubectl style: a header line
+// (unless noHeaders), ages relative to now, the reason last.
+func (g *globals) statusTable(st []fleet.Status, noHeaders bool, now time.Time) error {
+	if len(st) == 0 {
+		return nil
 	}
-	if s.State != nil {
-		state = s.State.State
+	out := bufio.NewWriter(g.stdout)
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	if !noHeaders {
+		fmt.Fprintln(w, "DEVICE\tATTEMPT\tVERSION\tATTEMPT-AGE\tSTATE\tSTATE-AGE\tREASON")
+	}
+	for _, s := range st {
+		fmt.Fprintln(w, strings.Join(statusRow(s, now), "\t"))
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return out.Flush()
+}
+
+// statusRow is a device's cells of the status table, every string from the
+// bucket printable.
+func statusRow(s fleet.Status, now time.Time) []string {
+	attempt, version := "-", "-"
+	switch {
+	case s.AttemptError != "":
+		attempt = "invalid"
+	case s.Current != nil:
+		attempt, version = printable(s.Current.UUID), printable(s.Current.Attempt.TargetVersion)
+	}
+	state := "-"
+	var reasons []string
+	for _, e := range []string{s.AttemptError, s.StateError} {
+		if e != "" {
+			reasons = append(reasons, printable(e))
+		}
+	}
+	switch {
+	case s.StateError != "":
+		state = "invalid"
+	case s.State != nil:
+		state = printable(s.State.State)
 		if s.State.Step != "" {
-			state += " at " + s.State.Step
+			state += " at " + printable(s.State.Step)
 		}
 		if s.State.Version != "" {
-			state += " (" + s.State.Version + ")"
+			state += " (" + printable(s.State.Version) + ")"
+		}
+		if s.State.Reason != "" {
+			reasons = append(reasons, printable(s.State.Reason))
 		}
 	}
-	return fmt.Sprintf("%-20s %-36s %-14s %s", s.DeviceID, attempt, version, state)
+	reason := "-"
+	if len(reasons) > 0 {
+		reason = cut(strings.Join(reasons, "; "), reasonWidth)
+	}
+	return []string{printable(s.DeviceID), attempt, version, age(s.AttemptTime, now), state, age(s.StateTime, now), reason}
+}
+
+// age is how long before now t was, kubectl style (5s, 3m, 2h, 4d); "-"
+// for no time.
+func age(t, now time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return duration.ShortHumanDuration(now.Sub(t))
 }

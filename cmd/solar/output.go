@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode/utf8"
 
 	"sigs.k8s.io/yaml"
 
@@ -118,6 +120,27 @@ func (g *globals) printData(v any) error {
 	enc := json.NewEncoder(g.stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// printable is s as a terminal may show it: as it is when every character is
+// printable, else (escapes, newlines, tabs, invalid UTF-8) quoted with Go's
+// escapes ("\x1b[2J"), so that no string from a store or a device acts on
+// the terminal or breaks a table's line. Empty, and a string that starts
+// with a quote, are quoted too: a quoted cell always means escaped.
+func printable(s string) string {
+	if s == "" || strings.HasPrefix(s, `"`) || !utf8.ValidString(s) ||
+		strings.IndexFunc(s, func(r rune) bool { return !strconv.IsPrint(r) }) >= 0 {
+		return strconv.Quote(s)
+	}
+	return s
+}
+
+// cut is s cut to n characters, the last an ellipsis when it was longer.
+func cut(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
 }
 
 // short is the first 12 hex digits of a digest.

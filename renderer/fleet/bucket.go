@@ -42,6 +42,10 @@ type Bucket struct {
 	// missing: the bucket does not exist (yet), and a dry run reads it as
 	// empty.
 	missing bool
+	// beforeRepairWrite, when set (by tests), runs between Repair's read of
+	// the state and its write of value: another writer's change in that
+	// window, or Repair's own write whose reply was lost.
+	beforeRepairWrite func(value []byte)
 }
 
 // OpenBucket opens the bucket, creating it with the given number of replicas
@@ -234,18 +238,24 @@ func (b *Bucket) State(ctx context.Context, deviceID string) (*wire.DeviceState,
 // getJSON reads key as a JSON document of type T (what says which, for
 // errors), and its revision; nil when there is none.
 func getJSON[T any](ctx context.Context, b *Bucket, key, what string) (*T, uint64, error) {
-	e, err := b.get(ctx, key)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, 0, nil
+	e, err := b.entry(ctx, key)
+	if e == nil || err != nil {
+		return nil, 0, err
 	}
+	v, err := decode[T](e, what)
 	if err != nil {
-		return nil, 0, fmt.Errorf("reading %s: %w", key, err)
-	}
-	v := new(T)
-	if err := json.Unmarshal(e.Value(), v); err != nil {
-		return nil, 0, fmt.Errorf("reading %s: not %s: %w", key, what, err)
+		return nil, 0, fmt.Errorf("reading %w", err)
 	}
 	return v, e.Revision(), nil
+}
+
+// decode decodes an entry's value as a JSON document of type T.
+func decode[T any](e jetstream.KeyValueEntry, what string) (*T, error) {
+	v := new(T)
+	if err := json.Unmarshal(e.Value(), v); err != nil {
+		return nil, fmt.Errorf("%s: not %s: %w", e.Key(), what, err)
+	}
+	return v, nil
 }
 
 // Repair clears a device's rollback-failed block: it writes the state
@@ -271,12 +281,20 @@ func (b *Bucket) Repair(ctx context.Context, deviceID, reason string) error {
 		return err
 	}
 	key, _ := wire.StateKey(deviceID)
+	if b.beforeRepairWrite != nil {
+		b.beforeRepairWrite(v)
+	}
 	err = retry(ctx, func(ctx context.Context) error {
 		_, err := b.kv.Update(ctx, key, v, rev)
 		return err
 	})
 	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-		return fmt.Errorf("device %s: its state changed while repairing: run again", deviceID)
+		// A write retried after a lost reply finds its own value.
+		if e, gerr := b.entry(ctx, key); gerr == nil && e != nil && string(e.Value()) == string(v) {
+			err = nil
+		} else {
+			return fmt.Errorf("device %s: its state changed while repairing (revision %d was read): run again", deviceID, rev)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("device %s: writing %s: %w", deviceID, key, err)

@@ -244,3 +244,48 @@ func TestLeaderKill(t *testing.T) {
 	require.NoError(t, json.Unmarshal(entry.Value(), &cur))
 	assert.Equal(t, a4.UUID, cur.UUID)
 }
+
+// TestRepairCompareAndSet: the device reports again between Repair's read of
+// its state and Repair's write: Repair writes at the revision it read, so it
+// fails and the device's report stands (a Put would overwrite it).
+func TestRepairCompareAndSet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs a real nats-server")
+	}
+	ctx := context.Background()
+	_, js := testenv.StartNATS(t).Connect(t)
+	b := bucket(t, js, 1)
+	kv, err := js.KeyValue(ctx, "fleet")
+	require.NoError(t, err)
+	_, err = kv.Put(ctx, "state.dev-1", []byte(`{"state":"rollback-failed","step":"start"}`))
+	require.NoError(t, err)
+	const reported = `{"state":"rollback-failed","step":"probe","reason":"the previous agent does not start either"}`
+	b.beforeRepairWrite = func([]byte) {
+		_, err := kv.Put(ctx, "state.dev-1", []byte(reported))
+		require.NoError(t, err)
+	}
+	err = b.Repair(ctx, "dev-1", "reflashed by hand")
+	require.ErrorContains(t, err, "device dev-1: its state changed while repairing")
+	e, err := kv.Get(ctx, "state.dev-1")
+	require.NoError(t, err)
+	assert.JSONEq(t, reported, string(e.Value()), "the device's report stands")
+
+	b.beforeRepairWrite = nil
+	require.NoError(t, b.Repair(ctx, "dev-1", "reflashed by hand"), "run again: it repairs")
+	st, _, err := b.State(ctx, "dev-1")
+	require.NoError(t, err)
+	assert.Equal(t, StateRepaired, st.State)
+
+	// A write whose reply was lost lands, and the retry at the old revision
+	// finds Repair's own value: written.
+	_, err = kv.Put(ctx, "state.dev-1", []byte(`{"state":"rollback-failed","step":"start"}`))
+	require.NoError(t, err)
+	b.beforeRepairWrite = func(value []byte) {
+		_, err := kv.Put(ctx, "state.dev-1", value)
+		require.NoError(t, err)
+	}
+	require.NoError(t, b.Repair(ctx, "dev-1", "reflashed again"))
+	st, _, err = b.State(ctx, "dev-1")
+	require.NoError(t, err)
+	assert.Equal(t, "reflashed again", st.Reason)
+}

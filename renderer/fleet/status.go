@@ -2,27 +2,52 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/solar-pipeline/solar/device/wire"
 )
 
-// Status is what the bucket holds about one device.
+// Status is what the bucket holds about one device. A key or value that
+// cannot be read is not an error of the whole listing: it is this device's
+// AttemptError or StateError (Bad), and the other devices are read as usual.
 type Status struct {
 	DeviceID string            `json:"deviceId"`
 	Current  *wire.Current     `json:"current,omitempty"`
 	State    *wire.DeviceState `json:"state,omitempty"`
+	// AttemptTime is when attempt.<deviceId> was written (the entry's time
+	// on the server).
+	AttemptTime time.Time `json:"attemptTime,omitzero"`
+	// StateTime is when the device reported its state: the state's at, else
+	// the entry's time on the server.
+	StateTime time.Time `json:"stateTime,omitzero"`
+	// AttemptError and StateError say why attempt.<deviceId> or
+	// state.<deviceId> could not be read: its value is not JSON of its
+	// kind, or its key names no valid device id (a key written by hand).
+	AttemptError string `json:"attemptError,omitempty"`
+	StateError   string `json:"stateError,omitempty"`
 }
 
 // Known reports whether the bucket knows the device: it holds an attempt for
-// it or a state the device reported.
-func (s Status) Known() bool { return s.Current != nil || s.State != nil }
+// it or a state the device reported, readable or not.
+func (s Status) Known() bool {
+	return s.Current != nil || s.State != nil || s.Bad()
+}
+
+// Bad reports whether something the bucket holds about the device could not
+// be read.
+func (s Status) Bad() bool { return s.AttemptError != "" || s.StateError != "" }
 
 // Status reads the given devices, or every device the bucket knows of; a
 // named device the bucket does not know has neither attempt nor state
-// (Known).
+// (Known). A value that is not JSON of its kind, or a listed key whose id is
+// not a valid device id, makes that device's row Bad; only a failing
+// request (or an invalid named id) fails the whole call.
 func (b *Bucket) Status(ctx context.Context, deviceIDs ...string) ([]Status, error) {
 	for _, id := range deviceIDs {
 		if err := wire.CheckDeviceID(id); err != nil {
@@ -30,34 +55,107 @@ func (b *Bucket) Status(ctx context.Context, deviceIDs ...string) ([]Status, err
 		}
 	}
 	listed := len(deviceIDs) == 0
+	var invalid map[string]*Status
 	if listed && !b.missing {
 		keys, err := b.kv.ListKeys(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("listing the bucket's keys: %w", err)
 		}
-		for k := range keys.Keys() {
-			kind, id, _ := strings.Cut(k, ".")
-			if (kind == "attempt" || kind == "state") && !slices.Contains(deviceIDs, id) {
-				deviceIDs = append(deviceIDs, id)
-			}
-		}
-		slices.Sort(deviceIDs)
+		deviceIDs, invalid = listedDevices(keys.Keys())
 	}
 	var out []Status
 	for _, id := range deviceIDs {
-		key, _ := wire.AttemptKey(id)
-		cur, _, err := b.current(ctx, key)
+		if s, ok := invalid[id]; ok {
+			out = append(out, *s)
+			continue
+		}
+		s, err := b.deviceStatus(ctx, id)
 		if err != nil {
 			return nil, err
 		}
-		st, _, err := b.State(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		if listed && cur == nil && st == nil {
+		if listed && !s.Known() {
 			continue // deleted since the listing
 		}
-		out = append(out, Status{DeviceID: id, Current: cur, State: st})
+		out = append(out, s)
 	}
 	return out, nil
+}
+
+// listedDevices is the sorted device ids of the keys attempt.<id> and
+// state.<id>, and the rows of those ids that are not valid device ids: such
+// a key (state.a.b, written by hand) is never read, as it cannot be a
+// device's.
+func listedDevices(keys <-chan string) ([]string, map[string]*Status) {
+	var ids []string
+	invalid := map[string]*Status{}
+	for k := range keys {
+		kind, id, _ := strings.Cut(k, ".")
+		if kind != "attempt" && kind != "state" {
+			continue // uuid.<uuid>, or not the fleet's
+		}
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+		err := wire.CheckDeviceID(id)
+		if err == nil {
+			continue
+		}
+		s := invalid[id]
+		if s == nil {
+			s = &Status{DeviceID: id}
+			invalid[id] = s
+		}
+		msg := fmt.Sprintf("key %q: %v", k, err)
+		if kind == "attempt" {
+			s.AttemptError = msg
+		} else {
+			s.StateError = msg
+		}
+	}
+	slices.Sort(ids)
+	return ids, invalid
+}
+
+// deviceStatus reads a device's attempt and state; a value that is not JSON
+// of its kind is the row's error, not the call's.
+func (b *Bucket) deviceStatus(ctx context.Context, id string) (Status, error) {
+	s := Status{DeviceID: id}
+	key, _ := wire.AttemptKey(id) // checked by the caller
+	e, err := b.entry(ctx, key)
+	if err != nil {
+		return s, err
+	}
+	if e != nil {
+		s.AttemptTime = e.Created().UTC()
+		s.Current, err = decode[wire.Current](e, "an attempt")
+		if err != nil {
+			s.AttemptError = err.Error()
+		}
+	}
+	key, _ = wire.StateKey(id)
+	if e, err = b.entry(ctx, key); err != nil {
+		return s, err
+	}
+	if e != nil {
+		s.StateTime = e.Created().UTC()
+		s.State, err = decode[wire.DeviceState](e, "a device state")
+		if err != nil {
+			s.StateError = err.Error()
+		} else if at, perr := time.Parse(time.RFC3339, s.State.At); perr == nil {
+			s.StateTime = at.UTC()
+		}
+	}
+	return s, nil
+}
+
+// entry reads key; nil when there is none.
+func (b *Bucket) entry(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
+	e, err := b.get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", key, err)
+	}
+	return e, nil
 }
