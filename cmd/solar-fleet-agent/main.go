@@ -4,7 +4,9 @@
 // publishes the outcomes (package agentlink). Real agents embed agentlink and
 // reconcile their workloads besides.
 //
-// The tests build it with -ldflags "-X main.version=V -X main.behaviour=B"
+// Its version is main.version when linked in (-ldflags "-X main.version=V"),
+// else the module version go build stamps (wire.BuildVersion): solar fleet
+// push-agent reads the same. The tests build it with -ldflags "-X main.behaviour=B"
 // to make candidates that are ready, never ready, crash at start, crash
 // after commit or fail their probe.
 package main
@@ -16,6 +18,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -24,21 +27,32 @@ import (
 
 	"github.com/solar-pipeline/solar/device/agentlink"
 	"github.com/solar-pipeline/solar/device/updater"
+	"github.com/solar-pipeline/solar/device/wire"
 )
 
 // Set at build time.
 var (
-	version   = "dev"
+	version   = ""      // "": wire.BuildVersion of this binary
 	behaviour = "ready" // ready, never-ready, crash-at-start, crash-after-commit, probe-fails, ready-devzero, ready-fifo
 )
 
 func main() {
 	root := flag.String("root", "/var/lib/solar-updater", "the updater's root folder")
 	probe := flag.Bool("probe", false, "check that this binary can run on this device, and exit")
+	printVersion := flag.Bool("version", false, "print the version this agent reports ready with, and exit")
 	server := flag.String("nats", "", "NATS servers: forward this device's attempts to the updater")
 	device := flag.String("device", "", "this device's id")
 	bucket := flag.String("bucket", "solar-fleet", "the fleet's key-value bucket")
+	flag.Usage = usage
 	flag.Parse()
+	if version == "" {
+		bi, _ := debug.ReadBuildInfo()
+		version = wire.BuildVersion(bi)
+	}
+	if *printVersion {
+		fmt.Println(version)
+		return
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	if *probe {
 		if behaviour == "probe-fails" {
@@ -105,4 +119,18 @@ func markReady(p updater.Paths) error {
 		return syscall.Mkfifo(p.Ready(), 0o644)
 	}
 	return updater.MarkReady(p, version)
+}
+
+func usage() {
+	fmt.Fprintf(flag.CommandLine.Output(), `solar-fleet-agent: the reference fleet agent of a device (docs/updater.md).
+
+It reports ready to the root updater (ROOT/run/ready, with its version),
+answers --probe, and, given --nats and --device, forwards its device's
+upgrade attempts from the fleet's bucket to the updater's socket and
+publishes the outcomes. The updater runs it; you do not start it by hand.
+
+Usage: solar-fleet-agent --root ROOT [--nats URL --device ID] | --probe | --version
+
+`)
+	flag.PrintDefaults()
 }

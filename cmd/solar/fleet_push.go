@@ -27,7 +27,7 @@ func newFleetPushAgentCmd(g *globals) *cobra.Command {
 	var rf registryFlags
 	var out, repository, version string
 	cmd := &cobra.Command{
-		Use:   "push-agent (--registry HOST[:PORT][/PREFIX] | --out DIR) --repository REPO --version V FILE=OS/ARCH[/VARIANT]...",
+		Use:   "push-agent (--registry HOST[:PORT][/PREFIX] | --out DIR) --repository REPO [--version V] FILE=OS/ARCH[/VARIANT]...",
 		Short: "Push device-agent binaries as an OCI index by platform",
 		Long: `push-agent pushes each FILE as an OCI artifact (artifactType
 ` + fleet.ArtifactTypeAgent + `, the binary its single layer with its file name as
@@ -36,6 +36,12 @@ into REPO of the registry (or of the OCI layout --out). The same files give the
 same digests (created is SOURCE_DATE_EPOCH, else 1970-01-01). Blobs the registry
 has are not uploaded again. A version is immutable: pushing other files under an
 existing version is refused (exit 1); the same files again change nothing.
+
+The version becomes every attempt's targetVersion, which the agent must
+report ready with. A Go binary names its version in its build information
+(-ldflags "-X main.version=V", else the module version go build stamps):
+a binary that names another version than --version is refused, and without
+--version the binaries' own is used.
 
 It prints, per platform, the binary's digest, size and the HTTPS URL a device
 downloads it from: https://HOST/v2/PREFIX/REPO/blobs/DIGEST.`,
@@ -49,11 +55,14 @@ downloads it from: https://HOST/v2/PREFIX/REPO/blobs/DIGEST.`,
 			if err := rf.orOut(out); err != nil {
 				return err
 			}
-			if repository == "" || version == "" {
-				return fmt.Errorf("--repository and --version are required")
+			if repository == "" {
+				return fmt.Errorf("--repository is required")
 			}
 			bins, err := readBinaries(args)
 			if err != nil {
+				return err
+			}
+			if version, err = fleet.AgentVersion(bins, version); err != nil {
 				return err
 			}
 			created, ok, err := sourceDateEpoch()
@@ -91,7 +100,7 @@ downloads it from: https://HOST/v2/PREFIX/REPO/blobs/DIGEST.`,
 	fl := cmd.Flags()
 	fl.StringVar(&out, "out", "", "directory of an OCI image layout to write to instead of a registry")
 	fl.StringVar(&repository, "repository", "", "repository of the agent, below the registry's prefix (fleet/agent)")
-	fl.StringVar(&version, "version", "", "the agent's version: the index's tag")
+	fl.StringVar(&version, "version", "", "the agent's version: the index's tag (default: the one the binaries' Go build information names)")
 	rf.registerClient(fl, "to push to")
 	return cmd
 }
