@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -249,4 +250,15 @@ func TestRollbackWaitsForReadiness(t *testing.T) {
 	assert.Equal(t, updater.PhaseRollbackFailed, o.State, o.Reason)
 	assert.Contains(t, o.Reason, "the rollback failed")
 	assert.Contains(t, o.Reason, "not ready", "the candidate's failure and the rollback's are both said")
+}
+
+// TestSupervisorStartsTheAgent: in supervisor mode, an updater that starts
+// where no agent runs (boot, a crash) starts the selected one.
+func TestSupervisorStartsTheAgent(t *testing.T) {
+	server := startArtifactServer(t)
+	d := newDevice(t, server, nil)
+	require.NoError(t, d.service.Stop(context.Background()))
+	require.Empty(t, agentProcesses(d.paths))
+	d.start(t)
+	assert.Equal(t, "v1", running(t, d.paths, builds))
 }
