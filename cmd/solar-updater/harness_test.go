@@ -237,9 +237,15 @@ func (d *device) updaterCmd(killpoint string) *exec.Cmd {
 // and returns the final outcome, or ok false when the updater died first.
 func (d *device) run(t *testing.T, killpoint string, a wire.Attempt) (updater.Outcome, bool) {
 	t.Helper()
+	return d.runSeeing(t, killpoint, a, nil, new(bytes.Buffer))
+}
+
+// runSeeing is run that also calls seen for every outcome and writes the
+// updater's logs into logs.
+func (d *device) runSeeing(t *testing.T, killpoint string, a wire.Attempt, seen func(updater.Outcome), logs *bytes.Buffer) (updater.Outcome, bool) {
+	t.Helper()
 	cmd := d.updaterCmd(killpoint)
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
+	cmd.Stdout, cmd.Stderr = logs, logs
 	_ = os.Remove(d.paths.Socket())
 	require.NoError(t, cmd.Start())
 	exited := make(chan error, 1)
@@ -271,7 +277,7 @@ func (d *device) run(t *testing.T, killpoint string, a wire.Attempt) (updater.Ou
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	o, err := updater.Send(ctx, d.paths.Socket(), a, nil)
+	o, err := updater.Send(ctx, d.paths.Socket(), a, seen)
 	if err != nil {
 		return o, false
 	}

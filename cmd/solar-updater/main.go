@@ -7,7 +7,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"crypto/x509"
 	"flag"
 	"fmt"
@@ -43,7 +42,7 @@ func run() error {
 	group := flag.Int("group", -1, "gid of the fleet-agent group: the only peers the socket accepts (required)")
 	agentUID := flag.Int("agent-uid", -1, "uid to run probes (and a supervised agent) as; -1 keeps the updater's")
 	agentGID := flag.Int("agent-gid", -1, "gid to run probes (and a supervised agent) as")
-	caFile := flag.String("ca-file", "", "PEM certificates to trust for downloads besides the system's")
+	dl := addDownloadFlags()
 	probeTimeout := flag.Duration("probe-timeout", 30*time.Second, "limit of agent --probe")
 	readyTimeout := flag.Duration("ready-timeout", 2*time.Minute, "how long a started agent has to report ready")
 	stopTimeout := flag.Duration("stop-timeout", 30*time.Second, "SIGTERM to SIGKILL, when the updater supervises the agent")
@@ -78,20 +77,9 @@ func run() error {
 	if *agentUID >= 0 {
 		cred = &syscall.Credential{Uid: uint32(*agentUID), Gid: uint32(*agentGID)}
 	}
-	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
-	if *caFile != "" {
-		pool, err := x509.SystemCertPool()
-		if err != nil {
-			pool = x509.NewCertPool()
-		}
-		pem, err := os.ReadFile(*caFile)
-		if err != nil {
-			return err
-		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return fmt.Errorf("--ca-file %s holds no certificate", *caFile)
-		}
-		tlsConfig.RootCAs = pool
+	client, download, err := dl.options(log)
+	if err != nil {
+		return err
 	}
 	var service updater.Service = updater.Systemd{Unit: *unit}
 	supervisor := updater.Supervisor{Paths: paths, Args: agentArgs, StopTimeout: *stopTimeout, Credential: cred}
@@ -102,9 +90,7 @@ func run() error {
 	defer stop()
 	u, err := updater.New(ctx, updater.Options{
 		Paths: paths, Service: service, Credential: cred, MaxTries: *maxTries,
-		// No proxy from the environment: the download goes to the
-		// attempt's URL and nowhere else.
-		Client:       &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig, DisableKeepAlives: true}},
+		Client: client, Download: download,
 		ProbeTimeout: *probeTimeout, ReadyTimeout: *readyTimeout,
 		Report: func(o updater.Outcome) {
 			log.Info("outcome", "uuid", o.UUID, "device", o.DeviceID, "state", o.State, "version", o.Version, "step", o.Step, "reason", o.Reason)
@@ -126,4 +112,52 @@ func run() error {
 	}
 	log.Info("listening", "socket", paths.Socket(), "group", *group)
 	return u.Serve(ctx, l, *group)
+}
+
+// downloadFlags are the flags of the artifact download: whom to trust, the
+// login, the timeouts and the pace of retries.
+type downloadFlags struct {
+	caFile, credentials                *string
+	timeout, idle, backoff, backoffMax *time.Duration
+}
+
+func addDownloadFlags() downloadFlags {
+	return downloadFlags{
+		caFile:      flag.String("ca-file", "", "PEM certificates to trust for downloads besides the system's"),
+		credentials: flag.String("credentials", "", "registry logins, a Docker config.json ({\"auths\": {\"HOST[:PORT]\": {\"auth\": base64(user:password)}}}), owned by root, mode 0600, read once at start; each sent to its own host only"),
+		timeout:     flag.Duration("download-timeout", 10*time.Minute, "limit of one download try, whole"),
+		idle:        flag.Duration("download-idle-timeout", time.Minute, "a download try that receives no byte for this long is aborted (and retried)"),
+		backoff:     flag.Duration("download-backoff", time.Second, "wait after the first failed download try (link, TLS, server, login); doubled after each further one, with jitter"),
+		backoffMax:  flag.Duration("download-backoff-max", 5*time.Minute, "longest wait between download tries (a 429/503 Retry-After may ask for longer)"),
+	}
+}
+
+// options are the download's client and its limits. No proxy from the
+// environment: the download goes to the attempt's URL and nowhere else.
+func (f downloadFlags) options(log *slog.Logger) (*http.Client, updater.DownloadOptions, error) {
+	var o updater.ClientOptions
+	if *f.caFile != "" {
+		pool, err := x509.SystemCertPool()
+		if err != nil {
+			pool = x509.NewCertPool()
+		}
+		pem, err := os.ReadFile(*f.caFile)
+		if err != nil {
+			return nil, updater.DownloadOptions{}, err
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, updater.DownloadOptions{}, fmt.Errorf("--ca-file %s holds no certificate", *f.caFile)
+		}
+		o.RootCAs = pool
+	}
+	if *f.credentials != "" {
+		c, err := updater.ReadCredentials(*f.credentials)
+		if err != nil {
+			return nil, updater.DownloadOptions{}, err
+		}
+		o.Credentials = c
+		log.Info("download logins", "hosts", c.Hosts())
+	}
+	o.ResponseHeaderTimeout = *f.idle
+	return updater.NewClient(o), updater.DownloadOptions{Timeout: *f.timeout, IdleTimeout: *f.idle, Backoff: *f.backoff, MaxBackoff: *f.backoffMax}, nil
 }

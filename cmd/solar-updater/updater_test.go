@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -118,9 +120,11 @@ func TestKillMatrix(t *testing.T) {
 
 // TestErrorMatrix fails each step of an attempt in turn: the previous binary
 // stays selected and running, the outcome names the step, partial files are
-// removed, and the same attempt is not tried again; another attempt of the
-// digest is refused when the candidate's content failed (not when the
-// service's stop did).
+// removed, and the same attempt is not tried again. Another attempt of the
+// digest is refused after a failure of the candidate's own (its content, its
+// start, its readiness); after a failed stop or a full disk (not the
+// candidate's fault) it is tried again. A download that fails for a
+// transport reason (a 404) is retried until the attempt's notAfter.
 func TestErrorMatrix(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: runs updater and agent processes")
@@ -132,18 +136,18 @@ func TestErrorMatrix(t *testing.T) {
 		wrap                       []string // runs the updater under this command
 		failpoint                  string
 		step                       string
+		retried                    bool // another attempt of the digest is tried (and, the cause gone, commits)
 	}{
-		{"download", "v2", "2.0.0", "missing", nil, "", "download"},
-		{"digest", "v2", "2.0.0", "bad/other", nil, "", "digest"},
-		{"oversized", "v2", "2.0.0", "bad/oversized", nil, "", "size"},
-		{"truncated", "v2", "2.0.0", "bad/truncated", nil, "", "size"},
-		{"disk full", "v2", "2.0.0", "blobs", []string{"prlimit", "--fsize=200000"}, "", "install"},
-		{"probe", "v2-probe-fails", "2.0.0", "blobs", nil, "", "probe"},
-		{"stop", "v2", "2.0.0", "blobs", nil, "service-stop", "stop"},    // the first stop fails
-		{"start", "v2", "2.0.0", "blobs", nil, "service-start", "start"}, // the candidate's start fails
-		{"never ready", "v2-never-ready", "2.0.0", "blobs", nil, "", "readiness"},
-		{"crash at start", "v2-crash-at-start", "2.0.0", "blobs", nil, "", "readiness"},
-		{"other version", "v2-wrong-version", "2.0.0", "blobs", nil, "", "readiness"},
+		{"digest", "v2", "2.0.0", "bad/other", nil, "", "digest", false},
+		{"oversized", "v2", "2.0.0", "bad/oversized", nil, "", "size", false},
+		{"truncated", "v2", "2.0.0", "bad/truncated", nil, "", "size", false},
+		{"disk full", "v2", "2.0.0", "blobs", []string{"prlimit", "--fsize=200000"}, "", "install", true},
+		{"probe", "v2-probe-fails", "2.0.0", "blobs", nil, "", "probe", false},
+		{"stop", "v2", "2.0.0", "blobs", nil, "service-stop", "stop", false},    // the first stop fails
+		{"start", "v2", "2.0.0", "blobs", nil, "service-start", "start", false}, // the candidate's start fails
+		{"never ready", "v2-never-ready", "2.0.0", "blobs", nil, "", "readiness", false},
+		{"crash at start", "v2-crash-at-start", "2.0.0", "blobs", nil, "", "readiness", false},
+		{"other version", "v2-wrong-version", "2.0.0", "blobs", nil, "", "readiness", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := newDevice(t, server, nil)
@@ -170,6 +174,14 @@ func TestErrorMatrix(t *testing.T) {
 			other.NotAfter = "2099-01-01T00:00:00Z"
 			other, err := other.Seal()
 			require.NoError(t, err)
+			if tc.retried {
+				d.bin = updaterBin // the disk has room again
+				again, ok = d.run(t, "", other)
+				require.True(t, ok)
+				assert.Equal(t, updater.PhaseCommitted, again.State, "another attempt of the digest is tried: %s", again.Reason)
+				assert.Equal(t, "v2", running(t, d.paths, builds))
+				return
+			}
 			again, ok = d.run(t, "", other)
 			require.True(t, ok)
 			if tc.step == "stop" {
@@ -181,6 +193,33 @@ func TestErrorMatrix(t *testing.T) {
 			assert.Contains(t, again.Reason, "failed before")
 		})
 	}
+
+	t.Run("download (404) until notAfter", func(t *testing.T) {
+		d := newDevice(t, server, nil, fastRetries...)
+		a := server.attempt(t, builds["v2"], "2.0.0", "missing")
+		a.NotAfter = time.Now().Add(2 * time.Second).UTC().Format(time.RFC3339)
+		a, err := a.Seal()
+		require.NoError(t, err)
+		var seen outcomes
+		o, ok := d.runSeeing(t, "", a, seen.add, new(bytes.Buffer))
+		require.True(t, ok)
+		assert.Equal(t, updater.StateRefused, o.State, "the 404 is retried until notAfter, then refused")
+		assert.Contains(t, o.Reason, "expired while retrying: GET "+server.URL+"/missing/")
+		assert.Contains(t, o.Reason, "404 Not Found")
+		assert.NotEmpty(t, seen.of(updater.StateDownloadRetrying))
+		assert.Equal(t, "v1", running(t, d.paths, builds))
+		assert.Empty(t, journalOf(t, d.paths).Failed, "a 404 is not the artifact's fault")
+		again, ok := d.run(t, "", a)
+		require.True(t, ok)
+		assert.Equal(t, updater.StateRefused, again.State)
+		assert.Contains(t, again.Reason, "expired", "the same attempt again: expired, not failed before")
+		// The blob is there now (the operator pushed it; here, another URL):
+		// another attempt of the digest is tried and commits.
+		again, ok = d.run(t, "", server.attempt(t, builds["v2"], "2.0.0", "blobs"))
+		require.True(t, ok)
+		assert.Equal(t, updater.PhaseCommitted, again.State, again.Reason)
+		assert.Equal(t, "v2", running(t, d.paths, builds))
+	})
 
 	t.Run("crash after commit", func(t *testing.T) {
 		d := newDevice(t, server, nil)

@@ -7,9 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"syscall"
 	"time"
 
@@ -59,7 +59,7 @@ func (u *Updater) prepare(ctx context.Context, a wire.Attempt) error {
 	if err := os.MkdirAll(staging, 0o755); err != nil {
 		return failStep("install", err)
 	}
-	if err := u.download(ctx, a.Artifact, staging+"/agent"); err != nil {
+	if err := u.download(ctx, a, staging+"/agent"); err != nil {
 		os.RemoveAll(staging)
 		return err
 	}
@@ -75,52 +75,48 @@ func (u *Updater) prepare(ctx context.Context, a wire.Attempt) error {
 	return u.probe(ctx, p.Binary(digest))
 }
 
-// download streams the artifact into file: at most its size, its SHA-256
-// checked on the way, the file synced.
-func (u *Updater) download(ctx context.Context, art wire.Artifact, file string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, art.URL, nil)
-	if err != nil {
-		return failStep("download", err)
-	}
-	if req.URL.Scheme != "https" {
-		return failStep("download", fmt.Errorf("%s is not https", art.URL))
-	}
-	resp, err := u.opts.Client.Do(req)
-	if err != nil {
-		return failStep("download", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return failStep("download", fmt.Errorf("GET %s: %s", art.URL, resp.Status))
-	}
-	f, err := os.OpenFile(file, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o755)
-	if err != nil {
-		return failStep("install", err)
-	}
-	defer f.Close()
-	h := sha256.New()
-	// One byte over the size is enough to know it is oversized.
-	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(resp.Body, art.Size+1))
+// contentSteps are the failures that are the artifact's own: its digest or
+// size is not the attempt's, or it does not run here. Only they mark the
+// digest failed (readiness too, in the transaction). A transport failure is
+// retried by download; a full disk (install) is the device's.
+var contentSteps = []string{"digest", "size", "probe"}
+
+// prepareFailed ends an attempt whose prepare failed. Nothing was switched:
+// the previous binary runs on.
+//   - ctx ended (the agent went away, the updater stops): back to idle, the
+//     try not counted (a kill, which cannot get here, is), nothing reported:
+//     the attempt is tried again when it comes again;
+//   - the attempt's notAfter passed while retrying: refused, back to idle;
+//   - otherwise rolled-back with the step, the digest marked failed only
+//     for a content failure.
+func (u *Updater) prepareFailed(ctx context.Context, j Journal, err error, report func(string, string, error) Outcome) Outcome {
+	p, digest := u.opts.Paths, j.Attempt.Artifact.Digest
+	var expiredErr *expiredError
 	switch {
-	case err != nil && !errors.Is(err, syscall.EFBIG) && !errors.Is(err, syscall.ENOSPC):
-		return failStep("download", err)
-	case err != nil:
-		return failStep("install", err) // the disk is full
-	case n > art.Size:
-		return failStep("size", fmt.Errorf("the download is larger than the attempt's %d bytes", art.Size))
-	case n < art.Size:
-		return failStep("size", fmt.Errorf("the download ended after %d of %d bytes", n, art.Size))
+	case ctx.Err() != nil:
+		j.Tries[digest]--
+		j.Phase, j.Step, j.Reason = PhaseIdle, "", ""
+		if werr := j.write(p); werr != nil {
+			u.opts.Log.Error("writing the journal after a cancelled prepare", "err", werr)
+		}
+		u.opts.Log.Info("the prepare was cancelled: back to idle", "uuid", j.Attempt.UUID, "err", err)
+		return Outcome{UUID: j.Attempt.UUID, DeviceID: j.Attempt.DeviceID, Version: j.Attempt.TargetVersion, Reason: context.Cause(ctx).Error()}
+	case errors.As(err, &expiredErr):
+		j.Phase, j.Step, j.Reason = PhaseIdle, "", ""
+		if werr := j.write(p); werr != nil {
+			err = errors.Join(err, werr)
+		}
+		return report(StateRefused, "", err)
 	}
-	if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != art.Digest {
-		return failStep("digest", fmt.Errorf("the download has digest %s, not %s", got, art.Digest))
+	step := stepOf(err)
+	if slices.Contains(contentSteps, step) && !slices.Contains(j.Failed, digest) {
+		j.Failed = append(j.Failed, digest)
 	}
-	if err := f.Sync(); err != nil {
-		return failStep("install", err)
+	j.Phase, j.Step, j.Reason = PhaseRolledBack, step, err.Error()
+	if werr := j.write(p); werr != nil {
+		err = errors.Join(err, werr)
 	}
-	if err := f.Close(); err != nil {
-		return failStep("install", err)
-	}
-	return nil
+	return report(PhaseRolledBack, step, err)
 }
 
 // verifyFile checks an installed binary against the artifact.

@@ -35,14 +35,20 @@ type Outcome struct {
 const (
 	StateSwitching = "switching"
 	StateRefused   = "refused"
+	// StateDownloadRetrying: a download try failed for a reason that is not
+	// the artifact's (the link, TLS, the server, the login); the reason says
+	// which, and when the next try is. Not final.
+	StateDownloadRetrying = "download-retrying"
 )
 
 // Options configure an Updater.
 type Options struct {
 	Paths   Paths
 	Service Service
-	// Client downloads artifacts (HTTPS only).
+	// Client downloads artifacts (HTTPS only): NewClient's.
 	Client *http.Client
+	// Download bounds and paces the download's tries (download.go).
+	Download DownloadOptions
 	// Credential runs probes without root; nil keeps the updater's.
 	Credential *syscall.Credential
 	// ProbeTimeout bounds agent --probe; ReadyTimeout the wait for
@@ -133,7 +139,10 @@ var ErrBlocked = errors.New("rollback-failed: no attempt is accepted until the d
 
 // Handle carries out one attempt to its end and returns its final outcome:
 // committed, rolled-back (with the failing step), rollback-failed or
-// refused. Every outcome on the way is also reported.
+// refused. Every outcome on the way is also reported, download-retrying
+// among them. When ctx ends while the binary is being prepared, Handle
+// returns without a final outcome (State empty, nothing reported): the
+// journal is idle again and the attempt is tried again when it comes again.
 func (u *Updater) Handle(ctx context.Context, a wire.Attempt) Outcome {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -165,6 +174,9 @@ func (u *Updater) Handle(ctx context.Context, a wire.Attempt) Outcome {
 	case j.Tries[a.Artifact.Digest] >= u.opts.MaxTries:
 		return report(StateRefused, "", fmt.Errorf("digest %s was tried %d times: not again", a.Artifact.Digest, u.opts.MaxTries))
 	}
+	if err := expired(a, time.Now()); err != nil {
+		return report(StateRefused, "", err)
+	}
 	if j.Tries == nil {
 		j.Tries = map[string]int{}
 	}
@@ -175,13 +187,7 @@ func (u *Updater) Handle(ctx context.Context, a wire.Attempt) Outcome {
 	}
 	report(PhasePreparing, "", nil)
 	if err := u.prepare(ctx, a); err != nil {
-		// Nothing was switched: the previous binary runs on.
-		j.Failed = append(j.Failed, a.Artifact.Digest)
-		j.Phase, j.Step, j.Reason = PhaseRolledBack, stepOf(err), err.Error()
-		if werr := j.write(p); werr != nil {
-			err = errors.Join(err, werr)
-		}
-		return report(PhaseRolledBack, stepOf(err), err)
+		return u.prepareFailed(ctx, j, err, report)
 	}
 	j.Phase = PhasePrepared
 	if err := j.write(p); err != nil {
