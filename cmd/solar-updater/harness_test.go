@@ -112,6 +112,9 @@ type artifactServer struct {
 
 func startArtifactServer(t *testing.T) *artifactServer {
 	t.Helper()
+	if testing.Short() { // TestMain built nothing to run
+		t.Skip("-short: runs updater and agent processes")
+	}
 	s := &artifactServer{blobs: map[string][]byte{}}
 	for _, b := range builds {
 		s.blobs[digestOf(b)] = b

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -123,6 +124,14 @@ func (u *Updater) serveConn(ctx context.Context, conn *net.UnixConn, gid int) {
 		_ = enc.Encode(o)
 	}
 	defer func() { u.opts.Report = reportTo }()
+	// A peer that goes away before the switch takes its attempt with it:
+	// the download stops (Handle finishes a switch once begun).
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		defer cancel()
+		_, _ = io.Copy(io.Discard, conn)
+	}()
 	u.Handle(ctx, *req.Attempt)
 }
 

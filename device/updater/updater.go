@@ -194,7 +194,10 @@ func (u *Updater) Handle(ctx context.Context, a wire.Attempt) Outcome {
 		return report(StateRefused, "", err)
 	}
 	report(PhasePrepared, "", nil)
-	return u.transaction(ctx, j, report)
+	// Once the old agent is stopped, neither the peer's going away (the
+	// switch stops it) nor a SIGTERM cuts the switch: it ends in commit or
+	// rollback, each step bounded by its own timeout.
+	return u.transaction(context.WithoutCancel(ctx), j, report)
 }
 
 // reasonOf is the recorded reason of a final phase, nil when none.
