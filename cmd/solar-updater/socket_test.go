@@ -160,9 +160,9 @@ func TestThroughNATS(t *testing.T) {
 		}, 30*time.Second, 100*time.Millisecond, "dev-1 reports %s (last: %+v)", want, st)
 		return st
 	}
-	apply := func(build, version string) {
+	apply := func(build, version string, path ...string) {
 		t.Helper()
-		a := server.attempt(t, builds[build], version, "blobs")
+		a := server.attempt(t, builds[build], version, append(path, "blobs")[0])
 		p, err := fleet.PackAttempt(ctx, a)
 		require.NoError(t, err)
 		_, err = bucket.Apply(ctx, a, p.Root.Digest.String(), false)
@@ -178,4 +178,13 @@ func TestThroughNATS(t *testing.T) {
 	st = reported(updater.PhaseRolledBack)
 	assert.Equal(t, "readiness", st.Step)
 	assert.Equal(t, "v2", running(t, d.paths, builds), "back to the previous agent")
+
+	// An attempt whose download is retried without end (a 404, no
+	// notAfter) gives way to the next one the operator applies.
+	apply("v2-wrong-version", "4.0.0", "missing")
+	reported(updater.StateDownloadRetrying)
+	apply("v1", "1.0.0")
+	st = reported(updater.PhaseCommitted)
+	assert.Equal(t, "1.0.0", st.Version)
+	assert.Equal(t, "v1", running(t, d.paths, builds))
 }

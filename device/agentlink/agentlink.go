@@ -20,7 +20,9 @@ import (
 )
 
 // Run watches attempt.<deviceID> until ctx ends. The device id is checked
-// before any key is built.
+// before any key is built. Each new attempt replaces the one being
+// forwarded: its connection to the updater is closed, which stops a
+// download still under way (a switch once begun ends on its own).
 func Run(ctx context.Context, kv jetstream.KeyValue, deviceID, socket string, log *slog.Logger) error {
 	key, err := wire.AttemptKey(deviceID)
 	if err != nil {
@@ -31,6 +33,8 @@ func Run(ctx context.Context, kv jetstream.KeyValue, deviceID, socket string, lo
 		return fmt.Errorf("watching %s: %w", key, err)
 	}
 	defer w.Stop()
+	var f forwarder
+	defer f.stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -51,11 +55,37 @@ func Run(ctx context.Context, kv jetstream.KeyValue, deviceID, socket string, lo
 				log.Error("refusing an attempt that is not this device's or whose UUID is not its content's", "uuid", cur.UUID, "err", err)
 				continue
 			}
-			_, err := updater.Send(ctx, socket, cur.Attempt, func(o updater.Outcome) { publish(ctx, kv, deviceID, o, log) })
-			if err != nil {
-				log.Error("forwarding the attempt", "uuid", cur.UUID, "err", err)
-			}
+			f.stop()
+			f.start(ctx, func(ctx context.Context) {
+				_, err := updater.Send(ctx, socket, cur.Attempt, func(o updater.Outcome) { publish(ctx, kv, deviceID, o, log) })
+				if err != nil && ctx.Err() == nil {
+					log.Error("forwarding the attempt", "uuid", cur.UUID, "err", err)
+				}
+			})
 		}
+	}
+}
+
+// forwarder runs one forwarding at a time.
+type forwarder struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (f *forwarder) start(ctx context.Context, forward func(context.Context)) {
+	ctx, f.cancel = context.WithCancel(ctx)
+	f.done = make(chan struct{})
+	go func(done chan struct{}) {
+		defer close(done)
+		forward(ctx)
+	}(f.done)
+}
+
+// stop ends the forwarding under way and waits for it.
+func (f *forwarder) stop() {
+	if f.cancel != nil {
+		f.cancel()
+		<-f.done
 	}
 }
 
