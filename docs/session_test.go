@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -61,8 +62,15 @@ func needs(b block) []string {
 	return svcs
 }
 
-// copied are the folders of the repository the documented commands read.
-var copied = []string{"charts", "config", "examples", "policies", "schemas", "scripts"}
+// copied are the folders and files of the repository the documented
+// commands read; the Go source too, for the blocks that build the device
+// binaries with go build.
+var copied = []string{"charts", "config", "examples", "policies", "schemas", "scripts",
+	"cmd", "device", "internal", "renderer", "go.mod", "go.sum"}
+
+// goEnv are the go command's settings a block's go build keeps from the
+// test's: the module and build caches (the block's HOME is empty), the proxy.
+var goEnv = []string{"GOMODCACHE", "GOCACHE", "GOPROXY", "GOSUMDB", "GOFLAGS", "GOTOOLCHAIN", "GONOSUMDB", "GOPRIVATE"}
 
 // session runs the blocks of one document in order, in a scratch copy of
 // the repository, as a reader's terminal would: the files the blocks write
@@ -81,19 +89,35 @@ func newSession(t *testing.T, root, solar string) *session {
 	t.Helper()
 	dir := t.TempDir()
 	for _, d := range copied {
-		require.NoError(t, os.CopyFS(filepath.Join(dir, d), os.DirFS(filepath.Join(root, d))))
+		src := filepath.Join(root, d)
+		if fi, err := os.Stat(src); err == nil && !fi.IsDir() {
+			b, err := os.ReadFile(src)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, d), b, 0o644))
+			continue
+		}
+		require.NoError(t, os.CopyFS(filepath.Join(dir, d), os.DirFS(src)))
 	}
+	// Processes a block left running (a service started in the
+	// background, an agent in its own session) end with the document.
+	t.Cleanup(func() { killUnder(dir) })
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "bin"), 0o755))
 	require.NoError(t, os.Symlink(solar, filepath.Join(dir, "bin", "solar")))
 	state := filepath.Join(t.TempDir(), "exported")
 	require.NoError(t, os.WriteFile(state, nil, 0o600))
-	return &session{t: t, dir: dir, started: map[string]bool{}, env: map[string]string{
+	s := &session{t: t, dir: dir, started: map[string]bool{}, env: map[string]string{
 		"PATH":       filepath.Join(dir, "bin") + string(os.PathListSeparator) + os.Getenv("PATH"),
 		"HOME":       t.TempDir(),
 		"TMPDIR":     os.TempDir(),
 		"LANG":       "C.UTF-8",
 		"DOCS_STATE": state,
 	}}
+	for _, k := range goEnv {
+		if v, err := exec.Command("go", "env", k).Output(); err == nil && strings.TrimSpace(string(v)) != "" {
+			s.env[k] = strings.TrimSpace(string(v))
+		}
+	}
+	return s
 }
 
 // start starts what a block needs, once per document.
@@ -199,4 +223,21 @@ func (s *session) write(b block) {
 func indent(s string) string {
 	s = strings.TrimSuffix(s, "\n")
 	return "    " + strings.ReplaceAll(s, "\n", "\n    ") + "\n"
+}
+
+// killUnder kills every process whose command line or executable names a
+// path under dir.
+func killUnder(dir string) {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		exe, _ := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
+		if strings.Contains(string(cmdline), dir) || strings.HasPrefix(exe, dir) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
 }
