@@ -139,3 +139,32 @@ func TestAttackSocket(t *testing.T) {
 	out, _ = as(t, 5000, agentGroup, nil, garbage, peerBin, d.paths.Socket())
 	assert.Contains(t, out, "not an attempt", "a peer whose gid is the group is a member")
 }
+
+// TestAttackRestarts: while the agent's user tries all along to put
+// something where the socket goes (a folder at the old path, links and
+// folders in the socket's folder), the updater restarts 20 times and serves
+// every time.
+func TestAttackRestarts(t *testing.T) {
+	server := startArtifactServer(t)
+	d := newDeviceWith(t, server, deviceOptions{unprivileged: true})
+	attack := exec.Command("sh", "-c", fmt.Sprintf(`while :; do
+		mkdir -p %[1]s/run/updater.sock/x %[1]s/sock/updater.sock/x
+		ln -sfn /etc %[1]s/sock/.updater.sock.new; chmod 0777 %[1]s/sock
+	done 2>/dev/null`, d.paths.Root))
+	attack.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: agentUID, Gid: agentGroup}}
+	require.NoError(t, attack.Start())
+	t.Cleanup(func() { _ = attack.Process.Kill(); _ = attack.Wait() })
+	for i := range 20 {
+		require.NoError(t, os.RemoveAll(d.paths.SocketDir()))
+		cmd := d.updaterCmd("")
+		var logs strings.Builder
+		cmd.Stdout, cmd.Stderr = &logs, &logs
+		require.NoError(t, cmd.Start())
+		require.Eventually(t, func() bool { _, err := os.Stat(d.paths.Socket()); return err == nil }, 20*time.Second, 10*time.Millisecond,
+			"restart %d made no socket: %s", i, &logs)
+		out, _ := as(t, agentUID, agentGroup, nil, "garbage\n", peerBin, d.paths.Socket())
+		assert.Contains(t, out, "not an attempt", "restart %d serves", i)
+		require.NoError(t, syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM))
+		_ = cmd.Wait()
+	}
+}
