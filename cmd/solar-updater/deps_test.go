@@ -22,3 +22,20 @@ func TestDeviceSideLinksLittle(t *testing.T) {
 	}
 	assert.LessOrEqual(t, len(deps), 210, "packages linked into solar-updater")
 }
+
+// TestFlags: --version prints a version, --help says what the updater is,
+// and --agent-uid without --agent-gid is refused (it would run the agent
+// with gid 4294967295).
+func TestFlags(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: TestMain built no updater")
+	}
+	out, err := exec.Command(updaterBin, "--version").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.NotEmpty(t, strings.TrimSpace(string(out)))
+	out, _ = exec.Command(updaterBin, "--help").CombinedOutput()
+	assert.Contains(t, string(out), "replaces its fleet agent")
+	out, err = exec.Command(updaterBin, "--root", t.TempDir(), "--group", "0", "--agent-uid", "5").CombinedOutput()
+	require.Error(t, err)
+	assert.Contains(t, string(out), "--agent-uid needs --agent-gid")
+}

@@ -6,6 +6,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/x509"
 	"flag"
@@ -15,11 +16,13 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/solar-pipeline/solar/device/updater"
+	"github.com/solar-pipeline/solar/device/wire"
 )
 
 type stringList []string
@@ -34,64 +37,109 @@ func main() {
 	}
 }
 
-func run() error {
-	root := flag.String("root", "/var/lib/solar-updater", "root folder: the journal, the installed binaries, the agent link, the socket")
-	unit := flag.String("unit", "", "systemd unit of the agent (systemctl stop/start); without it the updater supervises the agent process itself")
-	var agentArgs stringList
-	flag.Var(&agentArgs, "agent-arg", "an argument of the agent, when the updater supervises it; repeatable")
-	group := flag.Int("group", -1, "gid of the fleet-agent group: the only peers the socket accepts (required)")
-	agentUID := flag.Int("agent-uid", -1, "uid to run probes (and a supervised agent) as; -1 keeps the updater's")
-	agentGID := flag.Int("agent-gid", -1, "gid to run probes (and a supervised agent) as")
-	dl := addDownloadFlags()
-	probeTimeout := flag.Duration("probe-timeout", 30*time.Second, "limit of agent --probe")
-	readyTimeout := flag.Duration("ready-timeout", 2*time.Minute, "how long a started agent has to report ready")
-	stopTimeout := flag.Duration("stop-timeout", 30*time.Second, "SIGTERM to SIGKILL, when the updater supervises the agent")
-	maxTries := flag.Int("max-tries", 3, "attempts begun per digest, kills and power cuts included")
-	repair := flag.String("repair", "", "clear a rollback-failed block, giving the reason, and exit (once a working agent runs again)")
+// config is what the flags say.
+type config struct {
+	root, unit, repair                      string
+	agentArgs                               stringList
+	group, agentUID, agentGID, maxTries     int
+	probeTimeout, readyTimeout, stopTimeout time.Duration
+	dl                                      downloadFlags
+	version                                 bool
+}
+
+func parseFlags() *config {
+	c := &config{}
+	flag.StringVar(&c.root, "root", "/var/lib/solar-updater", "root folder: the journal, the installed binaries, the agent link, the socket")
+	flag.StringVar(&c.unit, "unit", "", "systemd unit of the agent (systemctl stop/start); without it the updater supervises the agent process itself")
+	flag.Var(&c.agentArgs, "agent-arg", "an argument of the agent, when the updater supervises it; repeatable")
+	flag.IntVar(&c.group, "group", -1, "gid of the fleet-agent group: the only peers the socket accepts (required)")
+	flag.IntVar(&c.agentUID, "agent-uid", -1, "uid to run probes (and a supervised agent) as; -1 keeps the updater's")
+	flag.IntVar(&c.agentGID, "agent-gid", -1, "gid to run probes (and a supervised agent) as; required with --agent-uid")
+	c.dl = addDownloadFlags()
+	flag.DurationVar(&c.probeTimeout, "probe-timeout", 30*time.Second, "limit of agent --probe")
+	flag.DurationVar(&c.readyTimeout, "ready-timeout", 2*time.Minute, "how long a started agent has to report ready")
+	flag.DurationVar(&c.stopTimeout, "stop-timeout", 30*time.Second, "SIGTERM to SIGKILL, when the updater supervises the agent")
+	flag.IntVar(&c.maxTries, "max-tries", 3, "attempts begun per digest, kills and power cuts included")
+	flag.StringVar(&c.repair, "repair", "", "clear a rollback-failed block, giving the reason, and exit (once a working agent runs again)")
+	flag.BoolVar(&c.version, "version", false, "print this updater's version and exit")
+	flag.Usage = func() {
+		fmt.Fprint(flag.CommandLine.Output(), `solar-updater: the root service of a device that replaces its fleet agent in
+one crash-safe transaction (docs/updater.md). The agent forwards each upgrade
+attempt over ROOT/sock/updater.sock; the updater downloads the binary,
+checks it, switches, and commits once the new agent reports ready, or goes
+back to the previous one.
+
+Usage:
+  solar-updater --root ROOT --group GID [--agent-uid UID --agent-gid GID] [--unit fleet-agent.service] [--credentials FILE]
+  solar-updater --root ROOT --repair REASON
+  solar-updater --version
+
+`)
+		flag.PrintDefaults()
+	}
 	flag.Parse()
+	return c
+}
+
+func run() error {
+	c := parseFlags()
+	if c.version {
+		bi, _ := debug.ReadBuildInfo()
+		fmt.Println(cmp.Or(wire.BuildVersion(bi), "(devel)"))
+		return nil
+	}
 	// Nothing the updater makes is writable by group or others, whatever
 	// umask it inherited; modes are set explicitly where more is meant.
 	syscall.Umask(0o022)
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	if err := os.MkdirAll(*root, 0o755); err != nil {
+	if err := os.MkdirAll(c.root, 0o755); err != nil {
 		return err
 	}
 	// The kernel shows a process's executable by its real path: the root
 	// is compared by its real path too.
-	realRoot, err := filepath.EvalSymlinks(*root)
+	realRoot, err := filepath.EvalSymlinks(c.root)
 	if err != nil {
 		return err
 	}
 	paths := updater.Paths{Root: realRoot}
-	if *repair != "" {
-		if err := updater.Repair(paths, *repair); err != nil {
+	if c.repair != "" {
+		if err := updater.Repair(paths, c.repair); err != nil {
 			return err
 		}
-		log.Warn("repaired: attempts are accepted again", "reason", *repair)
+		log.Warn("repaired: attempts are accepted again", "reason", c.repair)
 		return nil
 	}
-	if *group < 0 {
+	if c.group < 0 {
 		return fmt.Errorf("--group is required: the gid of the fleet-agent group")
 	}
 	var cred *syscall.Credential
-	if *agentUID >= 0 {
-		cred = &syscall.Credential{Uid: uint32(*agentUID), Gid: uint32(*agentGID)}
+	if c.agentUID >= 0 {
+		if c.agentGID < 0 {
+			return fmt.Errorf("--agent-uid needs --agent-gid")
+		}
+		cred = &syscall.Credential{Uid: uint32(c.agentUID), Gid: uint32(c.agentGID)}
 	}
-	client, download, err := dl.options(log)
+	return serve(c, paths, cred, log)
+}
+
+// serve resumes the journal, starts a supervised agent when none runs, and
+// serves the socket until SIGTERM or SIGINT.
+func serve(c *config, paths updater.Paths, cred *syscall.Credential, log *slog.Logger) error {
+	client, download, err := c.dl.options(log)
 	if err != nil {
 		return err
 	}
-	var service updater.Service = updater.Systemd{Unit: *unit}
-	supervisor := updater.Supervisor{Paths: paths, Args: agentArgs, StopTimeout: *stopTimeout, Credential: cred}
-	if *unit == "" {
+	var service updater.Service = updater.Systemd{Unit: c.unit}
+	supervisor := updater.Supervisor{Paths: paths, Args: c.agentArgs, StopTimeout: c.stopTimeout, Credential: cred}
+	if c.unit == "" {
 		service = supervisor
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	u, err := updater.New(ctx, updater.Options{
-		Paths: paths, Service: service, Credential: cred, MaxTries: *maxTries,
+		Paths: paths, Service: service, Credential: cred, MaxTries: c.maxTries,
 		Client: client, Download: download,
-		ProbeTimeout: *probeTimeout, ReadyTimeout: *readyTimeout,
+		ProbeTimeout: c.probeTimeout, ReadyTimeout: c.readyTimeout,
 		Report: func(o updater.Outcome) {
 			log.Info("outcome", "uuid", o.UUID, "device", o.DeviceID, "state", o.State, "version", o.Version, "step", o.Step, "reason", o.Reason)
 		},
@@ -100,18 +148,18 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	if *unit == "" {
+	if c.unit == "" {
 		// At boot, or after the agent crashed: the selected agent runs.
 		if err := supervisor.StartIfNone(ctx); err != nil {
 			log.Warn("starting the agent", "err", err)
 		}
 	}
-	l, err := updater.Listen(paths, *group)
+	l, err := updater.Listen(paths, c.group)
 	if err != nil {
 		return err
 	}
-	log.Info("listening", "socket", paths.Socket(), "group", *group)
-	return u.Serve(ctx, l, *group)
+	log.Info("listening", "socket", paths.Socket(), "group", c.group)
+	return u.Serve(ctx, l, c.group)
 }
 
 // downloadFlags are the flags of the artifact download: whom to trust, the
