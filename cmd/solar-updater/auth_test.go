@@ -133,6 +133,12 @@ func (rec *recorder) seen() []string {
 	return append([]string(nil), rec.auths...)
 }
 
+func (rec *recorder) reset() {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	rec.auths = nil
+}
+
 func serveBlob(w http.ResponseWriter, b []byte) {
 	w.Header().Set("Content-Length", fmt.Sprint(len(b)))
 	_, _ = w.Write(b)
@@ -212,10 +218,23 @@ func TestBearerToken(t *testing.T) {
 		}
 		serveBlob(w, b)
 	})
+	// A host the agent names, without a login, challenging with the
+	// registry's realm and asking to push.
+	evil := startRecorder(t, func(w http.ResponseWriter, r *http.Request, _ int) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="`+tokens.URL+`/token",service="test-registry",scope="repository:fleet/agent:push,pull"`)
+		http.Error(w, "token", http.StatusUnauthorized)
+	})
 	d := newDevice(t, &artifactServer{caFile: startArtifactServer(t).caFile}, nil, fastRetries...)
-	d.extra = append(d.extra, "--credentials", credentialsFile(t, map[string][2]string{tokens.Listener.Addr().String(): {"device", "token-s3cret"}}))
+	d.extra = append(d.extra, "--credentials", credentialsFile(t, map[string][2]string{registry.Listener.Addr().String(): {"device", "token-s3cret"}}))
 	var logs bytes.Buffer
-	o, ok := d.runSeeing(t, "", attemptFrom(t, registry.URL+"/v2/fleet/agent/blobs/"+digestOf(b), ""), nil, &logs)
+	o, ok := d.runSeeing(t, "", attemptFrom(t, evil.URL+"/v2/fleet/agent/blobs/"+digestOf(b), time.Now().Add(3*time.Second).UTC().Format(time.RFC3339)), nil, &logs)
+	require.True(t, ok)
+	require.Equal(t, updater.StateRefused, o.State, o.Reason)
+	for _, a := range tokens.seen() {
+		assert.Empty(t, a, "the realm got a login for a host that has none")
+	}
+	tokens.reset()
+	o, ok = d.runSeeing(t, "", attemptFrom(t, registry.URL+"/v2/fleet/agent/blobs/"+digestOf(b), ""), nil, &logs)
 	require.True(t, ok)
 	require.Equal(t, updater.PhaseCommitted, o.State, "%s\n%s", o.Reason, logs.String())
 	var got []string // what the registry saw, named without showing a login
@@ -229,9 +248,9 @@ func TestBearerToken(t *testing.T) {
 			got = append(got, "something else")
 		}
 	}
-	assert.Equal(t, []string{"none", "the token"}, got, "anonymous (no login for the registry's host), then the token")
+	assert.Equal(t, []string{"something else", "the token"}, got, "the registry's login, then the token")
 	require.Len(t, tokens.seen(), 1)
-	assert.True(t, strings.HasPrefix(tokens.seen()[0], "Basic "), "the realm gets its host's login")
+	assert.True(t, strings.HasPrefix(tokens.seen()[0], "Basic "), "the realm gets the registry's login")
 	noSecret(t, "the logs", logs.String(), "token-s3cret", "tok-123")
 }
 
@@ -284,7 +303,7 @@ func TestCredentialsFileRefused(t *testing.T) {
 			require.NoError(t, tc.make(file))
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			out, err := exec.CommandContext(ctx, updaterBin, "--root", t.TempDir(), "--group", "0", "--credentials", file).CombinedOutput()
+			out, err := exec.CommandContext(ctx, updaterBin, "--root", t.TempDir(), "--group", "0", "--agent-as-root", "--credentials", file).CombinedOutput()
 			require.Error(t, err, "the updater refuses to start: %s", out)
 			assert.Contains(t, string(out), tc.want)
 			noSecret(t, "the error", string(out), secret)

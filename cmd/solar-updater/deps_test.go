@@ -24,8 +24,9 @@ func TestDeviceSideLinksLittle(t *testing.T) {
 }
 
 // TestFlags: --version prints a version, --help says what the updater is,
-// and --agent-uid without --agent-gid is refused (it would run the agent
-// with gid 4294967295).
+// --agent-uid without --agent-gid is refused (it would run the agent with
+// gid 4294967295), and so is running probes as root without
+// --agent-as-root.
 func TestFlags(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: TestMain built no updater")
@@ -38,4 +39,7 @@ func TestFlags(t *testing.T) {
 	out, err = exec.Command(updaterBin, "--root", t.TempDir(), "--group", "0", "--agent-uid", "5").CombinedOutput()
 	require.Error(t, err)
 	assert.Contains(t, string(out), "--agent-uid needs --agent-gid")
+	out, err = exec.Command(updaterBin, "--root", t.TempDir(), "--group", "0").CombinedOutput()
+	require.Error(t, err)
+	assert.Contains(t, string(out), "must not run as root", "probes as root only when asked for")
 }

@@ -223,15 +223,22 @@ func newDeviceWith(t *testing.T, s *artifactServer, o deviceOptions) *device {
 	return d
 }
 
+// updaterSecret is in the updater's environment, never in an agent's.
+const updaterSecret = "SOLAR_TEST_ROOT_SECRET=s3cret-of-root"
+
 // updaterCmd is the updater on the device, killed at killpoint when set.
 func (d *device) updaterCmd(killpoint string) *exec.Cmd {
 	args := []string{"--root", d.paths.Root, "--group", fmt.Sprint(d.group), "--ca-file", d.caFile, "--ready-timeout", "3s", "--stop-timeout", "2s"}
+	if d.service.Credential == nil {
+		args = append(args, "--agent-as-root")
+	}
 	for _, a := range d.service.Args { // the agent the updater starts is the one the test started
 		args = append(args, "--agent-arg", a)
 	}
 	args = append(args, d.extra...)
 	cmd := exec.Command(d.bin, args...)
-	cmd.Env = append(os.Environ(), "SOLAR_KILLPOINT="+killpoint, "SOLAR_FAILPOINT="+d.failpoint)
+	// updaterSecret stands for what a root shell's environment holds.
+	cmd.Env = append(os.Environ(), "SOLAR_KILLPOINT="+killpoint, "SOLAR_FAILPOINT="+d.failpoint, updaterSecret)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	return cmd
 }

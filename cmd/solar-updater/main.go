@@ -42,9 +42,10 @@ type config struct {
 	root, unit, repair                      string
 	agentArgs                               stringList
 	group, agentUID, agentGID, maxTries     int
+	maxSize                                 int64
 	probeTimeout, readyTimeout, stopTimeout time.Duration
 	dl                                      downloadFlags
-	version                                 bool
+	version, agentAsRoot                    bool
 }
 
 func parseFlags() *config {
@@ -55,11 +56,13 @@ func parseFlags() *config {
 	flag.IntVar(&c.group, "group", -1, "gid of the fleet-agent group: the only peers the socket accepts (required)")
 	flag.IntVar(&c.agentUID, "agent-uid", -1, "uid to run probes (and a supervised agent) as; -1 keeps the updater's")
 	flag.IntVar(&c.agentGID, "agent-gid", -1, "gid to run probes (and a supervised agent) as; required with --agent-uid")
+	flag.BoolVar(&c.agentAsRoot, "agent-as-root", false, "run probes (and a supervised agent) as root: only for a try on one machine; then the agent's group can run anything as root")
 	c.dl = addDownloadFlags()
 	flag.DurationVar(&c.probeTimeout, "probe-timeout", 30*time.Second, "limit of agent --probe")
 	flag.DurationVar(&c.readyTimeout, "ready-timeout", 2*time.Minute, "how long a started agent has to report ready")
 	flag.DurationVar(&c.stopTimeout, "stop-timeout", 30*time.Second, "SIGTERM to SIGKILL, when the updater supervises the agent")
 	flag.IntVar(&c.maxTries, "max-tries", 3, "attempts begun per digest, kills and power cuts included")
+	flag.Int64Var(&c.maxSize, "max-artifact-size", 512<<20, "largest agent binary an attempt may name, in bytes")
 	flag.StringVar(&c.repair, "repair", "", "clear a rollback-failed block, giving the reason, and exit (once a working agent runs again)")
 	flag.BoolVar(&c.version, "version", false, "print this updater's version and exit")
 	flag.Usage = func() {
@@ -70,7 +73,7 @@ checks it, switches, and commits once the new agent reports ready, or goes
 back to the previous one.
 
 Usage:
-  solar-updater --root ROOT --group GID [--agent-uid UID --agent-gid GID] [--unit fleet-agent.service] [--credentials FILE]
+  solar-updater --root ROOT --group GID --agent-uid UID --agent-gid GID [--unit fleet-agent.service] [--credentials FILE]
   solar-updater --root ROOT --repair REASON
   solar-updater --version
 
@@ -113,11 +116,15 @@ func run() error {
 		return fmt.Errorf("--group is required: the gid of the fleet-agent group")
 	}
 	var cred *syscall.Credential
-	if c.agentUID >= 0 {
-		if c.agentGID < 0 {
-			return fmt.Errorf("--agent-uid needs --agent-gid")
-		}
+	switch {
+	case c.agentUID > 0 && c.agentGID < 0:
+		return fmt.Errorf("--agent-uid needs --agent-gid")
+	case c.agentUID > 0:
 		cred = &syscall.Credential{Uid: uint32(c.agentUID), Gid: uint32(c.agentGID)}
+	case !c.agentAsRoot:
+		// A probe runs the binary an attempt names: as root, whoever may
+		// send attempts (the socket's group) could run anything as root.
+		return fmt.Errorf("--agent-uid and --agent-gid are required (a uid other than 0): probes and a supervised agent must not run as root (--agent-as-root for a try on one machine)")
 	}
 	return serve(c, paths, cred, log)
 }
@@ -137,7 +144,7 @@ func serve(c *config, paths updater.Paths, cred *syscall.Credential, log *slog.L
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	u, err := updater.New(ctx, updater.Options{
-		Paths: paths, Service: service, Credential: cred, MaxTries: c.maxTries,
+		Paths: paths, Service: service, Credential: cred, MaxTries: c.maxTries, MaxSize: c.maxSize,
 		Client: client, Download: download,
 		ProbeTimeout: c.probeTimeout, ReadyTimeout: c.readyTimeout,
 		Report: func(o updater.Outcome) {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -292,7 +293,8 @@ func TestRollbackWaitsForReadiness(t *testing.T) {
 }
 
 // TestSupervisorStartsTheAgent: in supervisor mode, an updater that starts
-// where no agent runs (boot, a crash) starts the selected one.
+// where no agent runs (boot, a crash) starts the selected one, with none of
+// the updater's environment.
 func TestSupervisorStartsTheAgent(t *testing.T) {
 	server := startArtifactServer(t)
 	d := newDevice(t, server, nil)
@@ -300,4 +302,9 @@ func TestSupervisorStartsTheAgent(t *testing.T) {
 	require.Empty(t, agentProcesses(d.paths))
 	d.start(t)
 	assert.Equal(t, "v1", running(t, d.paths, builds))
+	for _, pid := range agentProcesses(d.paths) {
+		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		require.NoError(t, err)
+		assert.NotContains(t, string(env), updaterSecret, "the agent gets none of the updater's environment")
+	}
 }

@@ -110,7 +110,7 @@ func (u *Updater) download(ctx context.Context, a wire.Attempt, file string) err
 			return &expiredError{last: err}
 		}
 		u.opts.Report(Outcome{UUID: a.UUID, DeviceID: a.DeviceID, Version: a.TargetVersion, State: StateDownloadRetrying,
-			Step: "download", Reason: fmt.Sprintf("try %d: %v; next try in %s", try, err, wait.Round(time.Millisecond))})
+			Step: "download", Reason: capReason(fmt.Sprintf("try %d: %v; next try in %s", try, err, wait.Round(time.Millisecond)))})
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -195,7 +195,9 @@ func (u *Updater) downloadOnce(ctx context.Context, art wire.Artifact, file stri
 		return &transportError{err: fmt.Errorf("GET %s: %s", redactURL(target), resp.Status), retryAfter: retryAfter(resp, time.Now())}
 	}
 	if resp.ContentLength >= 0 && resp.ContentLength != art.Size {
-		return failStep("size", fmt.Errorf("the server sends %d bytes, not the attempt's %d", resp.ContentLength, art.Size))
+		// Neither the server's size nor its bytes' digest is told: the
+		// agent chooses the URL, and must not learn what it cannot read.
+		return failStep("size", fmt.Errorf("the server sends another size than the attempt's %d bytes", art.Size))
 	}
 	idle.Reset(o.IdleTimeout)
 	if err := save(resp.Body, file, art, func() { idle.Reset(o.IdleTimeout) }); err != nil {
@@ -215,7 +217,8 @@ func save(body io.Reader, file string, art wire.Artifact, progress func()) error
 	if err := os.Remove(file); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return failStep("install", err) // a failed try's partial file
 	}
-	f, err := os.OpenFile(file, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o755)
+	// Root's alone until its digest is the attempt's (prepare opens it).
+	f, err := os.OpenFile(file, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
 		return failStep("install", err)
 	}
@@ -232,10 +235,10 @@ func save(body io.Reader, file string, art wire.Artifact, progress func()) error
 	case n > art.Size:
 		return failStep("size", fmt.Errorf("the download is larger than the attempt's %d bytes", art.Size))
 	case n < art.Size:
-		return failStep("size", fmt.Errorf("the download ended after %d of %d bytes", n, art.Size))
+		return failStep("size", fmt.Errorf("the download ended before the attempt's %d bytes", art.Size))
 	}
 	if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != art.Digest {
-		return failStep("digest", fmt.Errorf("the download has digest %s, not %s", got, art.Digest))
+		return failStep("digest", fmt.Errorf("the download's digest is not the attempt's %s", art.Digest))
 	}
 	if err := f.Sync(); err != nil {
 		return failStep("install", err)

@@ -39,16 +39,23 @@ func stepOf(err error) string {
 }
 
 // prepare makes the attempt's binary selectable: downloaded, verified,
-// installed in its digest's folder and synced, then probed.
+// installed in its digest's folder and synced, then probed. The download is
+// root's alone (0700/0600) until its digest is the attempt's.
 func (u *Updater) prepare(ctx context.Context, a wire.Attempt) error {
 	p, digest := u.opts.Paths, a.Artifact.Digest
-	if _, err := os.Stat(p.Binary(digest)); err == nil {
-		// Installed by an earlier try: check it again before trusting it.
-		if err := verifyFile(p.Binary(digest), a.Artifact); err != nil {
-			if err := os.RemoveAll(p.Version(digest)); err != nil {
-				return failStep("install", err)
-			}
-		} else {
+	if a.Artifact.Size > u.opts.MaxSize {
+		return failStep("attempt", fmt.Errorf("the artifact's %d bytes are more than --max-artifact-size %d", a.Artifact.Size, u.opts.MaxSize))
+	}
+	damaged := false
+	if n, sum, err := hashFile(p.Binary(digest)); err == nil {
+		// Installed by an earlier try: checked again by its digest. An
+		// attempt never deletes it (it may be the one running).
+		switch {
+		case sum != digest:
+			damaged = true // replaced below, once the download is whole
+		case n != a.Artifact.Size:
+			return failStep("attempt", fmt.Errorf("the attempt's size %d is not the installed binary's of digest %s", a.Artifact.Size, digest))
+		default:
 			return u.probe(ctx, p.Binary(digest))
 		}
 	}
@@ -56,7 +63,7 @@ func (u *Updater) prepare(ctx context.Context, a wire.Attempt) error {
 	if err := os.RemoveAll(staging); err != nil {
 		return failStep("install", err)
 	}
-	if err := os.MkdirAll(staging, 0o755); err != nil {
+	if err := os.Mkdir(staging, 0o700); err != nil {
 		return failStep("install", err)
 	}
 	if err := u.download(ctx, a, staging+"/agent"); err != nil {
@@ -64,15 +71,38 @@ func (u *Updater) prepare(ctx context.Context, a wire.Attempt) error {
 		return err
 	}
 	killpoint.Here("prepare-downloaded")
-	if err := os.Rename(staging, p.Version(digest)); err != nil {
+	if err := install(p, digest, damaged); err != nil {
 		os.RemoveAll(staging)
-		return failStep("install", err)
-	}
-	if err := syncDir(p.Versions()); err != nil {
 		return failStep("install", err)
 	}
 	killpoint.Here("prepare-installed")
 	return u.probe(ctx, p.Binary(digest))
+}
+
+// install makes a verified download selectable: readable and executable by
+// the agent, renamed into its digest's folder (over a damaged one, which is
+// removed only then), the folder synced.
+func install(p Paths, digest string, damaged bool) error {
+	staging := p.Staging(digest)
+	if err := os.Chmod(staging+"/agent", 0o755); err != nil {
+		return err
+	}
+	if err := os.Chmod(staging, 0o755); err != nil {
+		return err
+	}
+	old := p.Staging(digest) + ".damaged"
+	if damaged {
+		if err := os.Rename(p.Version(digest), old); err != nil {
+			return err
+		}
+	}
+	if err := os.Rename(staging, p.Version(digest)); err != nil {
+		return err
+	}
+	if damaged {
+		_ = os.RemoveAll(old)
+	}
+	return syncDir(p.Versions())
 }
 
 // contentSteps are the failures that are the artifact's own: its digest or
@@ -119,23 +149,25 @@ func (u *Updater) prepareFailed(ctx context.Context, j Journal, err error, repor
 	return report(PhaseRolledBack, step, err)
 }
 
-// verifyFile checks an installed binary against the artifact.
-func verifyFile(file string, art wire.Artifact) error {
+// hashFile is the size and digest of an installed binary.
+func hashFile(file string) (int64, string, error) {
 	f, err := os.Open(file)
 	if err != nil {
-		return err
+		return 0, "", err
 	}
 	defer f.Close()
 	h := sha256.New()
 	n, err := io.Copy(h, f)
-	if err != nil {
-		return err
-	}
-	if n != art.Size || "sha256:"+hex.EncodeToString(h.Sum(nil)) != art.Digest {
-		return fmt.Errorf("%s is not the artifact %s", file, art.Digest)
-	}
-	return nil
+	return n, "sha256:" + hex.EncodeToString(h.Sum(nil)), err
 }
+
+// maxProbeOutput bounds what a probe's output may hold in the updater's
+// memory: the start of it is enough to say why it failed.
+const maxProbeOutput = 512
+
+// probeEnv is the whole environment of probes and a supervised agent: the
+// updater's own (a root shell's) is not passed on.
+var probeEnv = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"}
 
 // probe runs the candidate with --probe, without root when a credential is
 // configured, bounded in time.
@@ -144,9 +176,25 @@ func (u *Updater) probe(ctx context.Context, binary string) error {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, "--probe")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: u.opts.Credential}
+	cmd.Env = probeEnv
 	cmd.WaitDelay = time.Second
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return failStep("probe", fmt.Errorf("%s --probe: %w: %.200s", binary, err, out))
+	out := &capped{max: maxProbeOutput}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Run(); err != nil {
+		return failStep("probe", fmt.Errorf("%s --probe: %w: %q", binary, err, out.b))
 	}
 	return nil
+}
+
+// capped keeps the first max bytes written to it and drops the rest.
+type capped struct {
+	b   []byte
+	max int
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if room := c.max - len(c.b); room > 0 {
+		c.b = append(c.b, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
 }

@@ -40,7 +40,7 @@ func agentProcesses(p Paths, uid int) map[int]string {
 // as uid when uid >= 0. exe is the binary's path.
 func isAgent(p Paths, pid, uid int) (exe string, ok bool) {
 	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
-	if err != nil || !strings.HasPrefix(exe, p.Versions()+"/") {
+	if err != nil || !strings.HasPrefix(exe, p.Versions()+"/") || !sameFile(p, pid, exe) {
 		return "", false
 	}
 	b, err := readBeneath(fmt.Sprintf("/proc/%d", pid), "status", 1<<16)
@@ -58,6 +58,27 @@ func isAgent(p Paths, pid, uid int) (exe string, ok bool) {
 		}
 	}
 	return strings.TrimSuffix(exe, " (deleted)"), true
+}
+
+// sameFile: the process's executable is the file at exe as this process
+// sees it, not a file of that name in a mount namespace of the process's
+// own (an unprivileged user namespace may mount anything over versions/).
+// An installed binary removed since it started counts by its namespace.
+func sameFile(p Paths, pid int, exe string) bool {
+	self, err1 := os.Readlink("/proc/self/ns/mnt")
+	theirs, err2 := os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", pid))
+	if err1 != nil || err2 != nil || self != theirs {
+		return false
+	}
+	running, err := os.Stat(fmt.Sprintf("/proc/%d/exe", pid))
+	if err != nil {
+		return false
+	}
+	installed, err := os.Stat(strings.TrimSuffix(exe, " (deleted)"))
+	if err != nil {
+		return strings.HasSuffix(exe, " (deleted)")
+	}
+	return os.SameFile(running, installed)
 }
 
 // stopAgents stops every agent: SIGTERM, and SIGKILL to those alive after

@@ -75,6 +75,7 @@ func (s Supervisor) Start(context.Context) error {
 	defer logf.Close()
 	cmd := exec.Command(s.Paths.Current(), s.Args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = probeEnv // nothing of the updater's environment
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: s.Credential}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting the agent: %w", err)

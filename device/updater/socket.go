@@ -121,6 +121,8 @@ func (u *Updater) serveConn(ctx context.Context, conn *net.UnixConn, gid int) {
 	reportTo := u.opts.Report
 	u.opts.Report = func(o Outcome) {
 		reportTo(o)
+		// A peer that stops reading does not hold the updater.
+		_ = conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
 		_ = enc.Encode(o)
 	}
 	defer func() { u.opts.Report = reportTo }()

@@ -18,8 +18,9 @@ const maxTokenAnswer = 1 << 20
 type challenge struct{ realm, service, scope string }
 
 // withToken answers a 401 that carries a Bearer challenge: a token from the
-// challenge's realm, asked with the login of the realm's own host (none: an
-// anonymous token), and the request once more with it. A 401 without such a
+// challenge's realm, asked with the login of the challenging registry (none:
+// an anonymous token) and for pulling only, and the request once more with
+// it. A 401 without such a
 // challenge is returned as it is. The token goes to the request's host only:
 // a redirect's request is built from the original, without it.
 func (t *authTransport) withToken(req *http.Request, resp *http.Response) (*http.Response, error) {
@@ -54,14 +55,17 @@ func (t *authTransport) token(orig *http.Request, ch challenge) (string, error) 
 		q.Set("service", ch.service)
 	}
 	for _, s := range strings.Fields(ch.scope) {
-		q.Add("scope", s)
+		q.Add("scope", pullOnly(s))
 	}
 	realm.RawQuery = q.Encode()
 	req, err := http.NewRequestWithContext(orig.Context(), http.MethodGet, realm.String(), nil)
 	if err != nil {
 		return "", err
 	}
-	if l, ok := t.creds.lookup(realm.Host); ok {
+	// The login is the challenging registry's, as Docker's: a host without
+	// one (any host the agent names in an attempt) gets an anonymous token,
+	// never one made with another host's login.
+	if l, ok := t.creds.lookup(orig.URL.Host); ok {
 		req.SetBasicAuth(l.username, l.password)
 	}
 	resp, err := t.base.RoundTrip(req) // no redirect followed
@@ -132,4 +136,16 @@ func authParams(s string) map[string]string {
 		}
 		m[key] = val
 	}
+}
+
+// pullOnly narrows a scope "repository:NAME:ACTIONS" to pulling: whatever a
+// registry's challenge asks for, the device's login never mints a token
+// that may push or delete.
+func pullOnly(scope string) string {
+	if rest, ok := strings.CutPrefix(scope, "repository:"); ok {
+		if i := strings.LastIndexByte(rest, ':'); i >= 0 {
+			return "repository:" + rest[:i] + ":pull"
+		}
+	}
+	return scope
 }

@@ -54,6 +54,9 @@ type Options struct {
 	// ProbeTimeout bounds agent --probe; ReadyTimeout the wait for
 	// readiness after a start.
 	ProbeTimeout, ReadyTimeout time.Duration
+	// MaxSize caps an artifact's size (512 MiB): an attempt may not fill
+	// the device's disk.
+	MaxSize int64
 	// MaxTries caps the attempts begun per digest (kills and power cuts
 	// included), so that repeated cuts do not loop.
 	MaxTries int
@@ -73,6 +76,9 @@ type Updater struct {
 func New(ctx context.Context, opts Options) (*Updater, error) {
 	if opts.MaxTries <= 0 {
 		opts.MaxTries = 3
+	}
+	if opts.MaxSize <= 0 {
+		opts.MaxSize = 512 << 20
 	}
 	if opts.ProbeTimeout <= 0 {
 		opts.ProbeTimeout = 30 * time.Second
@@ -150,7 +156,7 @@ func (u *Updater) Handle(ctx context.Context, a wire.Attempt) Outcome {
 	report := func(state, step string, err error) Outcome {
 		out.State, out.Step, out.Reason = state, step, ""
 		if err != nil {
-			out.Reason = err.Error()
+			out.Reason = capReason(err.Error())
 		}
 		u.opts.Report(out)
 		return out
@@ -198,6 +204,17 @@ func (u *Updater) Handle(ctx context.Context, a wire.Attempt) Outcome {
 	// switch stops it) nor a SIGTERM cuts the switch: it ends in commit or
 	// rollback, each step bounded by its own timeout.
 	return u.transaction(context.WithoutCancel(ctx), j, report)
+}
+
+// maxReason bounds an outcome's reason: a server's status line, a probe's
+// output may be long, and every outcome goes to the bucket.
+const maxReason = 1 << 10
+
+func capReason(s string) string {
+	if len(s) <= maxReason {
+		return s
+	}
+	return strings.ToValidUTF8(s[:maxReason], "") + "…"
 }
 
 // reasonOf is the recorded reason of a final phase, nil when none.
@@ -262,7 +279,7 @@ func (u *Updater) transaction(ctx context.Context, j Journal, report func(string
 // journal. A rollback that fails blocks the updater.
 func (u *Updater) rollback(ctx context.Context, j Journal, step string, cause error, failed bool) Outcome {
 	p, a := u.opts.Paths, *j.Attempt
-	out := Outcome{UUID: a.UUID, DeviceID: a.DeviceID, Version: a.TargetVersion, Step: step, Reason: cause.Error()}
+	out := Outcome{UUID: a.UUID, DeviceID: a.DeviceID, Version: a.TargetVersion, Step: step, Reason: capReason(cause.Error())}
 	if failed && !slices.Contains(j.Failed, a.Artifact.Digest) {
 		j.Failed = append(j.Failed, a.Artifact.Digest)
 	}
@@ -285,7 +302,7 @@ func (u *Updater) rollback(ctx context.Context, j Journal, step string, cause er
 		u.opts.Log.Error("the rollback failed: blocked until repaired", "step", step, "err", err)
 		j.Phase, j.Blocked = PhaseRollbackFailed, true
 		j.Reason = fmt.Sprintf("%s; the rollback failed: %v", out.Reason, err)
-		out.State, out.Reason = PhaseRollbackFailed, j.Reason
+		out.State, out.Reason = PhaseRollbackFailed, capReason(j.Reason)
 		if werr := j.write(p); werr != nil {
 			out.Reason += "; " + werr.Error()
 		}
