@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -66,15 +67,24 @@ func Listen(p Paths, gid int) (*net.UnixListener, error) {
 	return l, nil
 }
 
+// maxConns bounds the connections served at once; more are closed.
+const maxConns = 8
+
 // Serve accepts the agent's connections until ctx ends: a peer whose group
 // (primary or supplementary) is not gid is refused; a peer that sends
 // anything but one attempt is refused. For an attempt, every outcome is
 // written back as a JSON line, the final one last, and the connection closed.
+// Connections are read side by side; attempts are carried out one at a
+// time, and the newest attempt preempts one still being prepared (a switch
+// once begun ends first). Serve returns once the attempt under way ended.
 func (u *Updater) Serve(ctx context.Context, l *net.UnixListener, gid int) error {
 	go func() {
 		<-ctx.Done()
 		l.Close()
 	}()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	slots := make(chan struct{}, maxConns)
 	for {
 		conn, err := l.AcceptUnix()
 		if err != nil {
@@ -83,8 +93,30 @@ func (u *Updater) Serve(ctx context.Context, l *net.UnixListener, gid int) error
 			}
 			return err
 		}
-		u.serveConn(ctx, conn, gid)
+		select {
+		case slots <- struct{}{}:
+		default:
+			u.opts.Log.Warn("refused a connection: too many at once", "max", maxConns)
+			conn.Close()
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			u.serveConn(ctx, conn, gid)
+		}()
 	}
+}
+
+// preempt makes cancel the newest connection's and cancels the one before.
+func (u *Updater) preempt(cancel context.CancelFunc) {
+	u.newest.Lock()
+	defer u.newest.Unlock()
+	if u.newest.cancel != nil {
+		u.newest.cancel()
+	}
+	u.newest.cancel = cancel
 }
 
 func (u *Updater) serveConn(ctx context.Context, conn *net.UnixConn, gid int) {
@@ -118,23 +150,21 @@ func (u *Updater) serveConn(ctx context.Context, conn *net.UnixConn, gid int) {
 		refuse(fmt.Errorf("not an attempt: the updater accepts {\"attempt\": {...}} and nothing else"))
 		return
 	}
-	reportTo := u.opts.Report
-	u.opts.Report = func(o Outcome) {
-		reportTo(o)
-		// A peer that stops reading does not hold the updater.
-		_ = conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
-		_ = enc.Encode(o)
-	}
-	defer func() { u.opts.Report = reportTo }()
-	// A peer that goes away before the switch takes its attempt with it:
-	// the download stops (Handle finishes a switch once begun).
+	// A peer that goes away before the switch takes its attempt with it,
+	// and a newer attempt replaces it: the download stops (Handle finishes
+	// a switch once begun).
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
 		defer cancel()
 		_, _ = io.Copy(io.Discard, conn)
 	}()
-	u.Handle(ctx, *req.Attempt)
+	u.preempt(cancel)
+	u.handle(ctx, *req.Attempt, func(o Outcome) {
+		// A peer that stops reading does not hold the updater.
+		_ = conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
+		_ = enc.Encode(o)
+	})
 }
 
 // peerInGroup checks the connected process's credentials (SO_PEERCRED): its

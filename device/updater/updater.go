@@ -68,7 +68,24 @@ type Options struct {
 // Updater replaces the agent, one attempt at a time.
 type Updater struct {
 	opts Options
-	mu   sync.Mutex
+	mu   sync.Mutex // one attempt at a time
+	// sink is the connection of the attempt under way (under mu).
+	sink func(Outcome)
+	// newest cancels the prepare of the newest connection's attempt: the
+	// next connection preempts it.
+	newest struct {
+		sync.Mutex
+		cancel context.CancelFunc
+	}
+}
+
+// report gives an outcome to Options.Report and to the connection of the
+// attempt under way.
+func (u *Updater) report(o Outcome) {
+	u.opts.Report(o)
+	if u.sink != nil {
+		u.sink(o)
+	}
 }
 
 // New makes the root's folders and resumes what the journal says was under
@@ -150,15 +167,25 @@ var ErrBlocked = errors.New("rollback-failed: no attempt is accepted until the d
 // returns without a final outcome (State empty, nothing reported): the
 // journal is idle again and the attempt is tried again when it comes again.
 func (u *Updater) Handle(ctx context.Context, a wire.Attempt) Outcome {
+	return u.handle(ctx, a, nil)
+}
+
+// handle is Handle, every outcome also given to sink.
+func (u *Updater) handle(ctx context.Context, a wire.Attempt, sink func(Outcome)) Outcome {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	if ctx.Err() != nil { // preempted, or its peer gone, while it waited
+		return Outcome{UUID: a.UUID, DeviceID: a.DeviceID, Version: a.TargetVersion, Reason: ctx.Err().Error()}
+	}
+	u.sink = sink
+	defer func() { u.sink = nil }()
 	out := Outcome{UUID: a.UUID, DeviceID: a.DeviceID, Version: a.TargetVersion}
 	report := func(state, step string, err error) Outcome {
 		out.State, out.Step, out.Reason = state, step, ""
 		if err != nil {
 			out.Reason = capReason(err.Error())
 		}
-		u.opts.Report(out)
+		u.report(out)
 		return out
 	}
 	if err := a.Verify(); err != nil {
@@ -306,7 +333,7 @@ func (u *Updater) rollback(ctx context.Context, j Journal, step string, cause er
 		if werr := j.write(p); werr != nil {
 			out.Reason += "; " + werr.Error()
 		}
-		u.opts.Report(out)
+		u.report(out)
 		return out
 	}
 	j.Phase = PhaseRolledBack
@@ -314,7 +341,7 @@ func (u *Updater) rollback(ctx context.Context, j Journal, step string, cause er
 		out.Reason += "; " + werr.Error()
 	}
 	out.State = PhaseRolledBack
-	u.opts.Report(out)
+	u.report(out)
 	return out
 }
 
