@@ -35,18 +35,58 @@ var killPoints = []string{
 // whole, exactly one agent runs, and the outcome is the expected one.
 func TestKillMatrix(t *testing.T) {
 	if testing.Short() {
-		t.Skip("-short: 39 cases of updater processes killed")
+		t.Skip("-short: 41 cases of updater processes killed")
 	}
 	server := startArtifactServer(t)
-	type row struct {
-		point string
-		every bool
-		want  string // the final outcome; "" none (the updater never gets past the point)
-		build string // the build selected and running at the end
-		// candidate is the build the attempt installs: v2, or one that
-		// never gets ready, to kill the rollback.
-		candidate string
+	matrix := killMatrix()
+	require.GreaterOrEqual(t, len(matrix), 30)
+	for _, tc := range matrix {
+		name := tc.point + map[bool]string{false: "/once", true: "/every"}[tc.every]
+		t.Run(name, func(t *testing.T) {
+			d := newDevice(t, server, nil)
+			a := server.attempt(t, builds[tc.candidate], "2.0.0", "blobs")
+			var final updater.Outcome
+			kills := 0
+			for run := 0; run < 6; run++ {
+				point := ""
+				if tc.every || run == 0 {
+					point = tc.point
+				}
+				o, ok := d.run(t, point, a)
+				if !ok {
+					kills++
+					// After every kill: the old or the new binary, whole.
+					selected(t, d.paths, builds)
+					continue
+				}
+				final = o
+				break
+			}
+			assert.Positive(t, kills, "the kill point was reached")
+			assert.Equal(t, tc.want, final.State, "final outcome (%s)", final.Reason)
+			assert.Equal(t, tc.build, selected(t, d.paths, builds))
+			assert.Equal(t, tc.build, running(t, d.paths, builds))
+			staging, _ := filepath.Glob(filepath.Join(d.paths.Versions(), ".staging-*"))
+			assert.Empty(t, staging, "no partial download is left")
+		})
 	}
+}
+
+// killRow is a case of the kill matrix.
+type killRow struct {
+	point string
+	every bool
+	want  string // the final outcome; "" none (the updater never gets past the point)
+	build string // the build selected and running at the end
+	// candidate is the build the attempt installs: v2, or one that never
+	// gets ready, to kill the rollback.
+	candidate string
+}
+
+// killMatrix is every kill point, once and on every run, with the outcome
+// and build each must end with.
+func killMatrix() []killRow {
+	type row = killRow
 	var matrix []row
 	switching := false // the points after the journal says stopping
 	for _, p := range killPoints {
@@ -86,37 +126,7 @@ func TestKillMatrix(t *testing.T) {
 	for _, p := range []string{"journal-before-rolling-back", "journal-after-rolling-back", "rollback-stopped", "journal-before-rolled-back", "journal-after-rolled-back"} {
 		matrix = append(matrix, row{p, false, updater.PhaseRolledBack, "v1", "v2-never-ready"})
 	}
-	require.GreaterOrEqual(t, len(matrix), 30)
-	for _, tc := range matrix {
-		name := tc.point + map[bool]string{false: "/once", true: "/every"}[tc.every]
-		t.Run(name, func(t *testing.T) {
-			d := newDevice(t, server, nil)
-			a := server.attempt(t, builds[tc.candidate], "2.0.0", "blobs")
-			var final updater.Outcome
-			kills := 0
-			for run := 0; run < 6; run++ {
-				point := ""
-				if tc.every || run == 0 {
-					point = tc.point
-				}
-				o, ok := d.run(t, point, a)
-				if !ok {
-					kills++
-					// After every kill: the old or the new binary, whole.
-					selected(t, d.paths, builds)
-					continue
-				}
-				final = o
-				break
-			}
-			assert.Positive(t, kills, "the kill point was reached")
-			assert.Equal(t, tc.want, final.State, "final outcome (%s)", final.Reason)
-			assert.Equal(t, tc.build, selected(t, d.paths, builds))
-			assert.Equal(t, tc.build, running(t, d.paths, builds))
-			staging, _ := filepath.Glob(filepath.Join(d.paths.Versions(), ".staging-*"))
-			assert.Empty(t, staging, "no partial download is left")
-		})
-	}
+	return matrix
 }
 
 // TestErrorMatrix fails each step of an attempt in turn: the previous binary
@@ -221,42 +231,49 @@ func TestErrorMatrix(t *testing.T) {
 		assert.Equal(t, updater.PhaseCommitted, again.State, again.Reason)
 		assert.Equal(t, "v2", running(t, d.paths, builds))
 	})
+}
 
-	t.Run("crash after commit", func(t *testing.T) {
-		d := newDevice(t, server, nil)
-		o, ok := d.run(t, "", server.attempt(t, builds["v2-crash-after-commit"], "2.0.0", "blobs"))
-		require.True(t, ok)
-		assert.Equal(t, updater.PhaseCommitted, o.State, "ready is committed at once")
-		assert.Equal(t, "v2-crash-after-commit", selected(t, d.paths, builds), "no protocol rollback after commit")
-	})
+// TestCrashAfterCommit: an agent that reports ready and crashes later is
+// committed: no protocol rollback after commit.
+func TestCrashAfterCommit(t *testing.T) {
+	server := startArtifactServer(t)
+	d := newDevice(t, server, nil)
+	o, ok := d.run(t, "", server.attempt(t, builds["v2-crash-after-commit"], "2.0.0", "blobs"))
+	require.True(t, ok)
+	assert.Equal(t, updater.PhaseCommitted, o.State, "ready is committed at once")
+	assert.Equal(t, "v2-crash-after-commit", selected(t, d.paths, builds), "no protocol rollback after commit")
+}
 
-	t.Run("rollback failed", func(t *testing.T) {
-		d := newDevice(t, server, nil)
-		// The previous binary is gone: the rollback cannot start it.
-		target, err := os.Readlink(d.paths.Current())
-		require.NoError(t, err)
-		require.NoError(t, os.Remove(target))
-		failed := server.attempt(t, builds["v2-never-ready"], "2.0.0", "blobs")
-		o, ok := d.run(t, "", failed)
-		require.True(t, ok)
-		assert.Equal(t, updater.PhaseRollbackFailed, o.State, o.Reason)
-		assert.Equal(t, "readiness", o.Step)
-		good := server.attempt(t, builds["v2"], "2.0.0", "blobs")
-		o, ok = d.run(t, "", good)
-		require.True(t, ok)
-		assert.Equal(t, updater.StateRefused, o.State, "blocked until repaired")
-		assert.Contains(t, o.Reason, "rollback-failed")
+// TestRollbackFailedBlocks: a rollback that cannot start the previous binary
+// is rollback-failed; every attempt is refused until --repair, the failed
+// one is answered with its outcome again, and the next commits.
+func TestRollbackFailedBlocks(t *testing.T) {
+	server := startArtifactServer(t)
+	d := newDevice(t, server, nil)
+	// The previous binary is gone: the rollback cannot start it.
+	target, err := os.Readlink(d.paths.Current())
+	require.NoError(t, err)
+	require.NoError(t, os.Remove(target))
+	failed := server.attempt(t, builds["v2-never-ready"], "2.0.0", "blobs")
+	o, ok := d.run(t, "", failed)
+	require.True(t, ok)
+	assert.Equal(t, updater.PhaseRollbackFailed, o.State, o.Reason)
+	assert.Equal(t, "readiness", o.Step)
+	good := server.attempt(t, builds["v2"], "2.0.0", "blobs")
+	o, ok = d.run(t, "", good)
+	require.True(t, ok)
+	assert.Equal(t, updater.StateRefused, o.State, "blocked until repaired")
+	assert.Contains(t, o.Reason, "rollback-failed")
 
-		out, err := exec.Command(d.bin, "--root", d.paths.Root, "--repair", "v1 reinstalled by hand").CombinedOutput()
-		require.NoError(t, err, "%s", out)
-		o, ok = d.run(t, "", failed)
-		require.True(t, ok)
-		assert.Equal(t, updater.PhaseRollbackFailed, o.State, "the failed attempt again: its outcome, for the agent to publish")
-		o, ok = d.run(t, "", good)
-		require.True(t, ok)
-		assert.Equal(t, updater.PhaseCommitted, o.State, o.Reason)
-		assert.Equal(t, "v2", running(t, d.paths, builds))
-	})
+	out, err := exec.Command(d.bin, "--root", d.paths.Root, "--repair", "v1 reinstalled by hand").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	o, ok = d.run(t, "", failed)
+	require.True(t, ok)
+	assert.Equal(t, updater.PhaseRollbackFailed, o.State, "the failed attempt again: its outcome, for the agent to publish")
+	o, ok = d.run(t, "", good)
+	require.True(t, ok)
+	assert.Equal(t, updater.PhaseCommitted, o.State, o.Reason)
+	assert.Equal(t, "v2", running(t, d.paths, builds))
 }
 
 // TestTriesCap: --max-tries N begins an attempt of a digest exactly N times,

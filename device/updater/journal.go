@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/solar-pipeline/solar/device/wire"
 	"github.com/solar-pipeline/solar/internal/killpoint"
@@ -114,4 +115,23 @@ func syncDir(dir string) error {
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+// maxReason bounds an outcome's reason: a server's status line, a probe's
+// output may be long, and every outcome goes to the bucket.
+const maxReason = 1 << 10
+
+func capReason(s string) string {
+	if len(s) <= maxReason {
+		return s
+	}
+	return strings.ToValidUTF8(s[:maxReason], "") + "…"
+}
+
+// reasonOf is the recorded reason of a final phase, nil when none.
+func reasonOf(j Journal) error {
+	if j.Reason == "" {
+		return nil
+	}
+	return errors.New(j.Reason)
 }

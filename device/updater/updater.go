@@ -233,25 +233,6 @@ func (u *Updater) handle(ctx context.Context, a wire.Attempt, sink func(Outcome)
 	return u.transaction(context.WithoutCancel(ctx), j, report)
 }
 
-// maxReason bounds an outcome's reason: a server's status line, a probe's
-// output may be long, and every outcome goes to the bucket.
-const maxReason = 1 << 10
-
-func capReason(s string) string {
-	if len(s) <= maxReason {
-		return s
-	}
-	return strings.ToValidUTF8(s[:maxReason], "") + "…"
-}
-
-// reasonOf is the recorded reason of a final phase, nil when none.
-func reasonOf(j Journal) error {
-	if j.Reason == "" {
-		return nil
-	}
-	return errors.New(j.Reason)
-}
-
 // transaction stops the old agent, selects and starts the candidate, and
 // commits on strict readiness; otherwise it rolls back.
 func (u *Updater) transaction(ctx context.Context, j Journal, report func(string, string, error) Outcome) Outcome {
