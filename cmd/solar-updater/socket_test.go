@@ -188,3 +188,59 @@ func TestThroughNATS(t *testing.T) {
 	assert.Equal(t, "1.0.0", st.Version)
 	assert.Equal(t, "v1", running(t, d.paths, builds))
 }
+
+// TestForgedAttemptNotForwarded: whoever can write attempt.<id> can compute
+// a valid UUID; the agent forwards only what solar fleet apply bound
+// (uuid.<uuid> naming the digest of the attempt's content).
+func TestForgedAttemptNotForwarded(t *testing.T) {
+	server := startArtifactServer(t)
+	nats := testenv.StartNATS(t)
+	_, js := nats.Connect(t)
+	ctx := context.Background()
+	bucket, err := fleet.OpenBucket(ctx, js, "solar-fleet", 1, true, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	kv, err := js.KeyValue(ctx, "solar-fleet")
+	require.NoError(t, err)
+	d := newDevice(t, server, []string{"--nats", nats.URL, "--device", "dev-1"}, "--ready-timeout", "5s")
+	d.start(t)
+
+	forge := func(build, version, boundTo string) {
+		t.Helper()
+		a := server.attempt(t, builds[build], version, "blobs")
+		digest, err := wire.AttemptDigest(a)
+		require.NoError(t, err)
+		if boundTo != "" {
+			_, err := kv.Create(ctx, "uuid."+a.UUID, []byte(boundTo))
+			require.NoError(t, err)
+		}
+		v, err := json.Marshal(wire.Current{UUID: a.UUID, Digest: digest, Attempt: a})
+		require.NoError(t, err)
+		_, err = kv.Put(ctx, "attempt.dev-1", v)
+		require.NoError(t, err)
+	}
+	refused := func(why string) {
+		t.Helper()
+		require.Eventually(t, func() bool {
+			b, _ := os.ReadFile(d.paths.Log())
+			return strings.Contains(string(b), why)
+		}, 20*time.Second, 100*time.Millisecond, "the agent refuses: %s", why)
+		s, err := bucket.Status(ctx, "dev-1")
+		require.NoError(t, err)
+		assert.Nil(t, s[0].State, "nothing was forwarded, nothing reported")
+	}
+	forge("v2", "2.0.0", "")
+	refused("no binding uuid.")
+	forge("v2", "2.0.1", "sha256:"+strings.Repeat("0", 64))
+	refused("binds another digest")
+	assert.Equal(t, "v1", running(t, d.paths, builds))
+
+	a := server.attempt(t, builds["v2"], "2.0.0", "blobs")
+	p, err := fleet.PackAttempt(ctx, a)
+	require.NoError(t, err)
+	_, err = bucket.Apply(ctx, a, p.Root.Digest.String(), false)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		s, err := bucket.Status(ctx, "dev-1")
+		return err == nil && s[0].State != nil && s[0].State.State == updater.PhaseCommitted
+	}, 30*time.Second, 100*time.Millisecond, "an attempt fleet apply wrote is forwarded and commits")
+}

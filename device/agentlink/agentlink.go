@@ -55,6 +55,10 @@ func Run(ctx context.Context, kv jetstream.KeyValue, deviceID, socket string, lo
 				log.Error("refusing an attempt that is not this device's or whose UUID is not its content's", "uuid", cur.UUID, "err", err)
 				continue
 			}
+			if err := genuine(ctx, kv, cur); err != nil {
+				log.Error("refusing an attempt that solar fleet apply did not bind", "uuid", cur.UUID, "err", err)
+				continue
+			}
 			f.stop()
 			f.start(ctx, func(ctx context.Context) {
 				_, err := updater.Send(ctx, socket, cur.Attempt, func(o updater.Outcome) { publish(ctx, kv, deviceID, o, log) })
@@ -64,6 +68,34 @@ func Run(ctx context.Context, kv jetstream.KeyValue, deviceID, socket string, lo
 			})
 		}
 	}
+}
+
+// genuine checks what a UUID cannot: anyone may compute an attempt's UUID,
+// but only solar fleet apply binds it (uuid.<uuid>, written once) to the
+// digest of the attempt's artifact. The value's digest must be the one of
+// the attempt's content, and the binding must name it.
+func genuine(ctx context.Context, kv jetstream.KeyValue, cur wire.Current) error {
+	d, err := wire.AttemptDigest(cur.Attempt)
+	if err != nil {
+		return err
+	}
+	if cur.Digest != d {
+		return fmt.Errorf("the attempt's content has digest %s, its value names %q", d, cur.Digest)
+	}
+	key, err := wire.UUIDKey(cur.Attempt.UUID)
+	if err != nil {
+		return err
+	}
+	e, err := kv.Get(ctx, key)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return fmt.Errorf("no binding %s", key)
+	case err != nil:
+		return fmt.Errorf("reading %s: %w", key, err)
+	case string(e.Value()) != d:
+		return fmt.Errorf("%s binds another digest", key)
+	}
+	return nil
 }
 
 // forwarder runs one forwarding at a time.

@@ -1,5 +1,11 @@
 package wire
 
+import (
+	"fmt"
+
+	"github.com/google/uuid"
+)
+
 // Current is a device's current attempt, the value of attempt.<deviceId>: the
 // attempt's UUID, the digest of its OCI artifact, and the attempt itself, so
 // that the device's agent needs nothing else.
@@ -35,4 +41,13 @@ func StateKey(id string) (string, error) {
 		return "", err
 	}
 	return "state." + id, nil
+}
+
+// UUIDKey is the bucket key that binds an attempt's UUID to the digest of
+// its artifact; the UUID is checked first.
+func UUIDKey(id string) (string, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return "", fmt.Errorf("invalid UUID %q: %w", id, err)
+	}
+	return "uuid." + id, nil
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/solar-pipeline/solar/device/wire"
 
-	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/solar-pipeline/solar/renderer/publish"
@@ -191,10 +190,10 @@ func (w *Write) Commit(ctx context.Context) error {
 // bind binds a UUID to the digest of its content, once: uuid.<uuid>. With
 // readOnly it only checks that the UUID is not bound to another digest.
 func (b *Bucket) bind(ctx context.Context, id, digest string, readOnly bool) error {
-	if _, err := uuid.Parse(id); err != nil {
-		return fmt.Errorf("invalid UUID %q: %w", id, err)
+	key, err := wire.UUIDKey(id)
+	if err != nil {
+		return err
 	}
-	key := "uuid." + id
 	if !readOnly {
 		err := retry(ctx, func(ctx context.Context) error {
 			_, err := b.kv.Create(ctx, key, []byte(digest))

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/solar-pipeline/solar/device/wire"
-
 	"github.com/opencontainers/go-digest"
 	"github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -20,6 +18,7 @@ import (
 	"oras.land/oras-go/v2/content/memory"
 	"oras.land/oras-go/v2/errdef"
 
+	"github.com/solar-pipeline/solar/device/wire"
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
@@ -30,12 +29,13 @@ const (
 	ArtifactTypeAgent = "application/vnd.solar.fleet.agent.v1"
 	// MediaTypeAgentBinary is the layer: the executable itself.
 	MediaTypeAgentBinary = "application/vnd.solar.fleet.agent.binary.v1"
-	// ArtifactTypeAttempt is the artifactType of an attempt's manifest.
-	ArtifactTypeAttempt = "application/vnd.solar.fleet.attempt.v1"
-	// MediaTypeAttempt is the layer: the attempt as JSON.
-	MediaTypeAttempt = "application/vnd.solar.fleet.attempt.v1+json"
-	// AnnotationDeviceID names the device of an attempt's manifest.
-	AnnotationDeviceID = "solar.opendefense.cloud/device-id"
+)
+
+// The attempt's artifact: device/wire (the device checks its digest).
+const (
+	ArtifactTypeAttempt = wire.ArtifactTypeAttempt
+	MediaTypeAttempt    = wire.MediaTypeAttempt
+	AnnotationDeviceID  = wire.AnnotationDeviceID
 )
 
 // Binary is an agent executable for one platform.

@@ -1,0 +1,64 @@
+package wire
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+)
+
+// The OCI artifact of an attempt, as solar fleet apply pushes it: an image
+// manifest (OCI 1.1, the empty config) whose single layer is the attempt's
+// JSON. Its digest is a function of the attempt alone (created is the Unix
+// epoch), and the bucket binds the attempt's UUID to it (uuid.<uuid>).
+const (
+	// ArtifactTypeAttempt is the artifactType of an attempt's manifest.
+	ArtifactTypeAttempt = "application/vnd.solar.fleet.attempt.v1"
+	// MediaTypeAttempt is the layer: the attempt as JSON.
+	MediaTypeAttempt = "application/vnd.solar.fleet.attempt.v1+json"
+	// AnnotationDeviceID names the device of an attempt's manifest.
+	AnnotationDeviceID = "solar.opendefense.cloud/device-id"
+)
+
+// descriptor and manifest are the OCI image-spec's, with the fields in the
+// order the spec's Go types marshal them: the bytes, and so the digest, are
+// those oras.PackManifest writes (renderer/fleet's test compares them).
+type descriptor struct {
+	MediaType string `json:"mediaType"`
+	Digest    string `json:"digest"`
+	Size      int64  `json:"size"`
+	Data      []byte `json:"data,omitempty"`
+}
+
+type manifest struct {
+	SchemaVersion int               `json:"schemaVersion"`
+	MediaType     string            `json:"mediaType,omitempty"`
+	ArtifactType  string            `json:"artifactType,omitempty"`
+	Config        descriptor        `json:"config"`
+	Layers        []descriptor      `json:"layers"`
+	Annotations   map[string]string `json:"annotations,omitempty"`
+}
+
+func describe(mediaType string, b []byte) descriptor {
+	sum := sha256.Sum256(b)
+	return descriptor{MediaType: mediaType, Digest: "sha256:" + hex.EncodeToString(sum[:]), Size: int64(len(b))}
+}
+
+// AttemptDigest is the digest of the attempt's OCI artifact: what the
+// bucket's uuid.<uuid> binding names for a genuine attempt.
+func AttemptDigest(a Attempt) (string, error) {
+	layer, err := json.Marshal(a)
+	if err != nil {
+		return "", err
+	}
+	empty := describe("application/vnd.oci.empty.v1+json", []byte("{}"))
+	empty.Data = []byte("{}")
+	m, err := json.Marshal(manifest{
+		SchemaVersion: 2, MediaType: "application/vnd.oci.image.manifest.v1+json", ArtifactType: ArtifactTypeAttempt,
+		Config: empty, Layers: []descriptor{describe(MediaTypeAttempt, layer)},
+		Annotations: map[string]string{"org.opencontainers.image.created": "1970-01-01T00:00:00Z", AnnotationDeviceID: a.DeviceID},
+	})
+	if err != nil {
+		return "", err
+	}
+	return describe("", m).Digest, nil
+}
