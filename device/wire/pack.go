@@ -17,11 +17,15 @@ const (
 	MediaTypeAttempt = "application/vnd.solar.fleet.attempt.v1+json"
 	// AnnotationDeviceID names the device of an attempt's manifest.
 	AnnotationDeviceID = "solar.opendefense.cloud/device-id"
+	// MediaTypeManifest and MediaTypeEmpty are the OCI image-spec's.
+	MediaTypeManifest = "application/vnd.oci.image.manifest.v1+json"
+	MediaTypeEmpty    = "application/vnd.oci.empty.v1+json"
 )
 
 // descriptor and manifest are the OCI image-spec's, with the fields in the
 // order the spec's Go types marshal them: the bytes, and so the digest, are
-// those oras.PackManifest writes (renderer/fleet's test compares them).
+// those oras.PackManifest wrote before solar fleet apply pushed these
+// (renderer/fleet's test compares them, so that bindings written then hold).
 type descriptor struct {
 	MediaType string `json:"mediaType"`
 	Digest    string `json:"digest"`
@@ -43,22 +47,30 @@ func describe(mediaType string, b []byte) descriptor {
 	return descriptor{MediaType: mediaType, Digest: "sha256:" + hex.EncodeToString(sum[:]), Size: int64(len(b))}
 }
 
-// AttemptDigest is the digest of the attempt's OCI artifact: what the
-// bucket's uuid.<uuid> binding names for a genuine attempt.
-func AttemptDigest(a Attempt) (string, error) {
-	layer, err := json.Marshal(a)
+// AttemptArtifact is the attempt's OCI artifact: its manifest, the empty
+// config and the layer (the attempt's JSON), and the manifest's digest,
+// which the bucket's uuid.<uuid> binding names for a genuine attempt.
+func AttemptArtifact(a Attempt) (manifestJSON, config, layer []byte, digest string, err error) {
+	layer, err = json.Marshal(a)
 	if err != nil {
-		return "", err
+		return nil, nil, nil, "", err
 	}
-	empty := describe("application/vnd.oci.empty.v1+json", []byte("{}"))
-	empty.Data = []byte("{}")
-	m, err := json.Marshal(manifest{
-		SchemaVersion: 2, MediaType: "application/vnd.oci.image.manifest.v1+json", ArtifactType: ArtifactTypeAttempt,
+	config = []byte("{}")
+	empty := describe(MediaTypeEmpty, config)
+	empty.Data = config
+	manifestJSON, err = json.Marshal(manifest{
+		SchemaVersion: 2, MediaType: MediaTypeManifest, ArtifactType: ArtifactTypeAttempt,
 		Config: empty, Layers: []descriptor{describe(MediaTypeAttempt, layer)},
 		Annotations: map[string]string{"org.opencontainers.image.created": "1970-01-01T00:00:00Z", AnnotationDeviceID: a.DeviceID},
 	})
 	if err != nil {
-		return "", err
+		return nil, nil, nil, "", err
 	}
-	return describe("", m).Digest, nil
+	return manifestJSON, config, layer, describe("", manifestJSON).Digest, nil
+}
+
+// AttemptDigest is the digest of the attempt's artifact (AttemptArtifact).
+func AttemptDigest(a Attempt) (string, error) {
+	_, _, _, d, err := AttemptArtifact(a)
+	return d, err
 }

@@ -112,26 +112,30 @@ func PackAgent(ctx context.Context, version string, bins []Binary, created time.
 }
 
 // PackAttempt packs an attempt as an OCI artifact (the attempt's JSON its
-// single layer), tagged with its UUID: its digest identifies it. Its created
-// time is fixed (the Unix epoch), so that the digest is a function of the
+// single layer), tagged with its UUID: its digest identifies it. The bytes
+// are wire.AttemptArtifact's, the ones a device checks the binding against;
+// created is fixed (the Unix epoch), so that the digest is a function of the
 // attempt alone and its UUID stays bound to one digest.
 func PackAttempt(ctx context.Context, a wire.Attempt) (*Packed, error) {
 	if err := a.Verify(); err != nil {
 		return nil, err
 	}
-	b, err := json.Marshal(a)
+	manifest, config, layer, _, err := wire.AttemptArtifact(a)
 	if err != nil {
 		return nil, err
 	}
 	p := &Packed{Tag: a.UUID, store: memory.New()}
-	layer := content.NewDescriptorFromBytes(MediaTypeAttempt, b)
-	if err := p.store.Push(ctx, layer, bytes.NewReader(b)); err != nil {
-		return nil, err
+	for _, b := range []struct {
+		mediaType string
+		data      []byte
+	}{{wire.MediaTypeAttempt, layer}, {wire.MediaTypeEmpty, config}} {
+		if err := p.store.Push(ctx, content.NewDescriptorFromBytes(b.mediaType, b.data), bytes.NewReader(b.data)); err != nil {
+			return nil, fmt.Errorf("packing the attempt of device %s: %w", a.DeviceID, err)
+		}
 	}
-	p.Root, err = oras.PackManifest(ctx, p.store, oras.PackManifestVersion1_1, ArtifactTypeAttempt,
-		oras.PackManifestOptions{Layers: []ocispec.Descriptor{layer}, ManifestAnnotations: map[string]string{
-			ocispec.AnnotationCreated: time.Unix(0, 0).UTC().Format(time.RFC3339), AnnotationDeviceID: a.DeviceID}})
-	if err != nil {
+	p.Root = content.NewDescriptorFromBytes(wire.MediaTypeManifest, manifest)
+	p.Root.ArtifactType = wire.ArtifactTypeAttempt
+	if err := p.store.Push(ctx, p.Root, bytes.NewReader(manifest)); err != nil {
 		return nil, fmt.Errorf("packing the attempt of device %s: %w", a.DeviceID, err)
 	}
 	return p, p.store.Tag(ctx, p.Root, p.Tag)
