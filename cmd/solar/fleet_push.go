@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path"
@@ -58,22 +59,8 @@ downloads it from: https://HOST/v2/PREFIX/REPO/blobs/DIGEST.`,
 			if repository == "" {
 				return fmt.Errorf("--repository is required")
 			}
-			bins, err := readBinaries(args)
-			if err != nil {
-				return err
-			}
-			if version, err = fleet.AgentVersion(bins, version); err != nil {
-				return err
-			}
-			created, ok, err := sourceDateEpoch()
-			if err != nil {
-				return err
-			}
-			if !ok {
-				created = time.Unix(0, 0).UTC()
-			}
 			ctx := cmd.Context()
-			packed, err := fleet.PackAgent(ctx, version, bins, created)
+			version, bins, packed, err := packAgentFiles(ctx, args, version)
 			if err != nil {
 				return err
 			}
@@ -81,20 +68,7 @@ downloads it from: https://HOST/v2/PREFIX/REPO/blobs/DIGEST.`,
 			if err != nil {
 				return hint(publish.Explain(err), rf.registry)
 			}
-			var platforms []pushedPlatform
-			for _, b := range bins {
-				l := packed.Layers[b.Platform]
-				platforms = append(platforms, pushedPlatform{Platform: b.Platform, Digest: l.Digest.String(), Size: l.Size, URL: url(l.Digest.String())})
-			}
-			if g.output != "text" {
-				return g.printData(map[string]any{"repository": repository, "version": version, "digest": packed.Root.Digest.String(),
-					"action": action, "platforms": platforms})
-			}
-			fmt.Fprintf(g.stdout, "%s:%s %s %s\n", repository, version, packed.Root.Digest, action)
-			for _, p := range platforms {
-				fmt.Fprintf(g.stdout, "  %-16s %s %9d %s\n", p.Platform, p.Digest, p.Size, p.URL)
-			}
-			return nil
+			return printPushedAgent(g, repository, version, action, bins, packed, url)
 		},
 	}
 	fl := cmd.Flags()
@@ -103,6 +77,47 @@ downloads it from: https://HOST/v2/PREFIX/REPO/blobs/DIGEST.`,
 	fl.StringVar(&version, "version", "", "the agent's version: the index's tag (default: the one the binaries' Go build information names)")
 	rf.registerClient(fl, "to push to")
 	return cmd
+}
+
+// packAgentFiles reads the FILE=PLATFORM arguments, settles the version
+// (fleet.AgentVersion: the given one, or the binaries' own) and packs them,
+// created at SOURCE_DATE_EPOCH or the Unix epoch.
+func packAgentFiles(ctx context.Context, args []string, version string) (string, []fleet.Binary, *fleet.Packed, error) {
+	bins, err := readBinaries(args)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	if version, err = fleet.AgentVersion(bins, version); err != nil {
+		return "", nil, nil, err
+	}
+	created, ok, err := sourceDateEpoch()
+	if err != nil {
+		return "", nil, nil, err
+	}
+	if !ok {
+		created = time.Unix(0, 0).UTC()
+	}
+	packed, err := fleet.PackAgent(ctx, version, bins, created)
+	return version, bins, packed, err
+}
+
+// printPushedAgent prints what push-agent pushed: the index, then per
+// platform the binary's digest, size and download URL.
+func printPushedAgent(g *globals, repository, version, action string, bins []fleet.Binary, packed *fleet.Packed, url func(string) string) error {
+	var platforms []pushedPlatform
+	for _, b := range bins {
+		l := packed.Layers[b.Platform]
+		platforms = append(platforms, pushedPlatform{Platform: b.Platform, Digest: l.Digest.String(), Size: l.Size, URL: url(l.Digest.String())})
+	}
+	if g.output != "text" {
+		return g.printData(map[string]any{"repository": repository, "version": version, "digest": packed.Root.Digest.String(),
+			"action": action, "platforms": platforms})
+	}
+	fmt.Fprintf(g.stdout, "%s:%s %s %s\n", repository, version, packed.Root.Digest, action)
+	for _, p := range platforms {
+		fmt.Fprintf(g.stdout, "  %-16s %s %9d %s\n", p.Platform, p.Digest, p.Size, p.URL)
+	}
+	return nil
 }
 
 // putAgent puts the packed agent (repository:version) into the layout out, or
