@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -128,6 +129,24 @@ func TestSocket(t *testing.T) {
 	})
 }
 
+// natsDevice is a device whose agent forwards dev-1's attempts from the
+// bucket solar-fleet of a real NATS server (the updater starts each agent
+// with the same arguments), its updater running; and the bucket, as solar
+// fleet and as a raw key-value store.
+func natsDevice(t *testing.T, server *artifactServer) (*device, *fleet.Bucket, jetstream.KeyValue) {
+	t.Helper()
+	nats := testenv.StartNATS(t)
+	_, js := nats.Connect(t)
+	ctx := context.Background()
+	bucket, err := fleet.OpenBucket(ctx, js, "solar-fleet", 1, true, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	kv, err := js.KeyValue(ctx, "solar-fleet")
+	require.NoError(t, err)
+	d := newDevice(t, server, []string{"--nats", nats.URL, "--device", "dev-1"}, "--ready-timeout", "5s")
+	d.start(t)
+	return d, bucket, kv
+}
+
 // TestThroughNATS: the whole path on a device. solar's side writes attempts
 // into a real NATS bucket; the running agent (agentlink) forwards them to the
 // updater; the updater switches; the outcomes the agent publishes are what
@@ -137,16 +156,8 @@ func TestThroughNATS(t *testing.T) {
 		t.Skip("-short: runs NATS, updater and agent processes")
 	}
 	server := startArtifactServer(t)
-	nats := testenv.StartNATS(t)
-	_, js := nats.Connect(t)
+	d, bucket, _ := natsDevice(t, server)
 	ctx := context.Background()
-	bucket, err := fleet.OpenBucket(ctx, js, "solar-fleet", 1, true, slog.New(slog.DiscardHandler))
-	require.NoError(t, err)
-
-	// The agent forwards this device's attempts: the updater starts each
-	// agent with the same arguments.
-	d := newDevice(t, server, []string{"--nats", nats.URL, "--device", "dev-1"}, "--ready-timeout", "5s")
-	d.start(t)
 
 	reported := func(want string) *wire.DeviceState {
 		t.Helper()
@@ -194,15 +205,8 @@ func TestThroughNATS(t *testing.T) {
 // (uuid.<uuid> naming the digest of the attempt's content).
 func TestForgedAttemptNotForwarded(t *testing.T) {
 	server := startArtifactServer(t)
-	nats := testenv.StartNATS(t)
-	_, js := nats.Connect(t)
+	d, bucket, kv := natsDevice(t, server)
 	ctx := context.Background()
-	bucket, err := fleet.OpenBucket(ctx, js, "solar-fleet", 1, true, slog.New(slog.DiscardHandler))
-	require.NoError(t, err)
-	kv, err := js.KeyValue(ctx, "solar-fleet")
-	require.NoError(t, err)
-	d := newDevice(t, server, []string{"--nats", nats.URL, "--device", "dev-1"}, "--ready-timeout", "5s")
-	d.start(t)
 
 	forge := func(build, version, boundTo string) {
 		t.Helper()
