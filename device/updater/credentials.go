@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"strings"
@@ -68,27 +67,15 @@ func ReadCredentials(file string) (Credentials, error) {
 		return Credentials{}, fmt.Errorf("credentials file: %w", err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
+	b, fi, err := readRegular(f, maxCredentialsFile)
 	if err != nil {
-		return Credentials{}, fmt.Errorf("credentials file: %w", err)
+		return Credentials{}, fmt.Errorf("credentials file: %w: refused", err)
 	}
-	st, _ := fi.Sys().(*syscall.Stat_t)
-	switch {
-	case !fi.Mode().IsRegular():
-		return Credentials{}, fmt.Errorf("credentials file %s is not a regular file (%s): refused", file, fi.Mode().Type())
+	switch st, _ := fi.Sys().(*syscall.Stat_t); {
 	case st == nil || st.Uid != 0:
 		return Credentials{}, fmt.Errorf("credentials file %s is not owned by root: refused (chown root)", file)
 	case fi.Mode().Perm()&0o077 != 0:
 		return Credentials{}, fmt.Errorf("credentials file %s has mode %04o: group or others may access it, refused (chmod 600)", file, fi.Mode().Perm())
-	case fi.Size() > maxCredentialsFile:
-		return Credentials{}, fmt.Errorf("credentials file %s is larger than %d bytes: refused", file, maxCredentialsFile)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxCredentialsFile+1))
-	if err != nil {
-		return Credentials{}, fmt.Errorf("credentials file: %w", err)
-	}
-	if len(b) > maxCredentialsFile {
-		return Credentials{}, fmt.Errorf("credentials file %s is larger than %d bytes: refused", file, maxCredentialsFile)
 	}
 	c, err := parseCredentials(b)
 	if err != nil {

@@ -94,21 +94,29 @@ func readBeneath(dir, name string, max int64) ([]byte, error) {
 	}
 	f := os.NewFile(uintptr(fd), dir+"/"+name)
 	defer f.Close()
+	b, _, err := readRegular(f, max)
+	return b, err
+}
+
+// readRegular reads f, opened without following a link and without
+// blocking: a regular file only (a FIFO or a device is refused), at most max
+// bytes. It also returns what fstat says of f.
+func readRegular(f *os.File, max int64) ([]byte, os.FileInfo, error) {
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%s)", f.Name(), fi.Mode().Type())
+		return nil, fi, fmt.Errorf("%s is not a regular file (%s)", f.Name(), fi.Mode().Type())
 	}
 	if fi.Size() > max {
-		return nil, fmt.Errorf("%s is larger than %d bytes", f.Name(), max)
+		return nil, fi, fmt.Errorf("%s is larger than %d bytes", f.Name(), max)
 	}
 	b, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err == nil && int64(len(b)) > max {
 		err = fmt.Errorf("%s is larger than %d bytes", f.Name(), max)
 	}
-	return b, err
+	return b, fi, err
 }
 
 // openLog opens the supervised agent's log for appending: no link followed,
