@@ -51,3 +51,14 @@ func UUIDKey(id string) (string, error) {
 	}
 	return "uuid." + id, nil
 }
+
+// InboxPrefix is the prefix of a device's NATS reply subjects
+// (nats.CustomInboxPrefix): the auth callout lets a device subscribe to its
+// own inbox only, so that no device receives another's replies or watch
+// deliveries. The device id is checked first.
+func InboxPrefix(id string) (string, error) {
+	if err := CheckDeviceID(id); err != nil {
+		return "", err
+	}
+	return "_INBOX_DEVICE." + id, nil
+}
