@@ -14,6 +14,13 @@
 # clients must log in as that user (the password goes into DIR/auth.conf, 0600,
 # never onto the command line); with NATS_TLS=1, the server requires TLS with a
 # self-signed certificate for IP 127.0.0.1, DIR/cert.pem (also the CA to trust).
+#
+# With NATS_CALLOUT_ISSUER (and NATS_USER, NATS_PASSWORD, NATS_CALLOUT_PASSWORD),
+# devices log in through the fleet's auth callout (solar-auth-callout, docs/fleet.md):
+# account FLEET holds JetStream and the service user NATS_USER; account AUTH holds
+# the callout's user auth-callout (password NATS_CALLOUT_PASSWORD); every other
+# connection is sent to the callout, whose account key is NATS_CALLOUT_ISSUER
+# (and curve key NATS_CALLOUT_XKEY, if set: requests are then encrypted).
 set -euo pipefail
 dir=${1:?usage: start-nats.sh DIR PORT [NAME CLUSTER_PORT ROUTE...]}
 port=${2:?usage: start-nats.sh DIR PORT [NAME CLUSTER_PORT ROUTE...]}
@@ -26,7 +33,19 @@ if [ $# -ge 4 ]; then
 fi
 mkdir -p "$dir"
 conf=""
-if [ -n "${NATS_USER:-}" ]; then
+if [ -n "${NATS_CALLOUT_ISSUER:-}" ]; then
+  : "${NATS_USER:?set NATS_USER with NATS_CALLOUT_ISSUER}" "${NATS_PASSWORD:?set NATS_PASSWORD}" "${NATS_CALLOUT_PASSWORD:?set NATS_CALLOUT_PASSWORD}"
+  conf+="accounts {
+  AUTH { users: [ { user: \"auth-callout\", password: \"$NATS_CALLOUT_PASSWORD\" } ] }
+  FLEET { jetstream: enabled, users: [ { user: \"$NATS_USER\", password: \"$NATS_PASSWORD\" } ] }
+}
+authorization { auth_callout {
+  issuer: \"$NATS_CALLOUT_ISSUER\"
+  account: AUTH
+  auth_users: [ \"auth-callout\", \"$NATS_USER\" ]
+  ${NATS_CALLOUT_XKEY:+xkey: \"$NATS_CALLOUT_XKEY\"}
+} }"$'\n'
+elif [ -n "${NATS_USER:-}" ]; then
   conf+="authorization { user: \"$NATS_USER\", password: \"${NATS_PASSWORD:?set NATS_PASSWORD with NATS_USER}\" }"$'\n'
 fi
 if [ "${NATS_TLS:-}" = 1 ]; then

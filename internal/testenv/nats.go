@@ -25,6 +25,9 @@ type NATS struct {
 	// User and Password log in (NATSOptions.Auth); CAFile is the
 	// certificate to trust (NATSOptions.TLS). Empty otherwise.
 	User, Password, CAFile string
+	// CalloutPassword is the password of the callout's user auth-callout
+	// (NATSOptions.CalloutIssuer).
+	CalloutPassword string
 	nodes                  []*natsNode
 }
 
@@ -42,6 +45,10 @@ type NATSOptions struct {
 	Auth bool
 	// TLS requires TLS, with a self-signed certificate for 127.0.0.1.
 	TLS bool
+	// CalloutIssuer sends every connection but the service users' to the
+	// auth callout whose account key it is (implies Auth); CalloutXKey is
+	// the callout's curve key, if requests are to be encrypted.
+	CalloutIssuer, CalloutXKey string
 }
 
 // StartNATS runs one nats-server with JetStream (scripts/start-nats.sh) and
@@ -58,9 +65,13 @@ func StartNATSWith(t testing.TB, opts NATSOptions) *NATS {
 	dir := filepath.Join(t.TempDir(), "js")
 	s := &NATS{}
 	var env []string
-	if opts.Auth {
+	if opts.Auth || opts.CalloutIssuer != "" {
 		s.User, s.Password = "solar", fmt.Sprintf("nats-s3cret-%d", port)
 		env = append(env, "NATS_USER="+s.User, "NATS_PASSWORD="+s.Password)
+	}
+	if opts.CalloutIssuer != "" {
+		s.CalloutPassword = fmt.Sprintf("callout-s3cret-%d", port)
+		env = append(env, "NATS_CALLOUT_ISSUER="+opts.CalloutIssuer, "NATS_CALLOUT_XKEY="+opts.CalloutXKey, "NATS_CALLOUT_PASSWORD="+s.CalloutPassword)
 	}
 	if opts.TLS {
 		s.CAFile = filepath.Join(dir, "cert.pem")
@@ -114,7 +125,7 @@ func (n *natsNode) start(t testing.TB) {
 	cmd := exec.Command("bash", append([]string{filepath.Join(Root(t), "scripts", "start-nats.sh")}, n.args...)...)
 	// Only what the test chose: not a login of the developer's own.
 	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		return strings.HasPrefix(kv, "NATS_USER=") || strings.HasPrefix(kv, "NATS_PASSWORD=") || strings.HasPrefix(kv, "NATS_TLS=")
+		return strings.HasPrefix(kv, "NATS_")
 	}), n.env...)
 	n.logs, n.stop = start(t, cmd)
 }

@@ -1,0 +1,130 @@
+package callout_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/solar-pipeline/solar/callout"
+	"github.com/solar-pipeline/solar/device/wire"
+	"github.com/solar-pipeline/solar/internal/testenv"
+)
+
+// fleet is a real nats-server whose devices log in through the callout,
+// served in process, and a real OpenID Provider that issues their tokens.
+type fleet struct {
+	op       *testenv.OIDC
+	nats     *testenv.NATS
+	svc      *callout.Service
+	kv       jetstream.KeyValue // the service user's view of the bucket
+	stopSvc  context.CancelFunc
+	served   chan error
+	verifier *callout.Verifier
+}
+
+const bucket = "solar-fleet"
+
+// startFleet starts the provider, the server and the callout (with an
+// xkey when sealed), and fills the bucket with devices A's and B's keys.
+func startFleet(t *testing.T, sealed bool, is callout.Issuer) *fleet {
+	t.Helper()
+	f := &fleet{op: testenv.StartOIDC(t)}
+	dir := t.TempDir()
+	issuer, xkey, err := callout.NewKeys(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := testenv.NATSOptions{CalloutIssuer: issuer}
+	if sealed {
+		opts.CalloutXKey = xkey
+	}
+	f.nats = testenv.StartNATSWith(t, opts)
+	acc, err := callout.ReadKey(dir + "/" + callout.AccountKeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	is.URL, is.Audience, is.HTTPClient = f.op.Issuer, f.op.Audience, f.op.HTTPClient()
+	f.verifier = callout.NewVerifier(is)
+	f.svc = &callout.Service{Verifier: f.verifier, AccountKey: acc, Account: "FLEET", Bucket: bucket}
+	if sealed {
+		if f.svc.XKey, err = callout.ReadKey(dir + "/" + callout.XKeyFile); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.startCallout(t)
+	_, js := f.nats.Connect(t)
+	ctx := context.Background()
+	if f.kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, History: 5}); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"attempt.A", "attempt.B", "state.B", "uuid.6ba7b810-9dad-11d1-80b4-00c04fd430c8"} {
+		if _, err := f.kv.Put(ctx, k, []byte(k+" v1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return f
+}
+
+// startCallout serves the callout until stopCallout or the test's end.
+func (f *fleet) startCallout(t *testing.T) {
+	t.Helper()
+	nc, err := nats.Connect(f.nats.URL, nats.UserInfo("auth-callout", f.nats.CalloutPassword))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	f.stopSvc, f.served = cancel, make(chan error, 1)
+	go func() { f.served <- callout.Serve(ctx, nc, f.svc, 4); nc.Close() }()
+	t.Cleanup(f.stopCallout)
+}
+
+func (f *fleet) stopCallout() {
+	if f.stopSvc != nil {
+		f.stopSvc()
+		<-f.served
+		f.stopSvc = nil
+	}
+}
+
+// violations counts the permission violations the server reports to a
+// client.
+type violations struct {
+	mu   sync.Mutex
+	errs []string
+}
+
+func (v *violations) handler(_ *nats.Conn, _ *nats.Subscription, err error) {
+	if err != nil && strings.Contains(strings.ToLower(err.Error()), "permissions violation") {
+		v.mu.Lock()
+		v.errs = append(v.errs, err.Error())
+		v.mu.Unlock()
+	}
+}
+
+func (v *violations) count() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return len(v.errs)
+}
+
+// connect logs device id in with token, as agentlink does (its inbox).
+func (f *fleet) connect(t *testing.T, id, token string, v *violations) (*nats.Conn, error) {
+	t.Helper()
+	opts := []nats.Option{nats.Token(token), nats.Timeout(5 * time.Second), nats.NoReconnect()}
+	if prefix, err := wire.InboxPrefix(id); err == nil {
+		opts = append(opts, nats.CustomInboxPrefix(prefix))
+	}
+	if v != nil {
+		opts = append(opts, nats.ErrorHandler(v.handler))
+	}
+	nc, err := nats.Connect(f.nats.URL, opts...)
+	if err == nil {
+		t.Cleanup(nc.Close)
+	}
+	return nc, err
+}

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
+
+	"github.com/solar-pipeline/solar/callout"
+)
+
+// serve connects to NATS and answers until ctx ends.
+func serve(ctx context.Context, c *config, stderr io.Writer) error {
+	level := slog.LevelInfo
+	if c.verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	s, err := service(c, log)
+	if err != nil {
+		return err
+	}
+	opts := []nats.Option{
+		nats.Name("solar-auth-callout"),
+		nats.UserInfo(c.user, os.Getenv("NATS_PASSWORD")),
+		nats.MaxReconnects(-1),
+		nats.Timeout(10 * time.Second),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { log.Warn("disconnected from NATS", "err", err) }),
+		nats.ReconnectHandler(func(*nats.Conn) { log.Info("reconnected to NATS") }),
+	}
+	if c.natsCA != "" {
+		opts = append(opts, nats.RootCAs(c.natsCA))
+	}
+	nc, err := nats.Connect(c.nats, opts...)
+	if err != nil {
+		return fmt.Errorf("connecting to NATS %s: %w", c.nats, err)
+	}
+	defer nc.Close()
+	log.Info("answering authorization requests", "nats", nc.ConnectedUrlRedacted(), "issuer", c.issuer.URL, "account", c.account, "bucket", c.bucket)
+	return callout.Serve(ctx, nc, s, c.workers)
+}
+
+// service reads the keys and builds the callout.
+func service(c *config, log *slog.Logger) (*callout.Service, error) {
+	acc, err := callout.ReadKey(c.accountKey)
+	if err != nil {
+		return nil, fmt.Errorf("--account-key: %w", err)
+	}
+	if pub, _ := acc.PublicKey(); !nkeys.IsValidPublicAccountKey(pub) {
+		return nil, fmt.Errorf("--account-key %s: not an account key (solar-auth-callout keys)", c.accountKey)
+	}
+	var xkp nkeys.KeyPair
+	if c.xkey != "" {
+		if xkp, err = callout.ReadKey(c.xkey); err != nil {
+			return nil, fmt.Errorf("--xkey: %w", err)
+		}
+		if pub, _ := xkp.PublicKey(); !nkeys.IsValidPublicCurveKey(pub) {
+			return nil, fmt.Errorf("--xkey %s: not a curve key (solar-auth-callout keys)", c.xkey)
+		}
+	}
+	if c.issuerCA != "" {
+		pem, err := os.ReadFile(c.issuerCA)
+		if err != nil {
+			return nil, fmt.Errorf("--issuer-ca: %w", err)
+		}
+		pool, err := x509.SystemCertPool()
+		if err != nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--issuer-ca %s: no PEM certificate", c.issuerCA)
+		}
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		c.issuer.HTTPClient = &http.Client{Transport: tr, Timeout: 15 * time.Second}
+	}
+	return &callout.Service{
+		Verifier:   callout.NewVerifier(c.issuer),
+		AccountKey: acc,
+		XKey:       xkp,
+		Account:    c.account,
+		Bucket:     c.bucket,
+		MaxTTL:     c.maxTTL,
+		Log:        log,
+	}, nil
+}
