@@ -1,5 +1,6 @@
 // Package testenv starts the real services tests run against, through the
 // project's scripts, on 127.0.0.1 and free ports, and stops them in t.Cleanup:
 // an OCI registry (scripts/start-registry.sh) and a counting HTTP proxy in
-// front of it.
+// front of it. An OpenID Provider standing in for Zitadel (StartOIDC) runs in
+// the test process itself, built on zitadel/oidc's op package.
 package testenv
