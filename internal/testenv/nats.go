@@ -28,7 +28,7 @@ type NATS struct {
 	// CalloutPassword is the password of the callout's user auth-callout
 	// (NATSOptions.CalloutIssuer).
 	CalloutPassword string
-	nodes                  []*natsNode
+	nodes           []*natsNode
 }
 
 type natsNode struct {
