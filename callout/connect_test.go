@@ -1,6 +1,7 @@
 package callout_test
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/base64"
@@ -39,34 +40,42 @@ func TestRefusedAtConnect(t *testing.T) {
 		return f.op.Sign(t, c)
 	}
 	hour := time.Hour
-	cases := map[string]string{
-		"no token":            "",
-		"not a JWT":           "hello",
-		"expired":             with("exp", time.Now().Add(-time.Minute).Unix()),
-		"not yet valid":       with("nbf", time.Now().Add(hour).Unix()),
-		"issued in future":    with("iat", time.Now().Add(hour).Unix()),
-		"no iat":              with("iat", nil),
-		"wrong issuer":        with("iss", "https://evil.example.com"),
-		"wrong audience":      with("aud", []string{"someone-else"}),
-		"missing device":      with("device_id", nil),
-		"device not a string": with("device_id", 42),
-		"wrong key":           foreignSigned(t, good),
-		"alg none":            unsigned(good),
-		"id with .":           with("device_id", "a.b"),
-		"id with *":           with("device_id", "a*"),
-		"id with >":           with("device_id", "a>"),
-		"id with space":       with("device_id", "a b"),
-		"id of 65 chars":      with("device_id", strings.Repeat("a", 65)),
-		"empty id":            with("device_id", ""),
+	// Each token, and the reason the verifier gives for it.
+	cases := map[string]struct{ token, why string }{
+		"no token":            {"", "no bearer token"},
+		"not a JWT":           {"hello", "malformed jwt"},
+		"expired":             {with("exp", time.Now().Add(-time.Minute).Unix()), "token is expired"},
+		"not yet valid":       {with("nbf", time.Now().Add(hour).Unix()), "nbf"},
+		"nbf past the skew":   {with("nbf", time.Now().Add(2*time.Minute).Unix()), "claim nbf is in the future"},
+		"issued in future":    {with("iat", time.Now().Add(hour).Unix()), "claim iat is in the future"},
+		"no iat":              {with("iat", nil), "no iat claim"},
+		"no exp":              {with("exp", nil), "token is expired"},
+		"wrong issuer":        {with("iss", "https://evil.example.com"), "issued by a different provider"},
+		"wrong audience":      {with("aud", []string{"someone-else"}), "expected audience"},
+		"missing device":      {with("device_id", nil), `no string claim "device_id"`},
+		"device not a string": {with("device_id", 42), `no string claim "device_id"`},
+		"wrong key":           {foreignSigned(t, good, "foreign"), "signed by no key of the issuer"},
+		"wrong key, its kid":  {foreignSigned(t, good, f.op.KeyIDs()[len(f.op.KeyIDs())-1]), "signed by no key of the issuer"},
+		"alg none":            {unsigned(good), `unexpected signature algorithm "none"`},
+		"id with .":           {with("device_id", "a.b"), "invalid device id"},
+		"id with *":           {with("device_id", "a*"), "invalid device id"},
+		"id with >":           {with("device_id", "a>"), "invalid device id"},
+		"id with space":       {with("device_id", "a b"), "invalid device id"},
+		"id of 65 chars":      {with("device_id", strings.Repeat("a", 65)), "invalid device id"},
+		"empty id":            {with("device_id", ""), "invalid device id"},
 	}
-	for name, token := range cases {
+	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, allowedBefore := f.svc.Counts()
-			_ = allowedBefore
-			if _, err := f.connect(t, "A", token, nil); err == nil {
+			if _, err := f.connect(t, "A", c.token, nil); err == nil {
 				t.Fatal("connected")
 			} else if !strings.Contains(strings.ToLower(err.Error()), "authorization violation") {
 				t.Fatalf("refused, but not for authorization: %v", err)
+			}
+			if c.token == "" {
+				return
+			}
+			if _, err := f.verifier.Verify(context.Background(), c.token); err == nil || !strings.Contains(err.Error(), c.why) {
+				t.Fatalf("the verifier says %v, want %q", err, c.why)
 			}
 		})
 	}
@@ -83,14 +92,14 @@ func TestRefusedAtConnect(t *testing.T) {
 }
 
 // foreignSigned signs c with a key the provider never published, under
-// the kid of none of its keys.
-func foreignSigned(t *testing.T, c map[string]any) string {
+// kid.
+func foreignSigned(t *testing.T, c map[string]any, kid string) string {
 	t.Helper()
 	k, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: jose.JSONWebKey{Key: k, KeyID: "foreign"}}, (&jose.SignerOptions{}).WithType("JWT"))
+	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: jose.JSONWebKey{Key: k, KeyID: kid}}, (&jose.SignerOptions{}).WithType("JWT"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package callout_test
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -50,7 +51,8 @@ func startFleet(t *testing.T, sealed bool, is callout.Issuer) *fleet {
 	}
 	is.URL, is.Audience, is.HTTPClient = f.op.Issuer, f.op.Audience, f.op.HTTPClient()
 	f.verifier = callout.NewVerifier(is)
-	f.svc = &callout.Service{Verifier: f.verifier, AccountKey: acc, Account: "FLEET", Bucket: bucket}
+	f.svc = &callout.Service{Verifier: f.verifier, AccountKey: acc, Account: "FLEET", Bucket: bucket,
+		Log: slog.New(slog.NewTextHandler(tlog{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 	if sealed {
 		if f.svc.XKey, err = callout.ReadKey(dir + "/" + callout.XKeyFile); err != nil {
 			t.Fatal(err)
@@ -106,6 +108,15 @@ func (v *violations) handler(_ *nats.Conn, _ *nats.Subscription, err error) {
 	}
 }
 
+func (v *violations) last() string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if len(v.errs) == 0 {
+		return ""
+	}
+	return v.errs[len(v.errs)-1]
+}
+
 func (v *violations) count() int {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -127,4 +138,12 @@ func (f *fleet) connect(t *testing.T, id, token string, v *violations) (*nats.Co
 		t.Cleanup(nc.Close)
 	}
 	return nc, err
+}
+
+// tlog writes the callout's log into the test's.
+type tlog struct{ t *testing.T }
+
+func (w tlog) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(b)))
+	return len(b), nil
 }

@@ -2,10 +2,12 @@ package callout_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/solar-pipeline/solar/callout"
@@ -68,6 +70,33 @@ func devicePermissions(t *testing.T, sealed bool) {
 		t.Fatalf("violations on what is its own: %v", v.errs)
 	}
 	refused(t, nc, &v, f, kv, js)
+	hiddenFilters(t, nc)
+}
+
+// hiddenFilters: a consumer created on its own attempt's subject whose
+// body asks for more is refused by the server, which compares the two.
+func hiddenFilters(t *testing.T, nc *nats.Conn) {
+	t.Helper()
+	subj := "$JS.API.CONSUMER.CREATE.KV_solar-fleet.sneaky.$KV.solar-fleet.attempt.A"
+	for _, cfg := range []string{
+		`{"filter_subject":"$KV.solar-fleet.>"}`,
+		`{"filter_subjects":["$KV.solar-fleet.attempt.A","$KV.solar-fleet.attempt.B"]}`,
+	} {
+		m, err := nc.Request(subj, []byte(`{"stream_name":"KV_solar-fleet","config":`+cfg+`}`), 5*time.Second)
+		if err != nil {
+			t.Fatalf("%s: %v", cfg, err)
+		}
+		var resp struct {
+			Error *struct {
+				Code    int    `json:"err_code"`
+				Message string `json:"description"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(m.Data, &resp); err != nil || resp.Error == nil {
+			t.Fatalf("consumer %s created: %s", cfg, m.Data)
+		}
+		t.Logf("consumer %s: refused, %d %s", cfg, resp.Error.Code, resp.Error.Message)
+	}
 }
 
 func expectUpdate(t *testing.T, w jetstream.KeyWatcher, want string) {
@@ -89,10 +118,12 @@ func expectUpdate(t *testing.T, w jetstream.KeyWatcher, want string) {
 // refused tries what device A must not do: each attempt fails and the
 // server reports one permission violation for it, and the bucket is as it
 // was.
-func refused(t *testing.T, nc interface{ Flush() error }, v *violations, f *fleet, kv jetstream.KeyValue, js jetstream.JetStream) {
+func refused(t *testing.T, nc *nats.Conn, v *violations, f *fleet, kv jetstream.KeyValue, js jetstream.JetStream) {
 	t.Helper()
 	short := func() (context.Context, context.CancelFunc) {
-		return context.WithTimeout(context.Background(), 2*time.Second)
+		// A refused request has no answer: it ends at its deadline, and
+		// the server's violation arrives at once.
+		return context.WithTimeout(context.Background(), 500*time.Millisecond)
 	}
 	tries := []struct {
 		name string
@@ -114,7 +145,24 @@ func refused(t *testing.T, nc interface{ Flush() error }, v *violations, f *flee
 			_, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "mine"})
 			return err
 		}},
-		{"list streams", func(ctx context.Context) error { return js.ListStreams(ctx).Err() }},
+		{"subscribe to B's inbox", func(context.Context) error {
+			_, err := nc.SubscribeSync("_INBOX_DEVICE.B.>")
+			return errors.Join(err, nc.Flush(), nc.LastError())
+		}},
+		{"subscribe to the bucket's subjects", func(context.Context) error {
+			_, err := nc.SubscribeSync("$KV.solar-fleet.>")
+			return errors.Join(err, nc.Flush(), nc.LastError())
+		}},
+		{"create a consumer whose subject hides its filter", func(ctx context.Context) error {
+			_, err := nc.RequestWithContext(ctx, "$JS.API.CONSUMER.CREATE.KV_solar-fleet", []byte(`{"stream_name":"KV_solar-fleet","config":{"filter_subject":"$KV.solar-fleet.>"}}`))
+			return err
+		}},
+		{"list streams", func(ctx context.Context) error {
+			l := js.ListStreams(ctx)
+			for range l.Info() {
+			}
+			return l.Err()
+		}},
 	}
 	for _, try := range tries {
 		before := v.count()
@@ -122,11 +170,14 @@ func refused(t *testing.T, nc interface{ Flush() error }, v *violations, f *flee
 		err := try.do(ctx)
 		cancel()
 		_ = nc.Flush()
-		waitFor(t, func() bool { return v.count() > before })
-		if err == nil && try.name != "list streams" {
-			t.Errorf("%s: allowed", try.name)
+		if !waitFor(func() bool { return v.count() > before }) {
+			t.Errorf("%s: no permission violation reported (err %v)", try.name, err)
+			continue
 		}
-		t.Logf("%s: refused (%d violation(s)): %v", try.name, v.count()-before, err)
+		if err == nil {
+			t.Errorf("%s: the call succeeded", try.name)
+		}
+		t.Logf("%s: refused, %d violation: %s", try.name, v.count()-before, v.last())
 	}
 	ctx, cancel := short()
 	defer cancel()
@@ -144,12 +195,11 @@ func refused(t *testing.T, nc interface{ Flush() error }, v *violations, f *flee
 }
 
 // waitFor polls cond for up to 5 s.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
+func waitFor(cond func() bool) bool {
 	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 		if cond() {
-			return
+			return true
 		}
 	}
-	t.Errorf("no permission violation reported")
+	return false
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 )
@@ -27,7 +28,7 @@ func Serve(ctx context.Context, nc *nats.Conn, s *Service, workers int) error {
 	if err != nil {
 		return fmt.Errorf("subscribing to %s: %w", Subject, err)
 	}
-	if err := nc.FlushWithContext(ctx); err != nil {
+	if err := nc.FlushTimeout(10 * time.Second); err != nil {
 		_ = sub.Unsubscribe()
 		return fmt.Errorf("subscribing to %s: %w", Subject, err)
 	}
