@@ -110,3 +110,33 @@ func withKid(t *testing.T, token, kid string) string {
 	b, _ = json.Marshal(h)
 	return base64.RawURLEncoding.EncodeToString(b) + "." + parts[1]
 }
+
+// TestIssuerDown: while the issuer cannot be reached, a callout that has
+// not yet read its discovery refuses every device, and one whose keys grew
+// older than KeysMaxAge does too (fail closed); service users connect all
+// along; once the issuer is back, devices are let in without a restart.
+func TestIssuerDown(t *testing.T) {
+	f := startFleet(t, true, callout.Issuer{KeysMaxAge: 500 * time.Millisecond, MinRefetch: 100 * time.Millisecond})
+	token := f.op.Token(t, f.op.AddDevice(t, "A"))
+	f.op.SetDown(true)
+	if _, err := f.connect(t, "A", token, nil); err == nil {
+		t.Fatal("let in before discovery, the issuer down")
+	}
+	f.nats.Connect(t)
+	f.op.SetDown(false)
+	time.Sleep(150 * time.Millisecond) // MinRefetch
+	if _, err := f.connect(t, "A", token, nil); err != nil {
+		t.Fatalf("issuer back, device refused: %v", err)
+	}
+	f.op.SetDown(true)
+	time.Sleep(600 * time.Millisecond) // KeysMaxAge
+	if _, err := f.connect(t, "A", token, nil); err == nil {
+		t.Fatal("let in on keys older than KeysMaxAge, the issuer down")
+	}
+	f.nats.Connect(t)
+	f.op.SetDown(false)
+	time.Sleep(150 * time.Millisecond)
+	if _, err := f.connect(t, "A", token, nil); err != nil {
+		t.Fatalf("issuer back, device refused: %v", err)
+	}
+}

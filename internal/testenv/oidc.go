@@ -51,6 +51,7 @@ type OIDC struct {
 	tokenEndpoint string
 	jwksFetches   atomic.Int64
 	devices       atomic.Int64
+	down          atomic.Bool
 }
 
 // oidcCryptoKey is op's key for what it encrypts (opaque tokens, state): the
@@ -77,6 +78,10 @@ func StartOIDC(t testing.TB) *OIDC {
 	require.NoError(t, err)
 	jwks := provider.KeysEndpoint().Relative()
 	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if o.down.Load() {
+			http.Error(w, "the test provider is down", http.StatusServiceUnavailable)
+			return
+		}
 		if r.Method == http.MethodGet && r.URL.Path == jwks {
 			o.jwksFetches.Add(1)
 		}
@@ -292,6 +297,10 @@ func (o *OIDC) KeyIDs() []string {
 	}
 	return kids
 }
+
+// SetDown makes the provider answer every request with 503 Service
+// Unavailable (down), or serve again.
+func (o *OIDC) SetDown(down bool) { o.down.Store(down) }
 
 // JWKSFetches counts the GET requests to the JWKS endpoint so far.
 func (o *OIDC) JWKSFetches() int64 {
