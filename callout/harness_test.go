@@ -32,7 +32,7 @@ const bucket = "solar-fleet"
 
 // startFleet starts the provider, the server and the callout (with an
 // xkey when sealed), and fills the bucket with devices A's and B's keys.
-func startFleet(t *testing.T, sealed bool, is callout.Issuer) *fleet {
+func startFleet(t testing.TB, sealed bool, is callout.Issuer) *fleet {
 	t.Helper()
 	f := &fleet{op: testenv.StartOIDC(t)}
 	dir := t.TempDir()
@@ -73,7 +73,7 @@ func startFleet(t *testing.T, sealed bool, is callout.Issuer) *fleet {
 }
 
 // startCallout serves the callout until stopCallout or the test's end.
-func (f *fleet) startCallout(t *testing.T) {
+func (f *fleet) startCallout(t testing.TB) {
 	t.Helper()
 	nc, err := nats.Connect(f.nats.URL, nats.UserInfo("auth-callout", f.nats.CalloutPassword))
 	if err != nil {
@@ -141,7 +141,7 @@ func (f *fleet) connect(t *testing.T, id, token string, v *violations) (*nats.Co
 }
 
 // tlog writes the callout's log into the test's.
-type tlog struct{ t *testing.T }
+type tlog struct{ t testing.TB }
 
 func (w tlog) Write(b []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(b)))

@@ -16,15 +16,26 @@ const Subject = "$SYS.REQ.USER.AUTH"
 const queue = "solar-auth-callout"
 
 // Serve answers the requests that reach nc (a service user of the callout's
-// account) with workers goroutines until ctx ends. Requests wait in a
-// bounded channel; one the callout cannot answer in time is refused by the
-// server.
+// account), workers at a time, until ctx ends. Requests wait in nats.go's
+// pending queue of the subscription (its default limits); one the callout
+// does not answer within the server's auth timeout is refused by the server.
 func Serve(ctx context.Context, nc *nats.Conn, s *Service, workers int) error {
 	if workers < 1 {
 		workers = 1
 	}
-	reqs := make(chan *nats.Msg, 4*workers)
-	sub, err := nc.ChanQueueSubscribe(Subject, queue, reqs)
+	slots := make(chan struct{}, workers)
+	var wg sync.WaitGroup
+	sub, err := nc.QueueSubscribe(Subject, queue, func(m *nats.Msg) {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			s.handle(ctx, m)
+		})
+	})
 	if err != nil {
 		return fmt.Errorf("subscribing to %s: %w", Subject, err)
 	}
@@ -32,21 +43,8 @@ func Serve(ctx context.Context, nc *nats.Conn, s *Service, workers int) error {
 		_ = sub.Unsubscribe()
 		return fmt.Errorf("subscribing to %s: %w", Subject, err)
 	}
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case m := <-reqs:
-					s.handle(ctx, m)
-				}
-			}
-		})
-	}
 	<-ctx.Done()
-	err = sub.Unsubscribe()
+	err = sub.Drain()
 	wg.Wait()
 	return err
 }
