@@ -21,15 +21,24 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); errors.Is(err, flag.ErrHelp) {
+		return
+	} else if err != nil {
 		fmt.Fprintln(os.Stderr, "solar-auth-callout:", err)
 		os.Exit(1)
 	}
 }
 
 func run(args []string, stdout, stderr io.Writer) error {
-	if len(args) > 0 && args[0] == "keys" {
-		return keys(args[1:], stdout, stderr)
+	if len(args) > 0 {
+		switch args[0] {
+		case "keys":
+			return keys(args[1:], stdout, stderr)
+		case "token":
+			return token(args[1:], stdout, stderr)
+		case "check":
+			return check(args[1:], stdout, stderr)
+		}
 	}
 	c, err := parseServe(args, stderr)
 	if err != nil {
@@ -104,8 +113,10 @@ iat and device claim, and answers with a NATS user that may read and watch
 attempt.<id>, write state.<id> and nothing else. Anything else is refused.
 
 Usage:
-  solar-auth-callout keys DIR          new account key and xkey
-  solar-auth-callout --issuer URL --audience AUD --account-key FILE [flags]
+  solar-auth-callout --issuer URL --audience AUD --account-key FILE [flags]   serve
+  solar-auth-callout keys DIR                      a new account key and xkey
+  solar-auth-callout token --issuer URL --key-file FILE   a device's token (JWT profile grant)
+  solar-auth-callout check --issuer URL --audience AUD TOKEN-FILE   what the callout would allow
 
 `)
 		fs.PrintDefaults()
@@ -114,9 +125,9 @@ Usage:
 		return nil, err
 	}
 	var missing []string
-	for name, v := range map[string]string{"--issuer": c.issuer.URL, "--audience": c.issuer.Audience, "--account-key": c.accountKey} {
-		if v == "" {
-			missing = append(missing, name)
+	for _, f := range []struct{ name, v string }{{"--issuer", c.issuer.URL}, {"--audience", c.issuer.Audience}, {"--account-key", c.accountKey}} {
+		if f.v == "" {
+			missing = append(missing, f.name)
 		}
 	}
 	if len(missing) > 0 || fs.NArg() > 0 {

@@ -2,12 +2,9 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"time"
 
@@ -66,21 +63,8 @@ func service(c *config, log *slog.Logger) (*callout.Service, error) {
 			return nil, fmt.Errorf("--xkey %s: not a curve key (solar-auth-callout keys)", c.xkey)
 		}
 	}
-	if c.issuerCA != "" {
-		pem, err := os.ReadFile(c.issuerCA)
-		if err != nil {
-			return nil, fmt.Errorf("--issuer-ca: %w", err)
-		}
-		pool, err := x509.SystemCertPool()
-		if err != nil {
-			pool = x509.NewCertPool()
-		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--issuer-ca %s: no PEM certificate", c.issuerCA)
-		}
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-		c.issuer.HTTPClient = &http.Client{Transport: tr, Timeout: 15 * time.Second}
+	if c.issuer.HTTPClient, err = httpClient(c.issuerCA); err != nil {
+		return nil, err
 	}
 	return &callout.Service{
 		Verifier:   callout.NewVerifier(c.issuer),
