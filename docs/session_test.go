@@ -29,6 +29,9 @@ var vars = map[string]string{
 	"REGISTRY_PASSWORD": "registry",
 	"PULL_PASSWORD":     "registry", // what a Target's cluster pulls with
 	"NATS_URL":          "nats",
+	"OIDC_ISSUER":       "oidc", // a test OpenID Provider standing in for Zitadel
+	"OIDC_CA":           "oidc",
+	"DEVICE_KEY":        "oidc", // a machine key of device depot_7 at that provider
 }
 
 // files are the files the docs name and the service that puts each into
@@ -66,7 +69,7 @@ func needs(b block) []string {
 // commands read; the Go source too, for the blocks that build the device
 // binaries with go build.
 var copied = []string{"charts", "config", "examples", "policies", "schemas", "scripts",
-	"cmd", "device", "internal", "renderer", "go.mod", "go.sum"}
+	"callout", "cmd", "device", "internal", "renderer", "go.mod", "go.sum"}
 
 // goEnv are the go command's settings a block's go build keeps from the
 // test's: the module and build caches (the block's HOME is empty), the proxy.
@@ -138,6 +141,11 @@ func (s *session) start(svc string) {
 		s.env["SSL_CERT_FILE"] = reg.CAFile
 	case "nats":
 		s.env["NATS_URL"] = testenv.StartNATS(t).URL
+	case "oidc":
+		op := testenv.StartOIDC(t)
+		key := filepath.Join(s.dir, "depot_7-key.json")
+		require.NoError(t, os.WriteFile(key, op.AddDevice(t, "depot_7"), 0o600))
+		s.env["OIDC_ISSUER"], s.env["OIDC_CA"], s.env["DEVICE_KEY"] = op.Issuer, op.CAFile, key
 	case "apiserver":
 		api := testenv.StartAPIServer(t)
 		b, err := os.ReadFile(api.Kubeconfig)

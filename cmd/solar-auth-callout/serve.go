@@ -36,9 +36,18 @@ func serve(ctx context.Context, c *config, stderr io.Writer) error {
 	if c.natsCA != "" {
 		opts = append(opts, nats.RootCAs(c.natsCA))
 	}
-	nc, err := nats.Connect(c.nats, opts...)
-	if err != nil {
-		return fmt.Errorf("connecting to NATS %s: %w", c.nats, err)
+	// A service started before its server waits for it, as after a reboot.
+	var nc *nats.Conn
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
+		if nc, err = nats.Connect(c.nats, opts...); err == nil {
+			break
+		}
+		log.Warn("connecting to NATS", "nats", c.nats, "err", err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("connecting to NATS %s: %w", c.nats, err)
+		case <-time.After(wait):
+		}
 	}
 	defer nc.Close()
 	log.Info("answering authorization requests", "nats", nc.ConnectedUrlRedacted(), "issuer", c.issuer.URL, "account", c.account, "bucket", c.bucket)
