@@ -230,7 +230,8 @@ func TestForgedAttemptNotForwarded(t *testing.T) {
 		}, 20*time.Second, 100*time.Millisecond, "the agent refuses: %s", why)
 		s, err := bucket.Status(ctx, "dev-1")
 		require.NoError(t, err)
-		assert.Nil(t, s[0].State, "nothing was forwarded, nothing reported")
+		st := s[0].State // the agent's startup publication (running) at most
+		assert.True(t, st == nil || st.State == "", "nothing was forwarded, nothing reported: %+v", st)
 	}
 	forge("v2", "2.0.0", "")
 	refused("no binding uuid.")
