@@ -143,6 +143,11 @@ func natsDevice(t *testing.T, server *artifactServer, extra ...string) (*device,
 	kv, err := js.KeyValue(ctx, "solar-fleet")
 	require.NoError(t, err)
 	d := newDevice(t, server, []string{"--nats", nats.URL, "--device", "dev-1"}, append([]string{"--ready-timeout", "5s"}, extra...)...)
+	t.Cleanup(func() {
+		if b, _ := os.ReadFile(d.paths.Log()); t.Failed() {
+			t.Logf("agents:\n%s", b)
+		}
+	})
 	d.start(t)
 	return d, bucket, kv
 }
@@ -164,14 +169,17 @@ func applyBuild(t *testing.T, bucket *fleet.Bucket, server *artifactServer, buil
 func reported(t *testing.T, bucket *fleet.Bucket, want string) *wire.DeviceState {
 	t.Helper()
 	var st *wire.DeviceState
-	require.Eventually(t, func() bool {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		s, err := bucket.Status(context.Background(), "dev-1")
 		if err == nil && len(s) == 1 && s[0].State != nil {
 			st = s[0].State
 		}
-		return st != nil && st.State == want
-	}, 30*time.Second, 100*time.Millisecond, "dev-1 reports %s (last: %+v)", want, st)
-	return st
+		if st != nil && st.State == want {
+			return st
+		}
+	}
+	require.Failf(t, "not reported", "dev-1 reports %s (last: %+v)", want, st)
+	return nil
 }
 
 // TestThroughNATS: the whole path on a device. solar's side writes attempts
