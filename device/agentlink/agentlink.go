@@ -45,13 +45,10 @@ type Link struct {
 	Ready func(context.Context) error
 	// Retry is the pause between two rounds of readiness checks and the
 	// first pause before a watch, a binding read or a forwarding is tried
-	// again (doubled up to maxPause); 250 ms when zero.
+	// again (doubled up to 40 times Retry: 10 s); 250 ms when zero.
 	Retry time.Duration
 	Log   *slog.Logger
 }
-
-// maxPause bounds the pause between tries of a watch or a forwarding.
-const maxPause = 10 * time.Second
 
 // Run watches attempt.<DeviceID> until ctx ends, forwarding each new
 // attempt, and reports ready once (ready.go). Each new attempt replaces the
@@ -108,7 +105,7 @@ func (l *Link) watch(ctx context.Context, key string, s *shared) {
 			if !sleep(ctx, pause) {
 				return
 			}
-			pause = min(2*pause, maxPause)
+			pause = min(2*pause, 40*l.Retry)
 			continue
 		}
 		pause = l.Retry
@@ -170,7 +167,7 @@ func (l *Link) attemptOf(ctx context.Context, kv jetstream.KeyValue, e jetstream
 		l.Log.Error("refusing an attempt that is not this device's or whose UUID is not its content's", "uuid", cur.UUID, "err", err)
 		return nil
 	}
-	for pause := l.Retry; ; pause = min(2*pause, maxPause) {
+	for pause := l.Retry; ; pause = min(2*pause, 40*l.Retry) {
 		err := genuine(ctx, kv, cur)
 		switch {
 		case err == nil:
@@ -224,7 +221,7 @@ func genuine(ctx context.Context, kv jetstream.KeyValue, cur wire.Current) error
 // a pause: the updater answers an attempt it finished with its outcome, and
 // takes up one it dropped.
 func (l *Link) forward(ctx context.Context, kv jetstream.KeyValue, cur wire.Current, s *shared) {
-	for pause := l.Retry; ; pause = min(2*pause, maxPause) {
+	for pause := l.Retry; ; pause = min(2*pause, 40*l.Retry) {
 		_, err := updater.SendNotify(ctx, l.Socket, cur.Attempt, func() { s.sent(cur.UUID) },
 			func(o updater.Outcome) { l.publish(ctx, kv, o) })
 		if err == nil || ctx.Err() != nil {
