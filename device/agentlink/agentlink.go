@@ -115,9 +115,16 @@ func (l *Link) watch(ctx context.Context, key string, s *shared) {
 	}
 }
 
-// consume forwards the attempts w delivers until it ends. The nil entry
-// after the initial values completes the snapshot.
+// consume forwards the attempts w delivers until it ends, or until the
+// connection reconnected: the watch is made again at once then (nats.go
+// would make its consumer again only after two missed heartbeats, 10 to
+// 20 s after a server's restart). The nil entry after the initial values
+// completes the snapshot.
 func (l *Link) consume(ctx context.Context, kv jetstream.KeyValue, w jetstream.KeyWatcher, s *shared, f *forwarder) {
+	nc := l.JetStream.Conn()
+	reconnects := nc.Stats().Reconnects
+	tick := time.NewTicker(4 * l.Retry)
+	defer tick.Stop()
 	var initial *wire.Current
 	done := false
 	for {
@@ -126,6 +133,12 @@ func (l *Link) consume(ctx context.Context, kv jetstream.KeyValue, w jetstream.K
 		select {
 		case <-ctx.Done():
 			return
+		case <-tick.C:
+			if nc.IsConnected() && nc.Stats().Reconnects != reconnects {
+				l.Log.Info("NATS reconnected: watching the device's attempt again")
+				return
+			}
+			continue
 		case e, ok = <-w.Updates():
 		}
 		switch {
@@ -143,11 +156,11 @@ func (l *Link) consume(ctx context.Context, kv jetstream.KeyValue, w jetstream.K
 			initial = cur
 		}
 		s.newest(cur)
-		if cur == nil {
-			continue // deleted, or refused
+		if cur == nil || f.busy(cur.UUID) {
+			continue // deleted, refused, or being forwarded (a watch made again)
 		}
 		f.stop()
-		f.start(ctx, func(ctx context.Context) { l.forward(ctx, kv, *cur, s) })
+		f.start(ctx, cur.UUID, func(ctx context.Context) { l.forward(ctx, kv, *cur, s) })
 	}
 }
 
@@ -236,13 +249,28 @@ func (l *Link) forward(ctx context.Context, kv jetstream.KeyValue, cur wire.Curr
 
 // forwarder runs one forwarding at a time.
 type forwarder struct {
+	uuid   string
 	cancel context.CancelFunc
 	done   chan struct{}
 }
 
-func (f *forwarder) start(ctx context.Context, forward func(context.Context)) {
+// busy: the attempt uuid is being forwarded (its forwarding has not ended).
+// A watch made again delivers it again; its download goes on.
+func (f *forwarder) busy(uuid string) bool {
+	if f.done == nil || f.uuid != uuid {
+		return false
+	}
+	select {
+	case <-f.done:
+		return false
+	default:
+		return true
+	}
+}
+
+func (f *forwarder) start(ctx context.Context, uuid string, forward func(context.Context)) {
 	ctx, f.cancel = context.WithCancel(ctx)
-	f.done = make(chan struct{})
+	f.uuid, f.done = uuid, make(chan struct{})
 	go func(done chan struct{}) {
 		defer close(done)
 		forward(ctx)

@@ -136,3 +136,44 @@ func TestReadToken(t *testing.T) {
 	_, err = Connect(ConnectOptions{Servers: "nats://127.0.0.1:1", DeviceID: "dev.1"})
 	assert.ErrorContains(t, err, "invalid device id")
 }
+
+// TestLinkResumes: the link's NATS server restarts requiring another token,
+// which the identity setup wrote into the token file meanwhile. The link
+// reconnects with it and watches again at once: an attempt applied
+// afterwards is forwarded to the updater. Ready stays reported once, and
+// the attempt being forwarded is not forwarded again.
+func TestLinkResumes(t *testing.T) {
+	s := newTokenServer(t)
+	oldTok, newTok := "tok-A-"+uuid.NewString(), "tok-B-"+uuid.NewString()
+	s.start(t, oldTok)
+	other := "sha256:" + strings.Repeat("b", 64)
+	first := putAttempt(t, s.admin(t, oldTok), attemptOf("dev-1", other, "3.0.0"), true)
+	file := filepath.Join(t.TempDir(), "token")
+	require.NoError(t, os.WriteFile(file, []byte(oldTok), 0o600))
+	nc, err := Connect(ConnectOptions{Servers: s.url(), DeviceID: "dev-1", TokenFile: file, ReconnectWait: 50 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(nc.Close) // after the link's end
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	socket := filepath.Join(t.TempDir(), "updater.sock")
+	fake := startFakeUpdater(t, socket)
+	r := runLink(t, &Link{JetStream: js, Bucket: "solar-fleet", DeviceID: "dev-1", Socket: socket, Version: "2.0.0", Digest: thisDigest}, nil)
+	assert.Equal(t, first.UUID, <-fake.got)
+	require.Eventually(t, func() bool { return r.readies.Load() == 1 }, 10*time.Second, 10*time.Millisecond)
+
+	s.stop()
+	require.NoError(t, os.WriteFile(file, []byte(newTok), 0o600))
+	s.start(t, newTok)
+	require.Eventually(t, func() bool { return strings.Contains(r.logs.String(), "watching the device's attempt again") },
+		5*time.Second, 10*time.Millisecond, "the link watches again once reconnected")
+	next := putAttempt(t, s.admin(t, newTok), attemptOf("dev-1", other, "3.0.1"), true)
+	select {
+	case got := <-fake.got:
+		assert.Equal(t, next.UUID, got, "the attempt applied after the restart is forwarded, the one being forwarded not again")
+	case <-time.After(5 * time.Second): // nats.go alone: 10 to 20 s
+		t.Fatal("the link's watch did not resume")
+	}
+	assert.Equal(t, int32(1), r.readies.Load())
+	assert.NotContains(t, r.logs.String(), oldTok)
+	assert.NotContains(t, r.logs.String(), newTok)
+}
