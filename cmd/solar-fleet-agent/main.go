@@ -1,14 +1,14 @@
 // Command solar-fleet-agent is the reference device agent of the fleet
-// upgrade: it reports ready (with its version) to the updater's root, answers
-// --probe, and, given NATS, forwards its device's attempts to the updater and
-// publishes the outcomes (package agentlink). Real agents embed agentlink and
+// upgrade: it answers --probe, and, given NATS, forwards its device's
+// attempts to the updater and publishes the outcomes (package agentlink); it
+// reports ready (with its version) to the updater's root only when strict
+// readiness holds (agentlink's conditions). Real agents embed agentlink and
 // reconcile their workloads besides.
 //
 // Its version is main.version when linked in (-ldflags "-X main.version=V"),
 // else the module version go build stamps (wire.BuildVersion): solar fleet
 // push-agent reads the same. The tests build it with -ldflags "-X main.behaviour=B"
-// to make candidates that are ready, never ready, crash at start, crash
-// after commit or fail their probe.
+// to make candidates that misbehave (behaviours.go).
 package main
 
 import (
@@ -22,7 +22,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/solar-pipeline/solar/device/agentlink"
@@ -33,28 +32,42 @@ import (
 // Set at build time.
 var (
 	version   = ""      // "": wire.BuildVersion of this binary
-	behaviour = "ready" // ready, never-ready, crash-at-start, crash-after-commit, probe-fails, ready-devzero, ready-fifo
+	behaviour = "ready" // see behaviours.go
 )
 
-func main() {
-	root := flag.String("root", "/var/lib/solar-updater", "the updater's root folder")
-	probe := flag.Bool("probe", false, "check that this binary can run on this device, and exit")
-	printVersion := flag.Bool("version", false, "print the version this agent reports ready with, and exit")
-	server := flag.String("nats", "", "NATS servers: forward this device's attempts to the updater")
-	device := flag.String("device", "", "this device's id")
-	bucket := flag.String("bucket", "solar-fleet", "the fleet's key-value bucket")
+// config is what the flags say.
+type config struct {
+	root, servers, device, bucket, tokenFile, caFile string
+	probe, printVersion                              bool
+}
+
+func parseFlags() *config {
+	c := &config{}
+	flag.StringVar(&c.root, "root", "/var/lib/solar-updater", "the updater's root folder")
+	flag.BoolVar(&c.probe, "probe", false, "check that this binary can run on this device, and exit")
+	flag.BoolVar(&c.printVersion, "version", false, "print the version this agent reports ready with, and exit")
+	flag.StringVar(&c.servers, "nats", "", "NATS servers: forward this device's attempts to the updater")
+	flag.StringVar(&c.device, "device", "", "this device's id")
+	flag.StringVar(&c.bucket, "bucket", "solar-fleet", "the fleet's key-value bucket")
+	flag.StringVar(&c.tokenFile, "token-file", "", "the device's bearer JWT (its NATS connect token), written by the device's identity setup; read again at every reconnect")
+	flag.StringVar(&c.caFile, "nats-ca", "", "PEM certificates to trust for NATS TLS besides the system's")
 	flag.Usage = usage
 	flag.Parse()
+	return c
+}
+
+func main() {
+	c := parseFlags()
 	if version == "" {
 		bi, _ := debug.ReadBuildInfo()
 		version = wire.BuildVersion(bi)
 	}
-	if *printVersion {
+	if c.printVersion {
 		fmt.Println(version)
 		return
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	if *probe {
+	if c.probe {
 		if behaviour == "probe-fails" {
 			fmt.Fprintln(os.Stderr, "probe: this build cannot run here")
 			os.Exit(1)
@@ -68,68 +81,89 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	if *server != "" {
-		nc, err := nats.Connect(*server, nats.MaxReconnects(-1))
-		if err != nil {
-			log.Error("connecting to NATS", "err", err)
-			os.Exit(1)
+	paths := updater.Paths{Root: c.root}
+	ready := make(chan struct{})
+	report := func(context.Context) error {
+		if err := markReady(paths); err != nil {
+			return err
 		}
-		defer nc.Close()
-		js, err := jetstream.New(nc)
-		if err != nil {
-			log.Error("JetStream", "err", err)
-			os.Exit(1)
-		}
-		kv, err := js.KeyValue(ctx, *bucket)
-		if err != nil {
-			log.Error("opening the bucket", "err", err)
-			os.Exit(1)
-		}
-		go func() {
-			if err := agentlink.Run(ctx, kv, *device, updater.Paths{Root: *root}.Socket(), log); err != nil {
-				log.Error("agent link", "err", err)
-			}
-		}()
+		close(ready)
+		return nil
 	}
-	if err := markReady(updater.Paths{Root: *root}); err != nil {
-		log.Error("reporting ready", "err", err)
+	go crashAfterCommit(ctx, ready)
+	var err error
+	if c.servers == "" {
+		err = readyOffline(ctx, report, log)
+	} else {
+		err = runLinked(ctx, c, paths, report, log)
+	}
+	if err != nil {
+		log.Error("agent", "err", err)
 		os.Exit(1)
-	}
-	if behaviour == "crash-after-commit" {
-		select {
-		case <-time.After(2 * time.Second):
-			log.Error("crashing after commit")
-			os.Exit(1)
-		case <-ctx.Done():
-		}
 	}
 	<-ctx.Done()
 }
 
-// markReady reports ready, or, for the hostile builds of the tests, plants
-// what a compromised agent would in its own folder: a link to /dev/zero or
-// a FIFO where the updater reads readiness.
-func markReady(p updater.Paths) error {
-	switch behaviour {
-	case "never-ready":
-		return nil
-	case "ready-devzero":
-		return os.Symlink("/dev/zero", p.Ready())
-	case "ready-fifo":
-		return syscall.Mkfifo(p.Ready(), 0o644)
+// runLinked connects to NATS and runs the agent link until ctx ends; the
+// link reports ready.
+func runLinked(ctx context.Context, c *config, paths updater.Paths, report func(context.Context) error, log *slog.Logger) error {
+	o := agentlink.ConnectOptions{Servers: c.servers, DeviceID: c.device, TokenFile: c.tokenFile, CAFile: c.caFile, Log: log}
+	bucket := c.bucket
+	withhold(&o, &bucket)
+	nc, err := agentlink.Connect(o)
+	if err != nil {
+		return err
 	}
-	return updater.MarkReady(p, version)
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("JetStream: %w", err)
+	}
+	link := &agentlink.Link{
+		JetStream: refusing(js), Bucket: bucket, DeviceID: c.device, Socket: paths.Socket(), Version: version,
+		Dependencies: dependencies, Recover: recoverWork, Ready: report, Log: log,
+	}
+	return link.Run(ctx)
+}
+
+// readyOffline reports ready without NATS (the updater's tests that send
+// attempts themselves): once the local dependencies and recovery succeed.
+func readyOffline(ctx context.Context, report func(context.Context) error, log *slog.Logger) error {
+	last := ""
+	for {
+		err := dependencies(ctx)
+		if err == nil {
+			err = recoverWork(ctx)
+		}
+		if err == nil {
+			err = report(ctx)
+		}
+		if err == nil {
+			return nil
+		}
+		if err.Error() != last {
+			log.Warn("not ready", "err", err)
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 func usage() {
 	fmt.Fprintf(flag.CommandLine.Output(), `solar-fleet-agent: the reference fleet agent of a device (docs/updater.md).
 
-It reports ready to the root updater (ROOT/run/ready, with its version),
-answers --probe, and, given --nats and --device, forwards its device's
+It answers --probe, and, given --nats and --device, forwards its device's
 upgrade attempts from the fleet's bucket to the updater's socket and
-publishes the outcomes. The updater runs it; you do not start it by hand.
+publishes the outcomes. It reports ready to the root updater (ROOT/run/ready,
+with its version) once strict readiness holds: NATS connected, the attempt's
+snapshot read, the target version checked, recovery and its startup
+publication done. The updater runs it; you do not start it by hand.
 
-Usage: solar-fleet-agent --root ROOT [--nats URL --device ID] | --probe | --version
+Usage: solar-fleet-agent --root ROOT [--nats URL --device ID [--token-file FILE] [--nats-ca FILE]] | --probe | --version
 
 `)
 	flag.PrintDefaults()

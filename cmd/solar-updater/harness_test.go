@@ -15,11 +15,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/solar-pipeline/solar/device/updater"
 	"github.com/solar-pipeline/solar/device/wire"
@@ -66,6 +68,9 @@ func buildAll(dir string) error {
 		return out, nil
 	}
 	builds = agents{}
+	var mu sync.Mutex
+	var g errgroup.Group
+	g.SetLimit(2)
 	for name, flags := range map[string]string{
 		"v1":                    "-X main.version=1.0.0",
 		"v2":                    "-X main.version=2.0.0",
@@ -77,23 +82,33 @@ func buildAll(dir string) error {
 		"v1-never-ready":        "-X main.version=1.0.0 -X main.behaviour=never-ready",
 		"v2-ready-devzero":      "-X main.version=2.0.0 -X main.behaviour=ready-devzero",
 		"v2-ready-fifo":         "-X main.version=2.0.0 -X main.behaviour=ready-fifo",
+		// One per condition of strict readiness, withheld (ready_test.go).
+		"v2-deps-fail":        "-X main.version=2.0.0 -X main.behaviour=deps-fail",
+		"v2-nats-unreachable": "-X main.version=2.0.0 -X main.behaviour=nats-unreachable",
+		"v2-snapshot-blocked": "-X main.version=2.0.0 -X main.behaviour=snapshot-blocked",
+		"v2-recovery-fails":   "-X main.version=2.0.0 -X main.behaviour=recovery-fails",
+		"v2-publish-refused":  "-X main.version=2.0.0 -X main.behaviour=publish-refused",
 	} {
-		file, err := build("../solar-fleet-agent", name, flags, "")
-		if err != nil {
+		// Two at a time: linking is most of it, and the machine may
+		// have two cores.
+		g.Go(func() error {
+			file, err := build("../solar-fleet-agent", name, flags, "")
+			if err != nil {
+				return err
+			}
+			b, err := os.ReadFile(file)
+			mu.Lock()
+			builds[name] = b
+			mu.Unlock()
 			return err
-		}
-		if builds[name], err = os.ReadFile(file); err != nil {
-			return err
-		}
+		})
 	}
-	var err error
-	if updaterBin, err = build(".", "solar-updater", "", "killpoints"); err != nil {
+	g.Go(func() (err error) { updaterBin, err = build(".", "solar-updater", "", "killpoints"); return err })
+	g.Go(func() (err error) { peerBin, err = build("./testdata/peer", "peer", "", ""); return err })
+	if err := g.Wait(); err != nil {
 		return err
 	}
 	// Run by other users: the folder is theirs to enter.
-	if peerBin, err = build("./testdata/peer", "peer", "", ""); err != nil {
-		return err
-	}
 	return os.Chmod(dir, 0o755)
 }
 

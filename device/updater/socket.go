@@ -221,6 +221,14 @@ func supplementaryGroups(pid int) ([]int, error) {
 // updater at path and calls outcome for every outcome reported, until the
 // final one. It returns the final one.
 func Send(ctx context.Context, path string, a wire.Attempt, outcome func(Outcome)) (Outcome, error) {
+	return SendNotify(ctx, path, a, nil, outcome)
+}
+
+// SendNotify is Send that also calls sent (when not nil) once the attempt
+// is written to the updater's connection, before any outcome: the updater
+// may hold it until the transaction under way ends (a candidate's link
+// resends the attempt that started it, and its readiness waits for that).
+func SendNotify(ctx context.Context, path string, a wire.Attempt, sent func(), outcome func(Outcome)) (Outcome, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", path)
 	if err != nil {
@@ -231,6 +239,9 @@ func Send(ctx context.Context, path string, a wire.Attempt, outcome func(Outcome
 	defer stop()
 	if err := json.NewEncoder(conn).Encode(Request{Attempt: &a}); err != nil {
 		return Outcome{}, fmt.Errorf("sending the attempt: %w", err)
+	}
+	if sent != nil {
+		sent()
 	}
 	dec := json.NewDecoder(conn)
 	var last Outcome

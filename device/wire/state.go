@@ -23,6 +23,10 @@ type DeviceState struct {
 	Step    string `json:"step,omitempty"`
 	Reason  string `json:"reason,omitempty"`
 	At      string `json:"at,omitempty"`
+	// Running is the version of the agent that runs on the device: the
+	// agent link writes it at each start before the agent reports ready
+	// (keeping the rest of the value), and with every outcome it publishes.
+	Running string `json:"running,omitempty"`
 }
 
 // AttemptKey is the bucket key of a device's current attempt; the device id
