@@ -10,8 +10,10 @@ import (
 // else (the subjects the jetstream client uses, read in nats.go v1.55):
 //
 //   - look the bucket up ($JS.API.STREAM.INFO.KV_<bucket>);
-//   - read its attempt and the binding of any attempt's UUID (direct get by
-//     subject: the bucket allows direct gets, as jetstream creates them);
+//   - read its attempt, its state (the agent link writes its state
+//     compare-and-set over what it read) and the binding of any attempt's
+//     UUID (direct get by subject: the bucket allows direct gets, as
+//     jetstream creates them);
 //   - watch its attempt (an ordered consumer filtered on attempt.<id>,
 //     created by the subject that names the filter);
 //   - write its state (a publish acknowledged by JetStream);
@@ -32,6 +34,7 @@ func Permissions(bucket, id string) (jwt.Permissions, error) {
 	p.Pub.Allow.Add(
 		"$JS.API.STREAM.INFO."+stream,
 		"$JS.API.DIRECT.GET."+stream+"."+kv+attempt,
+		"$JS.API.DIRECT.GET."+stream+"."+kv+state,
 		"$JS.API.DIRECT.GET."+stream+"."+kv+"uuid.*",
 		"$JS.API.CONSUMER.CREATE."+stream+".*."+kv+attempt,
 		kv+state,

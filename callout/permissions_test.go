@@ -66,6 +66,14 @@ func devicePermissions(t *testing.T, sealed bool) {
 	if e, err := f.kv.Get(ctx, "state.A"); err != nil || string(e.Value()) != "running" {
 		t.Fatalf("its state is not in the bucket: %v", err)
 	}
+	// Compare-and-set over what it read, as the agent link writes.
+	e, err := kv.Get(ctx, "state.A")
+	if err != nil {
+		t.Fatalf("reading its state: %v", err)
+	}
+	if _, err := kv.Update(ctx, "state.A", []byte("running 2"), e.Revision()); err != nil {
+		t.Fatalf("updating its state: %v", err)
+	}
 	if v.count() != 0 {
 		t.Fatalf("violations on what is its own: %v", v.errs)
 	}
