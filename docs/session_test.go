@@ -31,7 +31,7 @@ var vars = map[string]string{
 	"NATS_URL":          "nats",
 	"OIDC_ISSUER":       "oidc", // a test OpenID Provider standing in for Zitadel
 	"OIDC_CA":           "oidc",
-	"DEVICE_KEY":        "oidc", // a machine key of device depot_7 at that provider
+	"DEVICE_KEY":        "oidc", // a machine key of device lab-01 at that provider
 }
 
 // files are the files the docs name and the service that puts each into
@@ -143,8 +143,8 @@ func (s *session) start(svc string) {
 		s.env["NATS_URL"] = testenv.StartNATS(t).URL
 	case "oidc":
 		op := testenv.StartOIDC(t)
-		key := filepath.Join(s.dir, "depot_7-key.json")
-		require.NoError(t, os.WriteFile(key, op.AddDevice(t, "depot_7"), 0o600))
+		key := filepath.Join(s.dir, "lab-01-key.json")
+		require.NoError(t, os.WriteFile(key, op.AddDevice(t, "lab-01"), 0o600))
 		s.env["OIDC_ISSUER"], s.env["OIDC_CA"], s.env["DEVICE_KEY"] = op.Issuer, op.CAFile, key
 	case "apiserver":
 		api := testenv.StartAPIServer(t)
