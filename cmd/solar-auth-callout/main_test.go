@@ -67,6 +67,15 @@ func TestCommand(t *testing.T) {
 		t.Fatalf("check of a token for another audience: %v", err)
 	}
 
+	servedLetsIn(t, op, dir, issuer, xkey, tokenFile)
+}
+
+// servedLetsIn serves the callout from its flags (keys in dir) for a server
+// with auth_callout; the device of tokenFile gets in, and may not subscribe
+// outside its inbox.
+func servedLetsIn(t *testing.T, op *testenv.OIDC, dir, issuer, xkey, tokenFile string) {
+	t.Helper()
+	var errb bytes.Buffer
 	srv := testenv.StartNATSWith(t, testenv.NATSOptions{CalloutIssuer: issuer, CalloutXKey: xkey})
 	t.Setenv("NATS_PASSWORD", srv.CalloutPassword)
 	c, err := parseServe([]string{"--nats", srv.URL, "--issuer", op.Issuer, "--issuer-ca", op.CAFile, "--audience", op.Audience,
