@@ -14,6 +14,7 @@ import (
 	"github.com/solar-pipeline/solar/callout"
 	"github.com/solar-pipeline/solar/device/wire"
 	"github.com/solar-pipeline/solar/internal/testenv"
+	solarfleet "github.com/solar-pipeline/solar/renderer/fleet"
 )
 
 // fleet is a real nats-server whose devices log in through the callout,
@@ -61,10 +62,14 @@ func startFleet(t testing.TB, sealed bool, is callout.Issuer) *fleet {
 	f.startCallout(t)
 	_, js := f.nats.Connect(t)
 	ctx := context.Background()
-	if f.kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, History: 5}); err != nil {
+	// As solar fleet apply creates it.
+	if _, err := solarfleet.OpenBucket(ctx, js, bucket, 1, true, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"attempt.A", "attempt.B", "state.B", "uuid.6ba7b810-9dad-11d1-80b4-00c04fd430c8"} {
+	if f.kv, err = js.KeyValue(ctx, bucket); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"attempt.A", "attempt.B", "state.B", binding} {
 		if _, err := f.kv.Put(ctx, k, []byte(k+" v1")); err != nil {
 			t.Fatal(err)
 		}

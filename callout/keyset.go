@@ -25,11 +25,12 @@ type keySet struct {
 	maxAge     time.Duration
 	minRefetch time.Duration
 
-	mu      sync.Mutex
-	keys    []jose.JSONWebKey
-	fetched time.Time // of the keys held
-	tried   time.Time // of the last fetch, failed or not
-	fetches int64
+	mu       sync.Mutex
+	keys     []jose.JSONWebKey
+	fetched  time.Time // of the keys held
+	tried    time.Time // of the last fetch, failed or not
+	fetches  int64
+	inflight chan struct{} // closed when the fetch under way ends
 }
 
 // maxJWKS bounds a key set's size.
@@ -77,27 +78,58 @@ func hasKey(keys []jose.JSONWebKey, kid string) bool {
 
 // current is the key set, fetched again when it is older than maxAge, or
 // when missing (a token's kid) is not in it; either way at most once per
-// minRefetch. A failed fetch keeps the keys held while they are younger
-// than maxAge; past that, it fails closed.
+// minRefetch. The fetch runs outside the lock: a token whose key is held
+// is verified meanwhile; one that wants the fetch waits for it. A failed
+// fetch keeps the keys held while they are younger than maxAge; past that,
+// it fails closed.
 func (ks *keySet) current(ctx context.Context, missing string) ([]jose.JSONWebKey, error) {
-	ks.mu.Lock()
-	defer ks.mu.Unlock()
-	now := time.Now()
-	stale := now.Sub(ks.fetched) > ks.maxAge
-	if (stale || (missing != "" && !hasKey(ks.keys, missing))) && now.Sub(ks.tried) >= ks.minRefetch {
-		ks.tried = now
-		ks.fetches++
-		keys, err := ks.fetch(ctx)
-		if err == nil {
-			ks.keys, ks.fetched, stale = keys, now, false
-		} else if stale {
-			return nil, fmt.Errorf("fetching the issuer's keys: %w", err)
+	for {
+		ks.mu.Lock()
+		stale := time.Since(ks.fetched) > ks.maxAge
+		want := stale || (missing != "" && !hasKey(ks.keys, missing))
+		if want && ks.inflight != nil {
+			ch := ks.inflight
+			ks.mu.Unlock()
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
 		}
+		var err error
+		if want && time.Since(ks.tried) >= ks.minRefetch {
+			err = ks.refetch(ctx)
+			stale = time.Since(ks.fetched) > ks.maxAge
+		}
+		keys := ks.keys
+		ks.mu.Unlock()
+		switch {
+		case stale && err != nil:
+			return nil, fmt.Errorf("fetching the issuer's keys: %w", err)
+		case stale:
+			return nil, errors.New("the issuer's keys are out of date and were fetched too recently to fetch again")
+		}
+		return keys, nil
 	}
-	if stale {
-		return nil, errors.New("the issuer's keys are out of date and were fetched too recently to fetch again")
+}
+
+// refetch fetches the key set, with ks.mu held on entry and on return but
+// not while fetching.
+func (ks *keySet) refetch(ctx context.Context) error {
+	ks.tried = time.Now()
+	ks.fetches++
+	ch := make(chan struct{})
+	ks.inflight = ch
+	ks.mu.Unlock()
+	keys, err := ks.fetch(ctx)
+	ks.mu.Lock()
+	ks.inflight = nil
+	close(ch)
+	if err == nil {
+		ks.keys, ks.fetched = keys, time.Now()
 	}
-	return ks.keys, nil
+	return err
 }
 
 func (ks *keySet) fetch(ctx context.Context) ([]jose.JSONWebKey, error) {

@@ -7,19 +7,19 @@ import (
 )
 
 // Permissions are what a device may do in the fleet's bucket, and nothing
-// else (the subjects the jetstream client uses, read in nats.go v1.55):
+// else: the subjects the agent link's bucket uses (agentlink.DeviceBucket):
 //
-//   - look the bucket up ($JS.API.STREAM.INFO.KV_<bucket>);
-//   - read its attempt, its state (the agent link writes its state
-//     compare-and-set over what it read) and the binding of any attempt's
-//     UUID (direct get by subject: the bucket allows direct gets, as
-//     jetstream creates them);
-//   - watch its attempt (an ordered consumer filtered on attempt.<id>,
-//     created by the subject that names the filter);
-//   - write its state (a publish acknowledged by JetStream);
-//   - receive on its own inbox (wire.InboxPrefix) and answer the flow
-//     control of its watch (allow_responses).
+//   - read its attempt, its state (the link writes its state compare-and-set
+//     over what it read) and the binding of any attempt's UUID: direct gets
+//     by subject (the bucket allows direct gets, as jetstream creates them);
+//   - write its state: a publish, acknowledged by JetStream;
+//   - hear of changes of its attempt: a plain subscription to its subject;
+//   - receive on its own inbox (wire.InboxPrefix), the answers.
 //
+// No JetStream consumer (what it does is in the request's body, which
+// permissions cannot see: durable ones without bound, a deliver subject of
+// the creator's choice), no stream information (it lists every key), no
+// replies to what it receives.
 // The id must pass wire.CheckDeviceID before it is interpolated; it cannot
 // hold ".", "*", ">" or spaces.
 func Permissions(bucket, id string) (jwt.Permissions, error) {
@@ -29,17 +29,14 @@ func Permissions(bucket, id string) (jwt.Permissions, error) {
 	}
 	state, _ := wire.StateKey(id)
 	inbox, _ := wire.InboxPrefix(id)
-	stream, kv := "KV_"+bucket, "$KV."+bucket+"."
+	direct, kv := "$JS.API.DIRECT.GET.KV_"+bucket+".", "$KV."+bucket+"."
 	var p jwt.Permissions
 	p.Pub.Allow.Add(
-		"$JS.API.STREAM.INFO."+stream,
-		"$JS.API.DIRECT.GET."+stream+"."+kv+attempt,
-		"$JS.API.DIRECT.GET."+stream+"."+kv+state,
-		"$JS.API.DIRECT.GET."+stream+"."+kv+"uuid.*",
-		"$JS.API.CONSUMER.CREATE."+stream+".*."+kv+attempt,
+		direct+kv+attempt,
+		direct+kv+state,
+		direct+kv+"uuid.*",
 		kv+state,
 	)
-	p.Sub.Allow.Add(inbox + ".>")
-	p.Resp = &jwt.ResponsePermission{MaxMsgs: 1}
+	p.Sub.Allow.Add(kv+attempt, inbox+".>")
 	return p, nil
 }

@@ -114,6 +114,9 @@ func (s *Service) authorize(ctx context.Context, req *jwt.AuthorizationRequestCl
 	uc.Name = "device:" + who.DeviceID
 	uc.Audience = s.Account
 	uc.Permissions = perms
+	// A plain client connection: not a websocket, MQTT or leaf node
+	// listener a server may gain later.
+	uc.AllowedConnectionTypes.Add(jwt.ConnectionTypeStandard)
 	exp := who.Expiry
 	if s.MaxTTL > 0 && time.Now().Add(s.MaxTTL).Before(exp) {
 		exp = time.Now().Add(s.MaxTTL)

@@ -85,7 +85,7 @@ func TestCheckFindsWhatSlipsIn(t *testing.T) {
 		"doc.md:8: <!-- run --> on a ```console block: only sh, bash and shell blocks run",
 		"doc.md:12: <!-- norun --> on a ```yaml block, which never runs: leave it unmarked",
 		"doc.md:16: the block uses $REGISTRY, which no <!-- env --> block before it introduces",
-		"doc.md:20: the env block sets OTHER, which the test does not provide (it provides NATS_URL, PULL_PASSWORD, REGISTRY, REGISTRY_PASSWORD, REGISTRY_USER)",
+		"doc.md:20: the env block sets OTHER, which the test does not provide (it provides DEVICE_KEY, NATS_URL, OIDC_CA, OIDC_ISSUER, PULL_PASSWORD, REGISTRY, REGISTRY_PASSWORD, REGISTRY_USER)",
 	}, check(blocks))
 }
 

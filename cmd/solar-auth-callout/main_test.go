@@ -51,8 +51,11 @@ func TestCommand(t *testing.T) {
 		t.Fatalf("token: %v", err)
 	}
 	tokenFile := filepath.Join(dir, "token")
-	if err := os.WriteFile(tokenFile, out.Bytes(), 0o600); err != nil {
-		t.Fatal(err)
+	if err := run([]string{"token", "--issuer", op.Issuer, "--issuer-ca", op.CAFile, "--key-file", keyFile, "--out", tokenFile}, &out, &errb); err != nil {
+		t.Fatalf("token --out: %v", err)
+	}
+	if fi, err := os.Stat(tokenFile); err != nil || fi.Mode().Perm() != 0o600 || fi.Size() < 100 {
+		t.Fatalf("token --out wrote %v, %v", fi, err)
 	}
 	out.Reset()
 	if err := run([]string{"check", "--issuer", op.Issuer, "--issuer-ca", op.CAFile, "--audience", op.Audience, tokenFile}, &out, &errb); err != nil {

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -23,10 +24,11 @@ func token(args []string, stdout, stderr io.Writer) error {
 	issuer := fs.String("issuer", "", "the identity provider's issuer URL (required)")
 	keyFile := fs.String("key-file", "", "the device's machine key, as Zitadel hands it out (JSON; required)")
 	ca := fs.String("issuer-ca", "", "PEM file of a CA to trust for the issuer, besides the system's")
+	out := fs.String("out", "", "write the token into this file (mode 0600, replaced in one rename, as the agent's --token-file wants it) instead of stdout")
 	var scopes stringList
 	fs.Var(&scopes, "scope", "a scope to ask for besides openid, e.g. urn:zitadel:iam:org:project:id:ID:aud; repeatable")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: solar-auth-callout token --issuer URL --key-file FILE [--scope S]...\n\nWhat a device's identity setup does: the JWT profile grant of its machine key at the\nissuer, printing the access token (the device's NATS token) on stdout.\n\n")
+		fmt.Fprint(stderr, "Usage: solar-auth-callout token --issuer URL --key-file FILE [--scope S]... [--out FILE]\n\nWhat a device's identity setup does: the JWT profile grant of its machine key at the\nissuer, printing the access token (the device's NATS token) on stdout or into --out.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -48,8 +50,29 @@ func token(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(stdout, tok)
-	return nil
+	if *out == "" {
+		fmt.Fprintln(stdout, tok)
+		return nil
+	}
+	return writeToken(*out, tok)
+}
+
+// writeToken replaces file with tok: a new file of mode 0600 beside it,
+// renamed over it, so that a reader sees the old token or the new one.
+func writeToken(file, tok string) error {
+	f, err := os.CreateTemp(filepath.Dir(file), "."+filepath.Base(file)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name()) // after the rename, there is nothing to remove
+	if _, err := f.WriteString(tok + "\n"); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), file)
 }
 
 // check: solar-auth-callout check --issuer URL --audience AUD TOKEN-FILE.
@@ -89,7 +112,7 @@ func check(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "device:  %s\nexpires: %s\npublish: %s\nsubscribe: %s\nreplies: allowed\n",
+	fmt.Fprintf(stdout, "device:  %s\nexpires: %s\npublish: %s\nsubscribe: %s\n",
 		who.DeviceID, who.Expiry.UTC().Format(time.RFC3339), strings.Join(p.Pub.Allow, " "), strings.Join(p.Sub.Allow, " "))
 	return nil
 }

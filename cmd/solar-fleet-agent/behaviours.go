@@ -70,30 +70,23 @@ func withhold(o *agentlink.ConnectOptions, bucket *string) {
 	}
 }
 
-// refusing is js, whose buckets refuse writes to state keys in the
+// refusing is the bucket, refusing writes to state keys in the
 // publish-refused build.
-func refusing(js jetstream.JetStream) jetstream.JetStream {
+func refusing(kv agentlink.Store, bucket string) agentlink.Store {
 	if behaviour != "publish-refused" {
-		return js
+		return kv
 	}
-	return refusingJS{js}
+	return refusingKV{kv, bucket}
 }
 
-type refusingJS struct{ jetstream.JetStream }
-
-func (r refusingJS) KeyValue(ctx context.Context, bucket string) (jetstream.KeyValue, error) {
-	kv, err := r.JetStream.KeyValue(ctx, bucket)
-	if err != nil {
-		return nil, err
-	}
-	return refusingKV{kv}, nil
+type refusingKV struct {
+	agentlink.Store
+	bucket string
 }
-
-type refusingKV struct{ jetstream.KeyValue }
 
 func (r refusingKV) refused(key string) error {
 	if strings.HasPrefix(key, "state.") {
-		return fmt.Errorf("nats: permissions violation for publish to %q: %w", "$KV."+r.Bucket()+"."+key, errWithheld)
+		return fmt.Errorf("nats: permissions violation for publish to %q: %w", "$KV."+r.bucket+"."+key, errWithheld)
 	}
 	return nil
 }
@@ -102,21 +95,21 @@ func (r refusingKV) Put(ctx context.Context, key string, value []byte) (uint64, 
 	if err := r.refused(key); err != nil {
 		return 0, err
 	}
-	return r.KeyValue.Put(ctx, key, value)
+	return r.Store.Put(ctx, key, value)
 }
 
 func (r refusingKV) Create(ctx context.Context, key string, value []byte, opts ...jetstream.KVCreateOpt) (uint64, error) {
 	if err := r.refused(key); err != nil {
 		return 0, err
 	}
-	return r.KeyValue.Create(ctx, key, value, opts...)
+	return r.Store.Create(ctx, key, value, opts...)
 }
 
 func (r refusingKV) Update(ctx context.Context, key string, value []byte, rev uint64) (uint64, error) {
 	if err := r.refused(key); err != nil {
 		return 0, err
 	}
-	return r.KeyValue.Update(ctx, key, value, rev)
+	return r.Store.Update(ctx, key, value, rev)
 }
 
 // markReady reports ready, or, for the hostile builds of the tests, plants

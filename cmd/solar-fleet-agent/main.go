@@ -22,8 +22,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/solar-pipeline/solar/device/agentlink"
 	"github.com/solar-pipeline/solar/device/updater"
 	"github.com/solar-pipeline/solar/device/wire"
@@ -115,12 +113,8 @@ func runLinked(ctx context.Context, c *config, paths updater.Paths, report func(
 		return err
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return fmt.Errorf("JetStream: %w", err)
-	}
 	link := &agentlink.Link{
-		JetStream: refusing(js), Bucket: bucket, DeviceID: c.device, Socket: paths.Socket(), Version: version,
+		Conn: nc, Store: refusing(agentlink.DeviceBucket(nc, bucket), bucket), Bucket: bucket, DeviceID: c.device, Socket: paths.Socket(), Version: version,
 		Dependencies: dependencies, Recover: recoverWork, Ready: report, Log: log,
 	}
 	return link.Run(ctx)

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/solar-pipeline/solar/device/updater"
@@ -18,11 +19,13 @@ import (
 // Link is a device agent's link to the fleet's bucket and to the root
 // updater (the package doc). Set the fields, then call Run once.
 type Link struct {
-	// JetStream is the agent's JetStream context on its device connection
-	// (Connect): the link opens Bucket with it.
-	JetStream jetstream.JetStream
+	// Conn is the agent's device connection (Connect).
+	Conn *nats.Conn
 	// Bucket is the fleet's key-value bucket ("solar-fleet").
 	Bucket string
+	// Store, when set, is used instead of DeviceBucket(Conn, Bucket) (a
+	// test wraps it to refuse writes).
+	Store Store
 	// DeviceID is this device's id, checked before any key is built.
 	DeviceID string
 	// Socket is the updater's socket (updater.Paths.Socket).
@@ -62,8 +65,8 @@ func (l *Link) Run(ctx context.Context) error {
 		return err
 	}
 	switch {
-	case l.JetStream == nil:
-		return errors.New("agent link: no JetStream context")
+	case l.Conn == nil:
+		return errors.New("agent link: no NATS connection")
 	case l.Ready == nil:
 		return errors.New("agent link: no Ready")
 	case l.Socket == "" || l.Bucket == "":
@@ -74,6 +77,9 @@ func (l *Link) Run(ctx context.Context) error {
 	}
 	if l.Log == nil {
 		l.Log = slog.New(slog.DiscardHandler)
+	}
+	if l.Store == nil {
+		l.Store = DeviceBucket(l.Conn, l.Bucket)
 	}
 	if l.Digest == "" {
 		if l.Digest, err = SelfDigest(); err != nil {
@@ -88,18 +94,14 @@ func (l *Link) Run(ctx context.Context) error {
 	return nil
 }
 
-// watch opens the bucket and watches key, again whenever a watch ends,
-// until ctx ends.
+// watch watches key, again whenever a watch ends, until ctx ends.
 func (l *Link) watch(ctx context.Context, key string, s *shared) {
 	var f forwarder
 	defer f.stop()
 	pause := l.Retry
 	for ctx.Err() == nil {
-		kv, err := l.JetStream.KeyValue(ctx, l.Bucket)
-		var w jetstream.KeyWatcher
-		if err == nil {
-			w, err = kv.Watch(ctx, key)
-		}
+		kv := l.Store
+		w, err := kv.Watch(ctx, key)
 		if err != nil {
 			l.Log.Warn("watching the device's attempt", "bucket", l.Bucket, "key", key, "err", err)
 			if !sleep(ctx, pause) {
@@ -120,8 +122,8 @@ func (l *Link) watch(ctx context.Context, key string, s *shared) {
 // would make its consumer again only after two missed heartbeats, 10 to
 // 20 s after a server's restart). The nil entry after the initial values
 // completes the snapshot.
-func (l *Link) consume(ctx context.Context, kv jetstream.KeyValue, w jetstream.KeyWatcher, s *shared, f *forwarder) {
-	nc := l.JetStream.Conn()
+func (l *Link) consume(ctx context.Context, kv Store, w jetstream.KeyWatcher, s *shared, f *forwarder) {
+	nc := l.Conn
 	reconnects := nc.Stats().Reconnects
 	tick := time.NewTicker(4 * l.Retry)
 	defer tick.Stop()
@@ -167,7 +169,7 @@ func (l *Link) consume(ctx context.Context, kv jetstream.KeyValue, w jetstream.K
 // attemptOf is the attempt of a watched entry when it is this device's
 // genuine one; nil for a deletion or an attempt refused (logged). A binding
 // that cannot be read (NATS down) is read again until it can be.
-func (l *Link) attemptOf(ctx context.Context, kv jetstream.KeyValue, e jetstream.KeyValueEntry) *wire.Current {
+func (l *Link) attemptOf(ctx context.Context, kv Store, e jetstream.KeyValueEntry) *wire.Current {
 	if e.Operation() != jetstream.KeyValuePut {
 		return nil
 	}
@@ -204,7 +206,7 @@ var errNotBound = errors.New("not bound")
 // digest of the attempt's artifact. The value's digest must be the one of
 // the attempt's content, and the binding must name it. A refusal wraps
 // errNotBound; any other error is a failed read.
-func genuine(ctx context.Context, kv jetstream.KeyValue, cur wire.Current) error {
+func genuine(ctx context.Context, kv Store, cur wire.Current) error {
 	d, err := wire.AttemptDigest(cur.Attempt)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errNotBound, err)
@@ -233,7 +235,7 @@ func genuine(ctx context.Context, kv jetstream.KeyValue, cur wire.Current) error
 // the connection before a final outcome: it restarted) is sent again after
 // a pause: the updater answers an attempt it finished with its outcome, and
 // takes up one it dropped.
-func (l *Link) forward(ctx context.Context, kv jetstream.KeyValue, cur wire.Current, s *shared) {
+func (l *Link) forward(ctx context.Context, kv Store, cur wire.Current, s *shared) {
 	for pause := l.Retry; ; pause = min(2*pause, 40*l.Retry) {
 		_, err := updater.SendNotify(ctx, l.Socket, cur.Attempt, func() { s.sent(cur.UUID) },
 			func(o updater.Outcome) { l.publish(ctx, kv, o) })
@@ -287,7 +289,7 @@ func (f *forwarder) stop() {
 
 // publish writes an outcome into state.<DeviceID>, with this agent's
 // version as Running.
-func (l *Link) publish(ctx context.Context, kv jetstream.KeyValue, o updater.Outcome) {
+func (l *Link) publish(ctx context.Context, kv Store, o updater.Outcome) {
 	b, err := json.Marshal(wire.DeviceState{State: o.State, Version: o.Version, Step: o.Step, Reason: o.Reason,
 		At: time.Now().UTC().Format(time.RFC3339), Running: l.Version})
 	key, kerr := wire.StateKey(l.DeviceID)

@@ -102,7 +102,10 @@ func Connect(o ConnectOptions) (*nats.Conn, error) {
 // whitespace around the token dropped. Errors name the file, never the
 // content.
 func readToken(path string) (string, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return "", fmt.Errorf("the token file %s is a symbolic link: refused", path)
+	}
 	if err != nil {
 		return "", fmt.Errorf("the token file: %w", err)
 	}
@@ -113,6 +116,11 @@ func readToken(path string) (string, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		return "", fmt.Errorf("the token file %s is not a regular file", path)
+	}
+	// The token lets its holder in as this device: only its owner, this
+	// agent's user, may read or write it.
+	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != os.Geteuid() || fi.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("the token file %s must be this agent's user's alone (owner uid %d, mode 0600 or 0400): refused", path, os.Geteuid())
 	}
 	b, err := io.ReadAll(io.LimitReader(f, maxToken+1))
 	switch {

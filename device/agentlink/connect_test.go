@@ -105,8 +105,9 @@ func subscriptions(t *testing.T, monitor int, name string) []string {
 	return nil
 }
 
-// TestReadToken: the token file is a regular file of at most 16 KiB, its
-// token without the whitespace around it; errors never quote it.
+// TestReadToken: the token file is a regular file of at most 16 KiB, not a
+// link, this user's alone, its token without the whitespace around it;
+// errors never quote it.
 func TestReadToken(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, content string) string {
@@ -120,12 +121,21 @@ func TestReadToken(t *testing.T) {
 	fifo := filepath.Join(dir, "fifo")
 	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
 	big := strings.Repeat("s3cret", 3000)
+	link := filepath.Join(dir, "link")
+	require.NoError(t, os.Symlink(write("target", "s3cret.jwt.value"), link))
+	shared := write("shared", "s3cret.jwt.value")
+	require.NoError(t, os.Chmod(shared, 0o640))
+	foreign := write("foreign", "s3cret.jwt.value")
+	require.NoError(t, os.Chown(foreign, 4321, -1))
 	for name, path := range map[string]string{
-		"missing":  filepath.Join(dir, "none"),
-		"a folder": dir,
-		"a FIFO":   fifo, // refused, not waited on
-		"too big":  write("big", big),
-		"empty":    write("empty", " \n"),
+		"a symbolic link": link,
+		"group-readable":  shared,
+		"another owner":   foreign,
+		"missing":         filepath.Join(dir, "none"),
+		"a folder":        dir,
+		"a FIFO":          fifo, // refused, not waited on
+		"too big":         write("big", big),
+		"empty":           write("empty", " \n"),
 	} {
 		_, err := readToken(path)
 		require.Error(t, err, name)
@@ -153,11 +163,9 @@ func TestLinkResumes(t *testing.T) {
 	nc, err := Connect(ConnectOptions{Servers: s.url(), DeviceID: "dev-1", TokenFile: file, ReconnectWait: 50 * time.Millisecond})
 	require.NoError(t, err)
 	t.Cleanup(nc.Close) // after the link's end
-	js, err := jetstream.New(nc)
-	require.NoError(t, err)
 	socket := filepath.Join(t.TempDir(), "updater.sock")
 	fake := startFakeUpdater(t, socket)
-	r := runLink(t, &Link{JetStream: js, Bucket: "solar-fleet", DeviceID: "dev-1", Socket: socket, Version: "2.0.0", Digest: thisDigest}, nil)
+	r := runLink(t, &Link{Conn: nc, Bucket: "solar-fleet", DeviceID: "dev-1", Socket: socket, Version: "2.0.0", Digest: thisDigest}, nil)
 	assert.Equal(t, first.UUID, <-fake.got)
 	require.Eventually(t, func() bool { return r.readies.Load() == 1 }, 10*time.Second, 10*time.Millisecond)
 

@@ -47,7 +47,7 @@ import (
 // shared is what the watch tells the readiness checks.
 type shared struct {
 	mu       sync.Mutex
-	kv       jetstream.KeyValue
+	kv       Store
 	complete bool
 	current  *wire.Current   // the snapshot's attempt; nil: none
 	latest   string          // the UUID of the newest genuine attempt; "": none
@@ -56,7 +56,7 @@ type shared struct {
 
 func newShared() *shared { return &shared{sentUUID: map[string]bool{}} }
 
-func (s *shared) setBucket(kv jetstream.KeyValue) {
+func (s *shared) setBucket(kv Store) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.kv = kv
@@ -85,7 +85,7 @@ func (s *shared) sent(uuid string) {
 
 // view is a copy of what the checks read.
 type view struct {
-	kv       jetstream.KeyValue
+	kv       Store
 	complete bool
 	current  *wire.Current
 	resumed  bool
@@ -136,7 +136,7 @@ func (l *Link) check(ctx context.Context, s *shared, g *progress) error {
 			return fmt.Errorf("local dependencies: %w", err)
 		}
 	}
-	if nc := l.JetStream.Conn(); !nc.IsConnected() {
+	if nc := l.Conn; !nc.IsConnected() {
 		return fmt.Errorf("NATS: the connection is %s", nc.Status())
 	}
 	v := s.view()
@@ -169,7 +169,7 @@ func (l *Link) check(ctx context.Context, s *shared, g *progress) error {
 // keeping the rest (the last outcome, a rollback-failed that blocks the
 // device), by compare-and-set: a concurrent writer (an outcome, solar
 // fleet repair) makes it read and write again.
-func (l *Link) publishRunning(ctx context.Context, kv jetstream.KeyValue) error {
+func (l *Link) publishRunning(ctx context.Context, kv Store) error {
 	key, err := wire.StateKey(l.DeviceID)
 	if err != nil {
 		return err

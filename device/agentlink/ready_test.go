@@ -101,20 +101,10 @@ func (r *linkRun) withholds(t *testing.T, why string) {
 	require.Zero(t, r.readies.Load(), "not ready while: %s", why)
 }
 
-// refusingJetStream refuses writes of state keys while refuse is set, as
-// the auth callout refuses a key that is not the device's.
-type refusingJetStream struct {
-	jetstream.JetStream
-	refuse *atomic.Bool
-}
-
-func (r refusingJetStream) KeyValue(ctx context.Context, bucket string) (jetstream.KeyValue, error) {
-	kv, err := r.JetStream.KeyValue(ctx, bucket)
-	return refusingBucket{kv, r.refuse}, err
-}
-
+// refusingBucket refuses writes while refuse is set, as the auth callout
+// refuses a key that is not the device's.
 type refusingBucket struct {
-	jetstream.KeyValue
+	Store
 	refuse *atomic.Bool
 }
 
@@ -124,14 +114,14 @@ func (r refusingBucket) Create(ctx context.Context, key string, value []byte, op
 	if r.refuse.Load() {
 		return 0, errRefused
 	}
-	return r.KeyValue.Create(ctx, key, value, opts...)
+	return r.Store.Create(ctx, key, value, opts...)
 }
 
 func (r refusingBucket) Update(ctx context.Context, key string, value []byte, rev uint64) (uint64, error) {
 	if r.refuse.Load() {
 		return 0, errRefused
 	}
-	return r.KeyValue.Update(ctx, key, value, rev)
+	return r.Store.Update(ctx, key, value, rev)
 }
 
 // TestReadyWaitsForEveryCondition withholds the conditions one after the
@@ -148,13 +138,11 @@ func TestReadyWaitsForEveryCondition(t *testing.T) {
 	nc, err := Connect(ConnectOptions{Servers: s.url(), DeviceID: "dev-1", ReconnectWait: 50 * time.Millisecond})
 	require.NoError(t, err)
 	t.Cleanup(nc.Close) // after the link's end
-	js, err := jetstream.New(nc)
-	require.NoError(t, err)
 	socket := filepath.Join(dir, "updater.sock")
 	var fake *fakeUpdater
 	var forwardedFirst, runningFirst bool
 	var kv jetstream.KeyValue
-	l := &Link{JetStream: refusingJetStream{js, &refuse}, Bucket: "solar-fleet", DeviceID: "dev-1", Socket: socket,
+	l := &Link{Conn: nc, Store: refusingBucket{DeviceBucket(nc, "solar-fleet"), &refuse}, Bucket: "solar-fleet", DeviceID: "dev-1", Socket: socket,
 		Version: "2.0.0", Digest: thisDigest,
 		Dependencies: func(context.Context) error {
 			if depsDown.Load() {
@@ -222,9 +210,7 @@ func TestTargetVersion(t *testing.T) {
 			nc, err := Connect(ConnectOptions{Servers: s.url(), DeviceID: tc.device})
 			require.NoError(t, err)
 			t.Cleanup(nc.Close) // after the link's end
-			js, err := jetstream.New(nc)
-			require.NoError(t, err)
-			r := runLink(t, &Link{JetStream: js, Bucket: "solar-fleet", DeviceID: tc.device, Socket: socket,
+			r := runLink(t, &Link{Conn: nc, Bucket: "solar-fleet", DeviceID: tc.device, Socket: socket,
 				Version: "2.0.0", Digest: thisDigest}, nil)
 			if !tc.ready {
 				r.withholds(t, `as version \"2.0.1\", this binary is \"2.0.0\"`)

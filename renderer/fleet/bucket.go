@@ -48,8 +48,9 @@ type Bucket struct {
 }
 
 // OpenBucket opens the bucket, creating it with the given number of replicas
-// when create is set and it is missing. Without create, a missing bucket
-// reads as empty and every write fails.
+// when create is set and it is missing; with create, it also makes sure that
+// the bucket refuses roll-ups and messages over 64 KiB (guard). Without
+// create, a missing bucket reads as empty and every write fails.
 func OpenBucket(ctx context.Context, js jetstream.JetStream, name string, replicas int, create bool, log *slog.Logger) (*Bucket, error) {
 	var kv jetstream.KeyValue
 	err := retry(ctx, func(ctx context.Context) (err error) {
@@ -65,10 +66,47 @@ func OpenBucket(ctx context.Context, js jetstream.JetStream, name string, replic
 	if errors.Is(err, jetstream.ErrBucketNotFound) && !create {
 		return &Bucket{log: log, missing: true}, nil
 	}
+	if err == nil && create {
+		err = retry(ctx, func(ctx context.Context) error { return guard(ctx, js, name) })
+	}
 	if err != nil {
 		return nil, fmt.Errorf("opening the key-value bucket %s: %w", name, err)
 	}
 	return &Bucket{kv: kv, log: log}, nil
+}
+
+// maxValue bounds a message of the bucket: an attempt or a state is a few
+// KiB.
+const maxValue = 64 << 10
+
+// guard makes the bucket's stream refuse roll-ups and large messages.
+// Devices may publish to state.<id>; a roll-up header there ("Nats-Rollup:
+// all", which a key-value stream allows for purges) would otherwise delete
+// every other key of the bucket, every device's attempt included. Solar
+// never purges a key. An update only where the stream differs.
+func guard(ctx context.Context, js jetstream.JetStream, name string) error {
+	st, err := js.Stream(ctx, "KV_"+name)
+	if err != nil {
+		return err
+	}
+	cfg := st.CachedInfo().Config
+	if !cfg.AllowRollup && cfg.MaxMsgSize > 0 && cfg.MaxMsgSize <= maxValue {
+		return nil
+	}
+	cfg.AllowRollup = false
+	if cfg.MaxMsgSize <= 0 || cfg.MaxMsgSize > maxValue {
+		cfg.MaxMsgSize = maxValue
+	}
+	st, err = js.UpdateStream(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("turning roll-ups off: %w", err)
+	}
+	// The server turns them back on, silently, for a stream with subject
+	// delete markers or message schedules.
+	if st.CachedInfo().Config.AllowRollup {
+		return errors.New("the server keeps roll-ups on (subject delete markers or schedules are set): a device could purge the bucket")
+	}
+	return nil
 }
 
 // Exists reports whether the bucket exists: OpenBucket without create opens
