@@ -166,31 +166,60 @@ func (w *watcher) run(ctx context.Context, b bucket, key string, ch chan *nats.M
 	defer tick.Stop()
 	var last uint64
 	snapshot := false
-	for {
-		e, err := b.Get(ctx, key)
-		var next jetstream.KeyValueEntry
-		switch {
-		case errors.Is(err, jetstream.ErrKeyNotFound) && last != 0:
-			next, last = entry{bucket: b.name, key: key, op: jetstream.KeyValueDelete}, 0
-		case err == nil && e.Revision() != last:
-			next, last = e, e.Revision()
+	// reread: how many more reads a notification is owed. A plain
+	// subscriber may hear of a publish before JetStream has stored it, so
+	// a read that finds nothing new is tried again, a few times, sooner.
+	reread := 0
+	for pause := 50 * time.Millisecond; ; {
+		changed, ok := w.read(ctx, b, key, &last, &snapshot)
+		if !ok {
+			return
 		}
-		if err == nil || errors.Is(err, jetstream.ErrKeyNotFound) {
-			if next != nil && !w.send(ctx, next) {
-				return
-			}
-			if !snapshot && !w.send(ctx, nil) {
-				return
-			}
-			snapshot = true
+		if changed || reread == 0 {
+			reread, pause = 0, 50*time.Millisecond
+		}
+		var again <-chan time.Time
+		if reread > 0 {
+			reread--
+			again = time.After(pause)
+			pause *= 2
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+		case <-again:
 		case <-ch:
+			reread, pause = 5, 50*time.Millisecond
 		}
 	}
+}
+
+// read reads key and delivers its value when its revision is new (a
+// deletion when it is gone), then nil once (the snapshot is complete); it
+// says whether it delivered a change, and false ok when ctx ended.
+func (w *watcher) read(ctx context.Context, b bucket, key string, last *uint64, snapshot *bool) (changed, ok bool) {
+	e, err := b.Get(ctx, key)
+	var next jetstream.KeyValueEntry
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound) && *last != 0:
+		next, *last = entry{bucket: b.name, key: key, op: jetstream.KeyValueDelete}, 0
+	case err == nil && e.Revision() != *last:
+		next, *last = e, e.Revision()
+	}
+	if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return false, ctx.Err() == nil // read again at the next poll or notification
+	}
+	if next != nil && !w.send(ctx, next) {
+		return false, false
+	}
+	if !*snapshot {
+		if !w.send(ctx, nil) {
+			return false, false
+		}
+		*snapshot = true
+	}
+	return next != nil, true
 }
 
 func (w *watcher) send(ctx context.Context, e jetstream.KeyValueEntry) bool {
