@@ -1,0 +1,139 @@
+package sign
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2"
+	"oras.land/oras-go/v2/content/memory"
+	"oras.land/oras-go/v2/registry"
+	"oras.land/oras-go/v2/registry/remote"
+	"oras.land/oras-go/v2/registry/remote/auth"
+
+	"github.com/solar-pipeline/solar/internal/testenv"
+)
+
+// repoOf is a client of its own for repository name of reg, as another
+// process would have: nothing shared with other clients.
+func repoOf(t *testing.T, reg *testenv.Registry, name string) *remote.Repository {
+	t.Helper()
+	r, err := remote.NewRepository(reg.Host + "/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.PlainHTTP = true
+	r.SkipReferrersGC = true
+	r.Client = &auth.Client{Credential: auth.StaticCredential(reg.Host, auth.Credential{Username: reg.Username, Password: reg.Password})}
+	return r
+}
+
+// pushChart pushes a small artifact standing in for a chart, tagged 0.0.1.
+func pushChart(t *testing.T, r *remote.Repository) ocispec.Descriptor {
+	t.Helper()
+	ctx := context.Background()
+	mem := memory.New()
+	layer, err := oras.PushBytes(ctx, mem, "application/vnd.cncf.helm.chart.content.v1.tar+gzip", []byte("a chart"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := oras.PackManifest(ctx, mem, oras.PackManifestVersion1_1, "application/vnd.cncf.helm.config.v1+json",
+		oras.PackManifestOptions{Layers: []ocispec.Descriptor{layer}, ManifestAnnotations: map[string]string{ocispec.AnnotationCreated: "1970-01-01T00:00:00Z"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mem.Tag(ctx, m, "0.0.1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := oras.Copy(ctx, mem, "0.0.1", r, "0.0.1", oras.DefaultCopyOptions); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestConcurrentSigners: six writers, each a client of its own with a key
+// of its own, sign one chart at once on the Distribution registry, which
+// has no referrers API: every signature is among the chart's referrers.
+// Signing again writes nothing.
+func TestConcurrentSigners(t *testing.T) {
+	reg := testenv.StartRegistry(t, testenv.RegistryOptions{})
+	chart := pushChart(t, repoOf(t, reg, "ns/release-app"))
+	const writers = 6
+	keys := make([]*Key, writers)
+	want := map[string]bool{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range writers {
+		keys[i] = newKey(t)
+		wg.Go(func() {
+			d, written, err := Attach(context.Background(), repoOf(t, reg, "ns/release-app"), "ns/release-app", chart, keys[i])
+			if err != nil || !written {
+				t.Errorf("writer %d: written %v, %v", i, written, err)
+			}
+			mu.Lock()
+			want[d.Digest.String()] = true
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	refs, err := registry.Referrers(context.Background(), repoOf(t, reg, "ns/release-app"), chart, BundleMediaType)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range refs {
+		delete(want, r.Digest.String())
+	}
+	if len(want) != 0 || len(refs) != writers {
+		t.Fatalf("%d signatures of %d are among the referrers (%d there)", writers-len(want), writers, len(refs))
+	}
+	for i, k := range keys {
+		if _, written, err := Attach(context.Background(), repoOf(t, reg, "ns/release-app"), "ns/release-app", chart, k); err != nil || written {
+			t.Fatalf("signing again with key %d: written %v, %v", i, written, err)
+		}
+	}
+}
+
+// TestCosignVerifies: the cosign CLI (scripts/install-tools.sh builds it)
+// verifies a signature Attach wrote, offline, with the public key; with
+// another key it refuses.
+func TestCosignVerifies(t *testing.T) {
+	cosign := testenv.Tool(t, "cosign")
+	reg := testenv.StartRegistry(t, testenv.RegistryOptions{})
+	r := repoOf(t, reg, "ns/release-app")
+	chart := pushChart(t, r)
+	k := newKey(t)
+	if _, _, err := Attach(context.Background(), r, "ns/release-app", chart, k); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	pub, other := filepath.Join(dir, "solar.pub"), filepath.Join(dir, "other.pub")
+	if err := os.WriteFile(pub, k.PublicPEM(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(other, newKey(t).PublicPEM(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ref := reg.Host + "/ns/release-app@" + chart.Digest.String()
+	verify := func(key string) (string, error) {
+		cmd := exec.Command(cosign, "verify", "--key", key, "--insecure-ignore-tlog", "--allow-http-registry", "--output", "text", ref)
+		cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+dir, "COSIGN_REPOSITORY=", "HOME="+dir)
+		login := exec.Command(cosign, "login", reg.Host, "-u", reg.Username, "-p", reg.Password)
+		login.Env = cmd.Env
+		if out, err := login.CombinedOutput(); err != nil {
+			t.Fatalf("cosign login: %v\n%s", err, out)
+		}
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := verify(pub); err != nil {
+		t.Fatalf("cosign verify refused Solar's signature: %v\n%s", err, out)
+	}
+	if out, err := verify(other); err == nil || !strings.Contains(out, "no matching") && !strings.Contains(out, "verif") {
+		t.Fatalf("cosign verify with another key: %v\n%s", err, out)
+	}
+}
