@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/solar-pipeline/solar/internal/capool"
 
 	"github.com/solar-pipeline/solar/callout"
 )
@@ -122,16 +123,9 @@ func httpClient(ca string) (*http.Client, error) {
 	if ca == "" {
 		return &http.Client{Timeout: 15 * time.Second}, nil
 	}
-	pem, err := os.ReadFile(ca)
+	pool, err := capool.WithFile(ca)
 	if err != nil {
 		return nil, fmt.Errorf("--issuer-ca: %w", err)
-	}
-	pool, err := x509.SystemCertPool()
-	if err != nil {
-		pool = x509.NewCertPool()
-	}
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("--issuer-ca %s: no PEM certificate", ca)
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}

@@ -8,7 +8,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"crypto/x509"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -20,6 +19,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/solar-pipeline/solar/internal/capool"
 
 	"github.com/solar-pipeline/solar/device/updater"
 	"github.com/solar-pipeline/solar/device/wire"
@@ -192,16 +193,9 @@ func addDownloadFlags() downloadFlags {
 func (f downloadFlags) options(log *slog.Logger) (*http.Client, updater.DownloadOptions, error) {
 	var o updater.ClientOptions
 	if *f.caFile != "" {
-		pool, err := x509.SystemCertPool()
+		pool, err := capool.WithFile(*f.caFile)
 		if err != nil {
-			pool = x509.NewCertPool()
-		}
-		pem, err := os.ReadFile(*f.caFile)
-		if err != nil {
-			return nil, updater.DownloadOptions{}, err
-		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, updater.DownloadOptions{}, fmt.Errorf("--ca-file %s holds no certificate", *f.caFile)
+			return nil, updater.DownloadOptions{}, fmt.Errorf("--ca-file: %w", err)
 		}
 		o.RootCAs = pool
 	}

@@ -9,9 +9,10 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"syscall"
+
+	"github.com/solar-pipeline/solar/internal/capool"
 
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/auth"
@@ -49,16 +50,9 @@ func NewRemote(opts RemoteOptions) (*Remote, error) {
 	// InsecureSkipVerify only when the user asks for it, for development.
 	tlsConfig := &tls.Config{InsecureSkipVerify: opts.InsecureSkipTLSVerify}
 	if opts.CAFile != "" {
-		pem, err := os.ReadFile(opts.CAFile)
+		pool, err := capool.WithFile(opts.CAFile)
 		if err != nil {
-			return nil, fmt.Errorf("reading the CA file: %w", err)
-		}
-		pool, err := x509.SystemCertPool()
-		if err != nil {
-			pool = x509.NewCertPool()
-		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("CA file %s holds no PEM certificate", opts.CAFile)
+			return nil, fmt.Errorf("the CA file: %w", err)
 		}
 		tlsConfig.RootCAs = pool
 	}
