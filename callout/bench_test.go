@@ -145,8 +145,10 @@ func BenchmarkAnswer(b *testing.B) {
 	if _, _, err := callout.NewKeys(dir); err != nil {
 		b.Fatal(err)
 	}
-	acc, _ := callout.ReadKey(filepath.Join(dir, callout.AccountKeyFile))
-	xk, _ := callout.ReadKey(filepath.Join(dir, callout.XKeyFile))
+	acc, xk, err := callout.LoadKeys(filepath.Join(dir, callout.AccountKeyFile), filepath.Join(dir, callout.XKeyFile))
+	if err != nil {
+		b.Fatal(err)
+	}
 	svc := &callout.Service{
 		Verifier:   callout.NewVerifier(callout.Issuer{URL: op.Issuer, Audience: op.Audience, HTTPClient: op.HTTPClient()}),
 		AccountKey: acc, XKey: xk, Account: "FLEET", Bucket: bucket,

@@ -3,6 +3,7 @@ package callout_test
 import (
 	"context"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -46,19 +47,18 @@ func startFleet(t testing.TB, sealed bool, is callout.Issuer) *fleet {
 		opts.CalloutXKey = xkey
 	}
 	f.nats = testenv.StartNATSWith(t, opts)
-	acc, err := callout.ReadKey(dir + "/" + callout.AccountKeyFile)
+	xkeyFile := ""
+	if sealed {
+		xkeyFile = filepath.Join(dir, callout.XKeyFile)
+	}
+	acc, xk, err := callout.LoadKeys(filepath.Join(dir, callout.AccountKeyFile), xkeyFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	is.URL, is.Audience, is.HTTPClient = f.op.Issuer, f.op.Audience, f.op.HTTPClient()
 	f.verifier = callout.NewVerifier(is)
-	f.svc = &callout.Service{Verifier: f.verifier, AccountKey: acc, Account: "FLEET", Bucket: bucket,
+	f.svc = &callout.Service{Verifier: f.verifier, AccountKey: acc, XKey: xk, Account: "FLEET", Bucket: bucket,
 		Log: slog.New(slog.NewTextHandler(tlog{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))}
-	if sealed {
-		if f.svc.XKey, err = callout.ReadKey(dir + "/" + callout.XKeyFile); err != nil {
-			t.Fatal(err)
-		}
-	}
 	f.startCallout(t)
 	_, js := f.nats.Connect(t)
 	ctx := context.Background()

@@ -54,6 +54,27 @@ func writeNew(file string, b []byte) error {
 	return f.Close()
 }
 
+// LoadKeys reads the callout's account key and, when xkeyFile is set, its
+// curve key (ReadKey), each checked to be of its kind.
+func LoadKeys(accountFile, xkeyFile string) (account, xkey nkeys.KeyPair, err error) {
+	if account, err = ReadKey(accountFile); err != nil {
+		return nil, nil, fmt.Errorf("the account key: %w", err)
+	}
+	if pub, _ := account.PublicKey(); !nkeys.IsValidPublicAccountKey(pub) {
+		return nil, nil, fmt.Errorf("%s: not an account key (solar-auth-callout keys)", accountFile)
+	}
+	if xkeyFile == "" {
+		return account, nil, nil
+	}
+	if xkey, err = ReadKey(xkeyFile); err != nil {
+		return nil, nil, fmt.Errorf("the xkey: %w", err)
+	}
+	if pub, _ := xkey.PublicKey(); !nkeys.IsValidPublicCurveKey(pub) {
+		return nil, nil, fmt.Errorf("%s: not a curve key (solar-auth-callout keys)", xkeyFile)
+	}
+	return account, xkey, nil
+}
+
 // ReadKey reads an nkey seed from file, which only its owner may read.
 func ReadKey(file string) (nkeys.KeyPair, error) {
 	f, err := os.Open(file)

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nkeys"
 
 	"github.com/solar-pipeline/solar/callout"
 )
@@ -56,21 +55,9 @@ func serve(ctx context.Context, c *config, stderr io.Writer) error {
 
 // service reads the keys and builds the callout.
 func service(c *config, log *slog.Logger) (*callout.Service, error) {
-	acc, err := callout.ReadKey(c.accountKey)
+	acc, xkp, err := callout.LoadKeys(c.accountKey, c.xkey)
 	if err != nil {
-		return nil, fmt.Errorf("--account-key: %w", err)
-	}
-	if pub, _ := acc.PublicKey(); !nkeys.IsValidPublicAccountKey(pub) {
-		return nil, fmt.Errorf("--account-key %s: not an account key (solar-auth-callout keys)", c.accountKey)
-	}
-	var xkp nkeys.KeyPair
-	if c.xkey != "" {
-		if xkp, err = callout.ReadKey(c.xkey); err != nil {
-			return nil, fmt.Errorf("--xkey: %w", err)
-		}
-		if pub, _ := xkp.PublicKey(); !nkeys.IsValidPublicCurveKey(pub) {
-			return nil, fmt.Errorf("--xkey %s: not a curve key (solar-auth-callout keys)", c.xkey)
-		}
+		return nil, err
 	}
 	if c.issuer.HTTPClient, err = httpClient(c.issuerCA); err != nil {
 		return nil, err

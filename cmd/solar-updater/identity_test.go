@@ -80,9 +80,7 @@ func TestThroughTheCallout(t *testing.T) {
 // test ends.
 func serveCallout(t *testing.T, srv *testenv.NATS, op *testenv.OIDC, keys string) *callout.Service {
 	t.Helper()
-	acc, err := callout.ReadKey(filepath.Join(keys, callout.AccountKeyFile))
-	require.NoError(t, err)
-	xk, err := callout.ReadKey(filepath.Join(keys, callout.XKeyFile))
+	acc, xk, err := callout.LoadKeys(filepath.Join(keys, callout.AccountKeyFile), filepath.Join(keys, callout.XKeyFile))
 	require.NoError(t, err)
 	svc := &callout.Service{
 		Verifier:   callout.NewVerifier(callout.Issuer{URL: op.Issuer, Audience: op.Audience, HTTPClient: op.HTTPClient()}),
