@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -101,7 +100,7 @@ func TestAgentReports(t *testing.T) {
 	require.NoError(t, err)
 	agentDyn, err := dynamic.NewForConfig(cfg)
 	require.NoError(t, err)
-	var buf lockedLog
+	var buf testenv.LockedBuffer
 	a := &agent{client: agentDyn, namespace: "alpha", target: "edge-1", now: time.Now, backoff: 50 * time.Millisecond,
 		log: slog.New(slog.NewTextHandler(&buf, nil))}
 	probe := httptest.NewServer(a.health())
@@ -136,22 +135,4 @@ func TestAgentReports(t *testing.T) {
 	assert.Contains(t, out, "retry=50ms", "the first wait is the backoff")
 	assert.Contains(t, out, "retry=400ms", "the wait grows up to the interval")
 	assert.Equal(t, http.StatusServiceUnavailable, readyz(), "not ready while reports fail")
-}
-
-// lockedLog is a log sink the test reads while nothing writes any more.
-type lockedLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

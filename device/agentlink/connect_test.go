@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/solar-pipeline/solar/internal/testenv"
+
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
@@ -34,7 +36,7 @@ func TestConnectTokenRotated(t *testing.T) {
 	kv := s.admin(t, oldTok)
 	file := filepath.Join(t.TempDir(), "token")
 	require.NoError(t, os.WriteFile(file, []byte(oldTok+"\n"), 0o600))
-	var logs logBuffer
+	var logs testenv.LockedBuffer
 	nc, err := Connect(ConnectOptions{Servers: s.url(), DeviceID: "dev-1", TokenFile: file,
 		ReconnectWait: 100 * time.Millisecond, Log: slog.New(slog.NewTextHandler(&logs, nil))})
 	require.NoError(t, err)

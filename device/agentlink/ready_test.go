@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/solar-pipeline/solar/internal/testenv"
+
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -61,14 +63,14 @@ func startFakeUpdater(t *testing.T, path string) *fakeUpdater {
 // linkRun is a Link running until the test ends; readies counts its
 // reports.
 type linkRun struct {
-	logs    *logBuffer
+	logs    *testenv.LockedBuffer
 	readies atomic.Int32
 }
 
 // runLink runs l, its Ready counting and then calling onReady (if any).
 func runLink(t *testing.T, l *Link, onReady func()) *linkRun {
 	t.Helper()
-	r := &linkRun{logs: new(logBuffer)}
+	r := &linkRun{logs: new(testenv.LockedBuffer)}
 	l.Log = slog.New(slog.NewTextHandler(r.logs, nil))
 	l.Retry = 20 * time.Millisecond
 	l.Ready = func(context.Context) error {

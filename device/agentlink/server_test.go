@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -124,24 +123,6 @@ func (s *tokenServer) admin(t *testing.T, token string) jetstream.KeyValue {
 	kv, err := js.CreateOrUpdateKeyValue(context.Background(), jetstream.KeyValueConfig{Bucket: "solar-fleet", History: 16})
 	require.NoError(t, err)
 	return kv
-}
-
-// logBuffer is a log destination tests read while the link writes it.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // putAttempt writes attempt.dev-1 as solar fleet apply does (bound when

@@ -191,7 +191,7 @@ func startScheduler(t testing.TB, api *APIServer, bin string) {
 
 // startKwok runs kwok on the Nodes annotated kwokNodeAnnotation=fake and
 // returns its output.
-func startKwok(t testing.TB, api *APIServer, bin string) *lockedBuffer {
+func startKwok(t testing.TB, api *APIServer, bin string) *LockedBuffer {
 	t.Helper()
 	// kwok has no built-in Stages: scripts/install-tools.sh puts the default
 	// ones kwokctl uses (from kwok's module) beside the binary.
@@ -214,7 +214,7 @@ func startKwok(t testing.TB, api *APIServer, bin string) *lockedBuffer {
 }
 
 // startLogged starts cmd (start) and logs its output when the test fails.
-func startLogged(t testing.TB, name string, cmd *exec.Cmd) *lockedBuffer {
+func startLogged(t testing.TB, name string, cmd *exec.Cmd) *LockedBuffer {
 	t.Helper()
 	logs, _ := start(t, cmd)
 	t.Cleanup(func() {

@@ -35,7 +35,7 @@ type natsNode struct {
 	url  string
 	args []string
 	env  []string
-	logs *lockedBuffer
+	logs *LockedBuffer
 	stop func()
 }
 

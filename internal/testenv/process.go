@@ -23,10 +23,10 @@ func Tool(t testing.TB, name string) string {
 // start runs cmd in its own process group and returns its combined output so
 // far and stop, which kills the group (the process and all its children) with
 // SIGKILL and waits for it; cleanup calls stop too.
-func start(t testing.TB, cmd *exec.Cmd) (logs *lockedBuffer, stop func()) {
+func start(t testing.TB, cmd *exec.Cmd) (logs *LockedBuffer, stop func()) {
 	t.Helper()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	logs = &lockedBuffer{}
+	logs = &LockedBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting %s: %v", cmd.Path, err)
@@ -41,7 +41,7 @@ func start(t testing.TB, cmd *exec.Cmd) (logs *lockedBuffer, stop func()) {
 
 // waitUntil polls ready until it reports true; after timeout it fails the
 // test with the service's output.
-func waitUntil(t testing.TB, what string, timeout time.Duration, logs *lockedBuffer, ready func() bool) {
+func waitUntil(t testing.TB, what string, timeout time.Duration, logs *LockedBuffer, ready func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !ready() {
@@ -52,18 +52,20 @@ func waitUntil(t testing.TB, what string, timeout time.Duration, logs *lockedBuf
 	}
 }
 
-type lockedBuffer struct {
+// LockedBuffer is a log destination a test reads while a process or a
+// goroutine still writes it.
+type LockedBuffer struct {
 	mu sync.Mutex
 	b  strings.Builder
 }
 
-func (l *lockedBuffer) Write(p []byte) (int, error) {
+func (l *LockedBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.Write(p)
 }
 
-func (l *lockedBuffer) String() string {
+func (l *LockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
