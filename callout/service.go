@@ -126,9 +126,12 @@ func (s *Service) authorize(ctx context.Context, req *jwt.AuthorizationRequestCl
 	return user, who.DeviceID, err
 }
 
+// discard is the log of a Service without one.
+var discard = slog.New(slog.DiscardHandler)
+
 func (s *Service) log() *slog.Logger {
 	if s.Log == nil {
-		return slog.New(slog.DiscardHandler)
+		return discard
 	}
 	return s.Log
 }
