@@ -3,11 +3,14 @@ package sign
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"golang.org/x/sync/errgroup"
 	"oras.land/oras-go/v2"
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/errdef"
@@ -25,67 +28,147 @@ type Target interface {
 // Attach signs subject (a chart manifest in t, named name) with k: it
 // writes the bundle, the empty config and the referrer, unless t already
 // has that referrer (Ed25519: the same chart, the same referrer), in which
-// case it writes nothing and says so (written false). A registry without
-// the referrers API keeps referrers in one index under the tag
-// sha256-<hex>, which each writer reads, changes and writes back: a
-// concurrent writer's change can be lost. So Attach reads the referrers
-// again after writing, twice a settle apart, and writes its own again
-// while it is missing: a loss by a writer whose read-modify-write began
-// before this write is seen; one that takes longer than a settle is not
-// (no registry offers a conditional tag write; with the referrers API
-// there is no index to lose).
-func Attach(ctx context.Context, t Target, name string, subject ocispec.Descriptor, k *Key) (desc ocispec.Descriptor, written bool, err error) {
+// case it writes nothing and returns nil. What it wrote is to be confirmed
+// (Confirm): a registry without the referrers API keeps referrers in one
+// index under the tag sha256-<hex>, which each writer reads, changes and
+// writes back, so a concurrent writer's change can be lost.
+func Attach(ctx context.Context, t Target, name string, subject ocispec.Descriptor, k *Key) (*Written, error) {
 	b, err := k.Bundle(name, subject.Digest)
 	if err != nil {
-		return ocispec.Descriptor{}, false, err
+		return nil, err
 	}
 	raw, layer, err := Referrer(b, subject)
 	if err != nil {
-		return ocispec.Descriptor{}, false, err
+		return nil, err
 	}
-	desc = content.NewDescriptorFromBytes(ocispec.MediaTypeImageManifest, raw)
+	desc := content.NewDescriptorFromBytes(ocispec.MediaTypeImageManifest, raw)
 	desc.ArtifactType = BundleMediaType
 	if ok, err := attached(ctx, t, subject, desc); err != nil || ok {
-		return desc, false, err
+		return nil, err
 	}
 	for _, blob := range []struct {
 		d ocispec.Descriptor
 		b []byte
 	}{{layer, b}, {ocispec.DescriptorEmptyJSON, ocispec.DescriptorEmptyJSON.Data}} {
 		if err := pushIfMissing(ctx, t, blob.d, blob.b); err != nil {
-			return desc, false, err
+			return nil, err
 		}
 	}
-	// Present at two reads a settle apart: a writer that read the index
-	// before this write has written its own by then (one round trip), and
-	// a loss shows.
-	seen := 0
+	w := &Written{t: t, Subject: subject, Desc: desc, raw: raw}
+	return w, w.push(ctx)
+}
+
+// Written is a signature written into a store, to be confirmed.
+type Written struct {
+	t Target
+	// Subject is the chart manifest; Desc the signature's referrer.
+	Subject, Desc ocispec.Descriptor
+	raw           []byte
+}
+
+func (w *Written) push(ctx context.Context) error {
+	// A push of a manifest that is there already updates the referrers
+	// index all the same.
+	if err := w.t.Push(ctx, w.Desc, bytes.NewReader(w.raw)); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
+		return fmt.Errorf("pushing the signature of %s: %w", w.Subject.Digest, err)
+	}
+	return nil
+}
+
+// Confirm reads the referrers of every signature written again, a settle
+// after the writes, and writes again those another writer's referrers
+// index lost, until each was seen at two reads a settle apart: a writer
+// that read the index before a write has written its own by then (one
+// round trip), and a loss shows. A loss by a writer that takes longer
+// than a settle between its read and its write is not seen (no registry
+// offers a conditional tag write; with the referrers API, or in a locked
+// layout, there is no index to lose). One wait serves every signature.
+func Confirm(ctx context.Context, ws []*Written) error {
+	seen := make([]int, len(ws))
 	for try := range 12 {
-		if seen == 0 {
-			// A push of a manifest that is there already updates the
-			// referrers index all the same.
-			if err := t.Push(ctx, desc, bytes.NewReader(raw)); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
-				return desc, true, fmt.Errorf("pushing the signature of %s: %w", subject.Digest, err)
+		var open []int
+		for i := range ws {
+			if ws[i] != nil && seen[i] < 2 {
+				open = append(open, i)
 			}
+		}
+		if len(open) == 0 {
+			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return desc, true, ctx.Err()
+			return ctx.Err()
 		case <-time.After(settle * time.Duration(1+try%3)):
 		}
-		ok, err := attached(ctx, t, subject, desc)
-		if err != nil {
-			return desc, true, err
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(8)
+		for _, i := range open {
+			g.Go(func() error {
+				w := ws[i]
+				ok, err := attached(gctx, w.t, w.Subject, w.Desc)
+				switch {
+				case err != nil:
+					return err
+				case ok:
+					seen[i]++
+					return nil
+				}
+				seen[i] = 0
+				return w.push(gctx)
+			})
 		}
-		if !ok {
-			seen = 0
-			continue
-		}
-		if seen++; seen == 2 {
-			return desc, true, nil
+		if err := g.Wait(); err != nil {
+			return err
 		}
 	}
-	return desc, true, fmt.Errorf("the signature of %s is lost to other writers of its referrers at every try", subject.Digest)
+	for i, w := range ws {
+		if w != nil && seen[i] < 2 {
+			return fmt.Errorf("the signature of %s is lost to other writers of its referrers at every try", w.Subject.Digest)
+		}
+	}
+	return nil
+}
+
+// Carry copies the signatures of subject that src holds and dst lacks
+// into dst (a reviewed layout's into a registry), to be confirmed as
+// Attach's are.
+func Carry(ctx context.Context, src, dst Target, subject ocispec.Descriptor) ([]*Written, error) {
+	refs, err := referrers(ctx, src, subject)
+	if err != nil {
+		return nil, err
+	}
+	var out []*Written
+	for _, r := range refs {
+		if ok, err := attached(ctx, dst, subject, r); err != nil || ok {
+			if err != nil {
+				return out, err
+			}
+			continue
+		}
+		raw, err := content.FetchAll(ctx, src, r)
+		if err != nil {
+			return out, fmt.Errorf("reading the signature %s of %s: %w", r.Digest, subject.Digest, err)
+		}
+		m, err := decodeManifest(raw)
+		if err != nil {
+			return out, fmt.Errorf("the signature %s of %s: %w", r.Digest, subject.Digest, err)
+		}
+		for _, d := range append([]ocispec.Descriptor{m.Config}, m.Layers...) {
+			b, err := content.FetchAll(ctx, src, d)
+			if err != nil {
+				return out, fmt.Errorf("reading the signature %s of %s: %w", r.Digest, subject.Digest, err)
+			}
+			if err := pushIfMissing(ctx, dst, d, b); err != nil {
+				return out, err
+			}
+		}
+		w := &Written{t: dst, Subject: subject, Desc: r, raw: raw}
+		if err := w.push(ctx); err != nil {
+			return out, err
+		}
+		out = append(out, w)
+	}
+	return out, nil
 }
 
 // settle is longer than a writer's read, change and write of a referrers
@@ -94,16 +177,40 @@ var settle = 100 * time.Millisecond
 
 // attached says whether desc is among subject's referrers in t.
 func attached(ctx context.Context, t Target, subject, desc ocispec.Descriptor) (bool, error) {
+	refs, err := referrers(ctx, t, subject)
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(refs, func(r ocispec.Descriptor) bool { return r.Digest == desc.Digest }), nil
+}
+
+// referrers lists the signature referrers of subject in t.
+func referrers(ctx context.Context, t Target, subject ocispec.Descriptor) ([]ocispec.Descriptor, error) {
 	refs, err := registry.Referrers(ctx, t, subject, BundleMediaType)
 	if err != nil && !errors.Is(err, errdef.ErrNotFound) {
-		return false, fmt.Errorf("reading the signatures of %s: %w", subject.Digest, err)
+		return nil, fmt.Errorf("reading the signatures of %s: %w", subject.Digest, err)
 	}
-	for _, r := range refs {
-		if r.Digest == desc.Digest {
-			return true, nil
-		}
+	return refs, nil
+}
+
+// fetchManifest reads the manifest d of t, bounded.
+func fetchManifest(ctx context.Context, t Target, d ocispec.Descriptor) (*ocispec.Manifest, error) {
+	if d.Size > maxBundle {
+		return nil, fmt.Errorf("the signature %s is %d bytes: too large", d.Digest, d.Size)
 	}
-	return false, nil
+	raw, err := content.FetchAll(ctx, t, d)
+	if err != nil {
+		return nil, fmt.Errorf("reading the signature %s: %w", d.Digest, err)
+	}
+	return decodeManifest(raw)
+}
+
+func decodeManifest(raw []byte) (*ocispec.Manifest, error) {
+	var m ocispec.Manifest
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("decoding the manifest: %w", err)
+	}
+	return &m, nil
 }
 
 func pushIfMissing(ctx context.Context, t Target, d ocispec.Descriptor, b []byte) error {

@@ -2,6 +2,7 @@ package sign
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -71,12 +72,19 @@ func TestConcurrentSigners(t *testing.T) {
 	for i := range writers {
 		keys[i] = newKey(t)
 		wg.Go(func() {
-			d, written, err := Attach(context.Background(), repoOf(t, reg, "ns/release-app"), "ns/release-app", chart, keys[i])
-			if err != nil || !written {
-				t.Errorf("writer %d: written %v, %v", i, written, err)
+			w, err := Attach(context.Background(), repoOf(t, reg, "ns/release-app"), "ns/release-app", chart, keys[i])
+			if err == nil && w == nil {
+				err = errors.New("nothing written")
+			}
+			if err == nil {
+				err = Confirm(context.Background(), []*Written{w})
+			}
+			if err != nil {
+				t.Errorf("writer %d: %v", i, err)
+				return
 			}
 			mu.Lock()
-			want[d.Digest.String()] = true
+			want[w.Desc.Digest.String()] = true
 			mu.Unlock()
 		})
 	}
@@ -92,8 +100,8 @@ func TestConcurrentSigners(t *testing.T) {
 		t.Fatalf("%d signatures of %d are among the referrers (%d there)", writers-len(want), writers, len(refs))
 	}
 	for i, k := range keys {
-		if _, written, err := Attach(context.Background(), repoOf(t, reg, "ns/release-app"), "ns/release-app", chart, k); err != nil || written {
-			t.Fatalf("signing again with key %d: written %v, %v", i, written, err)
+		if w, err := Attach(context.Background(), repoOf(t, reg, "ns/release-app"), "ns/release-app", chart, k); err != nil || w != nil {
+			t.Fatalf("signing again with key %d: written %v, %v", i, w != nil, err)
 		}
 	}
 }
@@ -107,7 +115,7 @@ func TestCosignVerifies(t *testing.T) {
 	r := repoOf(t, reg, "ns/release-app")
 	chart := pushChart(t, r)
 	k := newKey(t)
-	if _, _, err := Attach(context.Background(), r, "ns/release-app", chart, k); err != nil {
+	if _, err := Attach(context.Background(), r, "ns/release-app", chart, k); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
@@ -139,5 +147,53 @@ func TestCosignVerifies(t *testing.T) {
 		t.Fatalf("cosign verify with another key: %v\n%s", err, out)
 	} else {
 		t.Logf("cosign verify --key other.pub: %v\n%s", err, out)
+	}
+}
+
+// TestCheckAndCarry: Check finds a chart's signature good with its key,
+// bad with another, missing on an unsigned chart; Carry copies it into
+// another registry, where it checks the same, and copies nothing twice.
+func TestCheckAndCarry(t *testing.T) {
+	ctx := context.Background()
+	src, dst := testenv.StartRegistry(t, testenv.RegistryOptions{}), testenv.StartRegistry(t, testenv.RegistryOptions{})
+	from, to := repoOf(t, src, "ns/release-app"), repoOf(t, dst, "ns/release-app")
+	chart := pushChart(t, from)
+	k := newKey(t)
+	v, err := NewVerifier(k.PublicPEM())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Check(ctx, from, chart); !errors.Is(err, ErrUnsigned) {
+		t.Fatalf("an unsigned chart: %v", err)
+	}
+	w, err := Attach(ctx, from, "ns/release-app", chart, k)
+	if err != nil || Confirm(ctx, []*Written{w}) != nil {
+		t.Fatal(err)
+	}
+	if err := v.Check(ctx, from, chart); err != nil {
+		t.Fatalf("the signed chart: %v", err)
+	}
+	other, err := NewVerifier(newKey(t).PublicPEM())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Check(ctx, from, chart); !errors.Is(err, ErrBadSignature) {
+		t.Fatalf("with another key: %v", err)
+	}
+	if _, err := oras.Copy(ctx, from, "0.0.1", to, "0.0.1", oras.DefaultCopyOptions); err != nil {
+		t.Fatal(err)
+	}
+	ws, err := Carry(ctx, from, to, chart)
+	if err != nil || len(ws) != 1 || Confirm(ctx, ws) != nil {
+		t.Fatalf("carried %d: %v", len(ws), err)
+	}
+	if err := v.Check(ctx, to, chart); err != nil {
+		t.Fatalf("the carried signature: %v", err)
+	}
+	if ws, err := Carry(ctx, from, to, chart); err != nil || len(ws) != 0 {
+		t.Fatalf("carrying again wrote %d: %v", len(ws), err)
+	}
+	if _, err := NewVerifier([]byte("-----BEGIN PRIVATE KEY-----\nAA==\n-----END PRIVATE KEY-----\n")); err == nil {
+		t.Fatal("a private key was taken as a verification key")
 	}
 }
