@@ -15,6 +15,7 @@ import (
 func newPublishCmd(g *globals) *cobra.Command {
 	var f planFlags
 	var rf registryFlags
+	var sf signFlags
 	var exitCode bool
 	var concurrency int
 	cmd := &cobra.Command{
@@ -49,6 +50,9 @@ func newPublishCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if opts.SigningKey, err = sf.key(g); err != nil {
+				return err
+			}
 			opts.Registry, opts.Concurrency = path.Join(l.host, l.prefix), concurrency
 			plan, err := pipeline.NewPlan(cmd.Context(), opts)
 			if err != nil || len(plan.Targets) == 0 {
@@ -69,6 +73,7 @@ func newPublishCmd(g *globals) *cobra.Command {
 	f.registerPrune(cmd, "for every orphan (the bootstrap repository of a Target no longer in the input), push a version without releases: Flux then uninstalls them")
 	fl := cmd.Flags()
 	rf.registerClient(fl, "to push to")
+	sf.register(fl)
 	fl.BoolVar(&exitCode, "exit-code", false, "exit 2 when charts changed or (with --dry-run) would change, 0 when not")
 	fl.IntVar(&concurrency, "concurrency", 4, "charts pushed at once")
 	return cmd

@@ -12,6 +12,8 @@ import (
 
 func newPushCmd(g *globals) *cobra.Command {
 	var rf registryFlags
+	var sf signFlags
+	var keys []string
 	var dryRun bool
 	var reviewedFile string
 	cmd := &cobra.Command{
@@ -47,7 +49,14 @@ func newPushCmd(g *globals) *cobra.Command {
 				}
 				check = reviewed.Check(layout, remote)
 			}
-			results, err := publish.PushLayout(cmd.Context(), layout, remote, publish.Options{DryRun: dryRun}, check)
+			popts := publish.Options{DryRun: dryRun}
+			if popts.SigningKey, err = sf.key(g); err != nil {
+				return err
+			}
+			if popts.Verifier, err = verifier(keys); err != nil {
+				return err
+			}
+			results, err := publish.PushLayout(cmd.Context(), layout, remote, popts, check)
 			if err != nil {
 				return hint(err, rf.registry)
 			}
@@ -62,6 +71,8 @@ func newPushCmd(g *globals) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	rf.registerClient(fl, "to push to")
+	sf.register(fl)
+	fl.StringArrayVar(&keys, "key", nil, "push nothing unless every version to push carries a signature that verifies with this public key (PEM); repeatable: any of the keys")
 	fl.BoolVar(&dryRun, "dry-run", false, "check and list what would be pushed, push nothing")
 	fl.StringVar(&reviewedFile, "reviewed", "", "the reviewed list (solar diff --write-reviewed): push only if the layout is exactly that, else push nothing")
 	return cmd

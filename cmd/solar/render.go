@@ -18,6 +18,7 @@ import (
 func newRenderCmd(g *globals) *cobra.Command {
 	var f planFlags
 	var rf registryFlags
+	var sf signFlags
 	var out string
 	var lockTimeout time.Duration
 	cmd := &cobra.Command{
@@ -36,6 +37,9 @@ func newRenderCmd(g *globals) *cobra.Command {
 			}
 			opts, err := f.options(g, cmd.InOrStdin(), args)
 			if err != nil {
+				return err
+			}
+			if opts.SigningKey, err = sf.key(g); err != nil {
 				return err
 			}
 			var remote *publish.Remote
@@ -73,6 +77,7 @@ func newRenderCmd(g *globals) *cobra.Command {
 	f.registerPrune(cmd, "for every orphan (the bootstrap repository of a Target no longer in the input), write a version without releases")
 	cmd.Flags().StringVar(&out, "out", "out", "directory of the OCI image layout")
 	rf.registerClient(cmd.Flags(), "to compute versions against (read only), named by the bootstrap charts")
+	sf.register(cmd.Flags())
 	cmd.Flags().DurationVar(&lockTimeout, "lock-timeout", 5*time.Minute, "how long to wait while another solar run holds the layout")
 	return cmd
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/solar-pipeline/solar/renderer/load"
 	"github.com/solar-pipeline/solar/renderer/model"
 	"github.com/solar-pipeline/solar/renderer/resolve"
+	"github.com/solar-pipeline/solar/renderer/sign"
 	"github.com/solar-pipeline/solar/renderer/validate"
 )
 
@@ -59,9 +60,10 @@ type Options struct {
 	// Registry is HOST[:PORT][/PREFIX], the base of the URLs in bootstrap
 	// charts. Empty: each Target's render registry hostname.
 	Registry string
-	// Settle and Concurrency are publish.Options'.
+	// Settle, Concurrency and SigningKey are publish.Options'.
 	Settle      time.Duration
 	Concurrency int
+	SigningKey  *sign.Key
 	Package     chart.Options
 	// Prune publishes, for every orphan (a bootstrap repository of a Target
 	// no longer in the input), a next version without releases: Flux then

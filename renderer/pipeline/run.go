@@ -32,7 +32,7 @@ func Run(ctx context.Context, plan *Plan, store publish.Store, opts Options) (*R
 	if listErr != nil && opts.Prune {
 		return report, fmt.Errorf("--prune: the bootstrap repositories of Targets no longer in the input cannot be found: %w", listErr)
 	}
-	popts := publish.Options{DryRun: opts.DryRun, Settle: opts.Settle, Concurrency: opts.Concurrency, Log: opts.log(), Compare: opts.Compare,
+	popts := publish.Options{DryRun: opts.DryRun, Settle: opts.Settle, Concurrency: opts.Concurrency, Log: opts.log(), Compare: opts.Compare, SigningKey: opts.SigningKey,
 		PackCache: publish.OpenPackCache(opts.CacheDir), Absent: map[string]bool{}}
 	if !opts.DryRun {
 		defer popts.PackCache.Save()
@@ -176,7 +176,7 @@ func orphans(ctx context.Context, plan *Plan, store publish.Store, opts Options,
 		return nil
 	}
 	pruned, err := publish.Publish(ctx, store, jobs, publish.Options{DryRun: opts.DryRun, Settle: opts.Settle,
-		Concurrency: opts.Concurrency, Log: opts.log(), Compare: opts.Compare})
+		Concurrency: opts.Concurrency, Log: opts.log(), Compare: opts.Compare, SigningKey: opts.SigningKey})
 	for i := range pruned {
 		if pruned[i].Action != "" {
 			report.Orphans[i].Pruned = &pruned[i]

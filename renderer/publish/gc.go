@@ -2,7 +2,6 @@ package publish
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -13,8 +12,10 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
-	"oras.land/oras-go/v2/content"
+	"oras.land/oras-go/v2/registry"
 	"oras.land/oras-go/v2/registry/remote"
+
+	"github.com/solar-pipeline/solar/renderer/sign"
 )
 
 // GCOptions say what a garbage collection keeps.
@@ -46,6 +47,8 @@ type GCResult struct {
 	// and leftovers of killed runs.
 	Blobs int   `json:"blobs"`
 	Bytes int64 `json:"bytes"`
+	// Signatures count the signatures of the versions no longer kept.
+	Signatures int `json:"signatures"`
 	// Skipped are the repositories Select left as they are.
 	Skipped []string `json:"skipped"`
 	// Held are versions beyond Keep that stay because a kept version names
@@ -125,9 +128,18 @@ func (l *Layout) GC(ctx context.Context, opts GCOptions) (GCResult, error) {
 			}
 		}
 		kept := slices.DeleteFunc(slices.Clone(s.tags), func(t string) bool { return slices.Contains(drop, t) })
-		if !opts.DryRun && len(drop) > 0 {
+		refs, err := keptReferrers(ctx, s, kept)
+		if err != nil {
+			return r, fmt.Errorf("collecting %s: %w", name, err)
+		}
+		r.Signatures += len(s.referrers) - len(refs)
+		if !opts.DryRun && (len(drop) > 0 || len(refs) < len(s.referrers)) {
+			if err := s.writable(ctx); err != nil {
+				return r, err
+			}
 			l.mu.Lock()
-			s.tags, s.dirty = kept, true
+			s.tags, s.referrers = kept, refs
+			s.changed(l)
 			l.mu.Unlock()
 			// The index without them first: a kill while blobs go leaves
 			// no version naming a missing blob.
@@ -135,7 +147,7 @@ func (l *Layout) GC(ctx context.Context, opts GCOptions) (GCResult, error) {
 				return r, err
 			}
 		}
-		n, size, err := sweepBlobs(ctx, s, name, kept, opts.DryRun)
+		n, size, err := sweepBlobs(ctx, s, name, kept, refs, opts.DryRun)
 		if err != nil {
 			return r, err
 		}
@@ -172,12 +184,24 @@ func (r *Remote) GC(ctx context.Context, opts GCOptions) (GCResult, error) {
 		}
 		for _, v := range plan.drop[name] {
 			res.Versions = append(res.Versions, name+":"+v)
-			if opts.DryRun {
-				continue
-			}
 			desc, err := repo.Resolve(ctx, v)
 			if err != nil {
 				return res, fmt.Errorf("reading %s:%s: %w", name, v, explain(err))
+			}
+			// Its signatures first: a kill leaves a version unsigned,
+			// never a signature of nothing.
+			refs, err := registry.Referrers(ctx, repo, desc, sign.BundleMediaType)
+			if err != nil && !isNotFound(err) {
+				return res, fmt.Errorf("reading the signatures of %s:%s: %w", name, v, explain(err))
+			}
+			res.Signatures += len(refs)
+			if opts.DryRun {
+				continue
+			}
+			for _, ref := range refs {
+				if err := repo.Delete(ctx, ref); err != nil && !isNotFound(err) {
+					return res, fmt.Errorf("deleting a signature of %s:%s: %w", name, v, explain(err))
+				}
 			}
 			if err := repo.Delete(ctx, desc); err != nil {
 				return res, fmt.Errorf("deleting %s:%s: %w", name, v, explain(err))
@@ -225,28 +249,51 @@ func (r *Remote) Repositories(ctx context.Context, prefix string) ([]string, err
 	return names, nil
 }
 
+// keptReferrers are the signatures of s whose subject is a kept version.
+func keptReferrers(ctx context.Context, s *layoutStore, kept []string) ([]ocispec.Descriptor, error) {
+	subjects := map[string]bool{}
+	for _, tag := range kept {
+		desc, err := s.backend.Resolve(ctx, tag)
+		if err != nil {
+			return nil, err
+		}
+		subjects[desc.Digest.String()] = true
+	}
+	var out []ocispec.Descriptor
+	for _, ref := range s.referrers {
+		m, err := readManifest(ctx, s.backend, ref)
+		if err != nil {
+			return nil, err
+		}
+		if m.Subject != nil && subjects[m.Subject.Digest.String()] {
+			out = append(out, ref)
+		}
+	}
+	return out, nil
+}
+
 // sweepBlobs removes the blobs of one repository's layout that none of its
-// kept versions references, and the leftovers of killed runs (ingest/); a
-// dry run only counts them.
-func sweepBlobs(ctx context.Context, s *layoutStore, name string, kept []string, dryRun bool) (blobs int, bytes int64, _ error) {
+// kept versions and their signatures (refs) references, and the leftovers
+// of killed runs (ingest/); a dry run only counts them.
+func sweepBlobs(ctx context.Context, s *layoutStore, name string, kept []string, refs []ocispec.Descriptor, dryRun bool) (blobs int, bytes int64, _ error) {
 	// What the kept versions reference stays.
 	keep := map[string]bool{}
+	manifests := slices.Clone(refs)
 	for _, tag := range kept {
 		desc, err := s.backend.Resolve(ctx, tag)
 		if err != nil {
 			return 0, 0, err
 		}
-		b, err := content.FetchAll(ctx, s.backend, desc)
+		manifests = append(manifests, desc)
+	}
+	for _, desc := range manifests {
+		m, err := readManifest(ctx, s.backend, desc)
 		if err != nil {
-			return 0, 0, err
-		}
-		var m ocispec.Manifest
-		if err := json.Unmarshal(b, &m); err != nil {
-			return 0, 0, fmt.Errorf("reading %s:%s: %w", name, tag, err)
+			return 0, 0, fmt.Errorf("reading %s@%s: %w", name, desc.Digest, err)
 		}
 		if err := m.Config.Digest.Validate(); err != nil {
 			// An index, say: what it references is not read here.
-			return 0, 0, fmt.Errorf("%s:%s is not a chart (%s): not collected", name, tag, desc.MediaType)
+			return 0, 0, fmt.Errorf("%s@%s is not a chart (%s): not collected", name, desc.Digest, desc.MediaType)
 		}
 		keep[desc.Digest.Encoded()] = true
 		keep[m.Config.Digest.Encoded()] = true

@@ -48,8 +48,11 @@ type layoutStore struct {
 	backend layoutBackend
 	store   *oci.Store // nil until written: backend is then a layoutView
 	tags    []string
-	dirty   bool
-	order   int // when it was first tagged in this run
+	// referrers are the untagged manifests of the index that name a
+	// subject: the versions' signatures.
+	referrers []ocispec.Descriptor
+	dirty     bool
+	order     int // when it was first tagged in this run
 
 	mu    sync.Mutex
 	ready chan struct{}
@@ -208,6 +211,13 @@ func (s *layoutStore) load(ctx context.Context) error {
 		return fmt.Errorf("OCI layout %s: %w", s.dir, err)
 	}
 	s.backend = newLayoutView(s.dir, index)
+	if index != nil {
+		for _, d := range index.Manifests {
+			if d.Annotations[ocispec.AnnotationRefName] == "" && d.ArtifactType != "" {
+				s.referrers = append(s.referrers, d)
+			}
+		}
+	}
 	err = s.backend.Tags(ctx, "", func(tags []string) error {
 		s.tags = append(s.tags, tags...)
 		return nil

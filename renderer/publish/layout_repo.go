@@ -2,8 +2,12 @@ package publish
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"slices"
+
+	"oras.land/oras-go/v2/content"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
@@ -21,11 +25,44 @@ func (r *layoutRepo) Exists(ctx context.Context, d ocispec.Descriptor) (bool, er
 	return r.s.backend.Exists(ctx, d)
 }
 
+// Push writes a blob or manifest; an artifact manifest (a signature, which
+// names its subject) is kept in the index untagged, as oras' layouts keep
+// referrers.
 func (r *layoutRepo) Push(ctx context.Context, d ocispec.Descriptor, rd io.Reader) error {
 	if err := r.write(ctx); err != nil {
 		return err
 	}
-	return r.s.store.Push(ctx, d, rd)
+	if err := r.s.store.Push(ctx, d, rd); err != nil {
+		return err
+	}
+	if d.ArtifactType != "" {
+		r.l.mu.Lock()
+		defer r.l.mu.Unlock()
+		if !slices.ContainsFunc(r.s.referrers, func(x ocispec.Descriptor) bool { return x.Digest == d.Digest }) {
+			r.s.referrers = append(r.s.referrers, ocispec.Descriptor{MediaType: d.MediaType, ArtifactType: d.ArtifactType, Digest: d.Digest, Size: d.Size})
+			r.s.changed(r.l)
+		}
+	}
+	return nil
+}
+
+// Predecessors lists the manifests that name d as their subject (its
+// signatures).
+func (r *layoutRepo) Predecessors(ctx context.Context, d ocispec.Descriptor) ([]ocispec.Descriptor, error) {
+	r.l.mu.Lock()
+	refs := slices.Clone(r.s.referrers)
+	r.l.mu.Unlock()
+	var out []ocispec.Descriptor
+	for _, ref := range refs {
+		m, err := readManifest(ctx, r.s.backend, ref)
+		if err != nil {
+			return nil, err
+		}
+		if m.Subject != nil && m.Subject.Digest == d.Digest {
+			out = append(out, ref)
+		}
+	}
+	return out, nil
 }
 
 // write makes the repository writable: a dry run's is not; a new one is
@@ -52,13 +89,38 @@ func (r *layoutRepo) Tag(ctx context.Context, d ocispec.Descriptor, tag string) 
 	r.l.mu.Lock()
 	defer r.l.mu.Unlock()
 	r.s.tags = append(r.s.tags, tag)
-	if !r.s.dirty {
-		r.l.tagged++
-		r.s.order = r.l.tagged
-	}
-	r.s.dirty = true
+	r.s.changed(r.l)
 	return nil
 }
+
+// changed marks the repository's index to be saved, in the order of the
+// first change. Layout.mu is held.
+func (s *layoutStore) changed(l *Layout) {
+	if !s.dirty {
+		l.tagged++
+		s.order = l.tagged
+	}
+	s.dirty = true
+}
+
+// readManifest reads a manifest of the layout, bounded.
+func readManifest(ctx context.Context, st content.Fetcher, d ocispec.Descriptor) (*ocispec.Manifest, error) {
+	if d.Size > maxManifest {
+		return nil, fmt.Errorf("manifest %s is %d bytes: too large", d.Digest, d.Size)
+	}
+	b, err := content.FetchAll(ctx, st, d)
+	if err != nil {
+		return nil, err
+	}
+	var m ocispec.Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("manifest %s: %w", d.Digest, err)
+	}
+	return &m, nil
+}
+
+// maxManifest bounds a manifest read.
+const maxManifest = 4 << 20
 
 // Tags lists the repository's tags after last, in ascending order, in one call.
 func (r *layoutRepo) Tags(_ context.Context, last string, fn func([]string) error) error {

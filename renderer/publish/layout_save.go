@@ -57,6 +57,8 @@ func (l *Layout) Save(ctx context.Context) error {
 			desc.Annotations = map[string]string{ocispec.AnnotationRefName: tag}
 			index.Manifests = append(index.Manifests, desc)
 		}
+		// Signatures, untagged, as oras keeps referrers in a layout.
+		index.Manifests = append(index.Manifests, s.referrers...)
 		slices.SortFunc(index.Manifests, func(a, b ocispec.Descriptor) int {
 			return cmp.Or(cmp.Compare(a.Annotations[ocispec.AnnotationRefName], b.Annotations[ocispec.AnnotationRefName]),
 				cmp.Compare(a.Digest, b.Digest))

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/content"
 )
 
 // Overlay is a store that reads from base (a registry) and writes into top
@@ -65,6 +66,24 @@ func (r *overlayRepo) Resolve(ctx context.Context, ref string) (ocispec.Descript
 
 func (r *overlayRepo) Tag(ctx context.Context, d ocispec.Descriptor, tag string) error {
 	return r.top.Tag(ctx, d, tag)
+}
+
+// Predecessors are those of both (a chart's signatures in the layout and in
+// the registry).
+func (r *overlayRepo) Predecessors(ctx context.Context, d ocispec.Descriptor) ([]ocispec.Descriptor, error) {
+	var out []ocispec.Descriptor
+	for _, s := range []Repository{r.top, r.base} {
+		g, ok := s.(content.ReadOnlyGraphStorage)
+		if !ok {
+			continue
+		}
+		p, err := g.Predecessors(ctx, d)
+		if err != nil && !isNotFound(err) {
+			return nil, err
+		}
+		out = append(out, p...)
+	}
+	return out, nil
 }
 
 // Tags are those of both, in ascending order.

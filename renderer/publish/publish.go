@@ -12,6 +12,8 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/solar-pipeline/solar/renderer/sign"
 )
 
 // Actions a job can get.
@@ -64,10 +66,17 @@ type Result struct {
 	// Digest is the manifest digest.
 	Digest string `json:"digest"`
 	Action string `json:"action"`
+	// Signature is the digest of the chart's signature (Options.SigningKey)
+	// and SignatureAction whether it was written (Create) or there already
+	// (Unchanged).
+	Signature       string `json:"signature,omitempty"`
+	SignatureAction string `json:"signatureAction,omitempty"`
 	// Old and New are the layers of the latest version and of the content
 	// (packed at that version, so only the content differs), when
 	// Options.Compare asked for them and the content changed.
 	Old, New []Blob `json:"-"`
+	// manifest is the version's manifest: what a signature signs.
+	manifest ocispec.Descriptor
 }
 
 // Options configures a publish. The zero value publishes with GOMAXPROCS
@@ -89,6 +98,13 @@ type Options struct {
 	Compare bool
 	// PackCache, when set, remembers the layers of the jobs packed.
 	PackCache *PackCache
+	// SigningKey, when set, signs every version published (and the latest
+	// version of an unchanged job, unless already signed): a sign.Attach
+	// referrer, which Flux and cosign verify with the public key.
+	SigningKey *sign.Key
+	// Verifier, when set, makes PushLayout push nothing unless every
+	// version it would push carries a signature that verifies.
+	Verifier *sign.Verifier
 	// Absent names repositories the store did not have when the run began
 	// (its catalog did not list them): their versions are not asked for, a
 	// job there starts at 0.0.1. The check right before tagging still finds
@@ -129,6 +145,9 @@ func Publish(ctx context.Context, store Store, jobs []Job, opts Options) ([]Resu
 			i := pending[k]
 			// After the first round the repository has what this run pushed.
 			results[i], err = p.publish(ctx, jobs[i], attempt == 1 && opts.Absent[jobs[i].Repository])
+			if err == nil && opts.SigningKey != nil && !opts.DryRun {
+				err = p.sign(ctx, &results[i])
+			}
 			if err == nil && attempt == 1 && opts.Done != nil {
 				p.done(i, results[i])
 			}
@@ -144,7 +163,35 @@ func Publish(ctx context.Context, store Store, jobs []Job, opts Options) ([]Resu
 			return results, fmt.Errorf("publishing %s: another writer overwrote the version solar pushed %d times in a row; run again", jobs[pending[0]].Repository, maxAttempts)
 		}
 	}
+	if err := sign.Confirm(ctx, p.signed); err != nil {
+		return results, explain(err)
+	}
 	return results, nil
+}
+
+// sign signs r's manifest unless it is signed already, and keeps what it
+// wrote for sign.Confirm.
+func (p *publisher) sign(ctx context.Context, r *Result) error {
+	repo, err := p.store.Repository(ctx, r.Repository)
+	if err != nil {
+		return err
+	}
+	t, ok := repo.(sign.Target)
+	if !ok {
+		return fmt.Errorf("signing %s: the store keeps no signatures", r.Repository)
+	}
+	desc, w, err := sign.Attach(ctx, t, r.Repository, r.manifest, p.opts.SigningKey)
+	if err != nil {
+		return fmt.Errorf("signing %s:%s: %w", r.Repository, r.Version, explain(err))
+	}
+	r.Signature, r.SignatureAction = desc.Digest.String(), Unchanged
+	if w != nil {
+		r.SignatureAction = Create
+		p.mu.Lock()
+		p.signed = append(p.signed, w)
+		p.mu.Unlock()
+	}
+	return nil
 }
 
 // confirm waits Settle and returns the jobs of pending whose pushed tag
@@ -192,9 +239,10 @@ func (p *publisher) confirm(ctx context.Context, pending []int, results []Result
 }
 
 type publisher struct {
-	store Store
-	opts  Options
-	mu    sync.Mutex // one Done call at a time
+	store  Store
+	opts   Options
+	mu     sync.Mutex // one Done call at a time; signed
+	signed []*sign.Written
 }
 
 func (p *publisher) done(i int, r Result) {

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"oras.land/oras-go/v2"
+
+	"github.com/solar-pipeline/solar/renderer/sign"
 )
 
 // ErrMoved: the registry changed since the layout was rendered against it.
@@ -32,6 +34,11 @@ func PushLayout(ctx context.Context, l *Layout, dst Store, opts Options, check C
 	if err != nil {
 		return nil, err
 	}
+	if opts.Verifier != nil {
+		if err := verifyLayout(ctx, l, results, opts.Verifier); err != nil {
+			return nil, err
+		}
+	}
 	if check != nil {
 		if err := check(ctx, results); err != nil {
 			return nil, err
@@ -40,10 +47,8 @@ func PushLayout(ctx context.Context, l *Layout, dst Store, opts Options, check C
 	if opts.DryRun {
 		return results, nil
 	}
+	var carried []*sign.Written
 	for _, r := range results {
-		if r.Action == Unchanged {
-			continue
-		}
 		src, err := l.Repository(ctx, r.Repository)
 		if err != nil {
 			return results, err
@@ -52,11 +57,59 @@ func PushLayout(ctx context.Context, l *Layout, dst Store, opts Options, check C
 		if err != nil {
 			return results, err
 		}
-		if _, err := oras.Copy(ctx, src, r.Version, target, r.Version, oras.DefaultCopyOptions); err != nil {
-			return results, fmt.Errorf("pushing %s:%s: %w", r.Repository, r.Version, explain(err))
+		if r.Action != Unchanged {
+			if _, err := oras.Copy(ctx, src, r.Version, target, r.Version, oras.DefaultCopyOptions); err != nil {
+				return results, fmt.Errorf("pushing %s:%s: %w", r.Repository, r.Version, explain(err))
+			}
+		}
+		// The version's signatures, which the registry may lack even for
+		// a version it has (signed in the layout after it was pushed).
+		st, ok := target.(sign.Target)
+		if !ok {
+			continue
+		}
+		ws, err := sign.Carry(ctx, src.(sign.Target), st, r.manifest)
+		if err != nil {
+			return results, fmt.Errorf("pushing the signatures of %s:%s: %w", r.Repository, r.Version, explain(err))
+		}
+		carried = append(carried, ws...)
+		if opts.SigningKey != nil {
+			_, w, err := sign.Attach(ctx, st, r.Repository, r.manifest, opts.SigningKey)
+			if err != nil {
+				return results, fmt.Errorf("signing %s:%s: %w", r.Repository, r.Version, explain(err))
+			}
+			if w != nil {
+				carried = append(carried, w)
+			}
 		}
 	}
-	return results, nil
+	return results, explain(sign.Confirm(ctx, carried))
+}
+
+// ErrSignature: a version of a layout to push carries no signature that
+// verifies.
+var ErrSignature = errors.New("not signed with the keys given")
+
+// verifyLayout checks the signature of every version results name in l,
+// all before any push, and names every version that fails.
+func verifyLayout(ctx context.Context, l *Layout, results []Result, v *sign.Verifier) error {
+	var bad []string
+	for _, r := range results {
+		src, err := l.Repository(ctx, r.Repository)
+		if err != nil {
+			return err
+		}
+		if err := v.Check(ctx, src.(sign.Target), r.manifest); err != nil {
+			if !errors.Is(err, sign.ErrUnsigned) && !errors.Is(err, sign.ErrBadSignature) {
+				return err
+			}
+			bad = append(bad, fmt.Sprintf("%s:%s: %v", r.Repository, r.Version, err))
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("%w; nothing pushed:\n  %s", ErrSignature, strings.Join(bad, "\n  "))
+	}
+	return nil
 }
 
 // planPush is what PushLayout would do with each repository of the layout,
@@ -95,7 +148,7 @@ func planPush(ctx context.Context, l *Layout, dst Store) ([]Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		r.Digest = desc.Digest.String()
+		r.Digest, r.manifest = desc.Digest.String(), desc
 		switch {
 		case theirs != nil && theirs.Equal(mine):
 			got, err := target.Resolve(ctx, mine.Original())

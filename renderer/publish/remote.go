@@ -122,6 +122,11 @@ func (r *Remote) repository(name string) (*remote.Repository, error) {
 	}
 	repo.Client = r.client
 	repo.PlainHTTP = r.plainHTTP
+	// A signature added to a registry without the referrers API replaces
+	// the referrers index under the tag sha256-<hex>: the old one stays
+	// (a delete would need delete rights, and another writer may be
+	// reading it).
+	repo.SkipReferrersGC = true
 	return repo, nil
 }
 

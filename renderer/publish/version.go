@@ -68,7 +68,7 @@ func (p *publisher) publish(ctx context.Context, job Job, absent bool) (Result, 
 		if err != nil {
 			return fail("packing", err)
 		}
-		r.Version, r.Digest, r.Action = version, manifest.Digest.String(), action
+		r.Version, r.Digest, r.Action, r.manifest = version, manifest.Digest.String(), action, manifest
 		if p.opts.DryRun {
 			return r, nil
 		}
@@ -102,7 +102,7 @@ func (p *publisher) compare(ctx context.Context, repo Repository, job Job, conte
 		return false, isNotFound(err), fmt.Errorf("reading version %s of %s: %w", latest, job.Repository, explain(err))
 	}
 	if slices.Equal(layers, packed) {
-		r.Version, r.Digest, r.Action = latest, desc.Digest.String(), Unchanged
+		r.Version, r.Digest, r.Action, r.manifest = latest, desc.Digest.String(), Unchanged, desc
 		return true, false, nil
 	}
 	if p.opts.Compare {

@@ -28,34 +28,35 @@ type Target interface {
 // Attach signs subject (a chart manifest in t, named name) with k: it
 // writes the bundle, the empty config and the referrer, unless t already
 // has that referrer (Ed25519: the same chart, the same referrer), in which
-// case it writes nothing and returns nil. What it wrote is to be confirmed
+// case it writes nothing and returns a nil Written. It returns the
+// referrer's descriptor either way. What it wrote is to be confirmed
 // (Confirm): a registry without the referrers API keeps referrers in one
 // index under the tag sha256-<hex>, which each writer reads, changes and
 // writes back, so a concurrent writer's change can be lost.
-func Attach(ctx context.Context, t Target, name string, subject ocispec.Descriptor, k *Key) (*Written, error) {
+func Attach(ctx context.Context, t Target, name string, subject ocispec.Descriptor, k *Key) (ocispec.Descriptor, *Written, error) {
 	b, err := k.Bundle(name, subject.Digest)
 	if err != nil {
-		return nil, err
+		return ocispec.Descriptor{}, nil, err
 	}
 	raw, layer, err := Referrer(b, subject)
 	if err != nil {
-		return nil, err
+		return ocispec.Descriptor{}, nil, err
 	}
 	desc := content.NewDescriptorFromBytes(ocispec.MediaTypeImageManifest, raw)
 	desc.ArtifactType = BundleMediaType
 	if ok, err := attached(ctx, t, subject, desc); err != nil || ok {
-		return nil, err
+		return desc, nil, err
 	}
 	for _, blob := range []struct {
 		d ocispec.Descriptor
 		b []byte
 	}{{layer, b}, {ocispec.DescriptorEmptyJSON, ocispec.DescriptorEmptyJSON.Data}} {
 		if err := pushIfMissing(ctx, t, blob.d, blob.b); err != nil {
-			return nil, err
+			return desc, nil, err
 		}
 	}
 	w := &Written{t: t, Subject: subject, Desc: desc, raw: raw}
-	return w, w.push(ctx)
+	return desc, w, w.push(ctx)
 }
 
 // Written is a signature written into a store, to be confirmed.

@@ -72,7 +72,7 @@ func TestConcurrentSigners(t *testing.T) {
 	for i := range writers {
 		keys[i] = newKey(t)
 		wg.Go(func() {
-			w, err := Attach(context.Background(), repoOf(t, reg, "ns/release-app"), "ns/release-app", chart, keys[i])
+			_, w, err := Attach(context.Background(), repoOf(t, reg, "ns/release-app"), "ns/release-app", chart, keys[i])
 			if err == nil && w == nil {
 				err = errors.New("nothing written")
 			}
@@ -100,7 +100,7 @@ func TestConcurrentSigners(t *testing.T) {
 		t.Fatalf("%d signatures of %d are among the referrers (%d there)", writers-len(want), writers, len(refs))
 	}
 	for i, k := range keys {
-		if w, err := Attach(context.Background(), repoOf(t, reg, "ns/release-app"), "ns/release-app", chart, k); err != nil || w != nil {
+		if _, w, err := Attach(context.Background(), repoOf(t, reg, "ns/release-app"), "ns/release-app", chart, k); err != nil || w != nil {
 			t.Fatalf("signing again with key %d: written %v, %v", i, w != nil, err)
 		}
 	}
@@ -115,7 +115,7 @@ func TestCosignVerifies(t *testing.T) {
 	r := repoOf(t, reg, "ns/release-app")
 	chart := pushChart(t, r)
 	k := newKey(t)
-	if _, err := Attach(context.Background(), r, "ns/release-app", chart, k); err != nil {
+	if _, _, err := Attach(context.Background(), r, "ns/release-app", chart, k); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
@@ -166,7 +166,7 @@ func TestCheckAndCarry(t *testing.T) {
 	if err := v.Check(ctx, from, chart); !errors.Is(err, ErrUnsigned) {
 		t.Fatalf("an unsigned chart: %v", err)
 	}
-	w, err := Attach(ctx, from, "ns/release-app", chart, k)
+	_, w, err := Attach(ctx, from, "ns/release-app", chart, k)
 	if err != nil || Confirm(ctx, []*Written{w}) != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/pflag"
+
+	"github.com/solar-pipeline/solar/renderer/sign"
+)
+
+// signingKeyEnv holds the signing key's PEM itself, for CI secrets.
+const signingKeyEnv = "SOLAR_SIGNING_KEY"
+
+// maxKeyFile bounds a key file read.
+const maxKeyFile = 64 << 10
+
+// signFlags say whether and with which key the charts written are signed.
+type signFlags struct {
+	keyFile string
+}
+
+func (f *signFlags) register(fl *pflag.FlagSet) {
+	fl.StringVar(&f.keyFile, "signing-key", "", "sign every chart written with this Ed25519 private key (PEM, PKCS #8: openssl genpkey -algorithm ed25519); default: the PEM in $"+signingKeyEnv+", if set. Flux and cosign verify with the public key (docs/signing.md)")
+}
+
+// key reads the signing key: nil when none is given.
+func (f *signFlags) key(g *globals) (*sign.Key, error) {
+	var pemBytes []byte
+	from := "$" + signingKeyEnv
+	switch {
+	case f.keyFile != "":
+		var err error
+		from = "--signing-key " + f.keyFile
+		if pemBytes, err = readKeyFile(g, f.keyFile); err != nil {
+			return nil, fmt.Errorf("%s: %w", from, err)
+		}
+	case os.Getenv(signingKeyEnv) != "":
+		pemBytes = []byte(os.Getenv(signingKeyEnv))
+	default:
+		return nil, nil
+	}
+	k, err := sign.ParseKey(pemBytes)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", from, err)
+	}
+	return k, nil
+}
+
+// readKeyFile reads a private key file, bounded; one that others may read
+// is read with a warning.
+func readKeyFile(g *globals, name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, errors.New("not a regular file")
+	}
+	if info.Mode().Perm()&0o077 != 0 {
+		fmt.Fprintf(g.stderr, "warning: %s may be read by others (mode %v): chmod 600 it\n", name, info.Mode().Perm())
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
+	if err == nil && len(b) > maxKeyFile {
+		err = fmt.Errorf("larger than %d KiB: not a key", maxKeyFile>>10)
+	}
+	return b, err
+}
+
+// verifier verifies with the public keys in the files named (nil for none).
+func verifier(files []string) (*sign.Verifier, error) {
+	if len(files) == 0 {
+		return nil, nil
+	}
+	var pems [][]byte
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			return nil, fmt.Errorf("--key: %w", err)
+		}
+		pems = append(pems, b)
+	}
+	v, err := sign.NewVerifier(pems...)
+	if err != nil {
+		return nil, fmt.Errorf("--key: %w", err)
+	}
+	return v, nil
+}
