@@ -22,6 +22,7 @@ import (
 func newBootstrapCmd(g *globals) *cobra.Command {
 	var rf registryFlags
 	var fluxNS string
+	var verifyKeys []string
 	cmd := &cobra.Command{
 		Use:   "bootstrap-manifests TARGET [PATH...] --registry HOST[:PORT][/PREFIX] [-n NS]",
 		Short: "Print what a Target's cluster needs once to pull its bootstrap chart",
@@ -31,6 +32,11 @@ needs once so that Flux pulls everything else solar publishes for it:
     credentials from --username/--password-stdin, else a clearly marked
     placeholder to fill in;
   - Secret solar-bootstrap-ca, with --ca-file: the CA of the registry;
+  - Secret solar-bootstrap-cosign, with --verify-key: the public keys (only
+    those) that Flux verifies solar's signed charts with; the OCIRepositories
+    of the bootstrap chart and of the release charts it names then carry
+    spec.verify (provider cosign), and Flux refuses a chart that no key
+    verifies. Give two keys while a new signing key takes over;
   - OCIRepository solar-bootstrap: oci://<registry>/<ns>/bootstrap-<target>,
     the highest version (semver >=0.0.0), Helm chart layer;
   - HelmRelease solar-bootstrap of that chart (no readiness wait: it holds
@@ -47,7 +53,8 @@ the credentials given. Which of the two was checked is said on stderr.
 		Example: `  solar bootstrap-manifests edge-1 -n alpha --registry registry.example.com/solar | kubectl apply -f -
   echo "$PULL_TOKEN" | solar bootstrap-manifests edge-1 -n alpha --registry 127.0.0.1:5000 \
       --username edge-1 --password-stdin --ca-file ca.pem > edge-1.yaml
-  solar bootstrap-manifests plant-1 examples/ -n beta --registry registry.example.com/solar -o json`,
+  solar bootstrap-manifests plant-1 examples/ -n beta --registry registry.example.com/solar -o json
+  solar bootstrap-manifests edge-1 -n alpha --registry registry.example.com/solar --verify-key solar.pub`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := g.checkOutput(); err != nil {
@@ -74,6 +81,9 @@ the credentials given. Which of the two was checked is said on stderr.
 					return fmt.Errorf("reading --ca-file: %w", err)
 				}
 			}
+			if fc.VerifyKeys, err = readPublicKeys(verifyKeys); err != nil {
+				return err
+			}
 			docs, err := chart.Manifests(fc)
 			if err != nil {
 				return err
@@ -84,6 +94,7 @@ the credentials given. Which of the two was checked is said on stderr.
 	fl := cmd.Flags()
 	rf.register(fl, "solar publishes to")
 	fl.StringVar(&fluxNS, "flux-namespace", "flux-system", "namespace of Flux and of the objects printed")
+	fl.StringArrayVar(&verifyKeys, "verify-key", nil, "public key (PEM) Flux verifies the charts with (publish --signing-key signed them); repeatable, for a key rotation")
 	return cmd
 }
 

@@ -79,17 +79,28 @@ func verifier(files []string) (*sign.Verifier, error) {
 	if len(files) == 0 {
 		return nil, nil
 	}
+	pems, err := readPublicKeys(files)
+	if err != nil {
+		return nil, err
+	}
+	return sign.NewVerifier(pems...)
+}
+
+// readPublicKeys reads PEM public key files, each checked to be one.
+func readPublicKeys(files []string) ([][]byte, error) {
 	var pems [][]byte
 	for _, name := range files {
 		b, err := os.ReadFile(name)
+		if err == nil && len(b) > maxKeyFile {
+			err = fmt.Errorf("larger than %d KiB: not a key", maxKeyFile>>10)
+		}
+		if err == nil {
+			_, err = sign.NewVerifier(b)
+		}
 		if err != nil {
-			return nil, fmt.Errorf("--key: %w", err)
+			return nil, fmt.Errorf("public key %s: %w", name, err)
 		}
 		pems = append(pems, b)
 	}
-	v, err := sign.NewVerifier(pems...)
-	if err != nil {
-		return nil, fmt.Errorf("--key: %w", err)
-	}
-	return v, nil
+	return pems, nil
 }

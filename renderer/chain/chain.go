@@ -14,6 +14,9 @@ const (
 	Bootstrap  = "solar-bootstrap"
 	PullSecret = Bootstrap + "-pull"
 	CASecret   = Bootstrap + "-ca"
+	// VerifySecret holds the public keys Flux verifies solar's charts
+	// with (OCIRepository spec.verify, provider cosign: its *.pub entries).
+	VerifySecret = Bootstrap + "-cosign"
 )
 
 // MaxName is Helm's limit for a release name; every name here stays within it,
@@ -124,6 +127,7 @@ func Objects(fluxNS string, releases []Release) []Object {
 	objs := []Object{
 		{0, "Secret", fluxNS, PullSecret},
 		{0, "Secret", fluxNS, CASecret},
+		{0, "Secret", fluxNS, VerifySecret},
 		{0, "OCIRepository", fluxNS, Bootstrap},
 		{0, "HelmRelease", fluxNS, Bootstrap},
 		{1, HelmStorage, fluxNS, Bootstrap},

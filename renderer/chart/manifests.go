@@ -31,6 +31,10 @@ type FirstContact struct {
 	// CA is the PEM of the registry's CA, if it needs one.
 	CA        []byte
 	PlainHTTP bool
+	// VerifyKeys are PEM public keys: with any, Flux verifies the bootstrap
+	// chart and the release charts it names with them (the Secret
+	// VerifySecret; two keys while a new one takes over).
+	VerifyKeys [][]byte
 }
 
 // Placeholder is the user name and password of a pull Secret made without
@@ -41,7 +45,8 @@ const (
 )
 
 // Manifests are the first-contact objects, from Flux's own API types: the pull
-// Secret, the CA Secret (with a CA), and the OCIRepository and HelmRelease of
+// Secret, the CA Secret (with a CA), the Secret of public keys (with
+// VerifyKeys), and the OCIRepository and HelmRelease of
 // the bootstrap chart, whose values make the chart's own OCIRepositories use
 // the same Secrets. They are unstructured, without server-set fields, ready to
 // print for kubectl apply.
@@ -90,6 +95,20 @@ func Manifests(fc FirstContact) ([]map[string]any, error) {
 	}
 	if fc.PlainHTTP {
 		registry["insecure"] = true
+	}
+	if len(fc.VerifyKeys) > 0 {
+		keys := map[string][]byte{}
+		for i, k := range fc.VerifyKeys {
+			keys[fmt.Sprintf("key-%d.pub", i+1)] = k
+		}
+		objs = append(objs, &corev1.Secret{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+			ObjectMeta: meta(chain.VerifySecret),
+			Type:       corev1.SecretTypeOpaque,
+			Data:       keys,
+		})
+		repo.Spec.Verify = &sourcev1.OCIRepositoryVerification{Provider: "cosign", SecretRef: &metaRef{Name: chain.VerifySecret}}
+		registry["verifySecret"] = chain.VerifySecret
 	}
 	values, err := json.Marshal(map[string]any{"registry": registry})
 	if err != nil {

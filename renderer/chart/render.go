@@ -99,7 +99,7 @@ func Bootstrap(t *resolve.Target, refs []Ref) *Source {
 	}
 	// The HelmRelease that installs the bootstrap chart may override these
 	// with the Secrets of the cluster (solar bootstrap-manifests does).
-	registry := map[string]any{"pullSecret": "", "certSecret": "", "insecure": false}
+	registry := map[string]any{"pullSecret": "", "certSecret": "", "insecure": false, "verifySecret": ""}
 	if reg := t.RenderRegistry; reg != nil {
 		registry["pullSecret"] = t.PullSecrets[reg.Spec.Hostname]
 		registry["insecure"] = reg.Spec.PlainHTTP
