@@ -14,7 +14,10 @@ const verifyLong = `verify walks the repositories of an OCI layout (--out) or a 
 (--registry), of namespace -n only with it, and checks what solar promises:
 every tag is a plain version 0.0.N; every version's manifest and blobs are
 there, with the digest and size their descriptors say; every bootstrap chart
-version names release chart versions the store holds.
+version names release chart versions the store holds. With --key, what a
+cluster can pull (the newest version of every repository, and the versions
+the newest bootstrap charts name) carries a signature (publish --signing-key)
+that one of the keys verifies, as Flux's OCIRepository spec.verify checks it.
 
 In a layout every blob is read and hashed. In a registry every manifest is
 read and its digest compared, and every blob's size is asked (HEAD); --deep
@@ -32,11 +35,13 @@ func newVerifyCmd(g *globals) *cobra.Command {
 	var out string
 	var deep bool
 	var concurrency int
+	var keys []string
 	cmd := &cobra.Command{
 		Use:   "verify (--out DIR | --registry HOST[:PORT][/PREFIX]) [-n NS] [--deep] [--concurrency N]",
 		Short: "Check that a layout or registry keeps what solar promises",
 		Long:  verifyLong,
 		Example: `  solar verify --out out
+  solar verify --out out --key solar.pub
   echo "$PASSWORD" | solar verify --registry registry.example.com/solar -n alpha --deep --username ci --password-stdin`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -52,6 +57,9 @@ func newVerifyCmd(g *globals) *cobra.Command {
 			}
 			defer done()
 			opts := pipeline.VerifyOptions{Deep: deep, Progress: g.repositoryProgress(), Concurrency: concurrency}
+			if opts.Verifier, err = verifier(keys); err != nil {
+				return err
+			}
 			if g.namespace != "" {
 				opts.Prefix = g.namespace + "/"
 			}
@@ -72,6 +80,9 @@ func newVerifyCmd(g *globals) *cobra.Command {
 			}
 			g.say("verified %d repositories, %d versions, %d blobs (%s read) in %s: %d violations",
 				v.Repositories, v.Versions, v.Blobs, bytesHuman(v.Bytes), time.Since(start).Round(time.Millisecond), len(v.Violations))
+			if v.Signed > 0 {
+				g.say("checked the signatures of %d versions", v.Signed)
+			}
 			if len(v.Skipped) > 0 {
 				g.say("not checked, not solar's charts: %s", strings.Join(v.Skipped, ", "))
 			}
@@ -85,6 +96,7 @@ func newVerifyCmd(g *globals) *cobra.Command {
 	fl.StringVar(&out, "out", "", "directory of the OCI image layout")
 	fl.BoolVar(&deep, "deep", false, "registry: download and hash every blob, not only ask its size")
 	fl.IntVar(&concurrency, "concurrency", 8, "repositories checked at once")
+	fl.StringArrayVar(&keys, "key", nil, "check every version's signature with this public key (PEM; repeatable: any of the keys): an unsigned version, or one no key verifies, is a violation")
 	rf.registerClient(fl, "to verify")
 	return cmd
 }

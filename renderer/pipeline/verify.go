@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/sign"
 )
 
 // Violation is a broken promise of the store, at one version.
@@ -37,8 +39,13 @@ func (v Violation) String() string {
 	return v.Repository + ":" + v.Version + ": " + v.Message
 }
 
-// plainVersion is the only kind of tag solar writes.
-var plainVersion = regexp.MustCompile(`^0\.0\.[1-9][0-9]*$`)
+// plainVersion is the only kind of tag solar writes; referrersTag the tag a
+// registry without the referrers API keeps a manifest's signatures under
+// (the OCI 1.1 fallback), which oras writes for solar.
+var (
+	plainVersion = regexp.MustCompile(`^0\.0\.[1-9][0-9]*$`)
+	referrersTag = regexp.MustCompile(`^sha256-[0-9a-f]{64}$`)
+)
 
 // VerifyOptions say how deep Verify reads.
 type VerifyOptions struct {
@@ -54,6 +61,11 @@ type VerifyOptions struct {
 	// Concurrency bounds the repositories checked at once (default 8: the
 	// walk waits on the store, not on the CPU).
 	Concurrency int
+	// Verifier, when set, checks the signature of what a cluster can pull:
+	// the newest version of every repository and the versions the newest
+	// bootstrap versions name. An unsigned one, or one no key verifies, is
+	// a violation.
+	Verifier *sign.Verifier
 }
 
 // Verified is what Verify checked, and what it found broken.
@@ -68,6 +80,9 @@ type Verified struct {
 	// Skipped are the repositories under the prefix that are not solar's
 	// charts, such as the fleet's: not checked.
 	Skipped []string `json:"skipped"`
+	// Signed counts the versions whose signatures were checked
+	// (VerifyOptions.Verifier).
+	Signed int `json:"signed,omitempty"`
 	// names are, per bootstrap chart version, the release charts it names
 	// (or why they cannot be read), checked once every repository's
 	// versions are known.
@@ -118,7 +133,7 @@ func Verify(ctx context.Context, store publish.Store, opts VerifyOptions) (*Veri
 	done := 0
 	err = each(ctx, len(repos), opts.Concurrency, func(ctx context.Context, i int) error {
 		var err error
-		tags[i], err = parts[i].verifyRepository(ctx, store, repos[i], opts.Deep)
+		tags[i], err = parts[i].verifyRepository(ctx, store, repos[i], opts)
 		if err == nil && opts.Progress != nil {
 			mu.Lock()
 			done++
@@ -140,12 +155,82 @@ func Verify(ctx context.Context, store publish.Store, opts VerifyOptions) (*Veri
 	for _, n := range v.names {
 		v.Violations = append(v.Violations, n.check(has, tagsOf)...)
 	}
+	if opts.Verifier != nil {
+		if err := v.checkSignatures(ctx, store, pullable(tagsOf, v.names, has), opts); err != nil {
+			return nil, err
+		}
+	}
 	return v, nil
+}
+
+// pullable are the versions a cluster can pull: the newest of every
+// repository, and those the newest version of each bootstrap chart names.
+func pullable(tagsOf map[string][]string, names []versionNames, has func(string) bool) [][2]string {
+	newest := map[string]string{}
+	for repo, tags := range tagsOf {
+		for _, t := range tags {
+			if plainVersion.MatchString(t) && (newest[repo] == "" || semverLess(newest[repo], t)) {
+				newest[repo] = t
+			}
+		}
+	}
+	seen := map[[2]string]bool{}
+	for repo, v := range newest {
+		seen[[2]string{repo, v}] = true
+	}
+	for _, n := range names {
+		if n.err != nil || newest[n.repository] != n.version {
+			continue
+		}
+		for _, ref := range n.named {
+			if target := repository(ref.URL, has); target != "" && slices.Contains(tagsOf[target], ref.Version) {
+				seen[[2]string{target, ref.Version}] = true
+			}
+		}
+	}
+	out := slices.Collect(maps.Keys(seen))
+	slices.SortFunc(out, func(a, b [2]string) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
+	return out
+}
+
+// semverLess compares two plain versions 0.0.N.
+func semverLess(a, b string) bool {
+	return len(a) < len(b) || (len(a) == len(b) && a < b)
+}
+
+// checkSignatures checks the signature of each version of versions.
+func (v *Verified) checkSignatures(ctx context.Context, store publish.Store, versions [][2]string, opts VerifyOptions) error {
+	found := make([]error, len(versions))
+	err := each(ctx, len(versions), opts.Concurrency, func(ctx context.Context, i int) error {
+		repo, err := store.Repository(ctx, versions[i][0])
+		if err != nil {
+			return err
+		}
+		desc, err := repo.Resolve(ctx, versions[i][1])
+		if err != nil {
+			return nil // a violation already: its manifest cannot be read
+		}
+		found[i] = checkSignature(ctx, repo, desc, opts.Verifier)
+		if found[i] != nil && !errors.Is(found[i], sign.ErrBadSignature) && !errors.Is(found[i], errNotSigned) {
+			return fmt.Errorf("reading the signatures of %s:%s: %w", versions[i][0], versions[i][1], found[i])
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	v.Signed = len(versions)
+	for i, e := range found {
+		if e != nil {
+			v.Violations = append(v.Violations, Violation{versions[i][0], versions[i][1], e.Error()})
+		}
+	}
+	return nil
 }
 
 // verifyRepository checks every version of one repository and returns its
 // tags.
-func (v *Verified) verifyRepository(ctx context.Context, store publish.Store, name string, deep bool) ([]string, error) {
+func (v *Verified) verifyRepository(ctx context.Context, store publish.Store, name string, opts VerifyOptions) ([]string, error) {
 	repo, err := store.Repository(ctx, name)
 	if err != nil {
 		return nil, err
@@ -155,12 +240,15 @@ func (v *Verified) verifyRepository(ctx context.Context, store publish.Store, na
 		return nil, fmt.Errorf("listing the versions of %s: %w", name, err)
 	}
 	for _, tag := range tags {
+		if referrersTag.MatchString(tag) {
+			continue // signatures, read with the version they sign
+		}
 		v.Versions++
 		if !plainVersion.MatchString(tag) {
 			v.Violations = append(v.Violations, Violation{name, tag, "not a version solar writes (0.0.N)"})
 			continue
 		}
-		m := v.verifyVersion(ctx, repo, name, tag, deep)
+		m := v.verifyVersion(ctx, repo, name, tag, opts)
 		if m != nil && chain.IsBootstrapRepository(name) {
 			refs, err := manifestRefs(ctx, repo, *m)
 			v.names = append(v.names, versionNames{name, tag, refs, err})
@@ -217,7 +305,7 @@ type blobStorer interface {
 // compared) and its blobs: read and hashed in a layout or with deep, else
 // their size compared with the registry's. It returns the manifest, nil when
 // it cannot be read.
-func (v *Verified) verifyVersion(ctx context.Context, repo publish.Repository, name, tag string, deep bool) *ocispec.Manifest {
+func (v *Verified) verifyVersion(ctx context.Context, repo publish.Repository, name, tag string, opts VerifyOptions) *ocispec.Manifest {
 	bad := func(msg string, args ...any) {
 		v.Violations = append(v.Violations, Violation{name, tag, fmt.Sprintf(msg, args...)})
 	}
@@ -237,6 +325,7 @@ func (v *Verified) verifyVersion(ctx context.Context, repo publish.Repository, n
 		bad("its manifest is damaged: %v", err)
 		return nil
 	}
+	deep := opts.Deep
 	blobs, remote := repo.(blobStorer)
 	for _, d := range append([]ocispec.Descriptor{m.Config}, m.Layers...) {
 		v.Blobs++
@@ -262,6 +351,22 @@ func (v *Verified) verifyVersion(ctx context.Context, repo publish.Repository, n
 		}
 	}
 	return &m
+}
+
+// errNotSigned: a version without any signature.
+var errNotSigned = errors.New("not signed")
+
+// checkSignature checks the signature of the manifest desc of repo.
+func checkSignature(ctx context.Context, repo publish.Repository, desc ocispec.Descriptor, v *sign.Verifier) error {
+	t, ok := repo.(sign.Target)
+	if !ok {
+		return errors.New("the store keeps no signatures")
+	}
+	err := v.Check(ctx, t, desc)
+	if errors.Is(err, sign.ErrUnsigned) {
+		return errNotSigned
+	}
+	return err
 }
 
 // readBlob reads a blob to its end and checks its size and digest against
