@@ -20,6 +20,10 @@ package main
 
 import (
 	"bytes"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
 	"flag"
 	"fmt"
 	"net"
@@ -28,6 +32,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -43,15 +48,16 @@ func main() {
 	helmTargets := flag.Int("helm", 10, "Targets the helm package + helm push baseline delivers")
 	skip := flag.String("skip", "", "comma-separated steps to leave out: vet, render, publish, verify")
 	auth := flag.Bool("auth", true, "the registry asks for basic auth (htpasswd, bcrypt), as the tests' does; false: none, to see the cost of auth")
+	signed := flag.Bool("sign", false, "also render and publish with --signing-key (an Ed25519 key made for the run), beside the unsigned runs")
 	registryBins := flag.String("registry-bin", "registry", "comma-separated registry binaries (Distribution's lineage, run by scripts/start-registry.sh with the same config) to publish to, each in turn; the first also serves the helm baseline")
 	flag.Parse()
-	if err := run(*solar, *sizes, *per, *helmTargets, *skip, *auth, strings.Split(*registryBins, ",")); err != nil {
+	if err := run(*solar, *sizes, *per, *helmTargets, *skip, *auth, *signed, strings.Split(*registryBins, ",")); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(solar, sizes string, per, helmTargets int, skip string, auth bool, bins []string) error {
+func run(solar, sizes string, per, helmTargets int, skip string, auth, signed bool, bins []string) error {
 	work, err := os.MkdirTemp("", "solar-bench-")
 	if err != nil {
 		return err
@@ -60,6 +66,11 @@ func run(solar, sizes string, per, helmTargets int, skip string, auth bool, bins
 	// many were freed, which would slow the next step.
 	defer os.RemoveAll(work)
 	b := &bench{solar: solar, work: work, skip: skip}
+	if signed {
+		if b.key, err = writeKey(work); err != nil {
+			return err
+		}
+	}
 	for i, bin := range bins {
 		bin = strings.TrimSpace(bin)
 		path, err := exec.LookPath(bin)
@@ -97,6 +108,8 @@ func run(solar, sizes string, per, helmTargets int, skip string, auth bool, bins
 
 type bench struct {
 	solar, work, skip string
+	// key is the signing key's file with -sign.
+	key string
 	// regs are the registries publish measures, each behind its proxy; the
 	// first also serves the helm baseline.
 	regs []*registry
@@ -146,6 +159,12 @@ func (b *bench) size(n, per int) error {
 		if !strings.Contains(b.skip, "verify") {
 			b.row(n, b.regs[0], "verify", "layout (every blob hashed)", "verify", "--out", out)
 		}
+		if b.key != "" {
+			render := []string{"render", "--no-credentials", "--cache-dir", filepath.Join(dir, "cache-render-signed"), "--out", out + "-signed", "--signing-key", b.key}
+			b.row(n, b.regs[0], "render", "cold, signed", append(render, tree)...)
+			b.row(n, b.regs[0], "render", "no-op, signed", append(render, tree)...)
+			b.row(n, b.regs[0], "render", "1 % changed, signed", append(render, changed)...)
+		}
 	}
 	if !strings.Contains(b.skip, "publish") {
 		for i, reg := range b.regs {
@@ -160,6 +179,16 @@ func (b *bench) size(n, per int) error {
 			b.row(n, reg, "publish", "cold"+label, append(publish, trees[i])...)
 			b.row(n, reg, "publish", "no-op"+label, append(publish, trees[i])...)
 			b.row(n, reg, "publish", "1 % changed"+label, append(publish, changes[i])...)
+			if b.key != "" {
+				// The same input into repositories of their own, signed.
+				signed := slices.Clone(publish)
+				signed[slices.Index(signed, "--registry")+1] += "-signed"
+				signed[slices.Index(signed, "--cache-dir")+1] += "-signed"
+				signed = append(signed, "--signing-key", b.key)
+				b.row(n, reg, "publish", "cold, signed"+label, append(signed, trees[i])...)
+				b.row(n, reg, "publish", "no-op, signed"+label, append(signed, trees[i])...)
+				b.row(n, reg, "publish", "1 % changed, signed"+label, append(signed, changes[i])...)
+			}
 			if !strings.Contains(b.skip, "verify") {
 				verify := []string{"verify", "--plain-http", "--registry", reg.proxy.Host + "/bench" + fmt.Sprint(n)}
 				if reg.password != "" {
@@ -305,4 +334,18 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// writeKey writes a new Ed25519 signing key (PKCS #8 PEM) into dir.
+func writeKey(dir string) (string, error) {
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return "", err
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		return "", err
+	}
+	name := filepath.Join(dir, "signing.key")
+	return name, os.WriteFile(name, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600)
 }
