@@ -85,6 +85,9 @@ type chainOptions struct {
 	driver helmdriver.Options
 	// firstContact edits each first-contact HelmRelease before it is applied.
 	firstContact func(hr map[string]any)
+	// publish and bootstrap are extra arguments of the first publish and
+	// of bootstrap-manifests (--signing-key, --verify-key).
+	publish, bootstrap []string
 }
 
 func startChain(t *testing.T, opts chainOptions) *chainEnv {
@@ -140,7 +143,7 @@ func startChain(t *testing.T, opts chainOptions) *chainEnv {
 		}}, metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
-	e.reports = e.publish()
+	e.reports = e.publish(opts.publish...)
 	require.Len(t, e.reports, len(e.targets))
 	e.names = map[string]map[string]chain.Release{}
 	for _, tp := range testenv.ExamplesPlan(t).Targets {
@@ -159,9 +162,7 @@ func startChain(t *testing.T, opts chainOptions) *chainEnv {
 			_, err := api.Client.CoreV1().Secrets(tg.flux).Create(ctx, s, metav1.CreateOptions{})
 			require.NoError(t, err)
 		}
-		code, stream, stderr := e.solar(render.Password, "bootstrap-manifests", tg.name, "-n", tg.ns, "--registry", e.registry(), "--flux-namespace", tg.flux,
-			"--username", render.Username, "--password-stdin", "--ca-file", render.CAFile)
-		require.Equal(t, 0, code, stderr)
+		stream := e.bootstrapManifests(tg, opts.bootstrap...)
 		if opts.firstContact != nil {
 			stream = editHelmRelease(t, stream, opts.firstContact)
 		}
@@ -169,6 +170,15 @@ func startChain(t *testing.T, opts chainOptions) *chainEnv {
 		require.Empty(t, f.Apply(stream))
 	}
 	return e
+}
+
+// bootstrapManifests is what solar bootstrap-manifests prints for tg.
+func (e *chainEnv) bootstrapManifests(tg chainTarget, extra ...string) string {
+	e.t.Helper()
+	code, stream, stderr := e.solar(e.render.Password, append([]string{"bootstrap-manifests", tg.name, "-n", tg.ns, "--registry", e.registry(),
+		"--flux-namespace", tg.flux, "--username", e.render.Username, "--password-stdin", "--ca-file", e.render.CAFile}, extra...)...)
+	require.Equal(e.t, 0, code, stderr)
+	return stream
 }
 
 func (e *chainEnv) registry() string { return e.render.Host + "/solar" }
