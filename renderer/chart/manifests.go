@@ -97,16 +97,7 @@ func Manifests(fc FirstContact) ([]map[string]any, error) {
 		registry["insecure"] = true
 	}
 	if len(fc.VerifyKeys) > 0 {
-		keys := map[string][]byte{}
-		for i, k := range fc.VerifyKeys {
-			keys[fmt.Sprintf("key-%d.pub", i+1)] = k
-		}
-		objs = append(objs, &corev1.Secret{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-			ObjectMeta: meta(chain.VerifySecret),
-			Type:       corev1.SecretTypeOpaque,
-			Data:       keys,
-		})
+		objs = append(objs, verifySecret(fc.VerifyKeys, meta(chain.VerifySecret)))
 		repo.Spec.Verify = &sourcev1.OCIRepositoryVerification{Provider: "cosign", SecretRef: &metaRef{Name: chain.VerifySecret}}
 		registry["verifySecret"] = chain.VerifySecret
 	}
@@ -128,14 +119,18 @@ func Manifests(fc FirstContact) ([]map[string]any, error) {
 			Values:         &apiextensionsv1.JSON{Raw: values},
 		},
 	}
-	objs = append(objs, repo, release)
+	return unstructuredList(append(objs, repo, release))
+}
+
+// unstructuredList converts objs for printing: without the fields the API
+// server sets, which are not for the user to apply.
+func unstructuredList(objs []runtime.Object) ([]map[string]any, error) {
 	out := make([]map[string]any, len(objs))
 	for i, o := range objs {
 		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
 		if err != nil {
 			return nil, fmt.Errorf("converting %T: %w", o, err)
 		}
-		// Fields the API server sets: not for the user to apply.
 		delete(u, "status")
 		if m, ok := u["metadata"].(map[string]any); ok {
 			delete(m, "creationTimestamp")
@@ -143,6 +138,22 @@ func Manifests(fc FirstContact) ([]map[string]any, error) {
 		out[i] = u
 	}
 	return out, nil
+}
+
+// verifySecret is the Secret of public keys Flux verifies with: one
+// key-N.pub entry per key, in order (source-controller tries each .pub
+// entry).
+func verifySecret(keys [][]byte, m metav1.ObjectMeta) *corev1.Secret {
+	data := map[string][]byte{}
+	for i, k := range keys {
+		data[fmt.Sprintf("key-%d.pub", i+1)] = k
+	}
+	return &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: m,
+		Type:       corev1.SecretTypeOpaque,
+		Data:       data,
+	}
 }
 
 type metaRef = meta.LocalObjectReference
