@@ -46,16 +46,18 @@ func textJob(repo, text string) publish.Job {
 	}}
 }
 
-// signedLayout renders a layout signed with k: a/one at 0.0.2 (0.0.1 stays
-// behind), a/two and b/bootstrap-x at 0.0.1 sharing a layer.
-func signedLayout(t *testing.T, k *sign.Key) string {
+// signedLayout renders a layout signed with k: a/one, a/two and
+// b/bootstrap-x at 0.0.1, the last two alike; with old, a/one is at 0.0.2
+// and 0.0.1 stays behind.
+func signedLayout(t *testing.T, k *sign.Key, old bool) string {
 	t.Helper()
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "out")
-	for _, jobs := range [][]publish.Job{
-		{textJob("a/one", "hello")},
-		{textJob("a/one", "hello again"), textJob("a/two", "shared"), textJob("b/bootstrap-x", "shared")},
-	} {
+	runs := [][]publish.Job{{textJob("a/one", "hello again"), textJob("a/two", "shared"), textJob("b/bootstrap-x", "shared")}}
+	if old {
+		runs = append([][]publish.Job{{textJob("a/one", "hello")}}, runs...)
+	}
+	for _, jobs := range runs {
 		l, err := publish.OpenLayout(ctx, dir, publish.LayoutOptions{})
 		require.NoError(t, err)
 		_, err = publish.Publish(ctx, l, jobs, publish.Options{SigningKey: k})
@@ -112,7 +114,7 @@ var repos = []string{"a/one", "a/two", "b/bootstrap-x"}
 // a layout with the same versions, digests and signatures.
 func TestExport(t *testing.T) {
 	k, _ := signingKey(t)
-	dir := signedLayout(t, k)
+	dir := signedLayout(t, k, true)
 	file, s := export(t, dir)
 	info, err := os.Stat(file)
 	require.NoError(t, err)

@@ -72,8 +72,10 @@ func (st *staged) check() ([]checked, error) {
 	for _, d := range slices.Sorted(maps.Keys(c.untagged)) {
 		c.bad("index.json names signature %s, which solar-export.json does not list", d)
 	}
+	// A blob nothing names, when nothing else is wrong (what is, leaves
+	// blobs unnamed).
 	for _, d := range slices.Sorted(maps.Keys(st.blobs)) {
-		if !c.used[d] {
+		if len(c.problems) == 0 && !c.used[d] {
 			c.bad("blobs/sha256/%s is in the archive, but nothing names it", d.Encoded())
 		}
 	}
@@ -142,6 +144,17 @@ func (c *checker) readIndex(index *ocispec.Index) {
 // version checks one version of solar-export.json.
 func (c *checker) version(v Version) (checked, bool) {
 	name := v.Repository + ":" + v.Version
+	// Its signatures first: a version found wrong leaves none to be
+	// named as unlisted.
+	sigs := map[digest.Digest]ocispec.Descriptor{}
+	for _, sd := range v.Signatures {
+		if d, ok := c.untagged[sd]; ok {
+			sigs[sd] = d
+			delete(c.untagged, sd)
+		} else if _, twice := sigs[sd]; !twice {
+			c.bad("solar-export.json lists signature %s of %s, which index.json does not name", sd, name)
+		}
+	}
 	if err := (registry.Reference{Registry: "localhost", Repository: v.Repository}).ValidateRepository(); err != nil || !filepath.IsLocal(v.Repository) {
 		c.bad("solar-export.json: %q is not a repository name", v.Repository)
 		return checked{}, false
@@ -169,24 +182,19 @@ func (c *checker) version(v Version) (checked, bool) {
 		c.bad("%s: its manifest names a subject: not a chart version", name)
 	}
 	out.blobs = c.blobs(m, name)
-	for _, sd := range v.Signatures {
-		desc, ok := c.untagged[sd]
-		if !ok {
-			c.bad("solar-export.json lists signature %s of %s, which index.json does not name", sd, name)
-			continue
-		}
-		delete(c.untagged, sd)
-		what := fmt.Sprintf("signature %s of %s", sd, name)
+	for _, sd := range slices.Sorted(maps.Keys(sigs)) {
+		desc := sigs[sd]
+		what := "a signature of " + name
 		sm, ok := c.manifest(desc, what)
 		if !ok {
 			continue
 		}
 		if sm.Subject == nil || sm.Subject.Digest != v.Manifest {
-			c.bad("%s does not sign that version's manifest %s", what, v.Manifest)
+			c.bad("%s, %s, does not sign that version's manifest %s", what, sd, v.Manifest)
 			continue
 		}
 		if sm.ArtifactType != sign.BundleMediaType {
-			c.bad("%s is of artifactType %q, not %q", what, sm.ArtifactType, sign.BundleMediaType)
+			c.bad("%s, %s, is of artifactType %q, not %q", what, sd, sm.ArtifactType, sign.BundleMediaType)
 			continue
 		}
 		out.sigs = append(out.sigs, checkedSig{desc: ocispec.Descriptor{MediaType: desc.MediaType, ArtifactType: sign.BundleMediaType,

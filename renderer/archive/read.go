@@ -44,13 +44,20 @@ func read(r io.Reader, dir string, lim Limits) (*staged, error) {
 		return nil, refuse("it is gzip-compressed: gunzip it first (solar export writes a plain tar)")
 	}
 	st := &staged{dir: dir, blobs: map[digest.Digest]int64{}, meta: map[string][]byte{}}
-	tr := tar.NewReader(br)
+	tail := &zeroTail{r: br}
+	tr := tar.NewReader(tail)
 	seen := map[string]bool{}
 	var total int64
 	for n := 0; ; n++ {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
+			if tail.zeros < 1024 {
+				return nil, refuse("the tar is cut short: it has no end-of-archive marker")
+			}
 			break
+		}
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, refuse("the tar is cut short")
 		}
 		if err != nil {
 			return nil, refuse("not a readable tar: %v", err)
@@ -146,6 +153,8 @@ func (st *staged) blob(r io.Reader, hexDigest string, size int64) error {
 		err = cerr
 	}
 	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return refuse("the tar is cut short in blobs/sha256/%s", hexDigest)
 	case err != nil:
 		return refuse("reading blobs/sha256/%s: %v", hexDigest, err)
 	case n != size:
@@ -173,4 +182,24 @@ func (st *staged) manifest(d ocispec.Descriptor) (*ocispec.Manifest, error) {
 		return nil, err
 	}
 	return decodeManifest(d, b)
+}
+
+// zeroTail counts the zero bytes that end what was read so far: a tar read
+// to its end has read its end-of-archive marker, two zero blocks, last.
+type zeroTail struct {
+	r     io.Reader
+	zeros int
+}
+
+func (z *zeroTail) Read(p []byte) (int, error) {
+	n, err := z.r.Read(p)
+	if n > 0 {
+		trimmed := len(bytes.TrimRight(p[:n], "\x00"))
+		if trimmed == 0 {
+			z.zeros += n
+		} else {
+			z.zeros = n - trimmed
+		}
+	}
+	return n, err
 }
