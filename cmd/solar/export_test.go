@@ -145,36 +145,7 @@ func TestExportPushArchive(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, bytes.Equal(first, again), "export is deterministic")
 
-	sig := s.Versions[0].Signatures[0].Encoded()
-	manifest := s.Versions[1].Manifest.Encoded()
-	for what, c := range map[string]struct {
-		file, want string
-	}{
-		"changed byte": {rewrite(t, bundle, func(name string, b []byte) []byte {
-			if name == "blobs/sha256/"+manifest {
-				return bytes.Replace(b, []byte(`"schemaVersion":2`), []byte(`"schemaVersion":3`), 1)
-			}
-			return b
-		}), "its content's sha256 is"},
-		"removed signature": {rewrite(t, bundle, func(name string, b []byte) []byte {
-			if name == "index.json" {
-				var idx map[string]any
-				require.NoError(t, json.Unmarshal(b, &idx))
-				idx["manifests"] = slices.DeleteFunc(idx["manifests"].([]any), func(d any) bool {
-					return strings.HasSuffix(d.(map[string]any)["digest"].(string), sig)
-				})
-				b, _ = json.Marshal(idx)
-			}
-			return b
-		}), "which index.json does not name"},
-		"missing manifest": {rewrite(t, bundle, func(name string, b []byte) []byte {
-			if name == "blobs/sha256/"+manifest {
-				return nil
-			}
-			return b
-		}), "is missing from the archive"},
-		"extra file": {rewrite(t, bundle, func(_ string, b []byte) []byte { return b }, "README"), "entry README: an unexpected file"},
-	} {
+	for what, c := range tamperedArchives(t, bundle, s) {
 		code, _, stderr = cli(append([]string{"push", c.file, "--key", pub}, login...)...)
 		assert.Equal(t, 1, code, what)
 		assert.Contains(t, stderr, "archive refused, nothing pushed", what)
@@ -206,4 +177,38 @@ func TestExportPushArchive(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	assert.NotContains(t, stdout, "create")
 	assert.Zero(t, countproxy.Writes(proxy.Take()), "a second push writes nothing")
+}
+
+// tamperedArchives are changed copies of the archive bundle, by what was
+// changed, with what push must say of each.
+func tamperedArchives(t *testing.T, bundle string, s archive.Summary) map[string]struct{ file, want string } {
+	t.Helper()
+	sig := s.Versions[0].Signatures[0].Encoded()
+	manifest := s.Versions[1].Manifest.Encoded()
+	return map[string]struct{ file, want string }{
+		"changed byte": {rewrite(t, bundle, func(name string, b []byte) []byte {
+			if name == "blobs/sha256/"+manifest {
+				return bytes.Replace(b, []byte(`"schemaVersion":2`), []byte(`"schemaVersion":3`), 1)
+			}
+			return b
+		}), "its content's sha256 is"},
+		"removed signature": {rewrite(t, bundle, func(name string, b []byte) []byte {
+			if name == "index.json" {
+				var idx map[string]any
+				require.NoError(t, json.Unmarshal(b, &idx))
+				idx["manifests"] = slices.DeleteFunc(idx["manifests"].([]any), func(d any) bool {
+					return strings.HasSuffix(d.(map[string]any)["digest"].(string), sig)
+				})
+				b, _ = json.Marshal(idx)
+			}
+			return b
+		}), "which index.json does not name"},
+		"missing manifest": {rewrite(t, bundle, func(name string, b []byte) []byte {
+			if name == "blobs/sha256/"+manifest {
+				return nil
+			}
+			return b
+		}), "is missing from the archive"},
+		"extra file": {rewrite(t, bundle, func(_ string, b []byte) []byte { return b }, "README"), "entry README: an unexpected file"},
+	}
 }
