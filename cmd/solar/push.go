@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/solar-pipeline/solar/renderer/archive"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
@@ -17,8 +20,8 @@ func newPushCmd(g *globals) *cobra.Command {
 	var dryRun bool
 	var reviewedFile string
 	cmd := &cobra.Command{
-		Use:     "push DIR --registry HOST[:PORT][/PREFIX] [--reviewed FILE]",
-		Short:   "Push a rendered layout (solar render --registry) byte for byte, checked against what was reviewed",
+		Use:     "push (DIR | ARCHIVE) --registry HOST[:PORT][/PREFIX] [--reviewed FILE]",
+		Short:   "Push a rendered layout (solar render --registry), or its archive (solar export), byte for byte, checked against what was reviewed",
 		Long:    pushLong,
 		Example: pushExample,
 		Args:    cobra.ExactArgs(1),
@@ -37,11 +40,11 @@ func newPushCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			layout, err := publish.OpenLayout(cmd.Context(), args[0], publish.LayoutOptions{ReadOnly: true, LockTimeout: 5 * time.Minute})
+			layout, closeLayout, err := openPushLayout(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
-			defer layout.Close()
+			defer closeLayout()
 			var check publish.Check
 			if reviewed != nil {
 				if err := reviewed.CheckRegistry(registry); err != nil {
@@ -80,8 +83,14 @@ func newPushCmd(g *globals) *cobra.Command {
 
 const pushLong = `push pushes the newest version of every repository of the OCI layout DIR that
 the registry lacks, exactly the bytes the layout holds (solar render --registry
-R --out DIR), release charts before the bootstrap charts that name them. An
-air-gapped site carries the folder in.
+R --out DIR), release charts before the bootstrap charts that name them.
+
+An air-gapped site carries in the archive solar export DIR --out FILE wrote:
+push FILE (a file, not a folder) reads it bounded, refuses links, other
+files, a blob whose sha256 is not its name, and index.json and
+solar-export.json that do not name the same versions, manifests and
+signatures, all before anything is written; then it pushes the archive as it
+pushes a layout, from a private temporary copy it removes after.
 
 Each version must be the one after the registry's latest, as when the layout
 was rendered: if the registry moved since (another version appeared), nothing
@@ -105,3 +114,21 @@ const pushExample = `  solar diff --registry registry.example.com/solar --kubeco
   solar render --registry registry.example.com/solar --kubeconfig solar.yaml --out "$RUNNER_TEMP/publish" examples/
   echo "$PASSWORD" | solar push "$RUNNER_TEMP/publish" --registry registry.example.com/solar \
       --username ci --password-stdin --reviewed reviewed.json`
+
+// openPushLayout opens what push pushes: a rendered layout (a folder), or
+// an archive of solar export (a file), checked whole and unpacked into a
+// private temporary layout that the returned func removes.
+func openPushLayout(ctx context.Context, path string) (*publish.Layout, func(), error) {
+	if info, err := os.Stat(path); err == nil && info.Mode().IsRegular() {
+		u, err := archive.Unpack(ctx, path, archive.DefaultLimits)
+		if err != nil {
+			return nil, nil, err
+		}
+		return u.Layout, func() { _ = u.Close() }, nil
+	}
+	l, err := publish.OpenLayout(ctx, path, publish.LayoutOptions{ReadOnly: true, LockTimeout: 5 * time.Minute})
+	if err != nil {
+		return nil, nil, err
+	}
+	return l, func() { _ = l.Close() }, nil
+}

@@ -161,6 +161,16 @@ func latestVersion(ctx context.Context, repo Repository) (*semver.Version, error
 	return latest, nil
 }
 
+// Newest is the newest version of a repository (its highest strict semver
+// tag), what PushLayout pushes; "" when it has none.
+func Newest(ctx context.Context, repo Repository) (string, error) {
+	v, err := latestVersion(ctx, repo)
+	if err != nil || v == nil {
+		return "", err
+	}
+	return v.Original(), nil
+}
+
 // Tags lists every tag of a repository. A repository the registry does not
 // know has none: a registry lists a repository in its catalog once a blob is
 // uploaded to it, and answers 404 for its tags until a manifest is tagged (a

@@ -1,0 +1,88 @@
+// Package archive carries a solar layout across an air gap as one file: Export
+// writes the newest version of every repository of a layout (what solar push
+// pushes) with its signatures as one OCI image-layout archive, and Unpack
+// reads such an archive back, every byte and every reference checked before
+// anything is written, into a private temporary layout that publish.PushLayout
+// pushes as it pushes a rendered one.
+//
+// The archive is a tar (ustar) of a standard OCI image layout, what oras and
+// skopeo call an OCI archive, in this order:
+//
+//	oci-layout            {"imageLayoutVersion":"1.0.0"}
+//	index.json            one entry per version, annotated
+//	                      org.opencontainers.image.ref.name=<repository>:<version>,
+//	                      and its signatures untagged, with their artifactType
+//	solar-export.json     the versions: repository, version, manifest digest
+//	                      and signature digests (Manifest)
+//	blobs/, blobs/sha256/ folders
+//	blobs/sha256/<hex>    every blob once (shared ones too), by digest
+//
+// The same layout gives the same bytes: entries in that order, blobs sorted,
+// index.json sorted by ref name then digest, mtime the Unix epoch, uid and
+// gid 0, no user or group names, files 0600 and folders 0700 (the charts
+// hold agent tokens).
+package archive
+
+import (
+	"errors"
+
+	"github.com/opencontainers/go-digest"
+)
+
+// Names in the archive besides the blobs.
+const (
+	ExportFile = "solar-export.json"
+	// Format is the version of solar-export.json.
+	Format = "solar-export/v1"
+)
+
+// Manifest is solar-export.json: what the archive holds.
+type Manifest struct {
+	Format   string    `json:"format"`
+	Versions []Version `json:"versions"`
+}
+
+// Version is one version of a repository in an archive.
+type Version struct {
+	Repository string `json:"repository"`
+	Version    string `json:"version"`
+	// Manifest is the digest of the version's manifest.
+	Manifest digest.Digest `json:"manifest"`
+	// Signatures are the digests of the manifests that attach its
+	// signatures (cosign bundles), sorted; empty when it is unsigned.
+	Signatures []digest.Digest `json:"signatures"`
+}
+
+// Summary says what an archive written holds.
+type Summary struct {
+	Versions []Version `json:"versions"`
+	// Blobs counts the blobs, manifests included, each once.
+	Blobs int `json:"blobs"`
+	// Size and SHA256 are the archive file's: compare them across the gap.
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+// Limits bound what Unpack reads: an archive beyond them is refused.
+type Limits struct {
+	Entries  int   // entries in the tar
+	Blob     int64 // bytes of one blob
+	Total    int64 // bytes of all blobs together
+	Metadata int64 // bytes of oci-layout, index.json or solar-export.json
+}
+
+// DefaultLimits are what solar push reads: ten thousand charts with their
+// signatures fit many times over.
+var DefaultLimits = Limits{Entries: 200_000, Blob: 256 << 20, Total: 8 << 30, Metadata: 64 << 20}
+
+// ErrRefused wraps every reason Unpack refuses an archive.
+var ErrRefused = errors.New("archive refused, nothing pushed")
+
+// maxManifest bounds a manifest read from an archive or a layout.
+const maxManifest = 4 << 20
+
+// Tar entry modes and time.
+const (
+	fileMode = 0o600
+	dirMode  = 0o700
+)
