@@ -91,6 +91,14 @@ func TestPublishSigned(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	reqs := proxy.Take()
 	assert.Zero(t, countproxy.Writes(reqs), "a no-op publish with a key writes nothing: %v", reqs)
+	probes := 0
+	for _, r := range reqs {
+		if strings.Contains(r, "/referrers/") {
+			probes++
+		}
+	}
+	assert.Equal(t, 1, probes, "the referrers API is asked for once per run, not per chart: %v", reqs)
+	t.Logf("no-op signed publish: %d requests for %d charts", len(reqs), len(repos))
 
 	code, _, stderr = cli("verify", "--key", pub)
 	assert.Equal(t, 0, code, stderr)

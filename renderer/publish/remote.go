@@ -42,6 +42,7 @@ type Remote struct {
 	host, prefix string
 	client       *auth.Client
 	plainHTTP    bool
+	referrers    *referrersProbe
 }
 
 // NewRemote prepares the client; it does not contact the registry.
@@ -72,6 +73,7 @@ func NewRemote(opts RemoteOptions) (*Remote, error) {
 		cred = credentials.Credential(store)
 	}
 	return &Remote{
+		referrers: &referrersProbe{},
 		host:      host,
 		prefix:    prefix,
 		plainHTTP: opts.PlainHTTP,
@@ -109,7 +111,7 @@ func (r *Remote) Repository(_ context.Context, name string) (Repository, error) 
 	if err != nil {
 		return nil, err
 	}
-	return remoteRepo{repo}, nil
+	return remoteRepo{Repository: repo, probe: r.referrers}, nil
 }
 
 func (r *Remote) repository(name string) (*remote.Repository, error) {
@@ -131,7 +133,10 @@ func (r *Remote) repository(name string) (*remote.Repository, error) {
 }
 
 // remoteRepo is a registry's repository: its blobs are its own.
-type remoteRepo struct{ *remote.Repository }
+type remoteRepo struct {
+	*remote.Repository
+	probe *referrersProbe
+}
 
 func (remoteRepo) BlobsPerRepository() bool { return true }
 
