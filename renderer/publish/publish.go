@@ -180,7 +180,11 @@ func (p *publisher) sign(ctx context.Context, r *Result) error {
 	if !ok {
 		return fmt.Errorf("signing %s: the store keeps no signatures", r.Repository)
 	}
-	desc, w, err := sign.Attach(ctx, t, r.Repository, r.manifest, p.opts.SigningKey)
+	attach := sign.Attach
+	if r.Action != Unchanged {
+		attach = sign.Write // a version just pushed: nothing signed it yet
+	}
+	desc, w, err := attach(ctx, t, r.Repository, r.manifest, p.opts.SigningKey)
 	if err != nil {
 		return fmt.Errorf("signing %s:%s: %w", r.Repository, r.Version, explain(err))
 	}

@@ -34,6 +34,16 @@ type Target interface {
 // index under the tag sha256-<hex>, which each writer reads, changes and
 // writes back, so a concurrent writer's change can be lost.
 func Attach(ctx context.Context, t Target, name string, subject ocispec.Descriptor, k *Key) (ocispec.Descriptor, *Written, error) {
+	return attach(ctx, t, name, subject, k, true)
+}
+
+// Write is Attach for a manifest just written, which nothing can have
+// signed yet: it does not ask first.
+func Write(ctx context.Context, t Target, name string, subject ocispec.Descriptor, k *Key) (ocispec.Descriptor, *Written, error) {
+	return attach(ctx, t, name, subject, k, false)
+}
+
+func attach(ctx context.Context, t Target, name string, subject ocispec.Descriptor, k *Key, ask bool) (ocispec.Descriptor, *Written, error) {
 	b, err := k.Bundle(name, subject.Digest)
 	if err != nil {
 		return ocispec.Descriptor{}, nil, err
@@ -44,16 +54,17 @@ func Attach(ctx context.Context, t Target, name string, subject ocispec.Descript
 	}
 	desc := content.NewDescriptorFromBytes(ocispec.MediaTypeImageManifest, raw)
 	desc.ArtifactType = BundleMediaType
-	if ok, err := attached(ctx, t, subject, desc); err != nil || ok {
-		return desc, nil, err
-	}
-	for _, blob := range []struct {
-		d ocispec.Descriptor
-		b []byte
-	}{{layer, b}, {ocispec.DescriptorEmptyJSON, ocispec.DescriptorEmptyJSON.Data}} {
-		if err := pushIfMissing(ctx, t, blob.d, blob.b); err != nil {
+	if ask {
+		if ok, err := attached(ctx, t, subject, desc); err != nil || ok {
 			return desc, nil, err
 		}
+	}
+	// The bundle is new where the signature is: pushed without asking.
+	if err := t.Push(ctx, layer, bytes.NewReader(b)); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
+		return desc, nil, err
+	}
+	if err := pushIfMissing(ctx, t, ocispec.DescriptorEmptyJSON, ocispec.DescriptorEmptyJSON.Data); err != nil {
+		return desc, nil, err
 	}
 	w := &Written{t: t, Subject: subject, Desc: desc, raw: raw}
 	return desc, w, w.push(ctx)
