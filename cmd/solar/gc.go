@@ -102,7 +102,11 @@ func (g *globals) printGC(res publish.GCResult, keep int, dryRun bool) error {
 	for _, h := range res.Held {
 		fmt.Fprintf(g.stdout, "%s %s, older than --keep %d: %s names it\n", kept, h.Version, keep, strings.Join(h.By, ", "))
 	}
-	fmt.Fprintf(g.stdout, "%s %d versions, %d blobs (%d bytes)\n", verb, len(res.Versions), res.Blobs, res.Bytes)
+	signatures := ""
+	if res.Signatures > 0 {
+		signatures = fmt.Sprintf(" with their %d signatures", res.Signatures)
+	}
+	fmt.Fprintf(g.stdout, "%s %d versions%s, %d blobs (%d bytes)\n", verb, len(res.Versions), signatures, res.Blobs, res.Bytes)
 	if len(res.Skipped) > 0 {
 		g.say("left %d repositories that are not solar's charts: %s", len(res.Skipped), strings.Join(res.Skipped, ", "))
 	}
