@@ -18,6 +18,8 @@ import (
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/content/oci"
 	"oras.land/oras-go/v2/registry"
+
+	"github.com/solar-pipeline/solar/renderer/sign"
 )
 
 // Layout is a folder of OCI image layouts, one per repository: out/<repository>/
@@ -213,7 +215,7 @@ func (s *layoutStore) load(ctx context.Context) error {
 	s.backend = newLayoutView(s.dir, index)
 	if index != nil {
 		for _, d := range index.Manifests {
-			if d.Annotations[ocispec.AnnotationRefName] == "" && d.ArtifactType != "" {
+			if d.Annotations[ocispec.AnnotationRefName] == "" && d.ArtifactType == sign.BundleMediaType {
 				s.referrers = append(s.referrers, d)
 			}
 		}

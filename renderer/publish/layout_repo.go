@@ -9,6 +9,8 @@ import (
 
 	"oras.land/oras-go/v2/content"
 
+	"github.com/solar-pipeline/solar/renderer/sign"
+
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
@@ -25,9 +27,8 @@ func (r *layoutRepo) Exists(ctx context.Context, d ocispec.Descriptor) (bool, er
 	return r.s.backend.Exists(ctx, d)
 }
 
-// Push writes a blob or manifest; an artifact manifest (a signature, which
-// names its subject) is kept in the index untagged, as oras' layouts keep
-// referrers.
+// Push writes a blob or manifest; a signature's manifest (which names its
+// subject) is kept in the index untagged, as oras' layouts keep referrers.
 func (r *layoutRepo) Push(ctx context.Context, d ocispec.Descriptor, rd io.Reader) error {
 	if err := r.write(ctx); err != nil {
 		return err
@@ -35,7 +36,7 @@ func (r *layoutRepo) Push(ctx context.Context, d ocispec.Descriptor, rd io.Reade
 	if err := r.s.store.Push(ctx, d, rd); err != nil {
 		return err
 	}
-	if d.ArtifactType != "" {
+	if d.ArtifactType == sign.BundleMediaType && d.MediaType == ocispec.MediaTypeImageManifest {
 		r.l.mu.Lock()
 		defer r.l.mu.Unlock()
 		if !slices.ContainsFunc(r.s.referrers, func(x ocispec.Descriptor) bool { return x.Digest == d.Digest }) {
