@@ -36,6 +36,11 @@ func newPushCmd(g *globals) *cobra.Command {
 					return err
 				}
 			}
+			popts, err := pushOptions(g, &sf, keys, isArchive(args[0]))
+			if err != nil {
+				return err
+			}
+			popts.DryRun = dryRun
 			remote, registry, err := rf.remote(cmd.InOrStdin())
 			if err != nil {
 				return err
@@ -51,13 +56,6 @@ func newPushCmd(g *globals) *cobra.Command {
 					return err
 				}
 				check = reviewed.Check(layout, remote)
-			}
-			popts := publish.Options{DryRun: dryRun}
-			if popts.SigningKey, err = sf.key(g); err != nil {
-				return err
-			}
-			if popts.Verifier, err = verifier(keys); err != nil {
-				return err
 			}
 			results, err := publish.PushLayout(cmd.Context(), layout, remote, popts, check)
 			if err != nil {
@@ -115,11 +113,35 @@ const pushExample = `  solar diff --registry registry.example.com/solar --kubeco
   echo "$PASSWORD" | solar push "$RUNNER_TEMP/publish" --registry registry.example.com/solar \
       --username ci --password-stdin --reviewed reviewed.json`
 
+// pushOptions reads the signing key and the public keys of push. An
+// archive comes from elsewhere: push signs one only with --key, so that it
+// signs only what verified.
+func pushOptions(g *globals, sf *signFlags, keys []string, archived bool) (publish.Options, error) {
+	var opts publish.Options
+	var err error
+	if opts.SigningKey, err = sf.key(g); err != nil {
+		return opts, err
+	}
+	if opts.Verifier, err = verifier(keys); err != nil {
+		return opts, err
+	}
+	if archived && opts.SigningKey != nil && opts.Verifier == nil {
+		return opts, fmt.Errorf("a signing key (--signing-key or $%s) on an archive needs --key: push signs only what verified with it", signingKeyEnv)
+	}
+	return opts, nil
+}
+
+// isArchive says whether push got a file (an archive), not a folder.
+func isArchive(path string) bool {
+	info, err := os.Stat(path)
+	return err == nil && info.Mode().IsRegular()
+}
+
 // openPushLayout opens what push pushes: a rendered layout (a folder), or
 // an archive of solar export (a file), checked whole and unpacked into a
 // private temporary layout that the returned func removes.
 func openPushLayout(ctx context.Context, path string) (*publish.Layout, func(), error) {
-	if info, err := os.Stat(path); err == nil && info.Mode().IsRegular() {
+	if isArchive(path) {
 		u, err := archive.Unpack(ctx, path, archive.DefaultLimits)
 		if err != nil {
 			return nil, nil, err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto"
 	"errors"
 	"fmt"
 	"io"
@@ -86,7 +87,9 @@ func verifier(files []string) (*sign.Verifier, error) {
 	return sign.NewVerifier(pems...)
 }
 
-// readPublicKeys reads PEM public key files, each checked to be one.
+// readPublicKeys reads PEM public key files, one key each, and returns
+// each key as one PEM block: what goes into a Secret is the key, never
+// whatever else the file holds.
 func readPublicKeys(files []string) ([][]byte, error) {
 	var pems [][]byte
 	for _, name := range files {
@@ -94,8 +97,12 @@ func readPublicKeys(files []string) ([][]byte, error) {
 		if err == nil && len(b) > maxKeyFile {
 			err = fmt.Errorf("larger than %d KiB: not a key", maxKeyFile>>10)
 		}
+		var pub crypto.PublicKey
 		if err == nil {
-			_, err = sign.NewVerifier(b)
+			pub, err = sign.ParsePublicKey(b)
+		}
+		if err == nil {
+			b, err = sign.PublicPEM(pub)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("public key %s: %w", name, err)

@@ -123,3 +123,20 @@ func TestPublishSigned(t *testing.T) {
 	code, _, stderr = cli("verify", "--key", pub)
 	assert.Equal(t, 0, code, "the old signatures stay: %s", stderr)
 }
+
+// TestPushArchiveSignsOnlyWithKey: push of an archive with a signing key
+// (here from $SOLAR_SIGNING_KEY) and no --key is refused before anything is
+// read: push would sign what nobody verified.
+func TestPushArchiveSignsOnlyWithKey(t *testing.T) {
+	dir := t.TempDir()
+	key, _ := writeKey(t, dir, "site")
+	secret, err := os.ReadFile(key)
+	require.NoError(t, err)
+	t.Setenv(signingKeyEnv, string(secret))
+	bundle := filepath.Join(dir, "bundle.tar")
+	require.NoError(t, os.WriteFile(bundle, []byte("not even read"), 0o600))
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"push", bundle, "--registry", "127.0.0.1:1/solar"}, strings.NewReader(""), &stdout, &stderr)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr.String(), "needs --key")
+}

@@ -118,6 +118,10 @@ func checkEntry(h *tar.Header, seen map[string]bool) error {
 		return refuse("entry %s is a hard link (to %q): refused", name, h.Linkname)
 	case seen[name]:
 		return refuse("entry %s comes twice", name)
+	case len(h.PAXRecords) > 0 || h.Format&tar.FormatGNU != 0:
+		// Export writes plain ustar; PAX and GNU extensions (sparse
+		// files among them) could make a small entry read as a large one.
+		return refuse("entry %s uses tar extensions (PAX or GNU) that solar export never writes", name)
 	}
 	seen[name] = true
 	if h.Typeflag == tar.TypeDir {

@@ -63,6 +63,9 @@ func Unpack(ctx context.Context, name string, lim Limits) (_ *Unpacked, err erro
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	versions, err := st.check()
+	if err == nil {
+		err = checkUnpacked(versions, lim)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -111,6 +114,32 @@ func (st *staged) build(ctx context.Context, dir string, versions []checked) (*p
 		return nil, err
 	}
 	return publish.OpenLayout(ctx, dir, publish.LayoutOptions{ReadOnly: true, MustExist: true})
+}
+
+// checkUnpacked refuses an archive that unpacks (and pushes) to more than
+// lim allows: a blob shared by many repositories is in the archive once but
+// in each repository's layout, and is pushed to each.
+func checkUnpacked(versions []checked, lim Limits) error {
+	if len(versions) > lim.Entries {
+		return refuse("%d versions: more than %d", len(versions), lim.Entries)
+	}
+	var total int64
+	for _, v := range versions {
+		total += v.manifest.Size
+		for _, d := range v.blobs {
+			total += d.Size
+		}
+		for _, sg := range v.sigs {
+			total += sg.desc.Size
+			for _, d := range sg.blobs {
+				total += d.Size
+			}
+		}
+	}
+	if total > lim.Total {
+		return refuse("its versions take %d bytes once unpacked into their repositories (shared blobs once per repository): more than %d", total, lim.Total)
+	}
+	return nil
 }
 
 // push writes a manifest's blobs, then the manifest, into repo.

@@ -68,7 +68,7 @@ func PushLayout(ctx context.Context, l *Layout, dst Store, opts Options, check C
 		if !ok {
 			continue
 		}
-		ws, err := sign.Carry(ctx, src.(sign.Target), st, r.manifest)
+		ws, err := sign.Carry(ctx, src.(sign.Target), st, r.manifest, opts.Verifier)
 		if err != nil {
 			return results, fmt.Errorf("pushing the signatures of %s:%s: %w", r.Repository, r.Version, explain(err))
 		}

@@ -143,8 +143,10 @@ func Confirm(ctx context.Context, ws []*Written) error {
 
 // Carry copies the signatures of subject that src holds and dst lacks
 // into dst (a reviewed layout's into a registry), to be confirmed as
-// Attach's are.
-func Carry(ctx context.Context, src, dst Target, subject ocispec.Descriptor) ([]*Written, error) {
+// Attach's are. Only signatures are carried: a referrer of the empty
+// config and one bundle layer, which v (when not nil) verifies; any other
+// referrer stays behind.
+func Carry(ctx context.Context, src, dst Target, subject ocispec.Descriptor, v *Verifier) ([]*Written, error) {
 	refs, err := referrers(ctx, src, subject)
 	if err != nil {
 		return nil, err
@@ -157,30 +159,47 @@ func Carry(ctx context.Context, src, dst Target, subject ocispec.Descriptor) ([]
 			}
 			continue
 		}
-		raw, err := content.FetchAll(ctx, src, r)
+		w, err := carryOne(ctx, src, dst, subject, r, v)
+		if errors.Is(err, errNotSignature) {
+			continue
+		}
 		if err != nil {
-			return out, fmt.Errorf("reading the signature %s of %s: %w", r.Digest, subject.Digest, err)
-		}
-		m, err := decodeManifest(raw)
-		if err != nil {
-			return out, fmt.Errorf("the signature %s of %s: %w", r.Digest, subject.Digest, err)
-		}
-		for _, d := range append([]ocispec.Descriptor{m.Config}, m.Layers...) {
-			b, err := content.FetchAll(ctx, src, d)
-			if err != nil {
-				return out, fmt.Errorf("reading the signature %s of %s: %w", r.Digest, subject.Digest, err)
-			}
-			if err := pushIfMissing(ctx, dst, d, b); err != nil {
-				return out, err
-			}
-		}
-		w := &Written{t: dst, Subject: subject, Desc: r, raw: raw}
-		if err := w.push(ctx); err != nil {
 			return out, err
 		}
 		out = append(out, w)
 	}
 	return out, nil
+}
+
+// carryOne copies the signature r of subject from src into dst, if it is
+// one (and verifies with v); errNotSignature if not.
+func carryOne(ctx context.Context, src, dst Target, subject, r ocispec.Descriptor, v *Verifier) (*Written, error) {
+	b, err := bundleOf(ctx, src, r)
+	if err != nil {
+		return nil, err
+	}
+	if v != nil && v.VerifyBundle(b, subject) != nil {
+		return nil, errNotSignature
+	}
+	raw, err := content.FetchAll(ctx, src, r)
+	if err != nil {
+		return nil, fmt.Errorf("reading the signature %s of %s: %w", r.Digest, subject.Digest, err)
+	}
+	m, err := decodeManifest(raw)
+	if err != nil {
+		return nil, fmt.Errorf("the signature %s of %s: %w", r.Digest, subject.Digest, err)
+	}
+	if m.Config.Digest != ocispec.DescriptorEmptyJSON.Digest || m.Subject == nil || m.Subject.Digest != subject.Digest {
+		return nil, errNotSignature
+	}
+	if err := pushIfMissing(ctx, dst, ocispec.DescriptorEmptyJSON, ocispec.DescriptorEmptyJSON.Data); err != nil {
+		return nil, err
+	}
+	if err := pushIfMissing(ctx, dst, m.Layers[0], b); err != nil {
+		return nil, err
+	}
+	w := &Written{t: dst, Subject: subject, Desc: r, raw: raw}
+	return w, w.push(ctx)
 }
 
 // settle is longer than a writer's read, change and write of a referrers
@@ -196,9 +215,31 @@ func attached(ctx context.Context, t Target, subject, desc ocispec.Descriptor) (
 	return slices.ContainsFunc(refs, func(r ocispec.Descriptor) bool { return r.Digest == desc.Digest }), nil
 }
 
-// referrers lists the signature referrers of subject in t.
+// maxReferrers bounds the signatures read of one manifest: a registry
+// that lists more is refused, not followed page after page.
+const maxReferrers = 100
+
+// errTooMany stops a listing past maxReferrers.
+var errTooMany = fmt.Errorf("more than %d signatures", maxReferrers)
+
+// referrers lists the signature referrers of subject in t, at most
+// maxReferrers.
 func referrers(ctx context.Context, t Target, subject ocispec.Descriptor) ([]ocispec.Descriptor, error) {
-	refs, err := registry.Referrers(ctx, t, subject, BundleMediaType)
+	var refs []ocispec.Descriptor
+	var err error
+	if rl, ok := t.(registry.ReferrerLister); ok {
+		err = rl.Referrers(ctx, subject, BundleMediaType, func(page []ocispec.Descriptor) error {
+			if refs = append(refs, page...); len(refs) > maxReferrers {
+				return errTooMany
+			}
+			return nil
+		})
+	} else {
+		refs, err = registry.Referrers(ctx, t, subject, BundleMediaType)
+		if err == nil && len(refs) > maxReferrers {
+			err = errTooMany
+		}
+	}
 	if err != nil && !errors.Is(err, errdef.ErrNotFound) {
 		return nil, fmt.Errorf("reading the signatures of %s: %w", subject.Digest, err)
 	}

@@ -183,14 +183,14 @@ func TestCheckAndCarry(t *testing.T) {
 	if _, err := oras.Copy(ctx, from, "0.0.1", to, "0.0.1", oras.DefaultCopyOptions); err != nil {
 		t.Fatal(err)
 	}
-	ws, err := Carry(ctx, from, to, chart)
+	ws, err := Carry(ctx, from, to, chart, v)
 	if err != nil || len(ws) != 1 || Confirm(ctx, ws) != nil {
 		t.Fatalf("carried %d: %v", len(ws), err)
 	}
 	if err := v.Check(ctx, to, chart); err != nil {
 		t.Fatalf("the carried signature: %v", err)
 	}
-	if ws, err := Carry(ctx, from, to, chart); err != nil || len(ws) != 0 {
+	if ws, err := Carry(ctx, from, to, chart, v); err != nil || len(ws) != 0 {
 		t.Fatalf("carrying again wrote %d: %v", len(ws), err)
 	}
 	if _, err := NewVerifier([]byte("-----BEGIN PRIVATE KEY-----\nAA==\n-----END PRIVATE KEY-----\n")); err == nil {

@@ -1,12 +1,15 @@
 package sign
 
 import (
+	"bytes"
 	"context"
 	"crypto"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -35,34 +38,56 @@ type Verifier struct {
 	keys []*verify.Verifier
 }
 
-// NewVerifier verifies with the public keys in pemBytes (one or more PEM
-// "PUBLIC KEY" blocks: what the *.pub entries of Flux's Secret hold).
+// NewVerifier verifies with the public keys, each one PEM "PUBLIC KEY"
+// block, as each *.pub entry of Flux's Secret holds one (source-controller
+// reads the first block of an entry and nothing else: a second key in one
+// file would pass here and fail there, so it is refused).
 func NewVerifier(pemBytes ...[]byte) (*Verifier, error) {
 	v := &Verifier{}
 	for _, p := range pemBytes {
-		for rest := p; ; {
-			var b *pem.Block
-			if b, rest = pem.Decode(rest); b == nil {
-				break
-			}
-			if b.Type != "PUBLIC KEY" {
-				return nil, fmt.Errorf("a PEM %q where a PUBLIC KEY belongs (only public keys verify)", b.Type)
-			}
-			pub, err := cryptoutils.UnmarshalPEMToPublicKey(pem.EncodeToMemory(b))
-			if err != nil {
-				return nil, fmt.Errorf("the public key: %w", err)
-			}
-			sv, err := keyVerifier(pub)
-			if err != nil {
-				return nil, err
-			}
-			v.keys = append(v.keys, sv)
+		pub, err := ParsePublicKey(p)
+		if err != nil {
+			return nil, err
 		}
+		sv, err := keyVerifier(pub)
+		if err != nil {
+			return nil, err
+		}
+		v.keys = append(v.keys, sv)
 	}
 	if len(v.keys) == 0 {
-		return nil, errors.New("no PEM PUBLIC KEY found")
+		return nil, errors.New("no public key given")
 	}
 	return v, nil
+}
+
+// ParsePublicKey reads exactly one PEM "PUBLIC KEY" block (anything but
+// blank space around it is refused) and returns the key.
+func ParsePublicKey(p []byte) (crypto.PublicKey, error) {
+	b, rest := pem.Decode(p)
+	switch {
+	case b == nil:
+		return nil, errors.New("no PEM PUBLIC KEY found")
+	case b.Type != "PUBLIC KEY":
+		return nil, fmt.Errorf("a PEM %q where a PUBLIC KEY belongs (only public keys verify)", b.Type)
+	case len(bytes.TrimSpace(rest)) > 0:
+		return nil, errors.New("more than one PEM PUBLIC KEY, or other text after it: give one key per file (Flux reads one per Secret entry)")
+	}
+	pub, err := cryptoutils.UnmarshalPEMToPublicKey(pem.EncodeToMemory(b))
+	if err != nil {
+		return nil, fmt.Errorf("the public key: %w", err)
+	}
+	return pub, nil
+}
+
+// PublicPEM is the public key pub as one PEM "PUBLIC KEY" block, nothing
+// else: what a Secret entry gets.
+func PublicPEM(pub crypto.PublicKey) ([]byte, error) {
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), nil
 }
 
 func keyVerifier(pub crypto.PublicKey) (*verify.Verifier, error) {
@@ -77,11 +102,15 @@ func keyVerifier(pub crypto.PublicKey) (*verify.Verifier, error) {
 }
 
 // VerifyBundle says whether the bundle b signs the manifest subject with
-// one of the keys.
+// one of the keys. Like cosign, which Flux uses, it takes only bundles of
+// version v0.3 or later.
 func (v *Verifier) VerifyBundle(b []byte, subject ocispec.Descriptor) error {
 	var bun bundle.Bundle
 	if err := bun.UnmarshalJSON(b); err != nil {
 		return fmt.Errorf("%w: a damaged bundle: %v", ErrBadSignature, err)
+	}
+	if !bun.MinVersion("v0.3") {
+		return fmt.Errorf("%w: a bundle older than v0.3", ErrBadSignature)
 	}
 	raw, err := hex.DecodeString(subject.Digest.Encoded())
 	if err != nil {
@@ -99,49 +128,52 @@ func (v *Verifier) VerifyBundle(b []byte, subject ocispec.Descriptor) error {
 
 // Check says whether subject, a manifest in t, carries a signature that
 // verifies with one of the keys: ErrUnsigned without any, ErrBadSignature
-// when none verifies.
+// when none verifies. It reads the signatures as Flux's cosign does (a
+// referrer of one bundle layer, else it is not a signature) and stops at
+// the first that verifies.
 func (v *Verifier) Check(ctx context.Context, t Target, subject ocispec.Descriptor) error {
-	bundles, err := Bundles(ctx, t, subject)
+	refs, err := referrers(ctx, t, subject)
 	if err != nil {
 		return err
 	}
-	if len(bundles) == 0 {
-		return ErrUnsigned
-	}
 	var last error
-	for _, b := range bundles {
+	for _, r := range refs {
+		b, err := bundleOf(ctx, t, r)
+		if errors.Is(err, errNotSignature) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("reading the signature %s of %s: %w", r.Digest, subject.Digest, err)
+		}
 		if last = v.VerifyBundle(b, subject); last == nil {
 			return nil
 		}
 	}
+	if last == nil {
+		return ErrUnsigned
+	}
 	return last
 }
 
-// Bundles reads the bundles attached to subject in t.
-func Bundles(ctx context.Context, t Target, subject ocispec.Descriptor) ([][]byte, error) {
-	refs, err := referrers(ctx, t, subject)
+// errNotSignature: a referrer that is not a signature as cosign reads them.
+var errNotSignature = errors.New("not a signature")
+
+// bundleOf reads the bundle of the signature referrer r: its manifest must
+// have one layer, a Sigstore bundle of at most maxBundle bytes (cosign's
+// rule; anything else is errNotSignature).
+func bundleOf(ctx context.Context, t Target, r ocispec.Descriptor) ([]byte, error) {
+	if r.Size > maxBundle {
+		return nil, errNotSignature
+	}
+	m, err := fetchManifest(ctx, t, r)
 	if err != nil {
 		return nil, err
 	}
-	var out [][]byte
-	for _, r := range refs {
-		m, err := fetchManifest(ctx, t, r)
-		if err != nil {
-			return nil, err
-		}
-		for _, l := range m.Layers {
-			if l.MediaType != BundleMediaType {
-				continue
-			}
-			if l.Size > maxBundle {
-				return nil, fmt.Errorf("the signature %s of %s is %d bytes: too large", r.Digest, subject.Digest, l.Size)
-			}
-			b, err := content.FetchAll(ctx, t, l)
-			if err != nil {
-				return nil, fmt.Errorf("reading the signature %s of %s: %w", r.Digest, subject.Digest, err)
-			}
-			out = append(out, b)
-		}
+	if len(m.Layers) != 1 || !strings.HasPrefix(m.Layers[0].MediaType, bundleMediaTypePrefix) || m.Layers[0].Size > maxBundle {
+		return nil, errNotSignature
 	}
-	return out, nil
+	return content.FetchAll(ctx, t, m.Layers[0])
 }
+
+// bundleMediaTypePrefix is what cosign takes as a bundle layer.
+const bundleMediaTypePrefix = "application/vnd.dev.sigstore.bundle"
