@@ -74,7 +74,7 @@ func newPublishCmd(g *globals) *cobra.Command {
 	fl := cmd.Flags()
 	rf.registerClient(fl, "to push to")
 	sf.register(fl)
-	fl.BoolVar(&exitCode, "exit-code", false, "exit 2 when charts changed or (with --dry-run) would change, 0 when not")
+	fl.BoolVar(&exitCode, "exit-code", false, "exit 2 when charts changed or got a signature or (with --dry-run) would change, 0 when not")
 	fl.IntVar(&concurrency, "concurrency", 4, "charts pushed at once")
 	return cmd
 }

@@ -110,8 +110,8 @@ func TestPublishSigned(t *testing.T) {
 	newSecret, err := os.ReadFile(newKey)
 	require.NoError(t, err)
 	t.Setenv(signingKeyEnv, string(newSecret))
-	code, _, stderr = cli("publish", "--no-credentials", "../../examples")
-	require.Equal(t, 0, code, stderr)
+	code, _, stderr = cli("publish", "--no-credentials", "--exit-code", "../../examples")
+	require.Equal(t, 2, code, "new signatures are a change: %s", stderr)
 	reqs = proxy.Take()
 	for _, r := range reqs {
 		if countproxy.Writes([]string{r}) > 0 {

@@ -101,14 +101,14 @@ func (r *Report) MintFailed() bool {
 }
 
 // Changed reports whether any chart was (or, in a dry run, would be) created
-// or updated.
+// or updated, or got a signature.
 func (r *Report) Changed() bool {
 	for _, t := range r.Targets {
-		if t.Action != publish.Unchanged {
+		if t.Action != publish.Unchanged || t.SignatureAction == publish.Create {
 			return true
 		}
 		for _, rel := range t.Releases {
-			if rel.Action != publish.Unchanged {
+			if rel.Action != publish.Unchanged || rel.SignatureAction == publish.Create {
 				return true
 			}
 		}
