@@ -19,7 +19,7 @@ import (
 
 	"github.com/solar-pipeline/solar/callout"
 	"github.com/solar-pipeline/solar/device/wire"
-	"github.com/solar-pipeline/solar/internal/testenv"
+	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 )
 
 // BenchmarkDevicesConnect: 1,000 devices connect at once through the

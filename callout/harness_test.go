@@ -14,7 +14,7 @@ import (
 
 	"github.com/solar-pipeline/solar/callout"
 	"github.com/solar-pipeline/solar/device/wire"
-	"github.com/solar-pipeline/solar/internal/testenv"
+	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	solarfleet "github.com/solar-pipeline/solar/renderer/fleet"
 )
 

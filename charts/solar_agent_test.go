@@ -18,7 +18,7 @@ import (
 	"helm.sh/helm/v4/pkg/engine"
 	"sigs.k8s.io/yaml"
 
-	"github.com/solar-pipeline/solar/internal/testenv"
+	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 )
 
 // TestSolarAgentChart lints the agent's own chart and renders it with the

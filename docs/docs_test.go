@@ -1,7 +1,7 @@
 // Package docs runs the documentation: the command blocks of README.md and
 // docs/*.md marked <!-- run --> run in document order, per document, with
 // bash, against a real registry, NATS server and Kubernetes API server
-// (internal/testenv), so a document that drifts from what solar does fails
+// (internal/testkit/testenv), so a document that drifts from what solar does fails
 // the build. See blocks_test.go for the markers.
 package docs
 
@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/solar-pipeline/solar/internal/testenv"
+	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 )
 
 // TestDocsMarkEveryCommand: every shell block says whether it runs, and the

@@ -113,7 +113,7 @@ go_tool kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK"
 # The kwok binary has no built-in Stages (without --config: "no stages
 # found"): the default ones kwokctl gives its clusters (kustomize/stage:
 # node/fast, node/heartbeat-with-lease, pod/fast) are taken from the module as
-# they are, into stages.yaml beside the binary (internal/testenv reads it).
+# they are, into stages.yaml beside the binary (internal/testkit/testenv reads it).
 if [ ! -s "$TOOLS/kwok-$KWOK/stages.yaml" ]; then
   src=$(cd "$(mktemp -d)" && go mod download -json "sigs.k8s.io/kwok@$KWOK" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
   sep=""

@@ -2,7 +2,7 @@
 # start-apiserver.sh: runs a real Kubernetes API server (kube-apiserver 1.36 on
 # etcd 3.6, both built by scripts/install-tools.sh) on 127.0.0.1 with RBAC, a
 # service-account signing key pair (TokenRequest works) and a token file with
-# one admin user. The test helper (internal/testenv) starts it; by hand:
+# one admin user. The test helper (internal/testkit/testenv) starts it; by hand:
 #
 #   scripts/start-apiserver.sh DIR ETCD_PORT API_PORT [ETCD_PEER_PORT]
 #   KUBECONFIG=DIR/kubeconfig kubectl get ns     # once DIR/certs/apiserver.crt exists

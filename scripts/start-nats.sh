@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # start-nats.sh: runs a real NATS server with JetStream on 127.0.0.1 (nats-server,
 # built by scripts/install-tools.sh), alone or as one node of a cluster. The
-# test helper (internal/testenv) starts it; by hand:
+# test helper (internal/testkit/testenv) starts it; by hand:
 #
 #   scripts/start-nats.sh DIR PORT                                # one server
 #   scripts/start-nats.sh DIR PORT NAME CLUSTER_PORT ROUTE...     # a cluster node

@@ -3,7 +3,7 @@
 # v3, `registry`, which scripts/install-tools.sh builds) on 127.0.0.1 with
 # htpasswd basic auth and, with --tls, a self-signed certificate for IP
 # 127.0.0.1, both made by solar-testpki (no openssl, no htpasswd, no root).
-# The test helper (internal/testenv) starts it; it also works by hand, with
+# The test helper (internal/testkit/testenv) starts it; it also works by hand, with
 # the tools' bin directory on PATH:
 #
 #   REGISTRY_USER=solar REGISTRY_PASSWORD=secret scripts/start-registry.sh DIR PORT [--tls] [--no-cache]

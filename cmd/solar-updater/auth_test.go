@@ -23,7 +23,7 @@ import (
 
 	"github.com/solar-pipeline/solar/device/updater"
 	"github.com/solar-pipeline/solar/device/wire"
-	"github.com/solar-pipeline/solar/internal/testenv"
+	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 )
 
 // pushBlob uploads b to the registry's repository (the distribution API: a

@@ -16,7 +16,7 @@ func TestDeviceSideLinksLittle(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	deps := strings.Fields(string(out))
 	for _, d := range deps {
-		for _, banned := range []string{"nats-io", "oras.land", "cuelang.org", "yaml", "k8s.io", "solar/renderer", "solar/internal/testenv"} {
+		for _, banned := range []string{"nats-io", "oras.land", "cuelang.org", "yaml", "k8s.io", "solar/renderer", "solar/internal/testkit/testenv"} {
 			assert.NotContains(t, d, banned, "solar-updater links %s", d)
 		}
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/solar-pipeline/solar/callout"
 	"github.com/solar-pipeline/solar/device/updater"
-	"github.com/solar-pipeline/solar/internal/testenv"
+	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/fleet"
 )
 

@@ -19,7 +19,7 @@ import (
 
 	"github.com/solar-pipeline/solar/device/updater"
 	"github.com/solar-pipeline/solar/device/wire"
-	"github.com/solar-pipeline/solar/internal/testenv"
+	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/fleet"
 )
 

@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/solar-pipeline/solar/internal/countproxy"
-	"github.com/solar-pipeline/solar/internal/storetest"
-	"github.com/solar-pipeline/solar/internal/testenv"
+	"github.com/solar-pipeline/solar/internal/testkit/countproxy"
+	"github.com/solar-pipeline/solar/internal/testkit/storetest"
+	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 )
 
 // TestPublishThroughFaults publishes examples/ and a generated tree through a

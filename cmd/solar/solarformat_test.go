@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"oras.land/oras-go/v2/content"
 
-	"github.com/solar-pipeline/solar/internal/testenv"
+	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/credential"
 	"github.com/solar-pipeline/solar/renderer/load"
 	"github.com/solar-pipeline/solar/renderer/publish"

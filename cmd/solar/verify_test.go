@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"oras.land/oras-go/v2/content"
 
-	"github.com/solar-pipeline/solar/internal/testenv"
+	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
 

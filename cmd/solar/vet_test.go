@@ -16,7 +16,7 @@ import (
 	"golang.org/x/tools/txtar"
 	"sigs.k8s.io/yaml"
 
-	"github.com/solar-pipeline/solar/internal/testenv"
+	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/diag"
 )
 

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/solar-pipeline/solar/device/wire"
-	"github.com/solar-pipeline/solar/internal/testenv"
+	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 )
 
 // tokenServer is a nats-server with JetStream that logs clients in with a

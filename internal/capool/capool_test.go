@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/solar-pipeline/solar/internal/testpki"
+	"github.com/solar-pipeline/solar/internal/testkit/testpki"
 )
 
 // TestWithFile: the file's certificate is trusted beside the system's; a

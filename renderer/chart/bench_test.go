@@ -9,7 +9,7 @@ import (
 	"helm.sh/helm/v4/pkg/action"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 
-	"github.com/solar-pipeline/solar/internal/testenv"
+	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 )
 
 // BenchmarkPackage packages one bootstrap chart of examples/ in memory: the

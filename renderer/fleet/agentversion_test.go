@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/solar-pipeline/solar/internal/testenv"
+	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 )
 
 // TestAgentVersion: a reference agent built with -X main.version=1.4.0 is

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/solar-pipeline/solar/internal/testenv"
+	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 )
 
 // TestStatusBadEntries: a value that is not JSON of its kind, or a key whose

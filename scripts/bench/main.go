@@ -38,7 +38,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/solar-pipeline/solar/internal/countproxy"
+	"github.com/solar-pipeline/solar/internal/testkit/countproxy"
 )
 
 func main() {

@@ -30,7 +30,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
-	"github.com/solar-pipeline/solar/internal/testpki"
+	"github.com/solar-pipeline/solar/internal/testkit/testpki"
 )
 
 const usage = `usage: solar-testpki COMMAND [ARGS]

@@ -17,8 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/solar-pipeline/solar/internal/helmdriver"
-	"github.com/solar-pipeline/solar/internal/testenv"
+	"github.com/solar-pipeline/solar/internal/testkit/helmdriver"
+	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/credential"
 	"github.com/solar-pipeline/solar/renderer/publish"
@@ -26,7 +26,7 @@ import (
 
 // TestFluxChainToTheApplication publishes examples/ and lets the real
 // source-controller and the Helm 4 SDK under helm-controller's rules
-// (internal/helmdriver: 4 workers, kstatus waits, remediation) install every
+// (internal/testkit/helmdriver: 4 workers, kstatus waits, remediation) install every
 // level of the chain on a cluster where workloads become ready (kwok), down to
 // each application's Deployment, Available, for every Target. Then a changed
 // Release upgrades exactly its Target's application, a Release a Target loses

@@ -1,5 +1,5 @@
 // Package storetest reads what solar's tests check in a registry: every tag
-// with its manifest digest. It is apart from internal/testenv, which
+// with its manifest digest. It is apart from internal/testkit/testenv, which
 // renderer/publish's own tests import.
 package storetest
 
@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/solar-pipeline/solar/internal/testenv"
+	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
 

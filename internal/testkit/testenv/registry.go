@@ -15,7 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/solar-pipeline/solar/internal/countproxy"
+	"github.com/solar-pipeline/solar/internal/testkit/countproxy"
 )
 
 // Registry is a running OCI registry (the CNCF Distribution registry v3,

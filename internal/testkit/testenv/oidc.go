@@ -25,7 +25,7 @@ import (
 	"github.com/zitadel/oidc/v3/pkg/op"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/solar-pipeline/solar/internal/testpki"
+	"github.com/solar-pipeline/solar/internal/testkit/testpki"
 )
 
 // OIDC is a running OpenID Provider (zitadel/oidc's op package, the library
