@@ -57,9 +57,6 @@ the credentials given. Which of the two was checked is said on stderr.
   solar bootstrap-manifests edge-1 -n alpha --registry registry.example.com/solar --verify-key solar.pub`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := g.checkOutput(); err != nil {
-				return err
-			}
 			ns := cmp.Or(g.namespace, "default")
 			if err := checkBootstrapTarget(g, ns, fluxNS, args); err != nil {
 				return err

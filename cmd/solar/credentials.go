@@ -39,9 +39,6 @@ not be minted (the others are still synced); a revoked one is not a failure. See
   solar credentials sync -n alpha -o json examples/ --kubeconfig solar.yaml`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := g.checkOutput(); err != nil {
-				return err
-			}
 			if f.kubeconfig == "" {
 				return fmt.Errorf("--kubeconfig is required (or set $KUBECONFIG): the kubeconfig of the SolAr API server to mint the credentials in")
 			}

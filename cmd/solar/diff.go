@@ -46,9 +46,6 @@ func newDiffCmd(g *globals) *cobra.Command {
   solar diff examples/ --registry registry.example.com/solar --kubeconfig solar.yaml --write-reviewed reviewed.json`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := g.checkOutput(); err != nil {
-				return err
-			}
 			if err := rf.orOut(out); err != nil {
 				return err
 			}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/solar-pipeline/solar/renderer/archive"
+	"github.com/solar-pipeline/solar/renderer/pipeline"
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
@@ -48,9 +48,6 @@ func newExportCmd(g *globals) *cobra.Command {
   solar push bundle.tar --registry registry.site.example/solar --key cosign.pub   # on the other side`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := g.checkOutput(); err != nil {
-				return err
-			}
 			if out == "" {
 				return errors.New("--out FILE is required: the archive to write")
 			}
@@ -59,7 +56,7 @@ func newExportCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer l.Close()
-			s, err := archive.WriteFile(cmd.Context(), l, out)
+			s, err := pipeline.Export(cmd.Context(), l, out)
 			if err != nil {
 				return err
 			}

@@ -46,9 +46,6 @@ func newFleetApplyCmd(g *globals) *cobra.Command {
   solar fleet apply examples/fleet --registry registry.example.com --nats nats://127.0.0.1:4222 --dry-run --exit-code`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := g.checkOutput(); err != nil {
-				return err
-			}
 			ctx := cmd.Context()
 			opts, err := lf.options(g, cmd.InOrStdin(), args)
 			if err != nil {

@@ -50,9 +50,6 @@ downloads it from: https://HOST/v2/PREFIX/REPO/blobs/DIGEST.`,
     --repository fleet/agent --version 1.4.0 dist/agent-arm64=linux/arm64 dist/agent-amd64=linux/amd64`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := g.checkOutput(); err != nil {
-				return err
-			}
 			if err := rf.orOut(out); err != nil {
 				return err
 			}

@@ -45,9 +45,6 @@ named on stderr and fails the run with exit 1; the others are still shown. A
 		Example: `  solar fleet status --nats nats://127.0.0.1:4222
   solar fleet status dev-1 -o json --nats nats://127.0.0.1:4222`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := g.checkOutput(); err != nil {
-				return err
-			}
 			for _, id := range args {
 				if err := wire.CheckDeviceID(id); err != nil {
 					return err

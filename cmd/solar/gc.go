@@ -40,9 +40,6 @@ func newGCCmd(g *globals) *cobra.Command {
   echo "$PASSWORD" | solar gc --registry registry.example.com/solar -n alpha --keep 5 --username ci --password-stdin`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := g.checkOutput(); err != nil {
-				return err
-			}
 			if err := rf.orOut(out); err != nil {
 				return err
 			}

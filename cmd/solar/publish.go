@@ -27,9 +27,6 @@ func newPublishCmd(g *globals) *cobra.Command {
   solar publish --dry-run --exit-code examples/ --registry registry.example.com/solar   # 2: changes pending`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := g.checkOutput(); err != nil {
-				return err
-			}
 			// stdin holds the password with --password-stdin.
 			stdin := cmd.InOrStdin()
 			if rf.passwordStdin {

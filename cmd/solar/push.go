@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/solar-pipeline/solar/renderer/archive"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
@@ -26,9 +25,6 @@ func newPushCmd(g *globals) *cobra.Command {
 		Example: pushExample,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := g.checkOutput(); err != nil {
-				return err
-			}
 			var reviewed *pipeline.Reviewed
 			if reviewedFile != "" {
 				var err error
@@ -142,11 +138,11 @@ func isArchive(path string) bool {
 // private temporary layout that the returned func removes.
 func openPushLayout(ctx context.Context, path string) (*publish.Layout, func(), error) {
 	if isArchive(path) {
-		u, err := archive.Unpack(ctx, path, archive.DefaultLimits)
+		l, closeLayout, err := pipeline.OpenArchive(ctx, path)
 		if err != nil {
 			return nil, nil, err
 		}
-		return u.Layout, func() { _ = u.Close() }, nil
+		return l, func() { _ = closeLayout() }, nil
 	}
 	l, err := publish.OpenLayout(ctx, path, publish.LayoutOptions{ReadOnly: true, LockTimeout: 5 * time.Minute})
 	if err != nil {

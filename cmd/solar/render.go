@@ -32,9 +32,6 @@ func newRenderCmd(g *globals) *cobra.Command {
   SOURCE_DATE_EPOCH=1700000000 solar render examples/`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := g.checkOutput(); err != nil {
-				return err
-			}
 			opts, err := f.options(g, cmd.InOrStdin(), args)
 			if err != nil {
 				return err

@@ -80,7 +80,11 @@ render and publish also work on the Targets of this namespace only`)
 	root.PersistentFlags().StringVarP(&g.output, "output", "o", "text", "output format: text, json or yaml")
 	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "log what each stage does on stderr")
 	root.PersistentFlags().BoolVarP(&g.quiet, "quiet", "q", false, "print only errors on stderr: no progress, no summary")
+	// What every command checks first, once.
 	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		if err := g.checkOutput(); err != nil {
+			return err
+		}
 		switch {
 		case g.verbose && g.quiet:
 			return fmt.Errorf("--verbose and --quiet: choose one")

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"crypto"
 	"errors"
 	"fmt"
 	"io"
@@ -9,7 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/solar-pipeline/solar/renderer/sign"
+	"github.com/solar-pipeline/solar/renderer/pipeline"
 )
 
 // signingKeyEnv holds the signing key's PEM itself, for CI secrets.
@@ -28,7 +27,7 @@ func (f *signFlags) register(fl *pflag.FlagSet) {
 }
 
 // key reads the signing key: nil when none is given.
-func (f *signFlags) key(g *globals) (*sign.Key, error) {
+func (f *signFlags) key(g *globals) (*pipeline.SigningKey, error) {
 	var pemBytes []byte
 	from := "$" + signingKeyEnv
 	switch {
@@ -43,7 +42,7 @@ func (f *signFlags) key(g *globals) (*sign.Key, error) {
 	default:
 		return nil, nil
 	}
-	k, err := sign.ParseKey(pemBytes)
+	k, err := pipeline.ParseSigningKey(pemBytes)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", from, err)
 	}
@@ -76,7 +75,7 @@ func readKeyFile(g *globals, name string) ([]byte, error) {
 }
 
 // verifier verifies with the public keys in the files named (nil for none).
-func verifier(files []string) (*sign.Verifier, error) {
+func verifier(files []string) (*pipeline.Verifier, error) {
 	if len(files) == 0 {
 		return nil, nil
 	}
@@ -84,7 +83,7 @@ func verifier(files []string) (*sign.Verifier, error) {
 	if err != nil {
 		return nil, err
 	}
-	return sign.NewVerifier(pems...)
+	return pipeline.NewVerifier(pems...)
 }
 
 // readPublicKeys reads PEM public key files, one key each, and returns
@@ -97,12 +96,8 @@ func readPublicKeys(files []string) ([][]byte, error) {
 		if err == nil && len(b) > maxKeyFile {
 			err = fmt.Errorf("larger than %d KiB: not a key", maxKeyFile>>10)
 		}
-		var pub crypto.PublicKey
 		if err == nil {
-			pub, err = sign.ParsePublicKey(b)
-		}
-		if err == nil {
-			b, err = sign.PublicPEM(pub)
+			b, err = pipeline.PublicKey(b)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("public key %s: %w", name, err)

@@ -45,9 +45,6 @@ func newVerifyCmd(g *globals) *cobra.Command {
   echo "$PASSWORD" | solar verify --registry registry.example.com/solar -n alpha --deep --username ci --password-stdin`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := g.checkOutput(); err != nil {
-				return err
-			}
 			if err := rf.orOut(out); err != nil {
 				return err
 			}

@@ -14,9 +14,6 @@ func newVersionCmd(g *globals) *cobra.Command {
 		Short: "Print solar's version, commit and Go version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := g.checkOutput(); err != nil {
-				return err
-			}
 			info := buildinfo.Read()
 			if g.output != "text" {
 				return g.printData(info)

@@ -25,9 +25,6 @@ Warnings do not change the exit code. Exit code 0: valid; 1: invalid.`,
   solar vet -o json examples/ | jq '.problems[]'`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := g.checkOutput(); err != nil {
-				return err
-			}
 			opts, err := f.options(g, cmd.InOrStdin(), args)
 			if err != nil {
 				return err

@@ -1,0 +1,53 @@
+package pipeline
+
+import (
+	"context"
+
+	"github.com/solar-pipeline/solar/renderer/archive"
+	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/sign"
+)
+
+// SigningKey signs the charts written (Options.SigningKey); Verifier checks
+// their signatures as Flux does (VerifyOptions.Verifier,
+// publish.Options.Verifier). The CLI names them here, not in package sign.
+type (
+	SigningKey = sign.Key
+	Verifier   = sign.Verifier
+)
+
+// ParseSigningKey reads an Ed25519 private key, PEM (PKCS #8).
+func ParseSigningKey(pem []byte) (*SigningKey, error) { return sign.ParseKey(pem) }
+
+// NewVerifier verifies with public keys, one PEM block each.
+func NewVerifier(pems ...[]byte) (*Verifier, error) { return sign.NewVerifier(pems...) }
+
+// PublicKey checks that p is one PEM public key and returns the key alone,
+// re-encoded: what a Secret of keys gets, never whatever else p holds.
+func PublicKey(p []byte) ([]byte, error) {
+	pub, err := sign.ParsePublicKey(p)
+	if err != nil {
+		return nil, err
+	}
+	return sign.PublicPEM(pub)
+}
+
+// ArchiveSummary says what an archive written holds.
+type ArchiveSummary = archive.Summary
+
+// Export writes the newest versions of the layout l, with their
+// signatures, as one OCI archive file (archive.WriteFile).
+func Export(ctx context.Context, l *publish.Layout, name string) (*ArchiveSummary, error) {
+	return archive.WriteFile(ctx, l, name)
+}
+
+// OpenArchive checks the archive file name whole, within the default
+// limits, and unpacks it into a private temporary layout, which closeLayout
+// removes (archive.Unpack).
+func OpenArchive(ctx context.Context, name string) (l *publish.Layout, closeLayout func() error, err error) {
+	u, err := archive.Unpack(ctx, name, archive.DefaultLimits)
+	if err != nil {
+		return nil, nil, err
+	}
+	return u.Layout, u.Close, nil
+}
