@@ -6,9 +6,26 @@ import (
 	"strings"
 )
 
+// bootstrapPrefix starts the name of every bootstrap chart.
+const bootstrapPrefix = "bootstrap-"
+
+// BootstrapChart is the name of a Target's bootstrap chart.
+func BootstrapChart(target string) string { return bootstrapPrefix + target }
+
 // Repository names inside a registry: where the charts of a Target live.
 func BootstrapRepository(targetNS, target string) string {
-	return targetNS + "/bootstrap-" + target
+	return targetNS + "/" + BootstrapChart(target)
+}
+
+// BootstrapTarget is the Target whose bootstrap chart repository is, if it
+// is one.
+func BootstrapTarget(repository string) (targetNS, target string, ok bool) {
+	ns, name, ok := strings.Cut(repository, "/")
+	target, isBootstrap := strings.CutPrefix(name, bootstrapPrefix)
+	if !ok || ns == "" || strings.Contains(name, "/") || !isBootstrap {
+		return "", "", false
+	}
+	return ns, target, true
 }
 
 // ReleaseRepository is where a release chart for the Targets of targetNS lives.
@@ -33,7 +50,7 @@ func IsChartRepository(repository string) bool {
 	last := parts[len(parts)-1]
 	switch len(parts) {
 	case 2:
-		return strings.HasPrefix(last, "bootstrap-")
+		return strings.HasPrefix(last, bootstrapPrefix)
 	case 3, 4:
 		return strings.HasPrefix(last, "release-")
 	}
@@ -43,8 +60,8 @@ func IsChartRepository(repository string) bool {
 // IsBootstrapRepository says whether a repository name (under the registry's
 // prefix) is a Target's bootstrap chart: the charts that name others.
 func IsBootstrapRepository(repository string) bool {
-	ns, name, ok := strings.Cut(repository, "/")
-	return ok && ns != "" && !strings.Contains(name, "/") && strings.HasPrefix(name, "bootstrap-")
+	_, _, ok := BootstrapTarget(repository)
+	return ok
 }
 
 // URL is the oci:// URL of a repository in a registry given as HOST[:PORT][/PREFIX].

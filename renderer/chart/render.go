@@ -105,7 +105,7 @@ func Bootstrap(t *resolve.Target, refs []Ref) *Source {
 		registry["insecure"] = reg.Spec.PlainHTTP
 	}
 	return &Source{
-		Name:        "bootstrap-" + tt.Name,
+		Name:        chain.BootstrapChart(tt.Name),
 		Description: "Bootstrap chart of Target " + tt.Namespace + "/" + tt.Name + " rendered by solar",
 		Annotations: map[string]string{"solar.opendefense.cloud/target": tt.Namespace + "/" + tt.Name},
 		Values: map[string]any{

@@ -163,8 +163,8 @@ func orphans(ctx context.Context, plan *Plan, store publish.Store, opts Options,
 	var jobs []publish.Job
 	for _, ns := range orphanNamespaces(plan, opts) {
 		for _, repo := range listed[ns] {
-			name, ok := strings.CutPrefix(repo, ns+"/bootstrap-")
-			if !ok || strings.Contains(name, "/") || plan.all[[2]string{ns, name}] {
+			in, name, ok := chain.BootstrapTarget(repo)
+			if !ok || in != ns || plan.all[[2]string{ns, name}] {
 				continue
 			}
 			report.Orphans = append(report.Orphans, Orphan{Namespace: ns, Name: name})
