@@ -7,7 +7,6 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -87,12 +86,9 @@ func packAgentFiles(ctx context.Context, args []string, version string) (string,
 	if version, err = fleet.AgentVersion(bins, version); err != nil {
 		return "", nil, nil, err
 	}
-	created, ok, err := sourceDateEpoch()
+	created, _, err := sourceDateEpoch() // zero when unset: publish.Epoch
 	if err != nil {
 		return "", nil, nil, err
-	}
-	if !ok {
-		created = time.Unix(0, 0).UTC()
 	}
 	packed, err := fleet.PackAgent(ctx, version, bins, created)
 	return version, bins, packed, err

@@ -9,7 +9,6 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"time"
 
 	"github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/image-spec/specs-go"
@@ -91,7 +90,7 @@ func header(name string, typ byte, size int64) *tar.Header {
 		mode = dirMode
 	}
 	return &tar.Header{Typeflag: typ, Name: name, Size: size, Mode: mode,
-		ModTime: time.Unix(0, 0), Format: tar.FormatUSTAR}
+		ModTime: publish.Epoch, Format: tar.FormatUSTAR}
 }
 
 // writeBlob copies one blob of the layout into the archive, checked.

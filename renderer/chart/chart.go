@@ -19,6 +19,7 @@ import (
 
 	"github.com/solar-pipeline/solar/charts"
 	"github.com/solar-pipeline/solar/internal/helmyaml"
+	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
 // Options are the packaging settings that are not content.
@@ -133,7 +134,7 @@ var gzipWriters = sync.Pool{New: func() any {
 // tgz is the deterministic tar writer: Helm's own writes the host's times and
 // user into the archive.
 func tgz(name string, files map[string][]byte) ([]byte, error) {
-	mtime := time.Unix(0, 0)
+	mtime := publish.Epoch
 	var buf bytes.Buffer
 	zw := gzipWriters.Get().(*gzip.Writer)
 	defer gzipWriters.Put(zw)

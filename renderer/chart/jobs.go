@@ -2,7 +2,6 @@ package chart
 
 import (
 	"encoding/json"
-	"time"
 
 	"github.com/opencontainers/go-digest"
 
@@ -78,15 +77,11 @@ func (s *Source) Artifact(version string, opts Options) (*publish.Artifact, erro
 	if err != nil {
 		return nil, err
 	}
-	created := opts.Created
-	if created.IsZero() {
-		created = time.Unix(0, 0)
-	}
 	return &publish.Artifact{
 		Config: publish.Blob{Desc: pkg.ConfigDesc, Data: pkg.Config},
 		Layers: []publish.Blob{{Desc: pkg.Layer, Data: pkg.Archive}},
 		Annotations: map[string]string{
-			ocispec.AnnotationCreated: created.UTC().Format(time.RFC3339),
+			ocispec.AnnotationCreated: publish.Created(opts.Created),
 			ocispec.AnnotationTitle:   pkg.Name,
 			ocispec.AnnotationVersion: pkg.Version,
 		},

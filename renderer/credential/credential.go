@@ -59,7 +59,8 @@ type Options struct {
 	// APIServerURL is where agents reach the SolAr API server
 	// (PipelineConfig.agent.apiserverURL); empty disables credentials.
 	APIServerURL string
-	// TTL is the requested token lifetime (PipelineConfig.agent.tokenTTL).
+	// TTL is the requested token lifetime (PipelineConfig.agent.tokenTTL);
+	// 0 means DefaultTTL.
 	TTL time.Duration
 	// RotateBefore: a token with less lifetime left is replaced. Default TTL/3.
 	RotateBefore time.Duration
@@ -109,7 +110,7 @@ func NewMinter(cfg *rest.Config, opts Options) (*Minter, error) {
 		}
 	}
 	if opts.TTL <= 0 {
-		opts.TTL = 24 * time.Hour
+		opts.TTL = DefaultTTL
 	}
 	if opts.RotateBefore <= 0 {
 		opts.RotateBefore = opts.TTL / 3

@@ -9,10 +9,14 @@ import (
 	"github.com/solar-pipeline/solar/renderer/model"
 )
 
+// DefaultTTL is an agent token's lifetime when the PipelineConfig sets none
+// (its schema says so too).
+const DefaultTTL = 24 * time.Hour
+
 // OptionsFrom reads the agent settings of the set's PipelineConfig: the API
-// server URL agents use and the token TTL (default 24h).
+// server URL agents use and the token TTL (default DefaultTTL).
 func OptionsFrom(s *model.Set) (Options, error) {
-	opts := Options{TTL: 24 * time.Hour}
+	opts := Options{TTL: DefaultTTL}
 	if len(s.PipelineConfigs) == 0 {
 		return opts, nil
 	}

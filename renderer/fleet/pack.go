@@ -59,7 +59,7 @@ type Packed struct {
 
 // PackAgent packs one manifest per binary (the binary its single layer, with
 // its title, digest and size) and an index over them with their platforms,
-// tagged version.
+// tagged version, created at created (zero: publish.Epoch).
 func PackAgent(ctx context.Context, version string, bins []Binary, created time.Time) (*Packed, error) {
 	if len(bins) == 0 {
 		return nil, errors.New("no agent binary to push")
@@ -67,7 +67,7 @@ func PackAgent(ctx context.Context, version string, bins []Binary, created time.
 	bins = slices.Clone(bins)
 	slices.SortFunc(bins, func(a, b Binary) int { return strings.Compare(a.Platform, b.Platform) })
 	p := &Packed{Tag: version, Layers: map[string]ocispec.Descriptor{}, store: memory.New()}
-	annotations := map[string]string{ocispec.AnnotationCreated: created.Format(time.RFC3339)}
+	annotations := map[string]string{ocispec.AnnotationCreated: publish.Created(created)}
 	index := ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex,
 		ArtifactType: ArtifactTypeAgent, Manifests: []ocispec.Descriptor{},
 		Annotations: map[string]string{ocispec.AnnotationCreated: annotations[ocispec.AnnotationCreated], ocispec.AnnotationVersion: version}}

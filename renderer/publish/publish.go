@@ -23,6 +23,19 @@ const (
 	Unchanged = "unchanged" // the latest version has this content
 )
 
+// Epoch is the creation time of what solar packs when SOURCE_DATE_EPOCH
+// sets none: fixed, so that the same content gives the same digest.
+var Epoch = time.Unix(0, 0).UTC()
+
+// Created is the value of an artifact's creation-time annotation for t, or
+// for Epoch when t is zero.
+func Created(t time.Time) string {
+	if t.IsZero() {
+		t = Epoch
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
 // Blob is one blob of an artifact with its descriptor.
 type Blob struct {
 	Desc ocispec.Descriptor
