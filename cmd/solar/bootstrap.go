@@ -12,9 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
-	"github.com/solar-pipeline/solar/renderer/chain"
-	"github.com/solar-pipeline/solar/renderer/chart"
-	"github.com/solar-pipeline/solar/renderer/model"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
@@ -71,7 +68,7 @@ the credentials given. Which of the two was checked is said on stderr.
 				}
 			}
 			target := args[0]
-			fc := chart.FirstContact{Target: target, Namespace: ns, Host: l.host, Prefix: l.prefix, FluxNamespace: fluxNS,
+			fc := pipeline.FirstContact{Target: target, Namespace: ns, Host: l.host, Prefix: l.prefix, FluxNamespace: fluxNS,
 				Username: rf.username, Password: l.password, PlainHTTP: rf.plainHTTP}
 			if rf.caFile != "" {
 				if fc.CA, err = os.ReadFile(rf.caFile); err != nil {
@@ -81,7 +78,7 @@ the credentials given. Which of the two was checked is said on stderr.
 			if fc.VerifyKeys, err = readPublicKeys(verifyKeys); err != nil {
 				return err
 			}
-			docs, err := chart.Manifests(fc)
+			docs, err := pipeline.FirstContactManifests(fc)
 			if err != nil {
 				return err
 			}
@@ -116,7 +113,7 @@ func checkBootstrapTarget(g *globals, ns, fluxNS string, args []string) error {
 		}
 		return exitError{code: 1}
 	}
-	if model.Get[model.Target](set, model.KindTarget, ns, args[0]) == nil {
+	if !pipeline.HasTarget(set, ns, args[0]) {
 		return fmt.Errorf("no Target %s/%s in %s", ns, args[0], strings.Join(args[1:], " "))
 	}
 	g.say("Target %s/%s: found in %s", ns, args[0], strings.Join(args[1:], " "))
@@ -131,7 +128,7 @@ func (g *globals) checkPublished(ctx context.Context, rf *registryFlags, l login
 	if err != nil {
 		return err
 	}
-	where := path.Join(l.host, l.prefix, chain.BootstrapRepository(ns, target))
+	where := path.Join(l.host, l.prefix, pipeline.BootstrapRepository(ns, target))
 	instead := "; or pass the PATHs of the objects to check the Target against them instead"
 	tags, err := pipeline.BootstrapVersions(ctx, r, ns, target)
 	if err != nil {

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"oras.land/oras-go/v2/registry"
 
-	"github.com/solar-pipeline/solar/renderer/chart"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
@@ -109,7 +108,7 @@ func (f *planFlags) options(g *globals, stdin io.Reader, paths []string) (pipeli
 	opts.Progress = g.progress()
 	created, ok, err := sourceDateEpoch()
 	if ok {
-		opts.Package = chart.Options{Created: created}
+		opts.Package.Created = created
 	}
 	return opts, err
 }

@@ -9,10 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/solar-pipeline/solar/renderer/credential"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 	"github.com/solar-pipeline/solar/renderer/publish"
-	"github.com/solar-pipeline/solar/renderer/resolve"
 )
 
 func newRenderCmd(g *globals) *cobra.Command {
@@ -87,12 +85,7 @@ func credentialHint(plan *pipeline.Plan, f planFlags, err error) error {
 	if !errors.As(err, &exit) || exit.code != 1 || plan == nil || f.kubeconfig != "" || f.noCredentials {
 		return err
 	}
-	n := 0
-	for _, t := range plan.Targets {
-		if t.Credential == nil && slices.ContainsFunc(t.Releases, func(s *resolve.Selected) bool { return credential.Wanted(s.Release) }) {
-			n++
-		}
-	}
+	n := plan.WithoutCredential()
 	if n == 0 {
 		return err
 	}
