@@ -157,9 +157,6 @@ func (u *Updater) cleanStaging() error {
 	return nil
 }
 
-// ErrBlocked: a rollback failed; the updater takes no attempt until repaired.
-var ErrBlocked = errors.New("rollback-failed: no attempt is accepted until the device is repaired (solar-updater --repair)")
-
 // Handle carries out one attempt to its end and returns its final outcome:
 // committed, rolled-back (with the failing step), rollback-failed or
 // refused. Every outcome on the way is also reported, download-retrying
@@ -201,7 +198,7 @@ func (u *Updater) handle(ctx context.Context, a wire.Attempt, sink func(Outcome)
 		// stopped by the switch; the one running now asks again.
 		return report(j.Phase, j.Step, reasonOf(j))
 	case j.Blocked:
-		return report(StateRefused, "", ErrBlocked)
+		return report(StateRefused, "", fmt.Errorf("%w (solar-updater --repair)", wire.ErrBlocked))
 	case slices.Contains(j.Failed, a.Artifact.Digest):
 		return report(StateRefused, "", fmt.Errorf("digest %s failed before: not retried automatically", a.Artifact.Digest))
 	case j.Tries[a.Artifact.Digest] >= u.opts.MaxTries:

@@ -1,10 +1,16 @@
 package wire
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/google/uuid"
 )
+
+// ErrBlocked: the device's last rollback failed (state rollback-failed),
+// so it takes no attempt until it is repaired. The updater refuses with it
+// and the fleet's writer does not write to such a device.
+var ErrBlocked = errors.New("rollback-failed: the device takes no attempt until it is repaired")
 
 // Current is a device's current attempt, the value of attempt.<deviceId>: the
 // attempt's UUID, the digest of its OCI artifact, and the attempt itself, so

@@ -24,7 +24,7 @@ type Result struct {
 // Apply stores every planned attempt as an OCI artifact in store (beside its
 // agent, in <repository>/attempts, tagged with its UUID) and makes it its
 // device's current attempt in the bucket. A device that fails (ErrChanged,
-// ErrBlocked, ErrRebound, a registry or NATS error) does not stop the others:
+// wire.ErrBlocked, ErrRebound, a registry or NATS error) does not stop the others:
 // its Result says why. A dry run writes nothing to either.
 //
 // Devices are independent (one key each): up to concurrency of them are

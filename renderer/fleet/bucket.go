@@ -27,8 +27,6 @@ var (
 	// ErrChanged: another writer changed the device's attempt between this
 	// run's read and its write. The run lost the race; run it again.
 	ErrChanged = errors.New("the device's attempt changed underneath you")
-	// ErrBlocked: the device reports rollback-failed.
-	ErrBlocked = errors.New("the device reports rollback-failed: new attempts are refused until solar fleet repair")
 	// ErrRebound: the attempt's UUID is already bound to other content.
 	ErrRebound = errors.New("the attempt's UUID is already bound to other content")
 )
@@ -159,7 +157,7 @@ func actionOf(w *Write) string {
 }
 
 // Prepare reads what a write of the attempt needs and checks it: the device
-// is not blocked (ErrBlocked), the UUID is not bound to other content
+// is not blocked (wire.ErrBlocked), the UUID is not bound to other content
 // (ErrRebound). It writes nothing.
 func (b *Bucket) Prepare(ctx context.Context, a wire.Attempt, digest string) (*Write, error) {
 	if err := a.Verify(); err != nil {
@@ -169,7 +167,7 @@ func (b *Bucket) Prepare(ctx context.Context, a wire.Attempt, digest string) (*W
 	if st, _, err := b.State(ctx, a.DeviceID); err != nil {
 		return nil, err
 	} else if st != nil && st.State == StateRollbackFailed {
-		return nil, fmt.Errorf("device %s: %w %s", a.DeviceID, ErrBlocked, a.DeviceID)
+		return nil, fmt.Errorf("device %s: %w (solar fleet repair %s)", a.DeviceID, wire.ErrBlocked, a.DeviceID)
 	}
 	if err := b.bind(ctx, a.UUID, digest, true); err != nil {
 		return nil, fmt.Errorf("device %s: attempt %s: %w", a.DeviceID, a.UUID, err)

@@ -92,7 +92,7 @@ func TestApply(t *testing.T) {
 		a4, d4 := attempt(t, "dev-1", 4)
 		for _, dryRun := range []bool{true, false} {
 			_, err = b.Apply(ctx, a4, d4, dryRun)
-			require.ErrorIs(t, err, ErrBlocked)
+			require.ErrorIs(t, err, wire.ErrBlocked)
 			assert.Contains(t, err.Error(), "solar fleet repair dev-1")
 		}
 		require.ErrorContains(t, b.Repair(ctx, "dev-1", " "), "needs a reason")
