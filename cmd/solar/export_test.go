@@ -4,11 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"io"
 	"os"
 	"path/filepath"
@@ -27,22 +23,6 @@ import (
 	"github.com/solar-pipeline/solar/renderer/publish"
 	"github.com/solar-pipeline/solar/renderer/sign"
 )
-
-// keyFiles writes a new Ed25519 signing key and its public key as PEM files.
-func keyFiles(t *testing.T) (private, public string) {
-	t.Helper()
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	require.NoError(t, err)
-	der, err := x509.MarshalPKCS8PrivateKey(priv)
-	require.NoError(t, err)
-	k, err := sign.NewKey(priv)
-	require.NoError(t, err)
-	dir := t.TempDir()
-	private, public = filepath.Join(dir, "key.pem"), filepath.Join(dir, "key.pub")
-	require.NoError(t, os.WriteFile(private, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600))
-	require.NoError(t, os.WriteFile(public, k.PublicPEM(), 0o644))
-	return private, public
-}
 
 // storeContents is, per repository of the layout, the newest version, its
 // manifest digest and its signatures' digests, as store s holds them.
@@ -114,7 +94,7 @@ func TestExportPushArchive(t *testing.T) {
 	reg := testenv.StartRegistry(t, testenv.RegistryOptions{})
 	proxy := testenv.StartProxy(t, reg.Host)
 	registryName := proxy.Host + "/solar"
-	priv, pub := keyFiles(t)
+	priv, pub := writeKey(t, t.TempDir(), "key")
 	login := []string{"--registry", registryName, "--plain-http", "--username", reg.Username, "--password-stdin"}
 	cli := func(args ...string) (int, string, string) {
 		t.Helper()

@@ -174,31 +174,27 @@ func Carry(ctx context.Context, src, dst Target, subject ocispec.Descriptor, v *
 // carryOne copies the signature r of subject from src into dst, if it is
 // one (and verifies with v); errNotSignature if not.
 func carryOne(ctx context.Context, src, dst Target, subject, r ocispec.Descriptor, v *Verifier) (*Written, error) {
-	b, err := bundleOf(ctx, src, r)
-	if err != nil {
+	sg, err := readSignature(ctx, src, r)
+	if errors.Is(err, errNotSignature) {
 		return nil, err
 	}
-	if v != nil && v.VerifyBundle(b, subject) != nil {
-		return nil, errNotSignature
-	}
-	raw, err := content.FetchAll(ctx, src, r)
 	if err != nil {
 		return nil, fmt.Errorf("reading the signature %s of %s: %w", r.Digest, subject.Digest, err)
 	}
-	m, err := decodeManifest(raw)
-	if err != nil {
-		return nil, fmt.Errorf("the signature %s of %s: %w", r.Digest, subject.Digest, err)
+	if v != nil && v.VerifyBundle(sg.bundle, subject) != nil {
+		return nil, errNotSignature
 	}
+	m := sg.m
 	if m.Config.Digest != ocispec.DescriptorEmptyJSON.Digest || m.Subject == nil || m.Subject.Digest != subject.Digest {
 		return nil, errNotSignature
 	}
 	if err := pushIfMissing(ctx, dst, ocispec.DescriptorEmptyJSON, ocispec.DescriptorEmptyJSON.Data); err != nil {
 		return nil, err
 	}
-	if err := pushIfMissing(ctx, dst, m.Layers[0], b); err != nil {
+	if err := pushIfMissing(ctx, dst, m.Layers[0], sg.bundle); err != nil {
 		return nil, err
 	}
-	w := &Written{t: dst, Subject: subject, Desc: r, raw: raw}
+	w := &Written{t: dst, Subject: subject, Desc: r, raw: sg.raw}
 	return w, w.push(ctx)
 }
 
@@ -244,18 +240,6 @@ func referrers(ctx context.Context, t Target, subject ocispec.Descriptor) ([]oci
 		return nil, fmt.Errorf("reading the signatures of %s: %w", subject.Digest, err)
 	}
 	return refs, nil
-}
-
-// fetchManifest reads the manifest d of t, bounded.
-func fetchManifest(ctx context.Context, t Target, d ocispec.Descriptor) (*ocispec.Manifest, error) {
-	if d.Size > maxBundle {
-		return nil, fmt.Errorf("the signature %s is %d bytes: too large", d.Digest, d.Size)
-	}
-	raw, err := content.FetchAll(ctx, t, d)
-	if err != nil {
-		return nil, fmt.Errorf("reading the signature %s: %w", d.Digest, err)
-	}
-	return decodeManifest(raw)
 }
 
 func decodeManifest(raw []byte) (*ocispec.Manifest, error) {

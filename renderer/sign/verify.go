@@ -138,14 +138,14 @@ func (v *Verifier) Check(ctx context.Context, t Target, subject ocispec.Descript
 	}
 	var last error
 	for _, r := range refs {
-		b, err := bundleOf(ctx, t, r)
+		sg, err := readSignature(ctx, t, r)
 		if errors.Is(err, errNotSignature) {
 			continue
 		}
 		if err != nil {
 			return fmt.Errorf("reading the signature %s of %s: %w", r.Digest, subject.Digest, err)
 		}
-		if last = v.VerifyBundle(b, subject); last == nil {
+		if last = v.VerifyBundle(sg.bundle, subject); last == nil {
 			return nil
 		}
 	}
@@ -158,21 +158,37 @@ func (v *Verifier) Check(ctx context.Context, t Target, subject ocispec.Descript
 // errNotSignature: a referrer that is not a signature as cosign reads them.
 var errNotSignature = errors.New("not a signature")
 
-// bundleOf reads the bundle of the signature referrer r: its manifest must
-// have one layer, a Sigstore bundle of at most maxBundle bytes (cosign's
-// rule; anything else is errNotSignature).
-func bundleOf(ctx context.Context, t Target, r ocispec.Descriptor) ([]byte, error) {
+// sigRead is a signature referrer as read: its manifest, raw and
+// decoded, and its bundle.
+type sigRead struct {
+	raw    []byte
+	m      *ocispec.Manifest
+	bundle []byte
+}
+
+// readSignature reads the signature referrer r: its manifest must have one
+// layer, a Sigstore bundle, each of at most maxBundle bytes (cosign's rule;
+// anything else is errNotSignature).
+func readSignature(ctx context.Context, t Target, r ocispec.Descriptor) (*sigRead, error) {
 	if r.Size > maxBundle {
 		return nil, errNotSignature
 	}
-	m, err := fetchManifest(ctx, t, r)
+	raw, err := content.FetchAll(ctx, t, r)
+	if err != nil {
+		return nil, err
+	}
+	m, err := decodeManifest(raw)
 	if err != nil {
 		return nil, err
 	}
 	if len(m.Layers) != 1 || !strings.HasPrefix(m.Layers[0].MediaType, bundleMediaTypePrefix) || m.Layers[0].Size > maxBundle {
 		return nil, errNotSignature
 	}
-	return content.FetchAll(ctx, t, m.Layers[0])
+	b, err := content.FetchAll(ctx, t, m.Layers[0])
+	if err != nil {
+		return nil, err
+	}
+	return &sigRead{raw: raw, m: m, bundle: b}, nil
 }
 
 // bundleMediaTypePrefix is what cosign takes as a bundle layer.
