@@ -63,7 +63,7 @@ func startFleet(t testing.TB, sealed bool, is callout.Issuer) *fleet {
 	_, js := f.nats.Connect(t)
 	ctx := context.Background()
 	// As solar fleet apply creates it.
-	if _, err := solarfleet.OpenBucket(ctx, js, bucket, 1, true, slog.New(slog.DiscardHandler)); err != nil {
+	if _, err := solarfleet.OpenBucket(ctx, js, bucket, 1, solarfleet.Create, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}
 	if f.kv, err = js.KeyValue(ctx, bucket); err != nil {

@@ -39,7 +39,7 @@ func TestThroughTheCallout(t *testing.T) {
 
 	_, js := srv.Connect(t) // the operator: a service user
 	ctx := context.Background()
-	bucket, err := fleet.OpenBucket(ctx, js, "solar-fleet", 1, true, slog.New(slog.DiscardHandler))
+	bucket, err := fleet.OpenBucket(ctx, js, "solar-fleet", 1, fleet.Create, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 
 	key := op.AddDevice(t, "dev-1")

@@ -138,7 +138,7 @@ func natsDevice(t *testing.T, server *artifactServer, extra ...string) (*device,
 	nats := testenv.StartNATS(t)
 	_, js := nats.Connect(t)
 	ctx := context.Background()
-	bucket, err := fleet.OpenBucket(ctx, js, "solar-fleet", 1, true, slog.New(slog.DiscardHandler))
+	bucket, err := fleet.OpenBucket(ctx, js, "solar-fleet", 1, fleet.Create, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	kv, err := js.KeyValue(ctx, "solar-fleet")
 	require.NoError(t, err)

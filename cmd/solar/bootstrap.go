@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/solar-pipeline/solar/renderer/pipeline"
-	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
 func newBootstrapCmd(g *globals) *cobra.Command {
@@ -124,13 +123,13 @@ func checkBootstrapTarget(g *globals, ns, fluxNS string, args []string) error {
 // chart of the Target: manifests for a Target that exists nowhere pull
 // nothing.
 func (g *globals) checkPublished(ctx context.Context, rf *registryFlags, l login, ns, target string) error {
-	r, err := publish.NewRemote(rf.options(l))
+	r, err := pipeline.OpenStore(ctx, pipeline.StoreOptions{Registry: rf.options(l)})
 	if err != nil {
 		return err
 	}
 	where := path.Join(l.host, l.prefix, pipeline.BootstrapRepository(ns, target))
 	instead := "; or pass the PATHs of the objects to check the Target against them instead"
-	tags, err := pipeline.BootstrapVersions(ctx, r, ns, target)
+	tags, err := pipeline.BootstrapVersions(ctx, r.Store, ns, target)
 	if err != nil {
 		return fmt.Errorf("checking that Target %s/%s is published: %w%s", ns, target, hint(err, rf.registry), instead)
 	}

@@ -57,11 +57,12 @@ func newDiffCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			store, registry, done, err := rf.readStore(cmd.Context(), out, false, cmd.InOrStdin())
+			store, err := rf.readStore(cmd.Context(), out, false, cmd.InOrStdin())
 			if err != nil {
 				return err
 			}
-			defer done()
+			defer store.Close()
+			registry := store.Registry
 			if registry != "" {
 				opts.Registry = registry
 			}
@@ -71,7 +72,7 @@ func newDiffCmd(g *globals) *cobra.Command {
 			}
 			d := &pipeline.DiffReport{Charts: []pipeline.ChartDiff{}, Problems: pipeline.NewReport(plan).Problems}
 			if len(plan.Targets) > 0 {
-				if d, err = pipeline.Diff(cmd.Context(), plan, store, opts); err != nil {
+				if d, err = pipeline.Diff(cmd.Context(), plan, store.Store, opts); err != nil {
 					return hint(err, rf.registry)
 				}
 			}

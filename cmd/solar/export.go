@@ -3,12 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/solar-pipeline/solar/renderer/pipeline"
-	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
 const exportLong = `export writes the newest version of every repository of the OCI layout DIR
@@ -51,7 +49,8 @@ func newExportCmd(g *globals) *cobra.Command {
 			if out == "" {
 				return errors.New("--out FILE is required: the archive to write")
 			}
-			l, err := publish.OpenLayout(cmd.Context(), args[0], publish.LayoutOptions{ReadOnly: true, MustExist: true, LockTimeout: 5 * time.Minute})
+			l, err := pipeline.OpenStore(cmd.Context(), pipeline.StoreOptions{Out: args[0], ReadOnly: true, MustExist: true,
+				LockTimeout: pipeline.DefaultLockTimeout})
 			if err != nil {
 				return err
 			}

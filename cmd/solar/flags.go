@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -17,7 +16,6 @@ import (
 	"oras.land/oras-go/v2/registry"
 
 	"github.com/solar-pipeline/solar/renderer/pipeline"
-	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
 // loadFlags are the flags of every command that reads objects.
@@ -153,8 +151,8 @@ func (f *registryFlags) registerClient(fl *pflag.FlagSet, what string) {
 }
 
 // options are the client options the flags and l say.
-func (f *registryFlags) options(l login) publish.RemoteOptions {
-	return publish.RemoteOptions{Host: l.host, Prefix: l.prefix, Username: f.username, Password: l.password,
+func (f *registryFlags) options(l login) *pipeline.RegistryOptions {
+	return &pipeline.RegistryOptions{Host: l.host, Prefix: l.prefix, Username: f.username, Password: l.password,
 		CAFile: f.caFile, PlainHTTP: f.plainHTTP, InsecureSkipTLSVerify: f.insecure}
 }
 
@@ -174,15 +172,23 @@ func (f *registryFlags) read(stdin io.Reader) (login, error) {
 	return login{host: host, prefix: prefix, password: password}, err
 }
 
-// remote reads the registry flags and the password and returns the client
-// and the registry's HOST[/PREFIX].
-func (f *registryFlags) remote(stdin io.Reader) (*publish.Remote, string, error) {
-	l, err := f.read(stdin)
+// remote reads the registry flags and the password and opens the registry.
+func (f *registryFlags) remote(ctx context.Context, stdin io.Reader) (*pipeline.Store, error) {
+	so, err := f.storeOptions("", stdin)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	r, err := publish.NewRemote(f.options(l))
-	return r, path.Join(l.host, l.prefix), err
+	return pipeline.OpenStore(ctx, so)
+}
+
+// storeOptions say the layout out, if given, else the registry of the flags
+// (reading the password).
+func (f *registryFlags) storeOptions(out string, stdin io.Reader) (pipeline.StoreOptions, error) {
+	if out != "" {
+		return pipeline.StoreOptions{Out: out, LockTimeout: pipeline.DefaultLockTimeout}, nil
+	}
+	l, err := f.read(stdin)
+	return pipeline.StoreOptions{Registry: f.options(l)}, err
 }
 
 // orOut checks that exactly one of --out (the layout out) and --registry is
@@ -195,18 +201,15 @@ func (f *registryFlags) orOut(out string) error {
 }
 
 // readStore opens what diff and verify read: the layout out, read-only (it
-// must exist with mustExist), or else the registry of the flags, with its
-// HOST[/PREFIX]. done releases the layout.
-func (f *registryFlags) readStore(ctx context.Context, out string, mustExist bool, stdin io.Reader) (store publish.Store, registry string, done func(), err error) {
-	if out != "" {
-		l, err := publish.OpenLayout(ctx, out, publish.LayoutOptions{ReadOnly: true, MustExist: mustExist})
-		if err != nil {
-			return nil, "", nil, err
-		}
-		return l, "", func() { l.Close() }, nil
+// must exist with mustExist), or else the registry of the flags. Close
+// releases it.
+func (f *registryFlags) readStore(ctx context.Context, out string, mustExist bool, stdin io.Reader) (*pipeline.Store, error) {
+	so, err := f.storeOptions(out, stdin)
+	if err != nil {
+		return nil, err
 	}
-	r, registry, err := f.remote(stdin)
-	return r, registry, func() {}, err
+	so.ReadOnly, so.MustExist, so.LockTimeout = true, mustExist, 0
+	return pipeline.OpenStore(ctx, so)
 }
 
 // parse checks --registry with oras-go's reference rules and splits it into

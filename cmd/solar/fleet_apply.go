@@ -1,15 +1,12 @@
 package main
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/solar-pipeline/solar/renderer/diag"
-	"github.com/solar-pipeline/solar/renderer/fleet"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
-	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
 const fleetApplyLong = `apply reads and validates the objects of PATH (as vet does), resolves every
@@ -52,22 +49,13 @@ func newFleetApplyCmd(g *globals) *cobra.Command {
 				return err
 			}
 			opts.DryRun = dryRun
-			mode := bucketCreate
-			if dryRun {
-				mode = bucketMayBeMissing
-			}
-			remote, registry, err := rf.remote(cmd.InOrStdin())
+			remote, err := rf.remote(ctx, cmd.InOrStdin())
 			if err != nil {
 				return err
 			}
-			results, problems, err := pipeline.ApplyFleet(ctx, opts, pipeline.FleetOptions{
-				Store:       remote,
-				BlobURL:     func(repo string) string { return blobURL(registry, repo) },
-				Bucket:      func(ctx context.Context) (*fleet.Bucket, func(), error) { return nf.connect(ctx, g, mode) },
-				Concurrency: concurrency,
-			})
+			results, problems, err := pipeline.ApplyFleet(ctx, opts, pipeline.FleetOptions{Store: remote, NATS: nf.nats(g), Concurrency: concurrency})
 			if err != nil {
-				return hint(publish.Explain(err), rf.registry)
+				return hint(pipeline.Explain(err), rf.registry)
 			}
 			if err := g.printFleet(orEmpty(results), problems); err != nil {
 				return err
@@ -76,9 +64,9 @@ func newFleetApplyCmd(g *globals) *cobra.Command {
 				return exitError{code: 1}
 			}
 			switch {
-			case fleet.Failed(results):
+			case results.Failed():
 				return exitError{code: 1}
-			case exitCode && fleet.Changed(results):
+			case exitCode && results.Changed():
 				return exitError{code: 2}
 			}
 			return nil
@@ -97,7 +85,7 @@ func newFleetApplyCmd(g *globals) *cobra.Command {
 
 // printFleet prints apply's results: a table, or one JSON/YAML document
 // {"devices": [...], "problems": [...]}.
-func (g *globals) printFleet(results []fleet.Result, problems diag.List) error {
+func (g *globals) printFleet(results []pipeline.DeviceResult, problems diag.List) error {
 	if g.output != "text" {
 		if problems == nil {
 			problems = diag.List{}

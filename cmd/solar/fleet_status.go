@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/solar-pipeline/solar/device/wire"
-	"github.com/solar-pipeline/solar/renderer/fleet"
+	"github.com/solar-pipeline/solar/renderer/pipeline"
 )
 
 func newFleetStatusCmd(g *globals) *cobra.Command {
@@ -50,12 +50,7 @@ named on stderr and fails the run with exit 1; the others are still shown. A
 					return err
 				}
 			}
-			bucket, done, err := nf.connect(cmd.Context(), g, bucketMustExist)
-			if err != nil {
-				return err
-			}
-			defer done()
-			st, err := bucket.Status(cmd.Context(), args...)
+			st, err := pipeline.FleetStatus(cmd.Context(), nf.nats(g), args...)
 			if err != nil {
 				return err
 			}
@@ -88,12 +83,7 @@ error.`,
 			if reason == "" {
 				return errors.New("--reason is required: say why the block may be cleared")
 			}
-			bucket, done, err := nf.connect(cmd.Context(), g, bucketMustExist)
-			if err != nil {
-				return err
-			}
-			defer done()
-			return bucket.Repair(cmd.Context(), args[0], reason)
+			return pipeline.RepairDevice(cmd.Context(), nf.nats(g), args[0], reason)
 		},
 	}
 	nf.register(cmd.Flags())
@@ -104,8 +94,8 @@ error.`,
 // printStatus prints the devices the bucket knows, as a table or one
 // JSON/YAML document {"devices": [...], "notFound": [...]}, and fails naming
 // the devices it could not read and those it does not know.
-func (g *globals) printStatus(st []fleet.Status, bucket string, noHeaders bool) error {
-	var known []fleet.Status
+func (g *globals) printStatus(st []pipeline.DeviceStatus, bucket string, noHeaders bool) error {
+	var known []pipeline.DeviceStatus
 	var bad, notFound []string
 	for _, s := range st {
 		switch {
@@ -144,7 +134,7 @@ const reasonWidth = 80
 
 // statusTable writes the devices as a table, kubectl style: a header line
 // (unless noHeaders), ages relative to now, the reason last.
-func (g *globals) statusTable(st []fleet.Status, noHeaders bool, now time.Time) error {
+func (g *globals) statusTable(st []pipeline.DeviceStatus, noHeaders bool, now time.Time) error {
 	if len(st) == 0 {
 		return nil
 	}
@@ -164,7 +154,7 @@ func (g *globals) statusTable(st []fleet.Status, noHeaders bool, now time.Time) 
 
 // statusRow is a device's cells of the status table, every string from the
 // bucket printable.
-func statusRow(s fleet.Status, now time.Time) []string {
+func statusRow(s pipeline.DeviceStatus, now time.Time) []string {
 	attempt, version := "-", "-"
 	switch {
 	case s.AttemptError != "":

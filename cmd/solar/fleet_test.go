@@ -25,6 +25,7 @@ import (
 	"github.com/solar-pipeline/solar/internal/testkit/countproxy"
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/fleet"
+	"github.com/solar-pipeline/solar/renderer/pipeline"
 )
 
 // agentFiles writes two fake agent binaries, for arm64 and amd64, of the
@@ -51,9 +52,9 @@ func fleetCLI(t *testing.T, reg *testenv.Registry, args ...string) (int, string,
 }
 
 type pushed struct {
-	Digest    string           `json:"digest"`
-	Action    string           `json:"action"`
-	Platforms []pushedPlatform `json:"platforms"`
+	Digest    string                    `json:"digest"`
+	Action    string                    `json:"action"`
+	Platforms []pipeline.PushedPlatform `json:"platforms"`
 }
 
 // TestFleetPushAgent: push-agent twice gives the same digests and uploads

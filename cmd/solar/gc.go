@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/solar-pipeline/solar/renderer/pipeline"
-	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
 const gcLong = `gc keeps the newest --keep versions of every repository (of namespace -n
@@ -43,31 +41,28 @@ func newGCCmd(g *globals) *cobra.Command {
 			if err := rf.orOut(out); err != nil {
 				return err
 			}
-			opts := publish.GCOptions{Keep: keep, DryRun: dryRun}
+			opts := pipeline.GCOptions{Keep: keep, DryRun: dryRun}
 			if g.namespace != "" {
 				opts.Prefix = g.namespace + "/"
 			}
-			var res publish.GCResult
-			var registry string
-			var err error
-			if out != "" {
-				var l *publish.Layout
-				l, err = publish.OpenLayout(cmd.Context(), out, publish.LayoutOptions{ReadOnly: dryRun, LockTimeout: 5 * time.Minute, MustExist: true})
-				if err != nil {
-					return g.storeError(err, "collect", out, "")
-				}
-				defer l.Close()
-				res, err = pipeline.GC(context.WithoutCancel(cmd.Context()), l, opts)
-			} else {
-				var r *publish.Remote
-				r, registry, err = rf.remote(cmd.InOrStdin())
-				if err != nil {
-					return err
-				}
-				res, err = pipeline.GC(cmd.Context(), r, opts)
-			}
+			so, err := rf.storeOptions(out, cmd.InOrStdin())
 			if err != nil {
-				return g.storeError(err, "collect", out, registry)
+				return err
+			}
+			so.ReadOnly, so.MustExist = dryRun, true
+			store, err := pipeline.OpenStore(cmd.Context(), so)
+			if err != nil {
+				return g.storeError(err, "collect", out, "")
+			}
+			defer store.Close()
+			ctx := cmd.Context()
+			if out != "" {
+				// A layout's collection runs to its end: it saves once.
+				ctx = context.WithoutCancel(ctx)
+			}
+			res, err := pipeline.GC(ctx, store, opts)
+			if err != nil {
+				return g.storeError(err, "collect", out, store.Registry)
 			}
 			return g.printGC(res, keep, dryRun)
 		},
@@ -81,11 +76,11 @@ func newGCCmd(g *globals) *cobra.Command {
 }
 
 // printGC prints what gc removed and kept (or, in a dry run, would).
-func (g *globals) printGC(res publish.GCResult, keep int, dryRun bool) error {
+func (g *globals) printGC(res pipeline.GCResult, keep int, dryRun bool) error {
 	if g.output != "text" {
 		res.Versions, res.Skipped = orEmpty(res.Versions), orEmpty(res.Skipped)
 		if res.Held == nil {
-			res.Held = []publish.Held{}
+			res.Held = []pipeline.Held{}
 		}
 		return g.printData(res)
 	}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/solar-pipeline/solar/renderer/diag"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
-	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
 // The tables a report prints as.
@@ -152,13 +151,13 @@ func short(d string) string {
 // hint names the registry in a registry error and adds the flag that helps.
 func hint(err error, registry string) error {
 	switch {
-	case errors.Is(err, publish.ErrDenied):
+	case errors.Is(err, pipeline.ErrDenied):
 		return fmt.Errorf("registry %s: %w (check --username/--password-stdin or the credentials of the docker config)", registry, err)
-	case errors.Is(err, publish.ErrUntrusted):
+	case errors.Is(err, pipeline.ErrUntrusted):
 		return fmt.Errorf("registry %s: %w (pass --ca-file, or --plain-http for a plain HTTP registry)", registry, err)
-	case errors.Is(err, publish.ErrPlainHTTP):
+	case errors.Is(err, pipeline.ErrPlainHTTP):
 		return fmt.Errorf("registry %s: %w (pass --plain-http)", registry, err)
-	case errors.Is(err, publish.ErrUnreachable):
+	case errors.Is(err, pipeline.ErrUnreachable):
 		return fmt.Errorf("registry %s: %w", registry, err)
 	}
 	return err
@@ -234,7 +233,7 @@ func orEmpty[T any](s []T) []T {
 // other errors get the registry hint.
 func (g *globals) storeError(err error, verb, out, registry string) error {
 	switch {
-	case errors.Is(err, publish.ErrNoLayout):
+	case errors.Is(err, pipeline.ErrNoLayout):
 		return fmt.Errorf("nothing to %s: %w (check --out)", verb, err)
 	case !errors.Is(err, pipeline.ErrNoRepository):
 		return hint(err, registry)

@@ -2,14 +2,11 @@ package main
 
 import (
 	"fmt"
-	"path"
 	"slices"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/solar-pipeline/solar/renderer/pipeline"
-	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
 func newPublishCmd(g *globals) *cobra.Command {
@@ -35,7 +32,7 @@ func newPublishCmd(g *globals) *cobra.Command {
 				}
 				stdin = nil
 			}
-			l, err := rf.read(cmd.InOrStdin())
+			store, err := rf.remote(cmd.Context(), cmd.InOrStdin())
 			if err != nil {
 				return err
 			}
@@ -43,22 +40,15 @@ func newPublishCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			store, err := publish.NewRemote(rf.options(l))
-			if err != nil {
-				return err
-			}
 			if opts.SigningKey, err = sf.key(g); err != nil {
 				return err
 			}
-			opts.Registry, opts.Concurrency = path.Join(l.host, l.prefix), concurrency
+			opts.Registry, opts.Concurrency = store.Registry, concurrency
 			plan, err := pipeline.NewPlan(cmd.Context(), opts)
 			if err != nil || len(plan.Targets) == 0 {
 				return g.finish(pipeline.NewReport(plan), rf.registry, err)
 			}
-			// Far longer than one registry round trip, the gap between a
-			// writer checking a tag and pushing it.
-			opts.Settle = 500 * time.Millisecond
-			report, err := pipeline.Run(cmd.Context(), plan, store, opts)
+			report, err := pipeline.Run(cmd.Context(), plan, store.Store, opts)
 			err = credentialHint(plan, f, g.finish(report, rf.registry, err))
 			if err == nil && exitCode && report.Changed() {
 				return exitError{code: 2}

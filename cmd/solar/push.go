@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/solar-pipeline/solar/renderer/pipeline"
-	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
 func newPushCmd(g *globals) *cobra.Command {
@@ -36,8 +34,8 @@ func newPushCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			popts.DryRun = dryRun
-			remote, registry, err := rf.remote(cmd.InOrStdin())
+			popts.DryRun, popts.Reviewed = dryRun, reviewed
+			remote, err := rf.remote(cmd.Context(), cmd.InOrStdin())
 			if err != nil {
 				return err
 			}
@@ -46,14 +44,7 @@ func newPushCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer closeLayout()
-			var check publish.Check
-			if reviewed != nil {
-				if err := reviewed.CheckRegistry(registry); err != nil {
-					return err
-				}
-				check = reviewed.Check(layout, remote)
-			}
-			results, err := publish.PushLayout(cmd.Context(), layout, remote, popts, check)
+			results, err := pipeline.Push(cmd.Context(), layout, remote, popts)
 			if err != nil {
 				return hint(err, rf.registry)
 			}
@@ -112,8 +103,8 @@ const pushExample = `  solar diff --registry registry.example.com/solar --kubeco
 // pushOptions reads the signing key and the public keys of push. An
 // archive comes from elsewhere: push signs one only with --key, so that it
 // signs only what verified.
-func pushOptions(g *globals, sf *signFlags, keys []string, archived bool) (publish.Options, error) {
-	var opts publish.Options
+func pushOptions(g *globals, sf *signFlags, keys []string, archived bool) (pipeline.PushOptions, error) {
+	var opts pipeline.PushOptions
 	var err error
 	if opts.SigningKey, err = sf.key(g); err != nil {
 		return opts, err
@@ -136,7 +127,7 @@ func isArchive(path string) bool {
 // openPushLayout opens what push pushes: a rendered layout (a folder), or
 // an archive of solar export (a file), checked whole and unpacked into a
 // private temporary layout that the returned func removes.
-func openPushLayout(ctx context.Context, path string) (*publish.Layout, func(), error) {
+func openPushLayout(ctx context.Context, path string) (*pipeline.Store, func(), error) {
 	if isArchive(path) {
 		l, closeLayout, err := pipeline.OpenArchive(ctx, path)
 		if err != nil {
@@ -144,9 +135,9 @@ func openPushLayout(ctx context.Context, path string) (*publish.Layout, func(), 
 		}
 		return l, func() { _ = closeLayout() }, nil
 	}
-	l, err := publish.OpenLayout(ctx, path, publish.LayoutOptions{ReadOnly: true, LockTimeout: 5 * time.Minute})
+	l, err := pipeline.OpenStore(ctx, pipeline.StoreOptions{Out: path, ReadOnly: true, LockTimeout: pipeline.DefaultLockTimeout})
 	if err != nil {
 		return nil, nil, err
 	}
-	return l, func() { _ = l.Close() }, nil
+	return l, l.Close, nil
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/solar-pipeline/solar/renderer/pipeline"
-	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
 func newRenderCmd(g *globals) *cobra.Command {
@@ -37,32 +35,29 @@ func newRenderCmd(g *globals) *cobra.Command {
 			if opts.SigningKey, err = sf.key(g); err != nil {
 				return err
 			}
-			var remote *publish.Remote
+			so := pipeline.StoreOptions{Out: out, ReadOnly: f.dryRun, LockTimeout: lockTimeout,
+				Waiting: func() { fmt.Fprintf(g.stderr, "waiting for another solar run to finish with %s\n", out) }}
 			if rf.registry != "" {
 				if rf.passwordStdin && slices.Contains(args, "-") {
 					return fmt.Errorf("objects from stdin (-) and --password-stdin: only one can read stdin")
 				}
-				if remote, opts.Registry, err = rf.remote(cmd.InOrStdin()); err != nil {
+				if so.Over, err = rf.remote(cmd.Context(), cmd.InOrStdin()); err != nil {
 					return err
 				}
+				opts.Registry = so.Over.Registry
 			}
 			plan, err := pipeline.NewPlan(cmd.Context(), opts)
 			if err != nil || len(plan.Targets) == 0 {
 				return g.finish(pipeline.NewReport(plan), "", err)
 			}
-			layout, err := publish.OpenLayout(cmd.Context(), out, publish.LayoutOptions{ReadOnly: f.dryRun, LockTimeout: lockTimeout,
-				Waiting: func() { fmt.Fprintf(g.stderr, "waiting for another solar run to finish with %s\n", out) }})
+			store, err := pipeline.OpenStore(cmd.Context(), so)
 			if err != nil {
 				return err
 			}
-			defer layout.Close()
-			var store publish.Store = layout
-			if remote != nil {
-				store = publish.Overlay(remote, layout)
-			}
-			report, err := pipeline.Run(cmd.Context(), plan, store, opts)
+			defer store.Close()
+			report, err := pipeline.Run(cmd.Context(), plan, store.Store, opts)
 			// What completed is saved, also when the run was stopped.
-			if serr := layout.Save(context.WithoutCancel(cmd.Context())); err == nil {
+			if serr := store.Save(cmd.Context()); err == nil {
 				err = serr
 			}
 			return credentialHint(plan, f, g.finish(report, rf.registry, err))

@@ -48,11 +48,11 @@ func newVerifyCmd(g *globals) *cobra.Command {
 			if err := rf.orOut(out); err != nil {
 				return err
 			}
-			store, registry, done, err := rf.readStore(cmd.Context(), out, true, cmd.InOrStdin())
+			store, err := rf.readStore(cmd.Context(), out, true, cmd.InOrStdin())
 			if err != nil {
-				return g.storeError(err, "verify", out, registry)
+				return g.storeError(err, "verify", out, rf.registry)
 			}
-			defer done()
+			defer store.Close()
 			opts := pipeline.VerifyOptions{Deep: deep, Progress: g.repositoryProgress(), Concurrency: concurrency}
 			if opts.Verifier, err = verifier(keys); err != nil {
 				return err
@@ -61,9 +61,9 @@ func newVerifyCmd(g *globals) *cobra.Command {
 				opts.Prefix = g.namespace + "/"
 			}
 			start := time.Now()
-			v, err := pipeline.Verify(cmd.Context(), store, opts)
+			v, err := pipeline.Verify(cmd.Context(), store.Store, opts)
 			if err != nil {
-				return g.storeError(err, "verify", out, registry)
+				return g.storeError(err, "verify", out, store.Registry)
 			}
 			if g.output != "text" {
 				v.Violations, v.Skipped = orEmpty(v.Violations), orEmpty(v.Skipped)

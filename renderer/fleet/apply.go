@@ -21,17 +21,24 @@ type Result struct {
 	Error  string `json:"error,omitempty"`
 }
 
+// ApplyOptions say how Apply applies: DryRun reads only; Concurrency is how
+// many devices are applied at once (at least 1).
+type ApplyOptions struct {
+	DryRun      bool
+	Concurrency int
+}
+
 // Apply stores every planned attempt as an OCI artifact in store (beside its
 // agent, in <repository>/attempts, tagged with its UUID) and makes it its
 // device's current attempt in the bucket. A device that fails (ErrChanged,
 // wire.ErrBlocked, ErrRebound, a registry or NATS error) does not stop the others:
 // its Result says why. A dry run writes nothing to either.
 //
-// Devices are independent (one key each): up to concurrency of them are
-// applied at once; the results keep the order of planned.
-func Apply(ctx context.Context, planned []Planned, store publish.Store, bucket *Bucket, dryRun bool, concurrency int) []Result {
+// Devices are independent (one key each): up to opts.Concurrency of them
+// are applied at once; the results keep the order of planned.
+func Apply(ctx context.Context, planned []Planned, store publish.Store, bucket *Bucket, opts ApplyOptions) []Result {
 	out := make([]Result, len(planned))
-	sem := make(chan struct{}, max(concurrency, 1))
+	sem := make(chan struct{}, max(opts.Concurrency, 1))
 	var wg sync.WaitGroup
 	for i, p := range planned {
 		sem <- struct{}{}
@@ -39,7 +46,7 @@ func Apply(ctx context.Context, planned []Planned, store publish.Store, bucket *
 			defer func() { <-sem }()
 			a := p.Attempt
 			r := Result{DeviceID: a.DeviceID, Upgrade: p.Upgrade, UUID: a.UUID, TargetVersion: a.TargetVersion, Platform: a.Artifact.Platform}
-			action, err := applyOne(ctx, p, store, bucket, dryRun, &r)
+			action, err := applyOne(ctx, p, store, bucket, opts.DryRun, &r)
 			if err != nil {
 				r.Error = err.Error()
 			} else {

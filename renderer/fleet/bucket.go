@@ -45,11 +45,13 @@ type Bucket struct {
 	beforeRepairWrite func(value []byte)
 }
 
-// OpenBucket opens the bucket, creating it with the given number of replicas
-// when create is set and it is missing; with create, it also makes sure that
-// the bucket refuses roll-ups and messages over 64 KiB (guard). Without
-// create, a missing bucket reads as empty and every write fails.
-func OpenBucket(ctx context.Context, js jetstream.JetStream, name string, replicas int, create bool, log *slog.Logger) (*Bucket, error) {
+// OpenBucket opens the bucket as mode says: with Create, a missing bucket
+// is created with the given number of replicas, and OpenBucket also makes
+// sure that the bucket refuses roll-ups and messages over 64 KiB (guard);
+// with MayBeMissing, a missing bucket reads as empty and every write fails;
+// with MustExist, it is an error.
+func OpenBucket(ctx context.Context, js jetstream.JetStream, name string, replicas int, mode BucketMode, log *slog.Logger) (*Bucket, error) {
+	create := mode == Create
 	var kv jetstream.KeyValue
 	err := retry(ctx, func(ctx context.Context) (err error) {
 		kv, err = js.KeyValue(ctx, name)
@@ -61,7 +63,10 @@ func OpenBucket(ctx context.Context, js jetstream.JetStream, name string, replic
 		}
 		return err
 	})
-	if errors.Is(err, jetstream.ErrBucketNotFound) && !create {
+	switch {
+	case errors.Is(err, jetstream.ErrBucketNotFound) && mode == MustExist:
+		return nil, fmt.Errorf("the key-value bucket %q does not exist: check --bucket (solar fleet apply creates it)", name)
+	case errors.Is(err, jetstream.ErrBucketNotFound) && mode == MayBeMissing:
 		return &Bucket{log: log, missing: true}, nil
 	}
 	if err == nil && create {
@@ -107,8 +112,8 @@ func guard(ctx context.Context, js jetstream.JetStream, name string) error {
 	return nil
 }
 
-// Exists reports whether the bucket exists: OpenBucket without create opens
-// a missing one, which reads as empty.
+// Exists reports whether the bucket exists: OpenBucket with MayBeMissing
+// opens a missing one, which reads as empty.
 func (b *Bucket) Exists() bool { return !b.missing }
 
 // get reads a key; a missing bucket has none.

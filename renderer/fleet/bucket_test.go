@@ -32,7 +32,7 @@ func attempt(t *testing.T, device string, n int) (wire.Attempt, string) {
 
 func bucket(t *testing.T, js jetstream.JetStream, replicas int) *Bucket {
 	t.Helper()
-	b, err := OpenBucket(context.Background(), js, "fleet", replicas, true, slog.New(slog.DiscardHandler))
+	b, err := OpenBucket(context.Background(), js, "fleet", replicas, Create, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	return b
 }

@@ -60,7 +60,8 @@ type Options struct {
 	// Registry is HOST[:PORT][/PREFIX], the base of the URLs in bootstrap
 	// charts. Empty: each Target's render registry hostname.
 	Registry string
-	// Settle, Concurrency and SigningKey are publish.Options'.
+	// Settle, Concurrency and SigningKey are publish.Options'. Settle is
+	// DefaultSettle when zero and Run writes to a registry; negative: none.
 	Settle      time.Duration
 	Concurrency int
 	SigningKey  *sign.Key

@@ -21,6 +21,9 @@ import (
 // skipped (the report names them). An error is a failure of the store, not of
 // the input; the report then holds what was done before it.
 func Run(ctx context.Context, plan *Plan, store publish.Store, opts Options) (*Report, error) {
+	if _, registry := store.(*publish.Remote); registry && opts.Settle == 0 {
+		opts.Settle = DefaultSettle
+	}
 	report := NewReport(plan)
 	var targets []*Target
 	for _, t := range plan.Targets {

@@ -2,9 +2,9 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 
 	"github.com/solar-pipeline/solar/renderer/archive"
-	"github.com/solar-pipeline/solar/renderer/publish"
 	"github.com/solar-pipeline/solar/renderer/sign"
 )
 
@@ -35,19 +35,22 @@ func PublicKey(p []byte) ([]byte, error) {
 // ArchiveSummary says what an archive written holds.
 type ArchiveSummary = archive.Summary
 
-// Export writes the newest versions of the layout l, with their
+// Export writes the newest versions of the layout of s, with their
 // signatures, as one OCI archive file (archive.WriteFile).
-func Export(ctx context.Context, l *publish.Layout, name string) (*ArchiveSummary, error) {
-	return archive.WriteFile(ctx, l, name)
+func Export(ctx context.Context, s *Store, name string) (*ArchiveSummary, error) {
+	if s.Layout == nil {
+		return nil, errors.New("export reads a layout")
+	}
+	return archive.WriteFile(ctx, s.Layout, name)
 }
 
 // OpenArchive checks the archive file name whole, within the default
 // limits, and unpacks it into a private temporary layout, which closeLayout
 // removes (archive.Unpack).
-func OpenArchive(ctx context.Context, name string) (l *publish.Layout, closeLayout func() error, err error) {
+func OpenArchive(ctx context.Context, name string) (s *Store, closeLayout func() error, err error) {
 	u, err := archive.Unpack(ctx, name, archive.DefaultLimits)
 	if err != nil {
 		return nil, nil, err
 	}
-	return u.Layout, u.Close, nil
+	return &Store{Store: u.Layout, Layout: u.Layout}, u.Close, nil
 }

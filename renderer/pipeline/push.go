@@ -1,0 +1,39 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+
+	"github.com/solar-pipeline/solar/renderer/publish"
+)
+
+// PushOptions say how Push pushes: DryRun, SigningKey (sign what is
+// pushed) and Verifier (push nothing unless every version verifies).
+type PushOptions struct {
+	DryRun     bool
+	SigningKey *SigningKey
+	Verifier   *Verifier
+	// Reviewed, when set, must be what is pushed (Reviewed.Check): else
+	// nothing is.
+	Reviewed *Reviewed
+}
+
+// PushResult is what Push did with one repository's newest version.
+type PushResult = publish.Result
+
+// Push pushes the newest version of every repository of the layout src
+// that the registry dst lacks, byte for byte (publish.PushLayout).
+func Push(ctx context.Context, src, dst *Store, opts PushOptions) ([]PushResult, error) {
+	if src.Layout == nil || dst.Remote == nil {
+		return nil, errors.New("push goes from a layout to a registry")
+	}
+	var check publish.Check
+	if opts.Reviewed != nil {
+		if err := opts.Reviewed.CheckRegistry(dst.Registry); err != nil {
+			return nil, err
+		}
+		check = opts.Reviewed.Check(src.Layout, dst.Remote)
+	}
+	popts := publish.Options{DryRun: opts.DryRun, SigningKey: opts.SigningKey, Verifier: opts.Verifier}
+	return publish.PushLayout(ctx, src.Layout, dst.Remote, popts, check)
+}
