@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -111,6 +112,15 @@ func (s *Set) Loaded(kind, namespace, name string) *load.Object {
 	return s.sources[load.ID{Kind: kind, Namespace: namespace, Name: name}]
 }
 
+// Objects are the loaded objects of the set, by kind, namespace and name.
+func (s *Set) Objects() []*load.Object {
+	out := slices.Collect(maps.Values(s.sources))
+	slices.SortFunc(out, func(a, b *load.Object) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	return out
+}
+
 // Get returns the typed object of that kind, namespace and name, or nil.
 func Get[T any](s *Set, kind, namespace, name string) *T {
 	v, _ := s.byID[load.ID{Kind: kind, Namespace: namespace, Name: name}].(*T)
@@ -122,16 +132,12 @@ func Get[T any](s *Set, kind, namespace, name string) *T {
 // cross-namespace reference no ReferenceGrant allows, else ErrNotFound when the
 // object does not exist.
 func Lookup[T any](s *Set, fromKind, fromNS, toKind string, ref Ref) (*T, error) {
-	ns := cmp.Or(ref.Namespace, fromNS)
-	if ns != fromNS && !s.Granted(fromKind, fromNS, toKind, ns, ref.Name) {
-		return nil, fmt.Errorf("%s %s/%s: no ReferenceGrant in namespace %q allows %s from namespace %q: %w",
-			toKind, ns, ref.Name, ns, fromKind, fromNS, ErrNotGranted)
+	n := Named{Reference: Reference{From: fromKind, To: toKind}, Ref: ref}
+	if err := s.Resolve(fromNS, n); err != nil {
+		return nil, err
 	}
-	v := Get[T](s, toKind, ns, ref.Name)
-	if v == nil {
-		return nil, &NotFoundError{ID: load.ID{Kind: toKind, Namespace: ns, Name: ref.Name}}
-	}
-	return v, nil
+	id := n.ID(fromNS)
+	return Get[T](s, id.Kind, id.Namespace, id.Name), nil
 }
 
 // NotFoundError names the object a reference did not find; it is ErrNotFound.

@@ -46,7 +46,7 @@ func usedBy(ns string, objs []*load.Object) map[load.ID]bool {
 	}
 	for _, o := range objs {
 		if o.Namespace == ns || o.Kind == model.KindPipelineConfig ||
-			((o.Kind == model.KindReleaseBinding || o.Kind == model.KindRegistryBinding) && refNS(o, "targetRef") == ns) {
+			namesTargetOf(o, ns) {
 			use(o.ID())
 		}
 	}
@@ -55,8 +55,8 @@ func usedBy(ns string, objs []*load.Object) map[load.ID]bool {
 		o := queue[0]
 		queue = queue[1:]
 		namespaces[o.Namespace] = true
-		for _, r := range references(o) {
-			use(r)
+		for _, r := range model.ReferencesOf(o) {
+			use(r.ID(o.Namespace))
 		}
 	}
 	for _, o := range objs {
@@ -67,46 +67,15 @@ func usedBy(ns string, objs []*load.Object) map[load.ID]bool {
 	return used
 }
 
-// references are the objects an object names.
-func references(o *load.Object) []load.ID {
-	ref := func(field, kind string) load.ID {
-		return load.ID{Kind: kind, Namespace: refNS(o, field), Name: refName(o, field)}
+// namesTargetOf says whether o is a binding (from any namespace) that names
+// a Target of namespace ns.
+func namesTargetOf(o *load.Object, ns string) bool {
+	for _, r := range model.ReferencesOf(o) {
+		if r.To == model.KindTarget && r.ID(o.Namespace).Namespace == ns {
+			return true
+		}
 	}
-	switch o.Kind {
-	case model.KindTarget:
-		return []load.ID{ref("renderRegistryRef", model.KindRegistry)}
-	case model.KindProfile:
-		return []load.ID{ref("releaseRef", model.KindRelease)}
-	case model.KindRelease:
-		return []load.ID{ref("componentVersionRef", model.KindComponentVersion)}
-	case model.KindComponentVersion:
-		return []load.ID{ref("componentRef", model.KindComponent)}
-	case model.KindReleaseBinding:
-		return []load.ID{ref("targetRef", model.KindTarget), ref("releaseRef", model.KindRelease)}
-	case model.KindRegistryBinding:
-		return []load.ID{ref("targetRef", model.KindTarget), ref("registryRef", model.KindRegistry)}
-	}
-	return nil
-}
-
-func refField(o *load.Object, field string) map[string]any {
-	spec, _ := o.Fields["spec"].(map[string]any)
-	r, _ := spec[field].(map[string]any)
-	return r
-}
-
-func refName(o *load.Object, field string) string {
-	name, _ := refField(o, field)["name"].(string)
-	return name
-}
-
-// refNS is the namespace a reference names, the object's own when it names
-// none.
-func refNS(o *load.Object, field string) string {
-	if ns, _ := refField(o, field)["namespace"].(string); ns != "" {
-		return ns
-	}
-	return o.Namespace
+	return false
 }
 
 // owners finds the object a problem is about: the last object of the
