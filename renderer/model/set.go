@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -41,6 +42,12 @@ type Set struct {
 
 	byID    map[load.ID]any
 	sources map[load.ID]*load.Object
+	// bindings are computed once, for the policies and for resolve.
+	bindings struct {
+		once sync.Once
+		list []Binding
+		err  error
+	}
 }
 
 // NewSet decodes objects that passed schema validation. Objects of kinds solar
@@ -179,8 +186,14 @@ type Binding struct {
 
 // Bindings returns every binding the Profiles and ReleaseBindings make, sorted by
 // Target, Release and Via. References that do not resolve bind nothing; vet
-// reports them.
+// reports them. They are computed once per set: the policies and resolve
+// share them, and neither may change them.
 func (s *Set) Bindings() ([]Binding, error) {
+	s.bindings.once.Do(func() { s.bindings.list, s.bindings.err = s.bind() })
+	return s.bindings.list, s.bindings.err
+}
+
+func (s *Set) bind() ([]Binding, error) {
 	var out []Binding
 	byNamespace := map[string][]*Target{}
 	for _, t := range s.Targets {
