@@ -102,7 +102,7 @@ func checkBootstrapTarget(g *globals, ns, fluxNS string, args []string) error {
 	if len(args) == 1 {
 		return nil
 	}
-	set, problems, err := pipeline.Load(pipeline.Options{Paths: args[1:], Namespace: g.namespace, Log: g.log})
+	set, problems, err := pipeline.Load(pipeline.Options{LoadOptions: pipeline.LoadOptions{Paths: args[1:], Namespace: g.namespace}, Log: g.log})
 	if err != nil {
 		return err
 	}

@@ -45,8 +45,8 @@ func (f *loadFlags) options(g *globals, stdin io.Reader, paths []string) (pipeli
 	if err != nil || size.Sign() <= 0 {
 		return pipeline.Options{}, fmt.Errorf("invalid --max-file-size %q: want a size such as 16Mi", f.maxFileSize)
 	}
-	return pipeline.Options{Paths: paths, Namespace: g.namespace, PolicyDirs: f.policyDirs, Exclude: f.exclude,
-		Strict: f.strict, Stdin: stdin, MaxFileSize: size.Value(), CacheDir: f.cacheDir, Log: g.log}, nil
+	return pipeline.Options{LoadOptions: pipeline.LoadOptions{Paths: paths, Namespace: g.namespace, PolicyDirs: f.policyDirs,
+		Exclude: f.exclude, Strict: f.strict, Stdin: stdin, MaxFileSize: size.Value(), CacheDir: f.cacheDir}, Log: g.log}, nil
 }
 
 // planFlags are the flags of every command that resolves and renders.
@@ -85,9 +85,9 @@ func (f *planFlags) registerResolve(cmd *cobra.Command) {
 	_ = cmd.RegisterFlagCompletionFunc("target", func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 		ns, _ := cmd.InheritedFlags().GetString("namespace")
 		var names []string
-		for _, t := range pipeline.Targets(pipeline.Options{Paths: args, Namespace: ns, Exclude: f.exclude}) {
-			if ns == "" || t[0] == ns {
-				names = append(names, t[1])
+		for _, t := range pipeline.Targets(pipeline.LoadOptions{Paths: args, Namespace: ns, Exclude: f.exclude}) {
+			if ns == "" || t.Namespace == ns {
+				names = append(names, t.Name)
 			}
 		}
 		return names, cobra.ShellCompDirectiveNoFileComp

@@ -101,10 +101,10 @@ render and publish also work on the Targets of this namespace only`)
 	_ = root.RegisterFlagCompletionFunc("namespace", func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 		seen := map[string]bool{}
 		var namespaces []string
-		for _, t := range pipeline.Targets(pipeline.Options{Paths: args}) {
-			if !seen[t[0]] {
-				seen[t[0]] = true
-				namespaces = append(namespaces, t[0])
+		for _, t := range pipeline.Targets(pipeline.LoadOptions{Paths: args}) {
+			if !seen[t.Namespace] {
+				seen[t.Namespace] = true
+				namespaces = append(namespaces, t.Namespace)
 			}
 		}
 		return namespaces, cobra.ShellCompDirectiveNoFileComp

@@ -20,32 +20,23 @@ type Job struct {
 	Source     func() *Source
 }
 
-// ReleaseJob is the chart of a selected release of a Target: the release
-// chart the Targets of its namespace share or, given the Target's kubeconfig
-// (an agent Release of a Target with an issued credential), the Target's own
-// agent chart.
-func ReleaseJob(t *resolve.Target, sel *resolve.Selected, kubeconfig []byte) Job {
-	repo := ReleaseJobRepository(t, sel, kubeconfig)
-	if kubeconfig != nil {
-		return Job{repo, func() *Source { return Agent(sel, t.Name, kubeconfig) }}
-	}
-	return Job{repo, func() *Source { return Release(sel) }}
+// ReleaseJob is the release chart of a selected release, which the Targets
+// of its namespace share.
+func ReleaseJob(t *resolve.Resolution, sel *resolve.Selected) Job {
+	r := sel.Release
+	return Job{chain.ReleaseRepository(t.Namespace, r.Namespace, r.Name), func() *Source { return Release(sel) }}
 }
 
-// ReleaseJobRepository is the repository of ReleaseJob, without building the
-// chart: the Targets of a namespace share a release chart, so a run builds
-// each once.
-func ReleaseJobRepository(t *resolve.Target, sel *resolve.Selected, kubeconfig []byte) string {
+// AgentJob is a Target's own agent chart: an agent Release of a Target
+// whose credential was issued, with its kubeconfig.
+func AgentJob(t *resolve.Resolution, sel *resolve.Selected, kubeconfig []byte) Job {
 	r := sel.Release
-	if kubeconfig != nil {
-		return chain.AgentRepository(t.Namespace, t.Name, r.Namespace, r.Name)
-	}
-	return chain.ReleaseRepository(t.Namespace, r.Namespace, r.Name)
+	return Job{chain.AgentRepository(t.Namespace, t.Name, r.Namespace, r.Name), func() *Source { return Agent(sel, t.Name, kubeconfig) }}
 }
 
 // BootstrapJob is the bootstrap chart of a Target, naming the release charts
 // of its releases at refs (in the order of t.Releases).
-func BootstrapJob(t *resolve.Target, refs []Ref) Job {
+func BootstrapJob(t *resolve.Resolution, refs []Ref) Job {
 	return Job{chain.BootstrapRepository(t.Namespace, t.Name), func() *Source { return Bootstrap(t, refs) }}
 }
 

@@ -83,12 +83,12 @@ type Ref struct {
 // order, an OCIRepository pinned to refs[i] and a HelmRelease of it with the
 // release's TargetValues. Its pull secret and TLS setting are those of the
 // render registry.
-func Bootstrap(t *resolve.Target, refs []Ref) *Source {
+func Bootstrap(t *resolve.Resolution, refs []Ref) *Source {
 	tt := t.Target
 	releases := []any{}
 	for i, sel := range t.Releases {
 		releases = append(releases, map[string]any{
-			"key":     sel.Key,
+			"key":     sel.UniqueName,
 			"name":    nameValue(sel.Names.Source),
 			"release": resolve.Name(sel.Release),
 			"label":   chain.Cut(sel.Release.Namespace+"."+sel.Release.Name, maxLabel),

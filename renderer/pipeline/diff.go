@@ -16,7 +16,6 @@ import (
 
 	"github.com/pmezard/go-difflib/difflib"
 
-	"github.com/solar-pipeline/solar/renderer/chart"
 	"github.com/solar-pipeline/solar/renderer/credential"
 	"github.com/solar-pipeline/solar/renderer/diag"
 	"github.com/solar-pipeline/solar/renderer/publish"
@@ -131,8 +130,8 @@ func agentCharts(plan *Plan, opts Options) map[string]agentChart {
 	agents := map[string]agentChart{}
 	for _, t := range plan.Targets {
 		for _, sel := range t.Releases {
-			if kubeconfig := t.kubeconfig(sel); kubeconfig != nil {
-				j := chart.ReleaseJob(t.Target, sel, kubeconfig)
+			if t.kubeconfig(sel) != nil {
+				j := t.job(sel)
 				agents[j.Repository] = agentChart{job: j.Publish(opts.Package), pending: t.Credential.Reason == credential.ReasonPending}
 			}
 		}

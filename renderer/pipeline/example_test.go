@@ -17,7 +17,7 @@ func Example() {
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "out")
 	defer os.RemoveAll(dir)
-	opts := pipeline.Options{Paths: []string{"../../examples"}, Namespace: "beta", Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	opts := pipeline.Options{LoadOptions: pipeline.LoadOptions{Paths: []string{"../../examples"}, Namespace: "beta"}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	plan, err := pipeline.NewPlan(ctx, opts)
 	if err != nil {
 		panic(err)

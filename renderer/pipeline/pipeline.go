@@ -22,31 +22,58 @@ import (
 	"github.com/solar-pipeline/solar/renderer/validate"
 )
 
-// Options configure a plan and its run. The zero value reads nothing: Paths
-// is required.
+// Options configure a plan and its run, by stage, as the CLI's flags are
+// grouped. The zero value reads nothing: Paths is required.
 type Options struct {
+	LoadOptions
+	ResolveOptions
+	CredentialOptions
+	PublishOptions
+	// DryRun reads the credentials and the store and writes neither.
+	DryRun bool
+	// Progress, when set, is called after each Target's bootstrap chart, one
+	// call at a time.
+	Progress func(done, total int, t TargetReport)
+	// Log gets what the stages say; nil: slog's default.
+	Log *slog.Logger
+}
+
+// LoadOptions say what is read and how it is validated.
+type LoadOptions struct {
 	// Paths are the files and directories of objects.
 	Paths []string
 	// Namespace is the namespace of objects that set none (default
 	// "default"); when set, only its Targets are planned.
 	Namespace string
-	// Target, when set, plans only the Target of this name.
-	Target string
 	// PolicyDirs are directories of CUE policies added to the embedded ones.
 	PolicyDirs []string
 	// CacheDir holds what validation found, so a run on objects already
 	// checked skips their CUE steps (validate.Options); empty: no cache.
 	CacheDir string
-	// StrictRegistryBindings makes a registry without a RegistryBinding an
-	// error.
-	StrictRegistryBindings bool
-	// Exclude, Strict and Stdin are load.Options': what to leave out of
-	// walked directories, whether objects of other API groups are errors,
-	// and what the path "-" reads.
+	// Exclude, Strict, Stdin and MaxFileSize are load.Options': what to
+	// leave out of walked directories, whether objects of other API groups
+	// are errors, what the path "-" reads, and the largest file read.
 	Exclude     []string
 	Strict      bool
 	Stdin       io.Reader
 	MaxFileSize int64
+}
+
+// ResolveOptions say which Targets are planned and how they resolve.
+type ResolveOptions struct {
+	// Target, when set, plans only the Target of this name.
+	Target string
+	// StrictRegistryBindings makes a registry without a RegistryBinding an
+	// error.
+	StrictRegistryBindings bool
+	// Registry is HOST[:PORT][/PREFIX], the base of the URLs in bootstrap
+	// charts (names are bounded with its prefix). Empty: each Target's
+	// render registry hostname.
+	Registry string
+}
+
+// CredentialOptions say where the agent credentials are minted.
+type CredentialOptions struct {
 	// Kubeconfig is the kubeconfig file of the SolAr API server; when set,
 	// the agent credentials are synced there.
 	Kubeconfig string
@@ -54,12 +81,10 @@ type Options struct {
 	// offline review). Otherwise a Target whose agent credential is not
 	// issued fails: it keeps its previous bootstrap chart.
 	NoCredentials bool
-	// DryRun reads the credentials and the store and writes neither.
-	DryRun bool
+}
 
-	// Registry is HOST[:PORT][/PREFIX], the base of the URLs in bootstrap
-	// charts. Empty: each Target's render registry hostname.
-	Registry string
+// PublishOptions say how the charts are packaged and published.
+type PublishOptions struct {
 	// Settle, Concurrency and SigningKey are publish.Options'. Settle is
 	// DefaultSettle when zero and Run writes to a registry; negative: none.
 	Settle      time.Duration
@@ -72,11 +97,6 @@ type Options struct {
 	Prune bool
 	// Compare keeps the old and new layers of what changes, for Diff.
 	Compare bool
-	// Progress, when set, is called after each Target's bootstrap chart, one
-	// call at a time.
-	Progress func(done, total int, t TargetReport)
-	// Log gets what the stages say; nil: slog's default.
-	Log *slog.Logger
 }
 
 func (o Options) log() *slog.Logger {
@@ -93,12 +113,12 @@ type Plan struct {
 	Problems diag.List
 	// all are the namespaces and names of every Target of the input,
 	// selected or not: a bootstrap repository of none of them is an orphan.
-	all map[[2]string]bool
+	all map[load.ID]bool
 }
 
 // Target is a resolved Target and its agent credential.
 type Target struct {
-	*resolve.Target
+	*resolve.Resolution
 	// Credential is the agent credential's condition, when the Target gets
 	// an agent Release.
 	Credential *credential.Credential
@@ -179,11 +199,11 @@ func NewPlan(ctx context.Context, opts Options) (*Plan, error) {
 	if err != nil {
 		return plan, err
 	}
-	plan.all = map[[2]string]bool{}
+	plan.all = map[load.ID]bool{}
 	for _, t := range resolved.Targets {
-		plan.all[[2]string{t.Namespace, t.Name}] = true
+		plan.all[targetID(t.Namespace, t.Name)] = true
 		if (opts.Namespace == "" || t.Namespace == opts.Namespace) && (opts.Target == "" || t.Name == opts.Target) {
-			plan.Targets = append(plan.Targets, &Target{Target: t})
+			plan.Targets = append(plan.Targets, &Target{Resolution: t})
 		}
 	}
 	if len(plan.Targets) == 0 && (opts.Namespace != "" || opts.Target != "") {
@@ -226,7 +246,7 @@ func syncCredentials(ctx context.Context, set *model.Set, plan *Plan, opts Optio
 		}
 		switch {
 		case minter != nil:
-			cred := minter.Sync(ctx, t.Target.Target)
+			cred := minter.Sync(ctx, t.Target)
 			t.Credential = &cred
 		case copts.APIServerURL == "":
 			t.Credential = credential.Disabled()
@@ -282,15 +302,29 @@ func (t *Target) kubeconfig(sel *resolve.Selected) []byte {
 	return t.Credential.Kubeconfig
 }
 
-// Targets lists the Targets of opts.Paths, as namespace and name, without
-// validating anything: for shell completion.
-func Targets(opts Options) [][2]string {
+// job is the chart of a selected release: the Target's own agent chart when
+// it carries a kubeconfig, else the release chart of the namespace.
+func (t *Target) job(sel *resolve.Selected) chart.Job {
+	if kubeconfig := t.kubeconfig(sel); kubeconfig != nil {
+		return chart.AgentJob(t.Resolution, sel, kubeconfig)
+	}
+	return chart.ReleaseJob(t.Resolution, sel)
+}
+
+// targetID is the identity of Target ns/name.
+func targetID(ns, name string) load.ID {
+	return load.ID{Kind: model.KindTarget, Namespace: ns, Name: name}
+}
+
+// Targets lists the Targets of opts.Paths without validating anything: for
+// shell completion.
+func Targets(opts LoadOptions) []load.ID {
 	objs, _, _ := load.Paths(opts.Paths, load.Options{Namespace: cmp.Or(opts.Namespace, "default"),
 		Exclude: opts.Exclude, MaxFileSize: opts.MaxFileSize})
-	var out [][2]string
+	var out []load.ID
 	for _, o := range objs {
 		if o.Kind == model.KindTarget && o.Name != "" {
-			out = append(out, [2]string{o.Namespace, o.Name})
+			out = append(out, o.ID())
 		}
 	}
 	return out

@@ -72,7 +72,7 @@ func targetReport(t *Target, boot publish.Result, releases []publish.Result) Tar
 	tr := TargetReport{Namespace: t.Namespace, Name: t.Name, Result: boot, Credential: t.Credential,
 		Releases: []ReleaseReport{}, Excluded: []ExcludedReport{}}
 	for i, sel := range t.Releases {
-		tr.Releases = append(tr.Releases, ReleaseReport{Key: sel.Key, Release: resolve.Name(sel.Release), Result: releases[i]})
+		tr.Releases = append(tr.Releases, ReleaseReport{Key: sel.UniqueName, Release: resolve.Name(sel.Release), Result: releases[i]})
 	}
 	for _, e := range t.Excluded {
 		tr.Excluded = append(tr.Excluded, ExcludedReport{Release: resolve.Name(e.Release), Reason: e.Reason})

@@ -47,13 +47,12 @@ func Run(ctx context.Context, plan *Plan, store publish.Store, opts Options) (*R
 	repos := make([][]string, len(targets))
 	for i, t := range targets {
 		for _, sel := range t.Releases {
-			kubeconfig := t.kubeconfig(sel)
-			repo := chart.ReleaseJobRepository(t.Target, sel, kubeconfig)
-			if _, ok := index[repo]; !ok {
-				index[repo] = len(jobs)
-				jobs = append(jobs, chart.ReleaseJob(t.Target, sel, kubeconfig).Publish(opts.Package))
+			j := t.job(sel)
+			if _, ok := index[j.Repository]; !ok {
+				index[j.Repository] = len(jobs)
+				jobs = append(jobs, j.Publish(opts.Package))
 			}
-			repos[i] = append(repos[i], repo)
+			repos[i] = append(repos[i], j.Repository)
 		}
 	}
 	absent(popts.Absent, jobs, listed)
@@ -76,7 +75,7 @@ func Run(ctx context.Context, plan *Plan, store publish.Store, opts Options) (*R
 			releases[i] = append(releases[i], r)
 			refs[k] = chart.Ref{URL: chain.URL(registry, repo), Version: r.Version}
 		}
-		jobs[i] = chart.BootstrapJob(t.Target, refs).Publish(opts.Package)
+		jobs[i] = chart.BootstrapJob(t.Resolution, refs).Publish(opts.Package)
 	}
 	done := 0
 	if opts.Progress != nil {
@@ -110,8 +109,8 @@ func orphanNamespaces(plan *Plan, opts Options) []string {
 	}
 	namespaces := map[string]bool{}
 	for t := range plan.all {
-		if opts.Namespace == "" || t[0] == opts.Namespace {
-			namespaces[t[0]] = true
+		if opts.Namespace == "" || t.Namespace == opts.Namespace {
+			namespaces[t.Namespace] = true
 		}
 	}
 	if opts.Namespace != "" {
@@ -167,11 +166,11 @@ func orphans(ctx context.Context, plan *Plan, store publish.Store, opts Options,
 	for _, ns := range orphanNamespaces(plan, opts) {
 		for _, repo := range listed[ns] {
 			in, name, ok := chain.BootstrapTarget(repo)
-			if !ok || in != ns || plan.all[[2]string{ns, name}] {
+			if !ok || in != ns || plan.all[targetID(ns, name)] {
 				continue
 			}
 			report.Orphans = append(report.Orphans, Orphan{Namespace: ns, Name: name})
-			gone := &resolve.Target{Target: &model.Target{Meta: model.Meta{Name: name, Namespace: ns}}}
+			gone := &resolve.Resolution{Target: &model.Target{Meta: model.Meta{Name: name, Namespace: ns}}}
 			jobs = append(jobs, chart.BootstrapJob(gone, nil).Publish(opts.Package))
 		}
 	}

@@ -56,7 +56,7 @@ func (r *countingRepo) Tag(ctx context.Context, d ocispec.Descriptor, tag string
 func plan(resolved *resolve.Plan) *Plan {
 	p := &Plan{}
 	for _, t := range resolved.Targets {
-		p.Targets = append(p.Targets, &Target{Target: t})
+		p.Targets = append(p.Targets, &Target{Resolution: t})
 	}
 	return p
 }
@@ -70,7 +70,7 @@ func publishTo(t *testing.T, dir string, resolved *resolve.Plan, dryRun bool) (*
 	c := &counting{Store: l}
 	// One at a time: two identical charts published at once could both find
 	// their blobs missing, and the counts would vary.
-	r, err := Run(ctx, plan(resolved), c, Options{DryRun: dryRun, Concurrency: 1})
+	r, err := Run(ctx, plan(resolved), c, Options{DryRun: dryRun, PublishOptions: PublishOptions{Concurrency: 1}})
 	require.NoError(t, err)
 	require.NoError(t, l.Save(ctx))
 	return r, c

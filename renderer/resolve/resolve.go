@@ -27,12 +27,13 @@ type Options struct {
 
 // Plan is what every Target gets, in namespace and name order.
 type Plan struct {
-	Targets []*Target
+	Targets []*Resolution
 }
 
-// Target is the resolution of one Target. When Problems has errors the Target
-// must not be rendered; Releases and Excluded are then incomplete.
-type Target struct {
+// Resolution is what one Target resolved to (the Target itself embedded).
+// When Problems has errors the Target must not be rendered; Releases and
+// Excluded are then incomplete.
+type Resolution struct {
 	*model.Target
 	// RenderRegistry is where the Target's charts are published.
 	RenderRegistry *model.Registry
@@ -49,9 +50,11 @@ type Target struct {
 
 // Selected is one release a Target gets.
 type Selected struct {
-	// Key is the uniqueName.
-	Key     string
-	Release *model.Release
+	// UniqueName is the release's spec.uniqueName, else its Component's
+	// name (an inline chart: its own name): a Target gets one release of
+	// each (the winner by priority).
+	UniqueName string
+	Release    *model.Release
 	// Via is the first Profile or ReleaseBinding that bound the release.
 	Via   load.ID
 	Chart Chart
@@ -118,8 +121,8 @@ func Resolve(s *model.Set, opts Options) (*Plan, error) {
 	return plan, nil
 }
 
-func resolveTarget(s *model.Set, t *model.Target, bindings []model.Binding, regBindings []*model.RegistryBinding, opts Options) *Target {
-	out := &Target{Target: t, PullSecrets: map[string]string{}}
+func resolveTarget(s *model.Set, t *model.Target, bindings []model.Binding, regBindings []*model.RegistryBinding, opts Options) *Resolution {
+	out := &Resolution{Target: t, PullSecrets: map[string]string{}}
 	src := s.Loaded(model.KindTarget, t.Namespace, t.Name)
 	targetErr := func(path, format string, args ...any) {
 		out.Problems.Errorf(src.File, src.LineOf(path), path, "Target %s/%s: "+format, append([]any{t.Namespace, t.Name}, args...)...)
@@ -153,7 +156,7 @@ func resolveTarget(s *model.Set, t *model.Target, bindings []model.Binding, regB
 	}
 	names := make([]chain.Release, len(out.Releases))
 	for i, r := range out.Releases {
-		r.Names = chain.For(t.Name, r.Key, r.Release.Spec.TargetNamespace)
+		r.Names = chain.For(t.Name, r.UniqueName, r.Release.Spec.TargetNamespace)
 		names[i] = r.Names
 	}
 	checkLengths(s, out, opts.RegistryPrefix)
@@ -173,7 +176,7 @@ func resolveTarget(s *model.Set, t *model.Target, bindings []model.Binding, regB
 // candidates are the releases bound to the Target, each once with the first
 // binding that made it, by priority (highest first), then name. A release
 // whose entrypoint solar does not support is excluded with a warning.
-func candidates(s *model.Set, out *Target, bindings []model.Binding) []*Selected {
+func candidates(s *model.Set, out *Resolution, bindings []model.Binding) []*Selected {
 	t := out.Target
 	var cands []*Selected
 	seen := map[*model.Release]bool{}
@@ -207,18 +210,18 @@ func candidates(s *model.Set, out *Target, bindings []model.Binding) []*Selected
 
 // choose selects the candidates the Target gets: the highest priority of
 // each uniqueName, then anti-affinity in that order against those taken.
-func choose(s *model.Set, out *Target, cands []*Selected) {
+func choose(s *model.Set, out *Resolution, cands []*Selected) {
 	// uniqueName first: the highest priority of each key wins.
 	winners := map[string]*Selected{}
 	var taken []*Selected
 	for _, c := range cands {
-		if w, ok := winners[c.Key]; ok {
+		if w, ok := winners[c.UniqueName]; ok {
 			out.Excluded = append(out.Excluded, Excluded{Release: c.Release, Reason: fmt.Sprintf(
 				"uniqueName %q is taken by %s (priority %d, this release has %d)",
-				c.Key, Name(w.Release), w.Release.Spec.Priority, c.Release.Spec.Priority)})
+				c.UniqueName, Name(w.Release), w.Release.Spec.Priority, c.Release.Spec.Priority)})
 			continue
 		}
-		winners[c.Key] = c
+		winners[c.UniqueName] = c
 		taken = append(taken, c)
 	}
 	// Then anti-affinity, in winner order, against the releases already taken.
@@ -242,7 +245,7 @@ func choose(s *model.Set, out *Target, cands []*Selected) {
 // pullSecrets maps registry hostnames to pull secret names: the render
 // registry's own, then the Target's RegistryBindings. Two names for one
 // hostname is an error: the Target could only use one of them.
-func pullSecrets(s *model.Set, out *Target, render *model.Registry, bindings []*model.RegistryBinding) {
+func pullSecrets(s *model.Set, out *Resolution, render *model.Registry, bindings []*model.RegistryBinding) {
 	t := out.Target
 	from := map[string]string{}
 	add := func(host, secret, where string, o *load.Object, path string) {
@@ -276,7 +279,7 @@ func pullSecrets(s *model.Set, out *Target, render *model.Registry, bindings []*
 // selected resolves a bound release's chart source and uniqueName.
 func selected(s *model.Set, b model.Binding) (*Selected, error) {
 	r := b.Release
-	sel := &Selected{Release: r, Via: b.Via, Key: cmp.Or(r.Spec.UniqueName, r.Name)}
+	sel := &Selected{Release: r, Via: b.Via, UniqueName: cmp.Or(r.Spec.UniqueName, r.Name)}
 	if c := r.Spec.Chart; c != nil {
 		sel.Chart = Chart{Repository: c.Repository, Tag: c.Tag, Digest: c.Digest, Insecure: plainHTTP(s, c.Repository)}
 		return sel, nil
@@ -295,7 +298,7 @@ func selected(s *model.Set, b model.Binding) (*Selected, error) {
 	if cv.Spec.Entrypoint.Type != "helm" {
 		return nil, &unsupportedError{cv: cv}
 	}
-	sel.Key = cmp.Or(r.Spec.UniqueName, cv.Spec.ComponentRef.Name)
+	sel.UniqueName = cmp.Or(r.Spec.UniqueName, cv.Spec.ComponentRef.Name)
 	// Without helm, the chart is the resource's repository at its tag, as
 	// SolAr renders it.
 	sel.Chart = Chart{Repository: res.Repository, Tag: res.Tag, ComponentVersion: cv,
@@ -317,7 +320,7 @@ func (e *unsupportedError) Error() string {
 
 // checkLengths reports the Target and releases whose repositories or chart
 // names would be too long for the registry or for helm.
-func checkLengths(s *model.Set, t *Target, prefix string) {
+func checkLengths(s *model.Set, t *Resolution, prefix string) {
 	if err := chain.CheckRepository(prefix, chain.BootstrapRepository(t.Namespace, t.Name)); err != nil {
 		o := s.Loaded(model.KindTarget, t.Namespace, t.Name)
 		t.Problems.Errorf(o.File, o.LineOf("metadata.name"), "metadata.name", "Target %s/%s: %v", t.Namespace, t.Name, err)

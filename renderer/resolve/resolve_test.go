@@ -105,7 +105,7 @@ func summary(p *Plan) []string {
 		var b strings.Builder
 		fmt.Fprintf(&b, "%s/%s:", t.Namespace, t.Name)
 		for _, r := range t.Releases {
-			fmt.Fprintf(&b, " %s=%s", r.Key, Name(r.Release))
+			fmt.Fprintf(&b, " %s=%s", r.UniqueName, Name(r.Release))
 			if r.PullSecret != "" {
 				fmt.Fprintf(&b, "(%s)", r.PullSecret)
 			}

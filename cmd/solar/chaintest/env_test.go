@@ -150,7 +150,7 @@ func startChain(t *testing.T, opts chainOptions) *chainEnv {
 		key := tp.Namespace + "/" + tp.Name
 		e.names[key] = map[string]chain.Release{}
 		for _, sel := range tp.Releases {
-			e.names[key][sel.Key] = sel.Names
+			e.names[key][sel.UniqueName] = sel.Names
 		}
 	}
 
