@@ -180,36 +180,10 @@ func PlatformString(p *ocispec.Platform) string {
 
 // ErrImmutable: the tag holds other content. Versions and attempts are
 // immutable.
-var ErrImmutable = errors.New("holds other content: versions are immutable")
+var ErrImmutable = publish.ErrImmutable
 
-// Put copies the packed artifact into repo under its tag, uploading only
-// what repo does not have. The tag already bound to the same root changes
-// nothing (publish.Unchanged); bound to other content it is refused with
-// ErrImmutable.
+// Put copies the packed artifact into repo under its tag (publish.Put: the
+// immutable-tag push).
 func Put(ctx context.Context, repo publish.Repository, p *Packed) (string, error) {
-	desc, err := repo.Resolve(ctx, p.Tag)
-	switch {
-	case err == nil && desc.Digest == p.Root.Digest:
-		return publish.Unchanged, nil
-	case err == nil:
-		return "", fmt.Errorf("tag %s %w (%s, not %s)", p.Tag, ErrImmutable, desc.Digest, p.Root.Digest)
-	case !errors.Is(err, errdef.ErrNotFound):
-		return "", fmt.Errorf("reading tag %s: %w", p.Tag, err)
-	}
-	_, err = oras.Copy(ctx, p.store, p.Tag, repo, p.Tag, oras.DefaultCopyOptions)
-	for try := 1; publish.BlobUnknown(err) && try < 3; try++ {
-		// Two writers uploaded one blob (the attempts' shared config) at
-		// once and the registry lost it: copy again, which uploads what is
-		// missing.
-		_, err = oras.Copy(ctx, p.store, p.Tag, repo, p.Tag, oras.DefaultCopyOptions)
-	}
-	if err != nil {
-		return "", fmt.Errorf("pushing %s: %w", p.Tag, err)
-	}
-	// Two writers of one new tag both find it missing: the later one wins
-	// the tag. Say so to the one that lost it.
-	if desc, err = repo.Resolve(ctx, p.Tag); err == nil && desc.Digest != p.Root.Digest {
-		return "", fmt.Errorf("tag %s: another writer bound it to other content (%s) meanwhile", p.Tag, desc.Digest)
-	}
-	return publish.Create, err
+	return publish.Put(ctx, p.store, p.Root, repo, p.Tag)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
@@ -34,6 +35,7 @@ func Push(ctx context.Context, src, dst *Store, opts PushOptions) ([]PushResult,
 		}
 		check = opts.Reviewed.Check(src.Layout, dst.Remote)
 	}
-	popts := publish.Options{DryRun: opts.DryRun, SigningKey: opts.SigningKey, Verifier: opts.Verifier}
+	popts := publish.Options{DryRun: opts.DryRun, SigningKey: opts.SigningKey, Verifier: opts.Verifier,
+		PushLast: chain.IsBootstrapRepository}
 	return publish.PushLayout(ctx, src.Layout, dst.Remote, popts, check)
 }

@@ -109,51 +109,60 @@ func (l *Layout) GC(ctx context.Context, opts GCOptions) (GCResult, error) {
 	}
 	r.Held = plan.held
 	for _, name := range names {
-		s, err := l.open(ctx, name)
-		if err != nil {
+		if err := l.collect(ctx, name, plan.drop[name], opts.DryRun, &r); err != nil {
 			return r, err
 		}
-		drop := plan.drop[name]
-		if !opts.DryRun && len(drop) > 0 {
-			if err := s.writable(ctx); err != nil {
-				return r, err
-			}
-		}
-		for _, v := range drop {
-			r.Versions = append(r.Versions, name+":"+v)
-			if !opts.DryRun {
-				if err := s.store.Untag(ctx, v); err != nil {
-					return r, fmt.Errorf("removing %s:%s: %w", name, v, err)
-				}
-			}
-		}
-		kept := slices.DeleteFunc(slices.Clone(s.tags), func(t string) bool { return slices.Contains(drop, t) })
-		refs, err := keptReferrers(ctx, s, kept)
-		if err != nil {
-			return r, fmt.Errorf("collecting %s: %w", name, err)
-		}
-		r.Signatures += len(s.referrers) - len(refs)
-		if !opts.DryRun && (len(drop) > 0 || len(refs) < len(s.referrers)) {
-			if err := s.writable(ctx); err != nil {
-				return r, err
-			}
-			l.mu.Lock()
-			s.tags, s.referrers = kept, refs
-			s.changed(l)
-			l.mu.Unlock()
-			// The index without them first: a kill while blobs go leaves
-			// no version naming a missing blob.
-			if err := l.Save(ctx); err != nil {
-				return r, err
-			}
-		}
-		n, size, err := sweepBlobs(ctx, s, name, kept, refs, opts.DryRun)
-		if err != nil {
-			return r, err
-		}
-		r.Blobs, r.Bytes = r.Blobs+n, r.Bytes+size
 	}
 	return r, nil
+}
+
+// collect removes the versions drop from the layout's repository name, in
+// three steps: untag them, drop their signatures and save the index
+// without them (a kill while blobs go then leaves no version naming a
+// missing blob), and sweep the blobs no kept version or signature
+// references. A dry run only counts, into r.
+func (l *Layout) collect(ctx context.Context, name string, drop []string, dryRun bool, r *GCResult) error {
+	s, err := l.open(ctx, name)
+	if err != nil {
+		return err
+	}
+	if !dryRun && len(drop) > 0 {
+		if err := s.writable(ctx); err != nil {
+			return err
+		}
+	}
+	for _, v := range drop {
+		r.Versions = append(r.Versions, name+":"+v)
+		if !dryRun {
+			if err := s.store.Untag(ctx, v); err != nil {
+				return fmt.Errorf("removing %s:%s: %w", name, v, err)
+			}
+		}
+	}
+	kept := slices.DeleteFunc(slices.Clone(s.tags), func(t string) bool { return slices.Contains(drop, t) })
+	refs, err := keptReferrers(ctx, s, kept)
+	if err != nil {
+		return fmt.Errorf("collecting %s: %w", name, err)
+	}
+	r.Signatures += len(s.referrers) - len(refs)
+	if !dryRun && (len(drop) > 0 || len(refs) < len(s.referrers)) {
+		if err := s.writable(ctx); err != nil {
+			return err
+		}
+		l.mu.Lock()
+		s.tags, s.referrers = kept, refs
+		s.changed(l)
+		l.mu.Unlock()
+		if err := l.Save(ctx); err != nil {
+			return err
+		}
+	}
+	n, size, err := sweepBlobs(ctx, s, name, kept, refs, dryRun)
+	if err != nil {
+		return err
+	}
+	r.Blobs, r.Bytes = r.Blobs+n, r.Bytes+size
+	return nil
 }
 
 // GC removes from the registry the versions beyond the newest opts.Keep of

@@ -118,6 +118,10 @@ type Options struct {
 	// Verifier, when set, makes PushLayout push nothing unless every
 	// version it would push carries a signature that verifies.
 	Verifier *sign.Verifier
+	// PushLast, when set, names the repositories PushLayout pushes after
+	// the others: those whose versions name others' (chain's bootstrap
+	// charts name release charts).
+	PushLast func(repository string) bool
 	// Absent names repositories the store did not have when the run began
 	// (its catalog did not list them): their versions are not asked for, a
 	// job there starts at 0.0.1. The check right before tagging still finds

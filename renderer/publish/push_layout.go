@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"oras.land/oras-go/v2"
-
 	"github.com/solar-pipeline/solar/renderer/sign"
 )
 
@@ -24,13 +22,14 @@ type Check func(ctx context.Context, results []Result) error
 
 // PushLayout pushes the newest version of every repository of the layout
 // that the registry lacks, exactly the bytes the layout holds (what was
-// reviewed): release charts first, bootstrap charts last. The layout's version
+// reviewed): opts.PushLast's repositories (bootstrap charts) after the
+// others (release charts). The layout's version
 // must be the one after the registry's latest, as it was when the layout was
 // rendered against the registry; if any repository moved since, nothing is
 // pushed (ErrMoved). check, when not nil, then sees the results first: its
 // error, too, pushes nothing.
 func PushLayout(ctx context.Context, l *Layout, dst Store, opts Options, check Check) ([]Result, error) {
-	results, err := planPush(ctx, l, dst)
+	results, err := planPush(ctx, l, dst, opts.PushLast)
 	if err != nil {
 		return nil, err
 	}
@@ -58,8 +57,10 @@ func PushLayout(ctx context.Context, l *Layout, dst Store, opts Options, check C
 			return results, err
 		}
 		if r.Action != Unchanged {
-			if _, err := oras.Copy(ctx, src, r.Version, target, r.Version, oras.DefaultCopyOptions); err != nil {
-				return results, fmt.Errorf("pushing %s:%s: %w", r.Repository, r.Version, explain(err))
+			// The tag was free when planned: another writer who took it
+			// since, with other content, fails the push (ErrImmutable).
+			if _, err := Put(ctx, src, r.manifest, target, r.Version); err != nil {
+				return results, fmt.Errorf("%s:%s: %w", r.Repository, r.Version, err)
 			}
 		}
 		// The version's signatures, which the registry may lack even for
@@ -113,15 +114,15 @@ func verifyLayout(ctx context.Context, l *Layout, results []Result, v *sign.Veri
 }
 
 // planPush is what PushLayout would do with each repository of the layout,
-// bootstrap charts last (they name release charts), or ErrMoved.
-func planPush(ctx context.Context, l *Layout, dst Store) ([]Result, error) {
+// those of last after the others, or ErrMoved.
+func planPush(ctx context.Context, l *Layout, dst Store, last func(string) bool) ([]Result, error) {
 	repos, err := l.Repositories(ctx, "")
 	if err != nil {
 		return nil, err
 	}
-	slices.SortStableFunc(repos, func(a, b string) int {
-		return compareBool(strings.Contains(a, "/bootstrap-"), strings.Contains(b, "/bootstrap-"))
-	})
+	if last != nil {
+		slices.SortStableFunc(repos, func(a, b string) int { return compareBool(last(a), last(b)) })
+	}
 	var results []Result
 	for _, repo := range repos {
 		src, err := l.Repository(ctx, repo)

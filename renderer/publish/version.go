@@ -19,63 +19,39 @@ import (
 // version when its layers are the same (nothing is written), else the next
 // patch version, skipping versions another writer takes meanwhile. absent:
 // the repository had no versions when the run began (Options.Absent), so they
-// are not asked for unless the version is found taken.
+// are not asked for unless the version is found taken. Each attempt has two
+// steps: decide the version, then push it.
 func (p *publisher) publish(ctx context.Context, job Job, absent bool) (Result, error) {
 	r := Result{Repository: job.Repository}
-	fail := func(doing string, err error) (Result, error) {
-		return r, fmt.Errorf("%s %s: %w", doing, job.Repository, explain(err))
-	}
 	repo, err := p.store.Repository(ctx, job.Repository)
 	if err != nil {
-		return fail("opening", err)
+		return r, fail("opening", job, err)
 	}
-	content := ""
+	key := ""
 	if p.opts.PackCache != nil && job.Key != nil {
-		content = job.Key()
+		key = job.Key()
 	}
 	check := false
 	for attempt := 1; ; attempt++ {
-		var latest *semver.Version
-		if attempt > 1 || !absent {
-			if latest, err = latestVersion(ctx, repo); err != nil {
-				return fail("listing the versions of", err)
-			}
+		d, err := p.decide(ctx, repo, job, key, attempt > 1 || !absent, &r)
+		if d.notYet && attempt < maxAttempts {
+			// Listed but not readable yet: another writer is tagging it at
+			// this moment (the registry lists a tag before its manifest
+			// resolves). Look again in a moment.
+			time.Sleep(time.Duration(attempt) * 50 * time.Millisecond)
+			continue
 		}
-		version, action := "0.0.1", Create
-		if latest != nil {
-			unchanged, notYet, err := p.compare(ctx, repo, job, content, latest.Original(), &r)
-			if notYet && attempt < maxAttempts {
-				// Listed but not readable yet: another writer is tagging it
-				// at this moment (the registry lists a tag before its
-				// manifest resolves). Look again in a moment.
-				time.Sleep(time.Duration(attempt) * 50 * time.Millisecond)
-				continue
-			}
-			if err != nil || unchanged {
-				return r, err
-			}
-			version, action = latest.IncPatch().String(), Update
-		}
-		art, err := job.Pack(version)
-		if err != nil {
+		if err != nil || d.unchanged {
 			return r, err
 		}
-		p.opts.PackCache.put(p.opts.PackCache.key(content, version), digests(art.Layers))
-		if p.opts.Compare && latest == nil {
-			r.New = art.Layers
-		}
-		staged, manifest, err := stage(ctx, art)
-		if err != nil {
-			return fail("packing", err)
-		}
-		r.Version, r.Digest, r.Action, r.manifest = version, manifest.Digest.String(), action, manifest
-		if p.opts.DryRun {
-			return r, nil
+		staged, manifest, err := p.pack(ctx, job, key, d, &r)
+		if err != nil || p.opts.DryRun {
+			return r, err
 		}
 		// Where blobs belong to one repository (a registry), a repository
 		// without versions has none yet: do not ask for each.
 		scoped, ok := repo.(BlobScoper)
-		err = push(ctx, staged, repo, manifest, version, check || latest != nil || !ok || !scoped.BlobsPerRepository())
+		err = push(ctx, staged, repo, manifest, d.version, check || d.updated || !ok || !scoped.BlobsPerRepository())
 		if (errors.Is(err, errTaken) || BlobUnknown(err)) && attempt < maxAttempts {
 			// A blob another writer uploaded at the same moment may be lost
 			// to a registry race: check each blob next time.
@@ -83,10 +59,65 @@ func (p *publisher) publish(ctx context.Context, job Job, absent bool) (Result, 
 			continue
 		}
 		if err != nil {
-			return fail("pushing version "+version+" to", err)
+			return r, fail("pushing version "+d.version+" to", job, err)
 		}
 		return r, nil
 	}
+}
+
+// fail says what publishing job was doing when err happened.
+func fail(doing string, job Job, err error) error {
+	return fmt.Errorf("%s %s: %w", doing, job.Repository, explain(err))
+}
+
+// decision is the version an attempt publishes.
+type decision struct {
+	version string
+	// updated: the repository has versions, and this is the next one.
+	updated bool
+	// unchanged: the latest version holds the same content (r says so);
+	// notYet: it is listed but cannot be read yet.
+	unchanged, notYet bool
+}
+
+// decide reads the latest version of repo (unless ask is false: none then)
+// and compares job with it: unchanged, or the next patch version, or
+// 0.0.1 for a repository without versions.
+func (p *publisher) decide(ctx context.Context, repo Repository, job Job, key string, ask bool, r *Result) (decision, error) {
+	var latest *semver.Version
+	if ask {
+		var err error
+		if latest, err = latestVersion(ctx, repo); err != nil {
+			return decision{}, fail("listing the versions of", job, err)
+		}
+	}
+	if latest == nil {
+		return decision{version: "0.0.1"}, nil
+	}
+	unchanged, notYet, err := p.compare(ctx, repo, job, key, latest.Original(), r)
+	return decision{version: latest.IncPatch().String(), updated: true, unchanged: unchanged, notYet: notYet}, err
+}
+
+// pack packs job at d.version and stages it for push; r gets the
+// version, its digest and the action.
+func (p *publisher) pack(ctx context.Context, job Job, key string, d decision, r *Result) (content.ReadOnlyStorage, ocispec.Descriptor, error) {
+	art, err := job.Pack(d.version)
+	if err != nil {
+		return nil, ocispec.Descriptor{}, err
+	}
+	p.opts.PackCache.put(p.opts.PackCache.key(key, d.version), digests(art.Layers))
+	if p.opts.Compare && !d.updated {
+		r.New = art.Layers
+	}
+	staged, manifest, err := stage(ctx, art)
+	if err != nil {
+		return nil, ocispec.Descriptor{}, fail("packing", job, err)
+	}
+	r.Version, r.Digest, r.Action, r.manifest = d.version, manifest.Digest.String(), Create, manifest
+	if d.updated {
+		r.Action = Update
+	}
+	return staged, manifest, nil
 }
 
 // compare compares job with the latest version of repo: unchanged (r says
