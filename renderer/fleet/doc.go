@@ -2,7 +2,7 @@
 // record in docs/fleet.md): it packs device-agent binaries into an OCI index
 // by platform (PackAgent), resolves DeviceUpgrade objects into one attempt per
 // device (Resolve), stores each attempt as a content-addressed OCI artifact
-// (PackAttempt), and compare-and-set writes each device's current attempt into
-// a NATS JetStream key-value bucket (Bucket). A device id is checked before it
-// is put into any key (wire.CheckDeviceID).
+// (PackAttempt, publish.Put), and compare-and-set writes each device's current
+// attempt into a NATS JetStream key-value bucket (Connect, Bucket). A device
+// id is checked before it is put into any key (wire.CheckDeviceID).
 package fleet

@@ -11,4 +11,9 @@
 // uploaded again. After pushing, Publish confirms that the tags it pushed still
 // hold its manifests, and publishes again at the next version what another
 // writer overwrote.
+//
+// That is the versioned push. The other push is Put, for tags bound once
+// (an agent version, a device's attempt, a version PushLayout copies from a
+// layout): the same content changes nothing, other content is refused with
+// ErrImmutable.
 package publish
