@@ -1,0 +1,141 @@
+package targetreport
+
+import (
+	"encoding/json"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Object is a Flux object as the API server returns it, unstructured
+// (OCIRepository, HelmRelease); nil is a missing one.
+type Object = map[string]any
+
+// maxMessage bounds a condition's message as metav1.Condition's schema
+// does (32 KiB): a longer one would make the API server refuse the report.
+const maxMessage = 32768
+
+// PhaseOf rolls a pair up into a phase, gating every condition on its own
+// observedGeneration: a condition about an older generation says nothing
+// about this one (helm-controller parks the object's status.observedGeneration
+// at -1 while it works, so that cannot gate). In order:
+//   - no pair: Pending;
+//   - a Stalled=True half (helm-controller: remediation spent its retries):
+//     Failed;
+//   - a source whose Ready=False: Degraded (source-controller retries);
+//   - a HelmRelease without a current Ready, or Ready=Unknown, or Reconciling:
+//     Progressing;
+//   - both halves Ready=True: Ready;
+//   - else (Ready=False, a retry coming; a rollback, Remediated with
+//     RollbackSucceeded, is this too): Degraded.
+//
+// Drifted and failed tests are conditions of their own, kept verbatim, not
+// phases.
+func PhaseOf(source, helm Object) Phase {
+	switch {
+	case source == nil && helm == nil:
+		return Pending
+	case status(helm, "Stalled") == metav1.ConditionTrue, status(source, "Stalled") == metav1.ConditionTrue:
+		return Failed
+	case status(source, "Ready") == metav1.ConditionFalse:
+		return Degraded
+	case helm == nil, status(helm, "Reconciling") == metav1.ConditionTrue:
+		return Progressing
+	}
+	switch status(helm, "Ready") {
+	case metav1.ConditionTrue:
+		if source == nil || status(source, "Ready") == metav1.ConditionTrue {
+			return Ready
+		}
+		return Progressing
+	case metav1.ConditionFalse:
+		return Degraded
+	}
+	return Progressing
+}
+
+// status is the status of o's condition of type t when it is about o's
+// current generation; "" when o is nil, has none, or it is stale.
+func status(o Object, t string) metav1.ConditionStatus {
+	for _, c := range Conditions(o) {
+		if c.Type == t && current(o, c) {
+			return c.Status
+		}
+	}
+	return ""
+}
+
+// current says whether c is about o's metadata.generation: by the
+// condition's own observedGeneration, else (a controller that sets none)
+// by status.observedGeneration.
+func current(o Object, c metav1.Condition) bool {
+	gen := number(o, "metadata", "generation")
+	if c.ObservedGeneration != 0 {
+		return c.ObservedGeneration == gen
+	}
+	return number(o, "status", "observedGeneration") == gen
+}
+
+// Conditions are o's status.conditions, decoded, their messages bounded.
+func Conditions(o Object) []metav1.Condition {
+	st, _ := o["status"].(map[string]any)
+	raw, ok := st["conditions"]
+	if !ok {
+		return nil
+	}
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return nil
+	}
+	var out []metav1.Condition
+	if json.Unmarshal(b, &out) != nil {
+		return nil
+	}
+	for i := range out {
+		if len(out[i].Message) > maxMessage {
+			out[i].Message = out[i].Message[:maxMessage-3] + "..."
+		}
+	}
+	byType(out)
+	return out
+}
+
+// Revision is the chart version a HelmRelease has live: the newest entry
+// of its status.history; "" when none.
+func Revision(helm Object) string {
+	st, _ := helm["status"].(map[string]any)
+	history, _ := st["history"].([]any)
+	if len(history) == 0 {
+		return ""
+	}
+	h, _ := history[0].(map[string]any)
+	v, _ := h["chartVersion"].(string)
+	return v
+}
+
+// number reads an integer field at path; 0 when absent.
+func number(o Object, path ...string) int64 {
+	var v any = map[string]any(o)
+	for _, p := range path {
+		m, _ := v.(map[string]any)
+		v = m[p]
+	}
+	switch n := v.(type) {
+	case int64:
+		return n
+	case float64:
+		return int64(n)
+	case int:
+		return int64(n)
+	case json.Number:
+		i, _ := n.Int64()
+		return i
+	}
+	return 0
+}
+
+// equalJSON compares a and b by their JSON.
+func equalJSON(a, b any) bool {
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(x) == string(y)
+}
