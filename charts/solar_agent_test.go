@@ -76,6 +76,16 @@ func TestSolarAgentChart(t *testing.T) {
 	assert.Contains(t, string(deployment), "readinessProbe")
 	assert.Contains(t, string(deployment), "limits")
 
+	// On its cluster the agent reads the Flux objects it reports, and
+	// nothing else.
+	require.Contains(t, objs, "ClusterRole")
+	rules, err := json.Marshal(objs["ClusterRole"]["rules"])
+	require.NoError(t, err)
+	assert.JSONEq(t, `[{"apiGroups":["source.toolkit.fluxcd.io"],"resources":["ocirepositories"],"verbs":["get","list","watch"]},
+		{"apiGroups":["helm.toolkit.fluxcd.io"],"resources":["helmreleases"],"verbs":["get","list","watch"]}]`, string(rules))
+	binding := objs["ClusterRoleBinding"]
+	assert.Equal(t, []any{map[string]any{"kind": "ServiceAccount", "name": "solar-system-edge-1-solar-agent", "namespace": "solar-system"}}, binding["subjects"])
+
 	_, err = render(map[string]any{"target": "edge-1"})
 	assert.ErrorContains(t, err, "kubeconfig is set by solar for each Target")
 }

@@ -9,27 +9,32 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"runtime"
 	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/solar-pipeline/solar/internal/buildinfo"
-	"github.com/solar-pipeline/solar/renderer/credential"
 )
 
 type agent struct {
+	// client reaches the SolAr API server; cluster (nil: no access) the
+	// Target's own cluster, where Flux runs.
 	client    dynamic.Interface
+	cluster   dynamic.Interface
 	namespace string
 	target    string
-	log       *slog.Logger
-	now       func() time.Time
+	// maxAge is the longest time between two writes: an unchanged state is
+	// written again (a heartbeat) once the last report is this old.
+	maxAge time.Duration
+	// writes counts the reports written.
+	writes atomic.Int64
+	log    *slog.Logger
+	now    func() time.Time
 	// backoff is the first wait after a failed report; it doubles up to the
 	// interval.
 	backoff time.Duration
@@ -38,17 +43,27 @@ type agent struct {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	var kubeconfig, target, namespace, healthAddr string
-	var interval time.Duration
+	var kubeconfig, clusterKubeconfig, target, namespace, healthAddr string
+	var interval, maxAge time.Duration
 	var once bool
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	cmd := &cobra.Command{
 		Use:   "solar-agent --kubeconfig FILE --target NAME",
-		Short: "Report this Target's state to the SolAr API server",
-		Long: `solar-agent reads its own Target from the SolAr API server and updates its own
-TargetReport (spec.lastReportTime, agentVersion and facts) every --interval.
+		Short: "Report what Flux does on this Target's cluster to the SolAr API server",
+		Long: `solar-agent reads, every --interval, the OCIRepositories and HelmReleases solar's
+charts made on its own cluster (read-only, in every namespace: the agent
+chart's ClusterRole) and writes its Target's TargetReport in SolAr's shape:
+per release its phase (Pending, Progressing, Ready, Degraded, Failed), the
+release chart version live, and the Flux conditions verbatim.
+
+It writes only when that changed, or when the last report is older than
+--max-age (default 10 intervals): a heartbeat, so that a lastReportTime
+older than that says the agent stopped. The agent's version and host are
+annotations of the report.
+
 The kubeconfig is the one solar renders into the agent release: its token may
-only read this Target and read and update this TargetReport.
+only read this Target and read and update this TargetReport. The cluster is
+reached with the Pod's ServiceAccount, or --cluster-kubeconfig.
 
 When the API server refuses the token (401: revoked or expired; 403: not this
 Target's), the agent says so and retries with backoff, up to --interval: a
@@ -82,9 +97,17 @@ report went through, 503 otherwise) for the probes of its Deployment.`,
 			if err != nil {
 				return err
 			}
-			a := &agent{client: client, namespace: namespace, target: target, log: log, now: time.Now, backoff: 5 * time.Second}
+			cluster, err := clusterClient(clusterKubeconfig, log)
+			if err != nil {
+				return err
+			}
+			if maxAge == 0 {
+				maxAge = 10 * interval
+			}
+			a := &agent{client: client, cluster: cluster, namespace: namespace, target: target, log: log, now: time.Now,
+				backoff: 5 * time.Second, maxAge: maxAge}
 			if once {
-				return a.report(cmd.Context())
+				return a.report(cmd.Context(), true)
 			}
 			if healthAddr != "" {
 				ln, err := net.Listen("tcp", healthAddr)
@@ -104,7 +127,9 @@ report went through, 503 otherwise) for the probes of its Deployment.`,
 	fl.StringVar(&kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the SolAr API server (default $KUBECONFIG)")
 	fl.StringVar(&target, "target", "", "name of this Target (required)")
 	fl.StringVarP(&namespace, "namespace", "n", "", "namespace of the Target (default: the kubeconfig's)")
-	fl.DurationVar(&interval, "interval", time.Minute, "time between reports")
+	fl.StringVar(&clusterKubeconfig, "cluster-kubeconfig", "", "kubeconfig of this Target's cluster, where Flux runs (default: the Pod's ServiceAccount)")
+	fl.DurationVar(&interval, "interval", time.Minute, "time between two looks at the cluster")
+	fl.DurationVar(&maxAge, "max-age", 0, "write an unchanged report again once the last is this old (default 10 intervals)")
 	fl.BoolVar(&once, "once", false, "report once and exit")
 	fl.StringVar(&healthAddr, "health-addr", "", "address of /healthz and /readyz, e.g. :8080 (default: none)")
 	cmd.SetArgs(args)
@@ -123,7 +148,7 @@ func (a *agent) loop(ctx context.Context, interval time.Duration) {
 	backoff := a.backoff
 	for {
 		wait := interval
-		err := a.report(ctx)
+		err := a.report(ctx, false)
 		a.ready.Store(err == nil)
 		if err != nil {
 			wait = min(backoff, interval)
@@ -155,32 +180,6 @@ func (a *agent) health() http.Handler {
 	return mux
 }
 
-// report reads the Target and updates its TargetReport.
-func (a *agent) report(ctx context.Context) error {
-	if _, err := a.client.Resource(credential.TargetGVR).Namespace(a.namespace).Get(ctx, a.target, metav1.GetOptions{}); err != nil {
-		return a.explain("reading Target", err)
-	}
-	reports := a.client.Resource(credential.TargetReportGVR).Namespace(a.namespace)
-	report, err := reports.Get(ctx, a.target, metav1.GetOptions{})
-	if err != nil {
-		return a.explain("reading TargetReport", err)
-	}
-	host, _ := os.Hostname()
-	spec := map[string]any{
-		"lastReportTime": a.now().UTC().Format(time.RFC3339Nano),
-		"agentVersion":   buildinfo.Read().Version,
-		"facts":          map[string]any{"os": runtime.GOOS, "arch": runtime.GOARCH, "hostname": host},
-	}
-	if err := unstructured.SetNestedMap(report.Object, spec, "spec"); err != nil {
-		return err
-	}
-	if _, err := reports.Update(ctx, report, metav1.UpdateOptions{}); err != nil {
-		return a.explain("updating TargetReport", err)
-	}
-	a.log.Info("reported", "target", a.namespace+"/"+a.target, "time", spec["lastReportTime"])
-	return nil
-}
-
 func (a *agent) explain(doing string, err error) error {
 	name := a.namespace + "/" + a.target
 	switch {
@@ -190,4 +189,25 @@ func (a *agent) explain(doing string, err error) error {
 		return fmt.Errorf("%s %s: this agent's credential does not allow it (403 Forbidden): is --target this agent's own Target? %w", doing, name, err)
 	}
 	return fmt.Errorf("%s %s: %w", doing, name, err)
+}
+
+// clusterClient reaches this Target's cluster: with the kubeconfig given,
+// else the Pod's ServiceAccount. Outside a Pod, without one, the agent runs
+// without (its reports say so: FluxReadable Unknown).
+func clusterClient(kubeconfig string, log *slog.Logger) (dynamic.Interface, error) {
+	var cfg *rest.Config
+	var err error
+	if kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	} else {
+		cfg, err = rest.InClusterConfig()
+		if errors.Is(err, rest.ErrNotInCluster) {
+			log.Warn("no access to this cluster: not in a Pod, and no --cluster-kubeconfig; releases are not reported")
+			return nil, nil
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the cluster's kubeconfig: %w", err)
+	}
+	return dynamic.NewForConfig(cfg)
 }

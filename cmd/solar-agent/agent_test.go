@@ -81,7 +81,7 @@ func TestAgentReports(t *testing.T) {
 	assert.True(t, t2.After(t1), "lastReportTime advances: %s then %s", first, second)
 	r, err := dyn.Resource(credential.TargetReportGVR).Namespace("alpha").Get(ctx, "edge-1", metav1.GetOptions{})
 	require.NoError(t, err)
-	v, _, _ := unstructured.NestedString(r.Object, "spec", "agentVersion")
+	v := r.GetAnnotations()[annotationAgentVersion]
 	assert.Equal(t, buildinfo.Read().Version, v)
 	assert.NotEmpty(t, v)
 

@@ -44,7 +44,7 @@ func object(kind string) *unstructured.Unstructured {
 
 func TestReportWritesTheTime(t *testing.T) {
 	a, client := fakeAgent(t, object("Target"), object("TargetReport"))
-	require.NoError(t, a.report(context.Background()))
+	require.NoError(t, a.report(context.Background(), true))
 	got, err := client.Resource(credential.TargetReportGVR).Namespace("alpha").Get(context.Background(), "edge-1", metav1.GetOptions{})
 	require.NoError(t, err)
 	ts, _, _ := unstructured.NestedString(got.Object, "spec", "lastReportTime")
@@ -63,13 +63,13 @@ func TestReportExplainsRefusals(t *testing.T) {
 			}
 			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "targets"}, "edge-1", nil)
 		})
-		err := a.report(context.Background())
+		err := a.report(context.Background(), true)
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "reading Target alpha/edge-1: ")
 		assert.Contains(t, err.Error(), want)
 	}
 	a, _ := fakeAgent(t, object("Target"))
-	assert.ErrorContains(t, a.report(context.Background()), "reading TargetReport alpha/edge-1", "a missing report is named")
+	assert.ErrorContains(t, a.report(context.Background(), true), "reading TargetReport alpha/edge-1", "a missing report is named")
 }
 
 func TestReadyzFollowsTheLastReport(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 // ("<namespace>/<name>") on every level's.
 const (
 	LabelTarget       = "solar.opendefense.cloud/target"
+	LabelRelease      = "solar.opendefense.cloud/release"
 	AnnotationRelease = "solar.opendefense.cloud/release"
 )
 

@@ -10,3 +10,9 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- define "solar-agent.kubeconfigSecret" -}}
 {{ .Release.Name | trunc 52 | trimSuffix "-" }}-kubeconfig
 {{- end -}}
+
+{{/* solar-agent.clusterRole names the ClusterRole and its binding: one per
+release, as the release is one per Target. */}}
+{{- define "solar-agent.clusterRole" -}}
+{{ printf "%s-%s" .Release.Namespace .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- end -}}
