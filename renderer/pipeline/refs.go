@@ -15,8 +15,9 @@ import (
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
-// named is a release chart version a bootstrap chart names: its oci:// URL.
-type named struct{ URL, Version string }
+// named is a release chart version a bootstrap chart names: its oci:// URL,
+// and the SolAr Release it is the chart of (<namespace>/<name>).
+type named struct{ URL, Version, Release string }
 
 // bootstrapRefs reads the release charts a bootstrap chart version names.
 func bootstrapRefs(ctx context.Context, repo publish.Repository, tag string) ([]named, error) {

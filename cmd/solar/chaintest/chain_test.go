@@ -21,7 +21,9 @@ import (
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/credential"
+	"github.com/solar-pipeline/solar/renderer/pipeline"
 	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/targetreport"
 )
 
 // TestFluxChainToTheApplication publishes examples/ and lets the real
@@ -75,6 +77,20 @@ func TestFluxChainToTheApplication(t *testing.T) {
 	// in a Secret; solar-agent reports with exactly that file.
 	agentReports(t, e)
 
+	// 2b. What the cluster runs, as the agent reports it (with the agent
+	// chart's ServiceAccount on the cluster) and solar status compares it:
+	// every release Ready at the version published.
+	agentBin := buildAgent(t)
+	e.agentReport(agentBin, "alpha/edge-1")
+	code, st := e.status("alpha/edge-1")
+	require.Equal(t, 0, code, "%+v", st)
+	assert.Equal(t, pipeline.Converged, st.State)
+	require.NotEmpty(t, st.Releases)
+	for _, r := range st.Releases {
+		assert.Equal(t, r.Desired, r.Reported, r.Release)
+		assert.Equal(t, "Ready", r.Phase, r.Release)
+	}
+
 	// No token in a custom resource: only Secrets hold it on the cluster.
 	require.NotEmpty(t, testenv.AgentTokens(t, e.api, "alpha"), "the agents' tokens")
 	for _, gvr := range []schema.GroupVersionResource{testenv.HelmReleaseGVR, testenv.OCIRepositoryGVR} {
@@ -95,6 +111,10 @@ func TestFluxChainToTheApplication(t *testing.T) {
 	// 3. A changed Release upgrades exactly its Target's application.
 	e.edit("alpha/releases.yaml", "replicaCount: 2", "replicaCount: 3")
 	e.publish()
+	e.agentReport(agentBin, "alpha/edge-1")
+	code, st = e.status("alpha/edge-1")
+	assert.Equal(t, 2, code, "published, not yet on the cluster: %+v", st)
+	assert.Equal(t, pipeline.Progressing, st.State)
 	edge1 := e.names["alpha/edge-1"]["podinfo"]
 	assert.Equal(t, map[string]bool{
 		"upgrade flux-alpha-edge-1/" + chain.Bootstrap:   true,
@@ -102,6 +122,14 @@ func TestFluxChainToTheApplication(t *testing.T) {
 		"upgrade podinfo/" + edge1.AppRelease:            true,
 	}, actions(settle()), "the bootstrap, the release chart and the application of edge-1, nothing else")
 	assert.Equal(t, float64(3), e.appValues(edge1)["replicaCount"])
+	e.agentReport(agentBin, "alpha/edge-1")
+	code, st = e.status("alpha/edge-1")
+	assert.Equal(t, 0, code, "the new version Ready: %+v", st)
+	// The agent stopped: its last report grows older than the maximum age.
+	time.Sleep(2 * time.Second)
+	code, st = e.status("alpha/edge-1", "--max-age", "1s")
+	assert.Equal(t, 1, code)
+	assert.Equal(t, pipeline.Stale, st.State, st.Message)
 
 	// 4. A Release a Target no longer gets (its Profile no longer matches)
 	// is uninstalled at every level.
@@ -243,6 +271,29 @@ func TestFailingApplicationLeavesItsParentsReady(t *testing.T) {
 	assert.True(t, got["rollback podinfo/"+edge1.AppRelease], "remediation rolled it back: %v", events)
 	notReady := e.notReadyHelmReleases()
 	require.Len(t, notReady, 1, "only the application's HelmRelease is not Ready: %v", notReady)
+
+	// The agent reports it Failed, with helm-controller's message.
+	e.agentReport(buildAgent(t), "alpha/edge-1")
+	code, st := e.status("alpha/edge-1")
+	assert.Equal(t, 1, code)
+	assert.Equal(t, pipeline.Failed, st.State)
+	hr, err := e.dyn.Resource(testenv.HelmReleaseGVR).Namespace("flux-alpha-edge-1").Get(context.Background(), edge1.App.Name, metav1.GetOptions{})
+	require.NoError(t, err)
+	var ready string
+	for _, c := range targetreport.Conditions(hr.Object) {
+		if c.Type == "Ready" {
+			ready = c.Message
+		}
+	}
+	require.NotEmpty(t, ready)
+	found := false
+	for _, r := range st.Releases {
+		if r.Phase == "Failed" {
+			found = true
+			assert.Equal(t, ready, r.Message, "helm-controller's message, verbatim")
+		}
+	}
+	assert.True(t, found, "a release Failed: %+v", st)
 	assert.Contains(t, notReady[0], appHR)
 	for _, tg := range e.targets {
 		for key, n := range e.names[tg.ns+"/"+tg.name] {

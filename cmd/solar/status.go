@@ -1,0 +1,159 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/solar-pipeline/solar/renderer/diag"
+	"github.com/solar-pipeline/solar/renderer/pipeline"
+)
+
+const statusLong = `status compares, per Target of PATH (of -n, of --target), what solar published
+with what the Target's cluster runs: the newest bootstrap chart in the store
+(--registry or --out) and the release chart versions it names, beside the
+TargetReport the Target's solar-agent writes into the SolAr API server
+(--kubeconfig): per release the version the cluster runs, Flux's phase
+(Pending, Progressing, Ready, Degraded, Failed) and the failing condition's
+message.
+
+A Target is Converged when every release is Ready at the version published;
+Progressing while Flux is on its way; Failed when a release is Degraded or
+Failed; Stale when its report is older than --max-age (the agent writes at
+least that often, so it has stopped); Unknown when nothing was published
+for it or its agent has not reported.
+
+--watch asks again every --interval while a Target is Progressing.
+--exit-code exits 0 when every Target converged, 2 while one is
+progressing, 1 when one failed, is stale or unknown: a CI job can wait for
+a rollout with --watch --exit-code.`
+
+func newStatusCmd(g *globals) *cobra.Command {
+	var lf loadFlags
+	var rf registryFlags
+	var out, target, kubeconfig string
+	var maxAge, interval time.Duration
+	var watch, exitCode bool
+	cmd := &cobra.Command{
+		Use:   "status PATH... (--registry HOST[:PORT][/PREFIX] | --out DIR) [--kubeconfig FILE]",
+		Short: "Compare what solar published with what each Target's cluster runs",
+		Long:  statusLong,
+		Example: `  solar status examples/ --registry registry.example.com/solar --kubeconfig solar.yaml
+  solar status examples/ -n alpha --target edge-1 --registry registry.example.com/solar -o json
+  solar status examples/ --registry registry.example.com/solar --watch --exit-code   # wait for a rollout`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := rf.orOut(out); err != nil {
+				return err
+			}
+			if kubeconfig == "" {
+				return fmt.Errorf("--kubeconfig is required (or $KUBECONFIG): the SolAr API server the agents report to")
+			}
+			opts, err := lf.options(g, cmd.InOrStdin(), args)
+			if err != nil {
+				return err
+			}
+			opts.Target = target
+			targets, problems, err := pipeline.StatusTargets(opts)
+			if problems.HasErrors() {
+				return g.printStatusProblems(problems)
+			}
+			if err != nil {
+				return err
+			}
+			store, err := rf.readStore(cmd.Context(), out, true, cmd.InOrStdin())
+			if err != nil {
+				return g.storeError(err, "compare with", out, rf.registry)
+			}
+			defer store.Close()
+			for {
+				st, err := pipeline.Status(cmd.Context(), targets, store.Store, pipeline.StatusOptions{Kubeconfig: kubeconfig, MaxAge: maxAge})
+				if err != nil {
+					return hint(err, rf.registry)
+				}
+				if err := g.printTargetStatus(st); err != nil {
+					return err
+				}
+				code := pipeline.StatusExitCode(st)
+				if !watch || code != 2 {
+					if exitCode && code != 0 {
+						return exitError{code: code}
+					}
+					return nil
+				}
+				select {
+				case <-cmd.Context().Done():
+					return cmd.Context().Err()
+				case <-time.After(interval):
+				}
+			}
+		},
+	}
+	lf.register(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&out, "out", "", "directory of the OCI image layout to compare with")
+	rf.registerClient(fl, "to compare with")
+	fl.StringVar(&target, "target", "", "the Target of this name only (with -n, of that namespace)")
+	fl.StringVar(&kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the SolAr API server (default $KUBECONFIG)")
+	fl.DurationVar(&maxAge, "max-age", pipeline.DefaultMaxAge, "a report older than this is stale (solar-agent's --max-age)")
+	fl.BoolVar(&watch, "watch", false, "ask again every --interval while a Target is progressing")
+	fl.DurationVar(&interval, "interval", 5*time.Second, "time between two looks with --watch")
+	fl.BoolVar(&exitCode, "exit-code", false, "exit 0 when converged, 2 while progressing, 1 when failed, stale or unknown")
+	return cmd
+}
+
+// printStatusProblems prints what makes the input invalid and fails.
+func (g *globals) printStatusProblems(problems diag.List) error {
+	if g.output != "text" {
+		if err := g.printData(map[string]any{"targets": []any{}, "problems": problems}); err != nil {
+			return err
+		}
+	} else {
+		for _, p := range problems {
+			fmt.Fprintln(g.stderr, p)
+		}
+	}
+	return exitError{code: 1}
+}
+
+// printTargetStatus prints one row per release of each Target (one for a
+// Target without), or one JSON/YAML document {"targets": [...]}.
+func (g *globals) printTargetStatus(st []pipeline.TargetStatus) error {
+	if g.output != "text" {
+		return g.printData(map[string]any{"targets": st, "problems": []any{}})
+	}
+	w := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "NAMESPACE\tTARGET\tSTATE\tBOOTSTRAP\tREPORTED\tRELEASE\tDESIRED\tRUNNING\tPHASE\tMESSAGE")
+	dash := func(s string) string {
+		if s == "" {
+			return "-"
+		}
+		return s
+	}
+	for _, s := range st {
+		if len(s.Releases) == 0 {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t-\t-\t-\t-\t%s\n", s.Namespace, s.Name, s.State, dash(s.Bootstrap), dash(ago(s.Age)), cut(printable(s.Message), 80))
+			continue
+		}
+		for _, r := range s.Releases {
+			msg := r.Message
+			if msg == "" && r.Reported == "" {
+				msg = s.Message
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Namespace, s.Name, s.State, dash(s.Bootstrap), dash(ago(s.Age)),
+				r.Release, r.Desired, dash(r.Reported), dash(r.Phase), dash(cut(printable(msg), 80)))
+		}
+	}
+	return w.Flush()
+}
+
+// ago says an age as "3m0s ago"; "" stays "".
+func ago(age string) string {
+	if age == "" {
+		return ""
+	}
+	return age + " ago"
+}

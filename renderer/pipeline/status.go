@@ -1,0 +1,262 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/solar-pipeline/solar/renderer/chain"
+	"github.com/solar-pipeline/solar/renderer/credential"
+	"github.com/solar-pipeline/solar/renderer/diag"
+	"github.com/solar-pipeline/solar/renderer/load"
+	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/targetreport"
+)
+
+// The states of a Target in solar status, from best to worst.
+const (
+	// Converged: every release the newest bootstrap chart names is Ready at
+	// the version published, in a fresh report.
+	Converged = "Converged"
+	// Progressing: Flux is on its way (a release not yet Ready, or not yet
+	// at the version published, none failed).
+	Progressing = "Progressing"
+	// Failed: a release is Degraded or Failed.
+	Failed = "Failed"
+	// Stale: the report is older than the maximum age: the agent stopped.
+	Stale = "Stale"
+	// Unknown: nothing published for the Target, or no report.
+	Unknown = "Unknown"
+)
+
+// DefaultMaxAge is solar-agent's default --max-age: 10 intervals of 1
+// minute. A report older than that is stale.
+const DefaultMaxAge = 10 * time.Minute
+
+// StatusOptions say where the reports are and when one is stale.
+type StatusOptions struct {
+	// Kubeconfig is the kubeconfig of the SolAr API server.
+	Kubeconfig string
+	// MaxAge is the age past which a report is stale (0: DefaultMaxAge).
+	MaxAge time.Duration
+	// Now is the time reports are aged against (zero: time.Now).
+	Now time.Time
+}
+
+// TargetStatus compares what was published for a Target with what its
+// agent reported.
+type TargetStatus struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	State     string `json:"state"`
+	// Bootstrap is the newest bootstrap chart version in the store.
+	Bootstrap string `json:"bootstrap,omitempty"`
+	// LastReportTime and Age say when the agent last reported.
+	LastReportTime *time.Time `json:"lastReportTime,omitempty"`
+	Age            string     `json:"age,omitempty"`
+	// Message says why the state is not Converged.
+	Message  string          `json:"message,omitempty"`
+	Releases []ReleaseStatus `json:"releases"`
+}
+
+// ReleaseStatus is one release: published (Desired) and reported.
+type ReleaseStatus struct {
+	// Release is the SolAr Release, <namespace>/<name>.
+	Release string `json:"release"`
+	// Desired is the release chart version the newest bootstrap chart names.
+	Desired string `json:"desired"`
+	// Reported is the release chart version the cluster runs, and Phase
+	// what Flux says of it; empty when the report does not name it.
+	Reported string `json:"reported,omitempty"`
+	Phase    string `json:"phase,omitempty"`
+	// Message is the failing condition's message.
+	Message string `json:"message,omitempty"`
+}
+
+// Status compares, for every Target of the set that opts select, the
+// newest bootstrap chart in store (its release chart versions) with the
+// Target's TargetReport in the API server.
+func Status(ctx context.Context, targets []load.ID, store publish.Store, so StatusOptions) ([]TargetStatus, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", so.Kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("reading the kubeconfig %s: %w", so.Kubeconfig, err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if so.MaxAge == 0 {
+		so.MaxAge = DefaultMaxAge
+	}
+	if so.Now.IsZero() {
+		so.Now = time.Now()
+	}
+	out := make([]TargetStatus, 0, len(targets))
+	for _, t := range targets {
+		st, err := targetStatus(ctx, t, store, dyn, so)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// targetStatus is one Target's status.
+func targetStatus(ctx context.Context, t load.ID, store publish.Store, dyn dynamic.Interface, so StatusOptions) (TargetStatus, error) {
+	st := TargetStatus{Namespace: t.Namespace, Name: t.Name, State: Unknown, Releases: []ReleaseStatus{}}
+	desired, err := desiredReleases(ctx, store, t, &st)
+	if err != nil || desired == nil {
+		return st, err
+	}
+	st.Releases = desired
+	u, err := dyn.Resource(credential.TargetReportGVR).Namespace(t.Namespace).Get(ctx, t.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		st.Message = "no TargetReport: its credential was never minted (solar credentials sync)"
+		return st, nil
+	}
+	if err != nil {
+		return st, fmt.Errorf("reading the TargetReport of %s/%s: %w", t.Namespace, t.Name, err)
+	}
+	var report targetreport.Spec
+	if b, err := json.Marshal(u.Object["spec"]); err == nil {
+		_ = json.Unmarshal(b, &report)
+	}
+	compare(&st, report, so)
+	return st, nil
+}
+
+// desiredReleases reads the newest bootstrap chart of t: its version into
+// st.Bootstrap and its releases; nil when nothing is published.
+func desiredReleases(ctx context.Context, store publish.Store, t load.ID, st *TargetStatus) ([]ReleaseStatus, error) {
+	repo, err := store.Repository(ctx, chain.BootstrapRepository(t.Namespace, t.Name))
+	if err != nil {
+		return nil, err
+	}
+	newest, err := publish.Newest(ctx, repo)
+	if err != nil {
+		return nil, fmt.Errorf("reading the bootstrap chart of %s/%s: %w", t.Namespace, t.Name, publish.Explain(err))
+	}
+	if newest == "" {
+		st.Message = "nothing published for it"
+		return nil, nil
+	}
+	st.Bootstrap = newest
+	refs, err := bootstrapRefs(ctx, repo, newest)
+	if err != nil {
+		return nil, fmt.Errorf("reading the bootstrap chart %s/%s:%s: %w", t.Namespace, t.Name, newest, err)
+	}
+	out := []ReleaseStatus{}
+	for _, r := range refs {
+		out = append(out, ReleaseStatus{Release: r.Release, Desired: r.Version})
+	}
+	return out, nil
+}
+
+// compare fills st from the report: each release's reported version and
+// phase, the report's age, and the Target's state.
+func compare(st *TargetStatus, report targetreport.Spec, so StatusOptions) {
+	if report.LastReportTime.IsZero() {
+		st.Message = "the agent has not reported yet"
+		return
+	}
+	at := report.LastReportTime.UTC()
+	st.LastReportTime = &at
+	age := so.Now.Sub(at).Round(time.Second)
+	st.Age = age.String()
+	reported := map[string]targetreport.Release{}
+	for _, r := range report.Releases {
+		reported[r.Name] = r
+	}
+	st.State = Converged
+	var why []string
+	for i := range st.Releases {
+		rs := &st.Releases[i]
+		relNS, name, _ := strings.Cut(rs.Release, "/")
+		r, ok := reported[name]
+		if !ok {
+			r, ok = reported[relNS+"."+name]
+		}
+		if !ok {
+			st.State = worse(st.State, Progressing)
+			why = append(why, rs.Release+": not on the cluster yet")
+			continue
+		}
+		rs.Reported, rs.Phase, rs.Message = r.Revision, string(r.Phase), failing(r)
+		switch {
+		case r.Phase == targetreport.Failed || r.Phase == targetreport.Degraded:
+			st.State = worse(st.State, Failed)
+			why = append(why, rs.Release+": "+string(r.Phase)+": "+rs.Message)
+		case r.Phase != targetreport.Ready || r.Revision != rs.Desired:
+			st.State = worse(st.State, Progressing)
+		}
+	}
+	if age > so.MaxAge {
+		st.State = Stale
+		why = append([]string{fmt.Sprintf("the last report is %s old (more than %s): is the agent running?", st.Age, so.MaxAge)}, why...)
+	}
+	st.Message = strings.Join(why, "; ")
+}
+
+// failing is the message of the first condition that is not True, the
+// HelmRelease's first.
+func failing(r targetreport.Release) string {
+	for _, c := range append(r.HelmConditions, r.SourceConditions...) {
+		if c.Type == "Ready" && c.Status != metav1.ConditionTrue {
+			return c.Message
+		}
+	}
+	return ""
+}
+
+var rank = map[string]int{Converged: 0, Progressing: 1, Unknown: 2, Failed: 3, Stale: 4}
+
+func worse(a, b string) string {
+	if rank[b] > rank[a] {
+		return b
+	}
+	return a
+}
+
+// StatusExitCode is what solar status --exit-code exits with: 0 when every
+// Target converged, 2 while one is progressing, 1 when one failed, is
+// stale, or is unknown.
+func StatusExitCode(st []TargetStatus) int {
+	code := 0
+	for _, s := range st {
+		switch s.State {
+		case Progressing:
+			code = max(code, 2)
+		case Failed, Stale, Unknown:
+			return 1
+		}
+	}
+	return code
+}
+
+// StatusTargets are the Targets of opts.Paths that -n and --target select,
+// once the input is valid.
+func StatusTargets(opts Options) ([]load.ID, diag.List, error) {
+	set, problems, err := Load(opts)
+	if err != nil || set == nil {
+		return nil, problems, err
+	}
+	var out []load.ID
+	for _, t := range set.Targets {
+		if (opts.Namespace == "" || t.Namespace == opts.Namespace) && (opts.Target == "" || t.Name == opts.Target) {
+			out = append(out, targetID(t.Namespace, t.Name))
+		}
+	}
+	if len(out) == 0 {
+		return nil, problems, errors.New("no Target in the input that -n and --target select: nothing to show")
+	}
+	return out, problems, nil
+}
