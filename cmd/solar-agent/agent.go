@@ -42,15 +42,14 @@ type agent struct {
 	ready atomic.Bool
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	var kubeconfig, clusterKubeconfig, target, namespace, healthAddr string
-	var interval, maxAge time.Duration
-	var once bool
-	log := slog.New(slog.NewTextHandler(stderr, nil))
-	cmd := &cobra.Command{
-		Use:   "solar-agent --kubeconfig FILE --target NAME",
-		Short: "Report what Flux does on this Target's cluster to the SolAr API server",
-		Long: `solar-agent reads, every --interval, the OCIRepositories and HelmReleases solar's
+// flags are solar-agent's flags.
+type flags struct {
+	kubeconfig, clusterKubeconfig, target, namespace, healthAddr string
+	interval, maxAge                                             time.Duration
+	once                                                         bool
+}
+
+const agentLong = `solar-agent reads, every --interval, the OCIRepositories and HelmReleases solar's
 charts made on its own cluster (read-only, in every namespace: the agent
 chart's ClusterRole) and writes its Target's TargetReport in SolAr's shape:
 per release its phase (Pending, Progressing, Ready, Degraded, Failed), the
@@ -71,67 +70,32 @@ rotated token arrives with the next agent chart. With --once it reports once
 and exits 1 on failure.
 
 With --health-addr it serves /healthz (alive) and /readyz (200 once the last
-report went through, 503 otherwise) for the probes of its Deployment.`,
+report went through, 503 otherwise) for the probes of its Deployment.`
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var f flags
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	cmd := &cobra.Command{
+		Use:   "solar-agent --kubeconfig FILE --target NAME",
+		Short: "Report what Flux does on this Target's cluster to the SolAr API server",
+		Long:  agentLong,
 		Example: `  solar-agent --kubeconfig /etc/solar/kubeconfig --target edge-1
   solar-agent --kubeconfig kubeconfig --target edge-1 --once`,
 		Args:          cobra.NoArgs,
 		Version:       buildinfo.Read().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if target == "" {
-				return errors.New("--target is required")
-			}
-			loader := &clientcmd.ClientConfigLoadingRules{ExplicitPath: kubeconfig}
-			cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(loader, &clientcmd.ConfigOverrides{})
-			cfg, err := cc.ClientConfig()
-			if err != nil {
-				return fmt.Errorf("reading the kubeconfig: %w", err)
-			}
-			if namespace == "" {
-				if namespace, _, err = cc.Namespace(); err != nil {
-					return fmt.Errorf("reading the namespace of the kubeconfig: %w", err)
-				}
-			}
-			client, err := dynamic.NewForConfig(cfg)
-			if err != nil {
-				return err
-			}
-			cluster, err := clusterClient(clusterKubeconfig, log)
-			if err != nil {
-				return err
-			}
-			if maxAge == 0 {
-				maxAge = 10 * interval
-			}
-			a := &agent{client: client, cluster: cluster, namespace: namespace, target: target, log: log, now: time.Now,
-				backoff: 5 * time.Second, maxAge: maxAge}
-			if once {
-				return a.report(cmd.Context(), true)
-			}
-			if healthAddr != "" {
-				ln, err := net.Listen("tcp", healthAddr)
-				if err != nil {
-					return fmt.Errorf("--health-addr: %w", err)
-				}
-				srv := &http.Server{Handler: a.health(), ReadHeaderTimeout: 5 * time.Second}
-				go srv.Serve(ln) //nolint:errcheck // ends with Close below
-				defer srv.Close()
-				log.Info("serving /healthz and /readyz", "addr", ln.Addr().String())
-			}
-			a.loop(cmd.Context(), interval)
-			return nil
-		},
+		RunE:          func(cmd *cobra.Command, _ []string) error { return f.start(cmd.Context(), log) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the SolAr API server (default $KUBECONFIG)")
-	fl.StringVar(&target, "target", "", "name of this Target (required)")
-	fl.StringVarP(&namespace, "namespace", "n", "", "namespace of the Target (default: the kubeconfig's)")
-	fl.StringVar(&clusterKubeconfig, "cluster-kubeconfig", "", "kubeconfig of this Target's cluster, where Flux runs (default: the Pod's ServiceAccount)")
-	fl.DurationVar(&interval, "interval", time.Minute, "time between two looks at the cluster")
-	fl.DurationVar(&maxAge, "max-age", 0, "write an unchanged report again once the last is this old (default 10 intervals)")
-	fl.BoolVar(&once, "once", false, "report once and exit")
-	fl.StringVar(&healthAddr, "health-addr", "", "address of /healthz and /readyz, e.g. :8080 (default: none)")
+	fl.StringVar(&f.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the SolAr API server (default $KUBECONFIG)")
+	fl.StringVar(&f.target, "target", "", "name of this Target (required)")
+	fl.StringVarP(&f.namespace, "namespace", "n", "", "namespace of the Target (default: the kubeconfig's)")
+	fl.StringVar(&f.clusterKubeconfig, "cluster-kubeconfig", "", "kubeconfig of this Target's cluster, where Flux runs (default: the Pod's ServiceAccount)")
+	fl.DurationVar(&f.interval, "interval", time.Minute, "time between two looks at the cluster")
+	fl.DurationVar(&f.maxAge, "max-age", 0, "write an unchanged report again once the last is this old (default 10 intervals)")
+	fl.BoolVar(&f.once, "once", false, "report once and exit")
+	fl.StringVar(&f.healthAddr, "health-addr", "", "address of /healthz and /readyz, e.g. :8080 (default: none)")
 	cmd.SetArgs(args)
 	cmd.SetOut(stdout)
 	cmd.SetErr(stderr)
@@ -140,6 +104,64 @@ report went through, 503 otherwise) for the probes of its Deployment.`,
 		return 1
 	}
 	return 0
+}
+
+// start builds the agent of the flags and reports once (--once) or until
+// ctx ends, serving the probes with --health-addr.
+func (f flags) start(ctx context.Context, log *slog.Logger) error {
+	a, err := f.agent(log)
+	if err != nil {
+		return err
+	}
+	if f.once {
+		return a.report(ctx, true)
+	}
+	if f.healthAddr != "" {
+		ln, err := net.Listen("tcp", f.healthAddr)
+		if err != nil {
+			return fmt.Errorf("--health-addr: %w", err)
+		}
+		srv := &http.Server{Handler: a.health(), ReadHeaderTimeout: 5 * time.Second}
+		go srv.Serve(ln) //nolint:errcheck // ends with Close below
+		defer srv.Close()
+		log.Info("serving /healthz and /readyz", "addr", ln.Addr().String())
+	}
+	a.loop(ctx, f.interval)
+	return nil
+}
+
+// agent is the agent the flags say: its clients of the SolAr API server
+// and of its cluster.
+func (f flags) agent(log *slog.Logger) (*agent, error) {
+	if f.target == "" {
+		return nil, errors.New("--target is required")
+	}
+	loader := &clientcmd.ClientConfigLoadingRules{ExplicitPath: f.kubeconfig}
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(loader, &clientcmd.ConfigOverrides{})
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("reading the kubeconfig: %w", err)
+	}
+	namespace := f.namespace
+	if namespace == "" {
+		if namespace, _, err = cc.Namespace(); err != nil {
+			return nil, fmt.Errorf("reading the namespace of the kubeconfig: %w", err)
+		}
+	}
+	client, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	cluster, err := clusterClient(f.clusterKubeconfig, log)
+	if err != nil {
+		return nil, err
+	}
+	maxAge := f.maxAge
+	if maxAge == 0 {
+		maxAge = 10 * f.interval
+	}
+	return &agent{client: client, cluster: cluster, namespace: namespace, target: f.target, log: log, now: time.Now,
+		backoff: 5 * time.Second, maxAge: maxAge}, nil
 }
 
 // loop reports every interval; after a failure it retries sooner, waiting
