@@ -20,6 +20,8 @@
 //     spec.{install,upgrade}.remediation.retries is exhausted; then Stalled
 //     (RetriesExceeded), the last failed install left in place; one action of
 //     each kind per reconcile;
+//   - status.history (api/v2 Snapshot: the newest Helm release, its chart
+//     version and status) and lastAttemptedRevision with every status;
 //   - status as kstatus reads it: Reconciling while an action runs, Ready
 //     True/False, Stalled, and status.observedGeneration set only once the
 //     HelmRelease is Ready or Stalled (a new one starts at the CRD's -1), so a

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/opencontainers/go-digest"
+	releasev1 "helm.sh/helm/v4/pkg/release/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -98,6 +100,12 @@ func (d *Driver) setStatus(ctx context.Context, req *request, m mark) {
 		}
 	}
 	status := map[string]any{"conditions": kept}
+	if history := snapshot(req); history != nil {
+		status["history"] = history
+	}
+	if req.chart != nil && req.chart.Metadata != nil {
+		status["lastAttemptedRevision"] = req.chart.Metadata.Version
+	}
 	if m.observed {
 		status["observedGeneration"] = hr.GetGeneration()
 	}
@@ -111,4 +119,38 @@ func (d *Driver) setStatus(ctx context.Context, req *request, m mark) {
 	if err == nil {
 		req.hr = updated
 	}
+}
+
+// snapshot is status.history as helm-controller keeps it (api/v2's Snapshot,
+// newest first, written with every status): here the newest Helm release of
+// the HelmRelease only, with its chart's name and version, status and times;
+// the digests are the stand-in's own (of the release's name and version, and
+// of its values), in the same sha256 form. nil before the first release.
+func snapshot(req *request) []any {
+	last, err := req.cfg.Releases.Last(req.name)
+	if err != nil {
+		return nil
+	}
+	rel, ok := last.(*releasev1.Release)
+	if !ok || rel.Chart == nil || rel.Chart.Metadata == nil || rel.Info == nil {
+		return nil
+	}
+	config, _ := json.Marshal(rel.Config)
+	s := map[string]any{
+		"apiVersion":    "helm.sh/v4",
+		"name":          rel.Name,
+		"namespace":     rel.Namespace,
+		"version":       int64(rel.Version),
+		"status":        string(rel.Info.Status),
+		"chartName":     rel.Chart.Metadata.Name,
+		"chartVersion":  rel.Chart.Metadata.Version,
+		"digest":        digest.FromString(fmt.Sprintf("%s.v%d", rel.Name, rel.Version)).String(),
+		"configDigest":  digest.FromBytes(config).String(),
+		"firstDeployed": rel.Info.FirstDeployed.UTC().Format(time.RFC3339),
+		"lastDeployed":  rel.Info.LastDeployed.UTC().Format(time.RFC3339),
+	}
+	if v := rel.Chart.Metadata.AppVersion; v != "" {
+		s["appVersion"] = v
+	}
+	return []any{s}
 }
