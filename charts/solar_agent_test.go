@@ -81,8 +81,8 @@ func TestSolarAgentChart(t *testing.T) {
 	require.Contains(t, objs, "ClusterRole")
 	rules, err := json.Marshal(objs["ClusterRole"]["rules"])
 	require.NoError(t, err)
-	assert.JSONEq(t, `[{"apiGroups":["source.toolkit.fluxcd.io"],"resources":["ocirepositories"],"verbs":["get","list","watch"]},
-		{"apiGroups":["helm.toolkit.fluxcd.io"],"resources":["helmreleases"],"verbs":["get","list","watch"]}]`, string(rules))
+	assert.JSONEq(t, `[{"apiGroups":["source.toolkit.fluxcd.io"],"resources":["ocirepositories"],"verbs":["get","list"]},
+		{"apiGroups":["helm.toolkit.fluxcd.io"],"resources":["helmreleases"],"verbs":["get","list"]}]`, string(rules))
 	binding := objs["ClusterRoleBinding"]
 	assert.Equal(t, []any{map[string]any{"kind": "ServiceAccount", "name": "solar-system-edge-1-solar-agent", "namespace": "solar-system"}}, binding["subjects"])
 

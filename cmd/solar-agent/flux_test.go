@@ -43,7 +43,7 @@ func fluxPair(t *testing.T, dyn dynamic.Interface, name, target, app string) {
 		}
 		_, err := dyn.Resource(gvr).Namespace("flux-system").Create(context.Background(), &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": apiVersion, "kind": kind,
-			"metadata": map[string]any{"name": name, "labels": labels, "annotations": map[string]any{targetreport.AnnotationRelease: "apps/web"}},
+			"metadata": map[string]any{"name": name, "labels": labels, "annotations": map[string]any{targetreport.AnnotationRelease: "alpha/web"}},
 			"spec":     spec,
 		}}, metav1.CreateOptions{})
 		require.NoError(t, err)

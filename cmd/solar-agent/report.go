@@ -48,13 +48,18 @@ func (a *agent) report(ctx context.Context, force bool) error {
 	}
 	prev := specOf(report)
 	now := a.now().UTC().Truncate(time.Second)
-	if !force && targetreport.SameState(prev, spec) && now.Sub(prev.LastReportTime.Time) < a.maxAge {
+	last := prev.LastReportTime.Time
+	if last.After(now.Add(time.Second)) {
+		// Dated in the future (a clock that was wrong): not built on.
+		last = time.Time{}
+	}
+	if !force && !last.IsZero() && targetreport.SameState(prev, spec) && now.Sub(last) < a.maxAge {
 		a.log.Debug("unchanged", "target", a.namespace+"/"+a.target)
 		return nil
 	}
 	// It advances with every write, also within one second.
-	if !now.After(prev.LastReportTime.Time) {
-		now = prev.LastReportTime.Add(time.Second)
+	if !now.After(last) {
+		now = last.Add(time.Second)
 	}
 	spec.LastReportTime = metav1.NewTime(now)
 	if err := setSpec(report, spec); err != nil {
@@ -90,7 +95,7 @@ func (a *agent) collect(ctx context.Context) targetreport.Spec {
 		if err := cmpErr(err1, err2); err != nil {
 			check.Status, check.Reason, check.Message = metav1.ConditionFalse, reason(err), err.Error()
 		} else {
-			spec.Releases = targetreport.Collect(a.target, sources, helms)
+			spec.Releases = targetreport.Collect(a.namespace, a.target, sources, helms)
 		}
 	}
 	spec.Preflight.Checks = []targetreport.Check{check}

@@ -144,7 +144,7 @@ func (g *globals) printTargetStatus(st []pipeline.TargetStatus) error {
 				msg = s.Message
 			}
 			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Namespace, s.Name, s.State, dash(s.Bootstrap), dash(ago(s.Age)),
-				r.Release, r.Desired, dash(r.Reported), dash(r.Phase), dash(cut(printable(msg), 80)))
+				r.Release, r.Desired, dash(cut(printable(r.Reported), 20)), dash(cut(printable(r.Phase), 12)), dash(cut(printable(msg), 80)))
 		}
 	}
 	return w.Flush()

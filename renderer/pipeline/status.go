@@ -37,9 +37,14 @@ const (
 	Unknown = "Unknown"
 )
 
-// DefaultMaxAge is solar-agent's default --max-age: 10 intervals of 1
-// minute. A report older than that is stale.
-const DefaultMaxAge = 10 * time.Minute
+// DefaultMaxAge is the age past which a report is stale: solar-agent's
+// heartbeat (its --max-age, 10 intervals of 1 minute), plus one interval it
+// may take to notice, plus margin.
+const DefaultMaxAge = 15 * time.Minute
+
+// maxSkew is how far in the future a report may be dated (the agent's
+// clock ahead of solar's) before it is not believed.
+const maxSkew = time.Minute
 
 // StatusOptions say where the reports are and when one is stale.
 type StatusOptions struct {
@@ -172,6 +177,16 @@ func compare(st *TargetStatus, report targetreport.Spec, so StatusOptions) {
 	st.LastReportTime = &at
 	age := so.Now.Sub(at).Round(time.Second)
 	st.Age = age.String()
+	if age < -maxSkew {
+		st.Message = fmt.Sprintf("the report is dated %s in the future: the agent's clock is wrong", -age)
+		return
+	}
+	for _, c := range report.Preflight.Checks {
+		if c.Type == "FluxReadable" && c.Status != metav1.ConditionTrue {
+			st.Message = "the agent cannot read Flux on its cluster: " + c.Reason + ": " + c.Message
+			return
+		}
+	}
 	reported := map[string]targetreport.Release{}
 	for _, r := range report.Releases {
 		reported[r.Name] = r
@@ -181,10 +196,7 @@ func compare(st *TargetStatus, report targetreport.Spec, so StatusOptions) {
 	for i := range st.Releases {
 		rs := &st.Releases[i]
 		relNS, name, _ := strings.Cut(rs.Release, "/")
-		r, ok := reported[name]
-		if !ok {
-			r, ok = reported[relNS+"."+name]
-		}
+		r, ok := reported[targetreport.ReleaseName(st.Namespace, relNS, name)]
 		if !ok {
 			st.State = worse(st.State, Progressing)
 			why = append(why, rs.Release+": not on the cluster yet")

@@ -1,6 +1,8 @@
 package targetreport
 
 import (
+	"cmp"
+	"slices"
 	"strings"
 )
 
@@ -13,67 +15,82 @@ const (
 	AnnotationRelease = "solar.opendefense.cloud/release"
 )
 
-// Collect finds the releases of Target target among the OCIRepositories and
-// HelmReleases of its cluster. A release is installed in two steps: the
+// Collect finds the releases of Target ns/target among the OCIRepositories
+// and HelmReleases of its cluster. A release is installed in two steps: the
 // bootstrap chart's pair (labelled with the Target) installs the release
 // chart, whose pair (named by the first HelmRelease's values, names.app)
 // installs the application. A release reports:
-//   - Name: its SolAr Release's name; Namespace: where its pairs live;
+//   - Name: ReleaseName of its SolAr Release; Namespace: where its pairs live;
 //   - Revision: the release chart version live (what solar publishes, and
 //     what solar status compares);
 //   - the application pair's conditions and phase once it exists; until
 //     then the first pair's, where a release chart that cannot be pulled or
 //     verified shows, its phase never Ready (the application is not there).
 //
-// The result is sorted. Two releases of one name (from two namespaces)
-// report as "<namespace>.<name>", as their labels name them.
-func Collect(target string, sources, helms []Object) []Release {
-	byName := func(list []Object, ns, name string) Object {
+// A first HelmRelease whose release annotation is not <namespace>/<name>
+// is left out, and so is a second one of a release already found (by
+// object name order): the report's list keys stay unique. The result is
+// sorted.
+func Collect(ns, target string, sources, helms []Object) []Release {
+	firsts := slices.Clone(helms)
+	slices.SortFunc(firsts, func(a, b Object) int {
+		return cmp.Or(cmp.Compare(meta(a, "namespace"), meta(b, "namespace")), cmp.Compare(meta(a, "name"), meta(b, "name")))
+	})
+	var out []Release
+	seen := map[[2]string]bool{}
+	for _, first := range firsts {
+		release := annotation(first, AnnotationRelease)
+		relNS, relName, ok := strings.Cut(release, "/")
+		if label(first, LabelTarget) != target || !ok || relNS == "" || relName == "" {
+			continue
+		}
+		r := Release{Name: ReleaseName(ns, relNS, relName), Namespace: meta(first, "namespace"), Revision: Revision(first)}
+		if seen[[2]string{r.Namespace, r.Name}] {
+			continue
+		}
+		seen[[2]string{r.Namespace, r.Name}] = true
+		phase(&r, first, sources, helms)
+		out = append(out, r)
+	}
+	s := Spec{Releases: out}
+	s.Sort()
+	return s.Releases
+}
+
+// ReleaseName is how a report names the Release relNS/relName of a Target
+// of namespace ns: its name, as SolAr's reports do, when it is the
+// Target's namespace's; else relNS/relName, which no name can be.
+func ReleaseName(ns, relNS, relName string) string {
+	if relNS == ns {
+		return relName
+	}
+	return relNS + "/" + relName
+}
+
+// phase fills r's phase and conditions from the release's first HelmRelease
+// and, once it exists, its application pair.
+func phase(r *Release, first Object, sources, helms []Object) {
+	byName := func(list []Object, name string) Object {
 		for _, o := range list {
-			if meta(o, "namespace") == ns && meta(o, "name") == name {
+			if meta(o, "namespace") == r.Namespace && meta(o, "name") == name {
 				return o
 			}
 		}
 		return nil
 	}
-	var out []Release
-	names := map[string]int{}
-	for _, first := range helms {
-		labels, _ := first["metadata"].(map[string]any)["labels"].(map[string]any)
-		release := annotation(first, AnnotationRelease)
-		if labels[LabelTarget] != target || release == "" {
-			continue
-		}
-		ns := meta(first, "namespace")
-		r := Release{Name: release, Namespace: ns, Revision: Revision(first)}
-		firstSource := byName(sources, ns, meta(first, "name"))
-		app := appName(first)
-		appSource, appHelm := byName(sources, ns, app), byName(helms, ns, app)
-		if app != "" && (appSource != nil || appHelm != nil) {
-			r.Phase = worst(PhaseOf(firstSource, first), PhaseOf(appSource, appHelm))
-			r.SourceConditions, r.HelmConditions = Conditions(appSource), Conditions(appHelm)
-		} else {
-			r.Phase = PhaseOf(firstSource, first)
-			if r.Phase == Ready {
-				r.Phase = Progressing
-			}
-			r.SourceConditions, r.HelmConditions = Conditions(firstSource), Conditions(first)
-		}
-		_, short, _ := strings.Cut(release, "/")
-		names[short]++
-		out = append(out, r)
+	firstSource := byName(sources, meta(first, "name"))
+	app := appName(first)
+	appSource, appHelm := byName(sources, app), byName(helms, app)
+	if app != "" && (appSource != nil || appHelm != nil) {
+		r.Phase = worst(PhaseOf(firstSource, first), PhaseOf(appSource, appHelm))
+		r.SourceConditions, r.HelmConditions = Conditions(appSource), Conditions(appHelm)
+		return
 	}
-	for i := range out {
-		relNS, short, _ := strings.Cut(out[i].Name, "/")
-		if names[short] > 1 {
-			out[i].Name = relNS + "." + short
-		} else {
-			out[i].Name = short
-		}
+	r.Phase = PhaseOf(firstSource, first)
+	if r.Phase == Ready {
+		r.Phase = Progressing
 	}
-	s := Spec{Releases: out}
-	s.Sort()
-	return s.Releases
+	r.SourceConditions, r.HelmConditions = Conditions(firstSource), Conditions(first)
 }
 
 // severity orders the phases from best to worst.
@@ -102,6 +119,13 @@ func appName(helm Object) string {
 func meta(o Object, field string) string {
 	m, _ := o["metadata"].(map[string]any)
 	s, _ := m[field].(string)
+	return s
+}
+
+func label(o Object, key string) string {
+	m, _ := o["metadata"].(map[string]any)
+	l, _ := m["labels"].(map[string]any)
+	s, _ := l[key].(string)
 	return s
 }
 

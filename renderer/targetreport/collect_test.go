@@ -48,11 +48,11 @@ func TestCollect(t *testing.T) {
 		withHistory(named(ok(), "edge-1-mon", "edge-1", "ops/mon", "edge-1-mon-app"), "0.0.7"),
 		named(ok(), "edge-2-web", "edge-2", "apps/web", "edge-2-web-app"),
 	}
-	got := Collect("edge-1", sources, helms)
+	got := Collect("apps", "edge-1", sources, helms)
 	require.Len(t, got, 3)
 	assert.Equal(t, Release{Name: "db", Namespace: "flux-system", Phase: Failed, Revision: "0.0.1",
 		SourceConditions: Conditions(sources[3]), HelmConditions: Conditions(failing)}, got[0])
-	assert.Equal(t, "mon", got[1].Name)
+	assert.Equal(t, "ops/mon", got[1].Name, "a Release of another namespace than the Target's")
 	assert.Equal(t, Progressing, got[1].Phase, "the release chart is installed, the application pair not yet there")
 	assert.Equal(t, "0.0.7", got[1].Revision)
 	assert.Equal(t, Conditions(helms[4]), got[1].HelmConditions, "until then, the first pair's conditions")

@@ -2,6 +2,8 @@ package targetreport
 
 import (
 	"encoding/json"
+	"strings"
+	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -21,12 +23,13 @@ const maxMessage = 32768
 //   - no pair: Pending;
 //   - a Stalled=True half (helm-controller: remediation spent its retries):
 //     Failed;
-//   - a source whose Ready=False: Degraded (source-controller retries);
-//   - a HelmRelease without a current Ready, or Ready=Unknown, or Reconciling:
-//     Progressing;
+//   - a half whose Ready=False: Degraded, a retry coming (helm-controller
+//     keeps Reconciling=True, ProgressingWithRetry, beside it; a rollback,
+//     Remediated with RollbackSucceeded, is this too; source-controller
+//     retries on its interval);
 //   - both halves Ready=True: Ready;
-//   - else (Ready=False, a retry coming; a rollback, Remediated with
-//     RollbackSucceeded, is this too): Degraded.
+//   - else (a half missing, without a current Ready, Ready=Unknown while an
+//     action runs): Progressing.
 //
 // Drifted and failed tests are conditions of their own, kept verbatim, not
 // phases.
@@ -36,19 +39,10 @@ func PhaseOf(source, helm Object) Phase {
 		return Pending
 	case status(helm, "Stalled") == metav1.ConditionTrue, status(source, "Stalled") == metav1.ConditionTrue:
 		return Failed
-	case status(source, "Ready") == metav1.ConditionFalse:
+	case status(source, "Ready") == metav1.ConditionFalse, status(helm, "Ready") == metav1.ConditionFalse:
 		return Degraded
-	case helm == nil, status(helm, "Reconciling") == metav1.ConditionTrue:
-		return Progressing
-	}
-	switch status(helm, "Ready") {
-	case metav1.ConditionTrue:
-		if source == nil || status(source, "Ready") == metav1.ConditionTrue {
-			return Ready
-		}
-		return Progressing
-	case metav1.ConditionFalse:
-		return Degraded
+	case status(source, "Ready") == metav1.ConditionTrue && status(helm, "Ready") == metav1.ConditionTrue:
+		return Ready
 	}
 	return Progressing
 }
@@ -91,12 +85,24 @@ func Conditions(o Object) []metav1.Condition {
 		return nil
 	}
 	for i := range out {
-		if len(out[i].Message) > maxMessage {
-			out[i].Message = out[i].Message[:maxMessage-3] + "..."
-		}
+		out[i].Message = bound(out[i].Message)
 	}
 	byType(out)
 	return out
+}
+
+// bound cuts s to maxMessage bytes on a character boundary, and replaces
+// invalid UTF-8: what is written reads back the same.
+func bound(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= maxMessage {
+		return s
+	}
+	cut := maxMessage - 3
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }
 
 // Revision is the chart version a HelmRelease has live: the newest entry

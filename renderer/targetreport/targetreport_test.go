@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -62,6 +64,8 @@ func TestPhaseOf(t *testing.T) {
 		{"ready about an older generation", ready, hr(4, [4]any{"Ready", "True", "UpgradeSucceeded", int64(3)}), Progressing},
 		{"installing", ready, hr(2, [4]any{"Ready", "Unknown", "Progressing", int64(2)}, [4]any{"Reconciling", "True", "Progressing", int64(2)}), Progressing},
 		{"failed, a retry coming", ready, hr(2, [4]any{"Ready", "False", "InstallFailed", int64(2)}), Degraded},
+		{"failed, helm-controller retrying", ready, hr(2, [4]any{"Ready", "False", "UpgradeFailed", int64(2)}, [4]any{"Reconciling", "True", "ProgressingWithRetry", int64(2)}), Degraded},
+		{"no source", nil, hr(2, [4]any{"Ready", "True", "UpgradeSucceeded", int64(2)}), Progressing},
 		{"rolled back", ready, hr(2, [4]any{"Ready", "False", "UpgradeFailed", int64(2)}, [4]any{"Remediated", "True", "RollbackSucceeded", int64(2)}), Degraded},
 		{"retries spent", ready, hr(2, [4]any{"Ready", "False", "RetriesExceeded", int64(2)}, [4]any{"Stalled", "True", "RetriesExceeded", int64(2)}), Failed},
 		{"drifted is a flag", ready, hr(2, [4]any{"Ready", "True", "UpgradeSucceeded", int64(2)}, [4]any{"Drifted", "True", "DriftDetected", int64(2)}), Ready},
@@ -70,4 +74,14 @@ func TestPhaseOf(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) { assert.Equal(t, tc.want, PhaseOf(tc.source, tc.helm)) })
 	}
+}
+
+// TestBoundedMessage: a message cut to the schema's 32 KiB stays valid
+// UTF-8, so what the agent writes reads back the same.
+func TestBoundedMessage(t *testing.T) {
+	long := strings.Repeat("a", maxMessage-4) + "éééé"
+	got := bound(long)
+	assert.LessOrEqual(t, len(got), maxMessage)
+	assert.True(t, utf8.ValidString(got))
+	assert.Equal(t, "ok\uFFFD", bound("ok\xff"))
 }

@@ -14,5 +14,5 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{/* solar-agent.clusterRole names the ClusterRole and its binding: one per
 release, as the release is one per Target. */}}
 {{- define "solar-agent.clusterRole" -}}
-{{ printf "%s-%s" .Release.Namespace .Release.Name | trunc 63 | trimSuffix "-" }}
+{{ printf "%s-%s" .Release.Namespace .Release.Name | trunc 253 | trimSuffix "-" }}
 {{- end -}}
