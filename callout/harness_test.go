@@ -88,6 +88,20 @@ func (f *fleet) startCallout(t testing.TB) {
 	f.stopSvc, f.served = cancel, make(chan error, 1)
 	go func() { f.served <- callout.Serve(ctx, nc, f.svc, 4); nc.Close() }()
 	t.Cleanup(f.stopCallout)
+	// Serve subscribes in its goroutine: wait until the subscription is on
+	// the connection, then for a round trip after it, so that the server
+	// has it before a device connects (a device that came first found no
+	// callout answering and was refused: TestCalloutDown, now and then).
+	deadline := time.Now().Add(10 * time.Second)
+	for nc.NumSubscriptions() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the callout did not subscribe within 10s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := nc.FlushTimeout(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func (f *fleet) stopCallout() {
