@@ -111,7 +111,7 @@ func TestAgentReportsFlux(t *testing.T) {
 		require.NoError(t, a.report(ctx, false))
 		r, err := dyn.Resource(credential.TargetReportGVR).Namespace("alpha").Get(ctx, "edge-1", metav1.GetOptions{})
 		require.NoError(t, err)
-		return specOf(r), r.GetResourceVersion()
+		return targetreport.Decode(r.Object), r.GetResourceVersion()
 	}
 
 	fluxPair(t, dyn, "edge-1-web", "edge-1", "edge-1-web-app")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -46,7 +47,7 @@ func (a *agent) report(ctx context.Context, force bool) error {
 	if err != nil {
 		return a.explain("reading TargetReport", err)
 	}
-	prev := specOf(report)
+	prev := targetreport.Decode(report.Object)
 	now := a.now().UTC().Truncate(time.Second)
 	last := prev.LastReportTime.Time
 	if last.After(now.Add(time.Second)) {
@@ -92,7 +93,7 @@ func (a *agent) collect(ctx context.Context) targetreport.Spec {
 	} else {
 		sources, err1 := a.list(ctx, ociRepositoryGVR)
 		helms, err2 := a.list(ctx, helmReleaseGVR)
-		if err := cmpErr(err1, err2); err != nil {
+		if err := cmp.Or(err1, err2); err != nil {
 			check.Status, check.Reason, check.Message = metav1.ConditionFalse, reason(err), err.Error()
 		} else {
 			spec.Releases = targetreport.Collect(a.namespace, a.target, sources, helms)
@@ -117,15 +118,6 @@ func (a *agent) list(ctx context.Context, gvr schema.GroupVersionResource) ([]ta
 	return out, nil
 }
 
-func cmpErr(errs ...error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // reason names why listing failed, PascalCase.
 func reason(err error) string {
 	switch {
@@ -135,17 +127,6 @@ func reason(err error) string {
 		return "Forbidden"
 	}
 	return "ListFailed"
-}
-
-// specOf decodes a TargetReport's spec; an unreadable one reads as empty
-// (the next write replaces it).
-func specOf(report *unstructured.Unstructured) targetreport.Spec {
-	var s targetreport.Spec
-	if b, err := json.Marshal(report.Object["spec"]); err == nil {
-		_ = json.Unmarshal(b, &s)
-	}
-	s.Sort()
-	return s
 }
 
 // setSpec puts spec into the report, as JSON-shaped data.

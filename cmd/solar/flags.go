@@ -185,7 +185,7 @@ func (f *registryFlags) remote(ctx context.Context, stdin io.Reader) (*pipeline.
 // (reading the password).
 func (f *registryFlags) storeOptions(out string, stdin io.Reader) (pipeline.StoreOptions, error) {
 	if out != "" {
-		return pipeline.StoreOptions{Out: out, LockTimeout: pipeline.DefaultLockTimeout}, nil
+		return pipeline.StoreOptions{Out: out}, nil
 	}
 	l, err := f.read(stdin)
 	return pipeline.StoreOptions{Registry: f.options(l)}, err
@@ -208,7 +208,7 @@ func (f *registryFlags) readStore(ctx context.Context, out string, mustExist boo
 	if err != nil {
 		return nil, err
 	}
-	so.ReadOnly, so.MustExist, so.LockTimeout = true, mustExist, 0
+	so.ReadOnly, so.MustExist = true, mustExist
 	return pipeline.OpenStore(ctx, so)
 }
 

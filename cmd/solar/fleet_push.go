@@ -47,7 +47,6 @@ downloads it from: https://HOST/v2/PREFIX/REPO/blobs/DIGEST.`,
 			if err != nil {
 				return err
 			}
-			so.LockTimeout = 0
 			pushed, err := pipeline.PushAgent(cmd.Context(), so, pipeline.AgentOptions{Repository: repository, Version: version, Files: args, Created: created})
 			if err != nil {
 				return hint(pipeline.Explain(err), rf.registry)

@@ -49,7 +49,7 @@ func newGCCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			so.ReadOnly, so.MustExist = dryRun, true
+			so.ReadOnly, so.MustExist, so.LockTimeout = dryRun, true, pipeline.DefaultLockTimeout
 			store, err := pipeline.OpenStore(cmd.Context(), so)
 			if err != nil {
 				return g.storeError(err, "collect", out, "")

@@ -126,16 +126,21 @@ func (g *globals) printTargetStatus(st []pipeline.TargetStatus) error {
 		return g.printData(map[string]any{"targets": st, "problems": []any{}})
 	}
 	w := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NAMESPACE\tTARGET\tSTATE\tBOOTSTRAP\tREPORTED\tRELEASE\tDESIRED\tRUNNING\tPHASE\tMESSAGE")
+	fmt.Fprintln(w, "NAMESPACE\tTARGET\tSTATE\tBOOTSTRAP\tREPORT-AGE\tRELEASE\tDESIRED\tRUNNING\tPHASE\tMESSAGE")
 	dash := func(s string) string {
 		if s == "" {
 			return "-"
 		}
 		return s
 	}
+	now := time.Now()
 	for _, s := range st {
+		reported := "-"
+		if s.LastReportTime != nil {
+			reported = age(*s.LastReportTime, now)
+		}
 		if len(s.Releases) == 0 {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t-\t-\t-\t-\t%s\n", s.Namespace, s.Name, s.State, dash(s.Bootstrap), dash(ago(s.Age)), cut(printable(s.Message), 80))
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t-\t-\t-\t-\t%s\n", s.Namespace, s.Name, s.State, dash(s.Bootstrap), reported, cut(printable(s.Message), 80))
 			continue
 		}
 		for _, r := range s.Releases {
@@ -143,17 +148,9 @@ func (g *globals) printTargetStatus(st []pipeline.TargetStatus) error {
 			if msg == "" && r.Reported == "" {
 				msg = s.Message
 			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Namespace, s.Name, s.State, dash(s.Bootstrap), dash(ago(s.Age)),
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Namespace, s.Name, s.State, dash(s.Bootstrap), reported,
 				r.Release, r.Desired, dash(cut(printable(r.Reported), 20)), dash(cut(printable(r.Phase), 12)), dash(cut(printable(msg), 80)))
 		}
 	}
 	return w.Flush()
-}
-
-// ago says an age as "3m0s ago"; "" stays "".
-func ago(age string) string {
-	if age == "" {
-		return ""
-	}
-	return age + " ago"
 }

@@ -178,12 +178,8 @@ func PlatformString(p *ocispec.Platform) string {
 	return s
 }
 
-// ErrImmutable: the tag holds other content. Versions and attempts are
-// immutable.
-var ErrImmutable = publish.ErrImmutable
-
 // Put copies the packed artifact into repo under its tag (publish.Put: the
-// immutable-tag push).
+// immutable-tag push; other content there is publish.ErrImmutable).
 func Put(ctx context.Context, repo publish.Repository, p *Packed) (string, error) {
 	return publish.Put(ctx, p.store, p.Root, repo, p.Tag)
 }

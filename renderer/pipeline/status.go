@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -131,11 +130,7 @@ func targetStatus(ctx context.Context, t load.ID, store publish.Store, dyn dynam
 	if err != nil {
 		return st, fmt.Errorf("reading the TargetReport of %s/%s: %w", t.Namespace, t.Name, err)
 	}
-	var report targetreport.Spec
-	if b, err := json.Marshal(u.Object["spec"]); err == nil {
-		_ = json.Unmarshal(b, &report)
-	}
-	compare(&st, report, so)
+	compare(&st, targetreport.Decode(u.Object), so)
 	return st, nil
 }
 

@@ -34,28 +34,30 @@ const maxMessage = 32768
 // Drifted and failed tests are conditions of their own, kept verbatim, not
 // phases.
 func PhaseOf(source, helm Object) Phase {
+	src, hr := statuses(source), statuses(helm)
 	switch {
 	case source == nil && helm == nil:
 		return Pending
-	case status(helm, "Stalled") == metav1.ConditionTrue, status(source, "Stalled") == metav1.ConditionTrue:
+	case hr["Stalled"] == metav1.ConditionTrue, src["Stalled"] == metav1.ConditionTrue:
 		return Failed
-	case status(source, "Ready") == metav1.ConditionFalse, status(helm, "Ready") == metav1.ConditionFalse:
+	case src["Ready"] == metav1.ConditionFalse, hr["Ready"] == metav1.ConditionFalse:
 		return Degraded
-	case status(source, "Ready") == metav1.ConditionTrue && status(helm, "Ready") == metav1.ConditionTrue:
+	case src["Ready"] == metav1.ConditionTrue && hr["Ready"] == metav1.ConditionTrue:
 		return Ready
 	}
 	return Progressing
 }
 
-// status is the status of o's condition of type t when it is about o's
-// current generation; "" when o is nil, has none, or it is stale.
-func status(o Object, t string) metav1.ConditionStatus {
+// statuses are the statuses of o's conditions, by type, that are about o's
+// current generation: a stale one is left out (none for a nil o).
+func statuses(o Object) map[string]metav1.ConditionStatus {
+	out := map[string]metav1.ConditionStatus{}
 	for _, c := range Conditions(o) {
-		if c.Type == t && current(o, c) {
-			return c.Status
+		if current(o, c) {
+			out[c.Type] = c.Status
 		}
 	}
-	return ""
+	return out
 }
 
 // current says whether c is about o's metadata.generation: by the

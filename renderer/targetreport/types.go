@@ -10,6 +10,7 @@ package targetreport
 
 import (
 	"cmp"
+	"encoding/json"
 	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -89,6 +90,17 @@ func (s *Spec) Sort() {
 
 func byType(c []metav1.Condition) {
 	slices.SortFunc(c, func(a, b metav1.Condition) int { return cmp.Compare(a.Type, b.Type) })
+}
+
+// Decode reads the spec of a TargetReport object (unstructured), sorted;
+// an unreadable one reads as empty (its writer replaces it whole).
+func Decode(report map[string]any) Spec {
+	var s Spec
+	if b, err := json.Marshal(report["spec"]); err == nil {
+		_ = json.Unmarshal(b, &s)
+	}
+	s.Sort()
+	return s
 }
 
 // SameState says whether a and b report the same state: everything but

@@ -3,9 +3,7 @@ package chaintest
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -75,12 +73,12 @@ func TestFluxChainToTheApplication(t *testing.T) {
 
 	// 2. The agent loop: the agent chart Flux installed holds the kubeconfig
 	// in a Secret; solar-agent reports with exactly that file.
-	agentReports(t, e)
+	agentBin := buildAgent(t)
+	agentReports(t, e, agentBin)
 
 	// 2b. What the cluster runs, as the agent reports it (with the agent
 	// chart's ServiceAccount on the cluster) and solar status compares it:
 	// every release Ready at the version published.
-	agentBin := buildAgent(t)
 	e.agentReport(agentBin, "alpha/edge-1")
 	code, st := e.status("alpha/edge-1")
 	require.Equal(t, 0, code, "%+v", st)
@@ -170,17 +168,10 @@ func TestFluxChainToTheApplication(t *testing.T) {
 
 // agentReports runs solar-agent of alpha's Targets with the kubeconfig the
 // agent chart put into its Secret: each advances its TargetReport.
-func agentReports(t *testing.T, e *chainEnv) {
+func agentReports(t *testing.T, e *chainEnv, agentBin string) {
 	ctx := context.Background()
-	agentBin := filepath.Join(t.TempDir(), "solar-agent")
-	out, err := exec.Command("go", "build", "-o", agentBin, "../../solar-agent").CombinedOutput()
-	require.NoError(t, err, "building solar-agent: %s", out)
 	for _, key := range []string{"alpha/edge-1", "alpha/edge-2"} {
-		n := e.names[key]["solar-agent"]
-		secret, err := e.api.Client.CoreV1().Secrets(n.TargetNamespace).Get(ctx, n.AppRelease+"-kubeconfig", metav1.GetOptions{})
-		require.NoError(t, err, "%s: the agent chart's kubeconfig Secret", key)
-		kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-		require.NoError(t, os.WriteFile(kubeconfig, secret.Data["kubeconfig"], 0o600))
+		kubeconfig, _ := e.agentKubeconfigs(key)
 		ns, name, _ := strings.Cut(key, "/")
 		lastReport := func() string {
 			r, err := e.dyn.Resource(credential.TargetReportGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
