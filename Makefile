@@ -7,7 +7,7 @@ export SOLAR_TOOLS
 export PATH := $(SOLAR_TOOLS)/bin:$(PATH)
 FUZZTIME ?= 60s
 
-.PHONY: build test demo bench fuzz lint tools
+.PHONY: build test demo bench fuzz lint tools crds
 
 build:
 	$(GO) build -o bin/ ./cmd/...
@@ -26,6 +26,11 @@ demo: build
 ## packages (cmd/solar, cmd/solar/proctest) take about 5 minutes on 2 cores.
 test: tools
 	$(GO) test -timeout 15m ./...
+
+## crds: regenerate config/crd from the CUE schemas (after a schema change;
+## a test fails while they differ).
+crds:
+	$(GO) test ./internal/crdgen -run TestCommittedCRDsAreGenerated -update
 
 bench: tools build
 	$(GO) test -run '^$$' -bench . -benchmem ./...

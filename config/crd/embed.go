@@ -1,6 +1,6 @@
-// Package crd embeds the CustomResourceDefinitions of the kinds solar reads
-// and writes in an API server: Target (with status conditions) and
-// TargetReport. They are consistent with the CUE schemas in schemas/.
+// Package crd embeds the CustomResourceDefinitions of every SolAr kind, one
+// per file, generated from the CUE schemas in schemas/ by internal/crdgen
+// (make crds): kubectl apply -f config/crd/.
 package crd
 
 import "embed"

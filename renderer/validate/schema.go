@@ -28,7 +28,7 @@ type kindSchemas struct {
 // compileSchemas compiles the embedded schemas in ctx.
 func compileSchemas(ctx *cue.Context) (kindSchemas, error) {
 	ks := kindSchemas{kinds: map[string]cue.Value{}}
-	schema, err := compileDir(ctx, "schemas", schemas.FS, nil)
+	schema, err := Schemas(ctx)
 	if err != nil {
 		return ks, fmt.Errorf("compiling embedded schemas: %w", err)
 	}
@@ -239,4 +239,11 @@ func cuePath(sels []string) string {
 		path = load.Key(path, s)
 	}
 	return path
+}
+
+// Schemas compiles the embedded schemas in ctx: the value whose definitions
+// (#Target, #Kinds, …) the validator checks objects against. The CRD
+// generator reads them too.
+func Schemas(ctx *cue.Context) (cue.Value, error) {
+	return compileDir(ctx, "schemas", schemas.FS, nil)
 }
