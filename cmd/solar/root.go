@@ -109,7 +109,7 @@ render and publish also work on the Targets of this namespace only`)
 		}
 		return namespaces, cobra.ShellCompDirectiveNoFileComp
 	})
-	root.AddCommand(newVetCmd(g), newRenderCmd(g), newPublishCmd(g), newStatusCmd(g), newBootstrapCmd(g), newCredentialsCmd(g), newVersionCmd(g), newFleetCmd(g), newGCCmd(g), newDiffCmd(g), newPushCmd(g), newExportCmd(g), newVerifyCmd(g))
+	root.AddCommand(newVetCmd(g), newRenderCmd(g), newPublishCmd(g), newStatusCmd(g), newBootstrapCmd(g), newCredentialsCmd(g), newVersionCmd(g), newFleetCmd(g), newGCCmd(g), newDiffCmd(g), newPushCmd(g), newExportCmd(g), newVerifyCmd(g), newControllerCmd(g))
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)

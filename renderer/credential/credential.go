@@ -79,6 +79,9 @@ type Credential struct {
 	Message string                 `json:"message"`
 	// Kubeconfig for the agent (server, CA, token) when Issued.
 	Kubeconfig []byte `json:"-"`
+	// Renew, when Issued, is when a sync replaces the token (RotateBefore
+	// ahead of its expiry): a controller syncs again by then.
+	Renew time.Time `json:"-"`
 }
 
 // Wanted reports whether a Target gets an agent credential: one of its
@@ -227,6 +230,7 @@ func (m *Minter) issued(t *model.Target, secret *corev1.Secret) (Credential, err
 		Message: fmt.Sprintf("token <redacted> (fingerprint %s) in Secret %s/%s, expires %s",
 			Fingerprint(token), secret.Namespace, secret.Name, secret.Annotations[annotationExpires]),
 		Kubeconfig: kubeconfig,
+		Renew:      expires(secret).Add(-m.opts.RotateBefore),
 	}, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/solar-pipeline/solar/renderer/chart"
@@ -42,6 +43,9 @@ type Options struct {
 type LoadOptions struct {
 	// Paths are the files and directories of objects.
 	Paths []string
+	// Objects, when set, are the input instead of Paths' files: the
+	// controller's objects, read from the API server.
+	Objects []*load.Object
 	// Namespace is the namespace of objects that set none (default
 	// "default"); when set, only its Targets are planned.
 	Namespace string
@@ -77,6 +81,9 @@ type CredentialOptions struct {
 	// Kubeconfig is the kubeconfig file of the SolAr API server; when set,
 	// the agent credentials are synced there.
 	Kubeconfig string
+	// RESTConfig, when set, is that API server's connection instead of a
+	// Kubeconfig file (the controller's own).
+	RESTConfig *rest.Config
 	// NoCredentials renders agent Releases without a kubeconfig (a demo, an
 	// offline review). Otherwise a Target whose agent credential is not
 	// issued fails: it keeps its previous bootstrap chart.
@@ -154,8 +161,11 @@ func loadSet(opts Options, scoped bool) (*model.Set, diag.List, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	objs, problems, skipped := load.Paths(opts.Paths, load.Options{Namespace: cmp.Or(opts.Namespace, "default"),
-		Exclude: opts.Exclude, Strict: opts.Strict, Stdin: opts.Stdin, MaxFileSize: opts.MaxFileSize})
+	objs, problems, skipped := opts.Objects, diag.List(nil), load.Skipped{}
+	if objs == nil {
+		objs, problems, skipped = load.Paths(opts.Paths, load.Options{Namespace: cmp.Or(opts.Namespace, "default"),
+			Exclude: opts.Exclude, Strict: opts.Strict, Stdin: opts.Stdin, MaxFileSize: opts.MaxFileSize})
+	}
 	if s := skipped.String(); s != "" {
 		opts.log().Info("skipped " + s)
 	}
@@ -229,12 +239,14 @@ func syncCredentials(ctx context.Context, set *model.Set, plan *Plan, opts Optio
 		return err
 	}
 	var minter *credential.Minter
-	if opts.Kubeconfig != "" && !opts.NoCredentials {
+	if (opts.Kubeconfig != "" || opts.RESTConfig != nil) && !opts.NoCredentials {
 		// A dry run reads the credentials and writes nothing.
 		copts.ReadOnly = opts.DryRun
-		cfg, err := clientcmd.BuildConfigFromFlags("", opts.Kubeconfig)
-		if err != nil {
-			return fmt.Errorf("reading the kubeconfig %s: %w", opts.Kubeconfig, err)
+		cfg := opts.RESTConfig
+		if cfg == nil {
+			if cfg, err = clientcmd.BuildConfigFromFlags("", opts.Kubeconfig); err != nil {
+				return fmt.Errorf("reading the kubeconfig %s: %w", opts.Kubeconfig, err)
+			}
 		}
 		if minter, err = credential.NewMinter(cfg, copts); err != nil {
 			return err

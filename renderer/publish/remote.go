@@ -33,6 +33,9 @@ type RemoteOptions struct {
 	CAFile                string
 	PlainHTTP             bool
 	InsecureSkipTLSVerify bool
+	// Wrap, when set, wraps the HTTP transport, under the retries: every
+	// request sent passes it (the controller counts them).
+	Wrap func(http.RoundTripper) http.RoundTripper
 }
 
 // Remote is a registry reached over HTTP(S) with oras-go: credentials from
@@ -59,7 +62,11 @@ func NewRemote(opts RemoteOptions) (*Remote, error) {
 	}
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.TLSClientConfig = tlsConfig
-	transport := retry.NewTransport(base)
+	var inner http.RoundTripper = base
+	if opts.Wrap != nil {
+		inner = opts.Wrap(base)
+	}
+	transport := retry.NewTransport(inner)
 	transport.Policy = func() retry.Policy { return retryPolicy }
 
 	var cred auth.CredentialFunc

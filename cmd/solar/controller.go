@@ -1,0 +1,146 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/solar-pipeline/solar/controller"
+)
+
+// controllerFlags are solar controller's own flags.
+type controllerFlags struct {
+	concurrent                   int
+	interval                     time.Duration
+	namespaceSelector            string
+	leaderElect                  bool
+	leaderElectionID, leaseNS    string
+	leaseDuration, renewDeadline time.Duration
+	retryPeriod, shutdownTimeout time.Duration
+	metricsAddr, probeAddr       string
+}
+
+func (f *controllerFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.IntVar(&f.concurrent, "concurrent", 4, "namespaces planned and published at once")
+	fl.DurationVar(&f.interval, "interval", 10*time.Minute, "run every namespace again after this long (a token due for renewal runs sooner)")
+	fl.StringVar(&f.namespaceSelector, "namespace-selector", "", "work only on the namespaces whose labels match (a shard: e.g. solar.opendefense.cloud/shard=a; another controller takes shard=b)")
+	fl.BoolVar(&f.leaderElect, "leader-elect", true, "elect one leader among the replicas with a Lease; the others wait")
+	fl.StringVar(&f.leaderElectionID, "leader-election-id", "", "name of the Lease (default solar-controller, with a --namespace-selector its own per selector)")
+	fl.StringVar(&f.leaseNS, "leader-election-namespace", "", "namespace of the Lease (default: the Pod's own)")
+	fl.DurationVar(&f.leaseDuration, "lease-duration", 15*time.Second, "how long a leader's Lease holds without renewal: a replica takes over after it")
+	fl.DurationVar(&f.renewDeadline, "renew-deadline", 10*time.Second, "how long the leader tries to renew before it stops")
+	fl.DurationVar(&f.retryPeriod, "retry-period", 2*time.Second, "how often the replicas try to take the Lease")
+	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a stop (SIGTERM) waits for publishes in progress")
+	fl.StringVar(&f.metricsAddr, "metrics-addr", ":8080", `address of /metrics ("0": off)`)
+	fl.StringVar(&f.probeAddr, "health-addr", ":8081", `address of /healthz and /readyz ("0": off)`)
+}
+
+// options are the controller options of the flags.
+func (f *controllerFlags) options() (controller.Options, error) {
+	o := controller.Options{Concurrent: f.concurrent, Interval: f.interval,
+		LeaderElection: f.leaderElect, LeaderElectionID: f.leaderElectionID, LeaderElectionNamespace: f.leaseNS,
+		LeaseDuration: f.leaseDuration, RenewDeadline: f.renewDeadline, RetryPeriod: f.retryPeriod,
+		ShutdownTimeout: f.shutdownTimeout, MetricsAddr: f.metricsAddr, ProbeAddr: f.probeAddr}
+	if f.concurrent < 1 {
+		return o, fmt.Errorf("--concurrent must be at least 1")
+	}
+	if f.namespaceSelector != "" {
+		sel, err := labels.Parse(f.namespaceSelector)
+		if err != nil {
+			return o, fmt.Errorf("--namespace-selector: %w", err)
+		}
+		o.NamespaceSelector = sel
+		if o.LeaderElectionID == "" {
+			o.LeaderElectionID = controller.LeaseName(sel)
+		}
+	}
+	return o, nil
+}
+
+func newControllerCmd(g *globals) *cobra.Command {
+	var f planFlags
+	var rf registryFlags
+	var sf signFlags
+	var cf controllerFlags
+	cmd := &cobra.Command{
+		Use:   "controller --registry HOST[:PORT][/PREFIX]",
+		Short: "Publish from the objects in the SolAr API server, on every change",
+		Long:  controllerLong,
+		Example: `  solar controller --kubeconfig solar.yaml --registry registry.example.com/solar --leader-elect=false
+  solar controller --registry registry.example.com/solar --namespace-selector solar.opendefense.cloud/shard=a`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts, err := cf.options()
+			if err != nil {
+				return err
+			}
+			if opts.Pipeline, err = f.options(g, nil, nil); err != nil {
+				return err
+			}
+			opts.Pipeline.Progress = nil
+			if opts.Pipeline.SigningKey, err = sf.key(g); err != nil {
+				return err
+			}
+			l, err := rf.read(cmd.InOrStdin())
+			if err != nil {
+				return err
+			}
+			opts.Registry = *rf.options(l)
+			if opts.Config, err = restConfig(f.kubeconfig); err != nil {
+				return err
+			}
+			opts.Log = g.log
+			return controller.Run(cmd.Context(), opts)
+		},
+	}
+	f.registerResolve(cmd)
+	_ = cmd.Flags().MarkHidden("target")
+	_ = cmd.Flags().MarkHidden("dry-run")
+	f.registerPrune(cmd, "for every orphan (the bootstrap repository of a Target deleted from the API server), push a version without releases: Flux then uninstalls them")
+	rf.registerClient(cmd.Flags(), "to push to")
+	sf.register(cmd.Flags())
+	cf.register(cmd)
+	return cmd
+}
+
+// restConfig is the kubeconfig's connection, or in a Pod its own.
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("no --kubeconfig and not in a Pod: %w", err)
+		}
+		return cfg, nil
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("reading the kubeconfig %s: %w", kubeconfig, err)
+	}
+	return cfg, nil
+}
+
+const controllerLong = `controller runs solar publish whenever an object changes: it watches the
+SolAr kinds (Target, Profile, Release, Component, ComponentVersion, Registry,
+ReleaseBinding, RegistryBinding, ReferenceGrant, PipelineConfig) in the API
+server and re-plans the namespace of each change (and the namespaces its
+ReferenceGrants let refer to it), as solar publish -n NS would with the same
+objects: the same charts, the same versions and digests. Unchanged input
+writes nothing.
+
+Each Target's status says what happened: Ready (Succeeded, InvalidInput,
+MintFailed, PublishFailed), Reconciling while it retries with backoff,
+Stalled until its input changes, AgentCredentialReady, observedGeneration and
+the bootstrap chart published (repository, version, digest). Every namespace
+runs again after --interval, and before a token is due for renewal, so a
+token is rotated on time with no CI job running.
+
+Several replicas elect one leader with a Lease (--leader-elect); a large
+installation is split over controllers by --namespace-selector, one Lease per
+shard. Metrics: --metrics-addr /metrics; probes: --health-addr /healthz,
+/readyz. SIGTERM waits up to --shutdown-timeout for publishes in progress.
+It needs the RBAC of config/controller/ (docs/controller.md).`

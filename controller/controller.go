@@ -1,0 +1,230 @@
+// Package controller is solar in controller mode: it watches the SolAr kinds
+// in an API server and re-plans a namespace through renderer/pipeline when
+// any object it reads changes, publishing in process to a registry, as solar
+// publish -n NS would.
+//
+// It stands on controller-runtime and Kubernetes' own machinery, as Flux's
+// controllers do: a Lease elects one leader among replicas; a namespace
+// label selector shards a large installation over several controllers; the
+// work queue retries with backoff; /metrics, /healthz and /readyz serve
+// Prometheus and the kubelet.
+package controller
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/solar-pipeline/solar/renderer/model"
+	"github.com/solar-pipeline/solar/renderer/pipeline"
+)
+
+// Options configure a controller.
+type Options struct {
+	// Config connects to the SolAr API server: the objects are read and the
+	// agent credentials minted there.
+	Config *rest.Config
+	// Pipeline are the options of every namespace's run (Registry, signing,
+	// Prune, CacheDir); Objects, Namespace and RESTConfig are set per run.
+	Pipeline pipeline.Options
+	// Registry is where the charts are published.
+	Registry pipeline.RegistryOptions
+	// Concurrent is how many namespaces run at once (default 4).
+	Concurrent int
+	// Interval runs every namespace again after it (default 10m): a token
+	// renewed on time, a repository repaired. A token due for renewal
+	// sooner runs its namespace sooner.
+	Interval time.Duration
+	// NamespaceSelector, when set, limits the controller to the namespaces
+	// whose labels it matches: one shard of several.
+	NamespaceSelector labels.Selector
+	// LeaderElection elects one leader among the replicas with a Lease
+	// named LeaderElectionID in LeaderElectionNamespace; LeaseDuration,
+	// RenewDeadline and RetryPeriod are client-go's (15s, 10s, 2s).
+	LeaderElection          bool
+	LeaderElectionID        string
+	LeaderElectionNamespace string
+	LeaseDuration           time.Duration
+	RenewDeadline           time.Duration
+	RetryPeriod             time.Duration
+	// MetricsAddr and ProbeAddr serve /metrics and /healthz, /readyz ("0":
+	// off).
+	MetricsAddr, ProbeAddr string
+	// ShutdownTimeout is how long a stop waits for runs in progress (30s).
+	ShutdownTimeout time.Duration
+	// RetryMin and RetryMax bound the backoff of a failed run (1s, 5m).
+	RetryMin, RetryMax time.Duration
+	// Metrics registers the controller's metrics (default:
+	// controller-runtime's registry, which /metrics serves).
+	Metrics prometheus.Registerer
+	Log     *slog.Logger
+}
+
+func (o *Options) defaults() {
+	o.Concurrent = cmp.Or(o.Concurrent, 4)
+	o.Interval = cmp.Or(o.Interval, 10*time.Minute)
+	o.ShutdownTimeout = cmp.Or(o.ShutdownTimeout, 30*time.Second)
+	o.RetryMin = cmp.Or(o.RetryMin, time.Second)
+	o.RetryMax = cmp.Or(o.RetryMax, 5*time.Minute)
+	o.LeaderElectionID = cmp.Or(o.LeaderElectionID, "solar-controller")
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+}
+
+// Run runs the controller until ctx ends.
+func Run(ctx context.Context, opts Options) error {
+	opts.defaults()
+	ctrl.SetLogger(logr.FromSlogHandler(opts.Log.Handler()))
+	mgr, err := newManager(opts)
+	if err != nil {
+		return err
+	}
+	m := newMetrics(opts.Metrics)
+	registry := opts.Registry
+	registry.Wrap = m.wrap
+	store, err := pipeline.OpenStore(ctx, pipeline.StoreOptions{Registry: &registry})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	opts.Pipeline.Registry = store.Registry
+	r := &reconciler{client: mgr.GetClient(), reader: mgr.GetAPIReader(), store: store.Store, opts: opts,
+		selector: opts.NamespaceSelector, metrics: m, log: opts.Log}
+	if err := setup(mgr, r); err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
+
+func newManager(opts Options) (ctrl.Manager, error) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	mo := ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsserver.Options{BindAddress: cmp.Or(opts.MetricsAddr, "0")},
+		HealthProbeBindAddress:        cmp.Or(opts.ProbeAddr, "0"),
+		LeaderElection:                opts.LeaderElection,
+		LeaderElectionID:              opts.LeaderElectionID,
+		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       &opts.ShutdownTimeout,
+		Client:                        client.Options{Cache: &client.CacheOptions{Unstructured: true}},
+	}
+	if opts.LeaseDuration > 0 {
+		mo.LeaseDuration, mo.RenewDeadline, mo.RetryPeriod = &opts.LeaseDuration, &opts.RenewDeadline, &opts.RetryPeriod
+	}
+	if opts.NamespaceSelector != nil && !opts.NamespaceSelector.Empty() {
+		mo.Cache = cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&corev1.Namespace{}: {Label: opts.NamespaceSelector},
+		}}
+	}
+	mgr, err := ctrl.NewManager(opts.Config, mo)
+	if err != nil {
+		return nil, fmt.Errorf("starting the controller manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	// Ready once the caches are filled: a replica that cannot read the API
+	// server is not ready.
+	if err := mgr.AddReadyzCheck("informers", func(req *http.Request) error {
+		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
+			return fmt.Errorf("caches not synced")
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+// setup watches every kind; an event enqueues its namespace and the
+// namespaces its ReferenceGrants let refer to it.
+func setup(mgr ctrl.Manager, r *reconciler) error {
+	changed := predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{},
+		predicate.AnnotationChangedPredicate{})
+	b := ctrl.NewControllerManagedBy(mgr).Named("solar").
+		WithOptions(ctrlcontroller.Options{
+			MaxConcurrentReconciles: r.opts.Concurrent,
+			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](r.opts.RetryMin, r.opts.RetryMax),
+		})
+	for _, kind := range Kinds {
+		b = b.Watches(newObject(kind), handler.EnqueueRequestsFromMapFunc(r.namespaces), builder.WithPredicates(changed))
+	}
+	// A namespace that joins the shard (its labels change) runs.
+	b = b.Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: o.GetName()}}}
+	}), builder.WithPredicates(predicate.LabelChangedPredicate{}))
+	return b.Complete(r)
+}
+
+// namespaces are the work items an object's change makes: its namespace
+// and the namespaces related to it (a changed ReferenceGrant's own included,
+// which the cache may no longer hold); for a PipelineConfig, every
+// namespace with Targets (it sets every agent's credential).
+func (r *reconciler) namespaces(ctx context.Context, o client.Object) []reconcile.Request {
+	ns := []string{o.GetNamespace()}
+	kind := o.GetObjectKind().GroupVersionKind().Kind
+	if u, ok := o.(*unstructured.Unstructured); ok && kind == model.KindReferenceGrant {
+		ns = append(ns, grantFrom(u)...)
+	}
+	within, in := model.KindReferenceGrant, ""
+	if kind == model.KindPipelineConfig {
+		within = model.KindTarget
+	}
+	items, err := list(ctx, r.client, within, in)
+	if err != nil {
+		r.log.Error("finding the namespaces a change reaches", "namespace", o.GetNamespace(), "error", err)
+	}
+	if within == model.KindTarget {
+		for i := range items {
+			ns = append(ns, items[i].GetNamespace())
+		}
+	} else {
+		ns = append(ns, related(items, o.GetNamespace())...)
+	}
+	var out []reconcile.Request
+	seen := map[string]bool{}
+	for _, n := range ns {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKey{Name: n}})
+		}
+	}
+	return out
+}
+
+// LeaseName is the Lease of the shard sel selects: solar-controller and a
+// hash of the selector, so two shards never wait on one leader.
+func LeaseName(sel labels.Selector) string {
+	sum := sha256.Sum256([]byte(sel.String()))
+	return "solar-controller-" + hex.EncodeToString(sum[:])[:10]
+}

@@ -1,0 +1,145 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/solar-pipeline/solar/renderer/diag"
+	"github.com/solar-pipeline/solar/renderer/load"
+	"github.com/solar-pipeline/solar/renderer/model"
+)
+
+// Kinds are the kinds the controller watches: every input of a render. A
+// TargetReport is the agents' output, and Device and DeviceUpgrade are the
+// fleet's (solar fleet apply), so none of them re-plans a namespace.
+var Kinds = []string{
+	model.KindTarget, model.KindProfile, model.KindRelease, model.KindComponent, model.KindComponentVersion,
+	model.KindRegistry, model.KindReleaseBinding, model.KindRegistryBinding, model.KindReferenceGrant,
+	model.KindPipelineConfig,
+}
+
+// Version is the API version of the kinds.
+const Version = "v1alpha1"
+
+func gvk(kind string) schema.GroupVersionKind {
+	return schema.GroupVersionKind{Group: model.Group, Version: Version, Kind: kind}
+}
+
+// newObject is an empty object of kind, to watch or get.
+func newObject(kind string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk(kind))
+	return u
+}
+
+// list lists the objects of kind in ns ("" for every namespace) from the
+// cache.
+func list(ctx context.Context, c client.Reader, kind, ns string) ([]unstructured.Unstructured, error) {
+	l := &unstructured.UnstructuredList{}
+	l.SetGroupVersionKind(gvk(kind + "List"))
+	if err := c.List(ctx, l, client.InNamespace(ns)); err != nil {
+		return nil, fmt.Errorf("listing %s: %w", kind, err)
+	}
+	return l.Items, nil
+}
+
+// related are the namespaces whose objects change what ns renders: those
+// with a ReferenceGrant from ns (ns refers to their objects), and those a
+// ReferenceGrant of ns names (their objects refer to ns's: a ReleaseBinding
+// of another namespace binds a Target of ns). A reference without a grant
+// fails closed, so no other namespace matters.
+func related(grants []unstructured.Unstructured, ns string) []string {
+	var out []string
+	add := func(n string) {
+		if n != ns && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	for i := range grants {
+		from := grantFrom(&grants[i])
+		switch {
+		case grants[i].GetNamespace() == ns:
+			for _, n := range from {
+				add(n)
+			}
+		case slices.Contains(from, ns):
+			add(grants[i].GetNamespace())
+		}
+	}
+	return out
+}
+
+// grantFrom are the namespaces a ReferenceGrant lets refer to its own.
+func grantFrom(g *unstructured.Unstructured) []string {
+	from, _, _ := unstructured.NestedSlice(g.Object, "spec", "from")
+	var out []string
+	for _, f := range from {
+		if m, ok := f.(map[string]any); ok {
+			if ns, ok := m["namespace"].(string); ok {
+				out = append(out, ns)
+			}
+		}
+	}
+	return out
+}
+
+// input reads, from the cache, what a plan of ns needs: every object of ns
+// and of its related namespaces, and every PipelineConfig.
+// Each object is loaded from its YAML as a file named KIND/NS/NAME would be,
+// so a problem names the object.
+func input(ctx context.Context, c client.Reader, ns string) ([]*load.Object, diag.List, error) {
+	grants, err := list(ctx, c, model.KindReferenceGrant, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	namespaces := append([]string{ns}, related(grants, ns)...)
+	var (
+		objs     []*load.Object
+		problems diag.List
+	)
+	for _, kind := range Kinds {
+		var items []unstructured.Unstructured
+		if kind == model.KindPipelineConfig {
+			if items, err = list(ctx, c, kind, ""); err != nil {
+				return nil, nil, err
+			}
+		} else {
+			for _, n := range namespaces {
+				more, err := list(ctx, c, kind, n)
+				if err != nil {
+					return nil, nil, err
+				}
+				items = append(items, more...)
+			}
+		}
+		for i := range items {
+			o, p, err := loadObject(&items[i])
+			if err != nil {
+				return nil, nil, err
+			}
+			objs, problems = append(objs, o...), append(problems, p...)
+		}
+	}
+	return objs, problems, nil
+}
+
+// loadObject is u as the loader reads it from a file. The server's fields
+// (status, managedFields, uid) are dropped, as from a file.
+func loadObject(u *unstructured.Unstructured) ([]*load.Object, diag.List, error) {
+	c := u.DeepCopy()
+	delete(c.Object, "status")
+	c.SetManagedFields(nil)
+	b, err := yaml.Marshal(c.Object)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
+	}
+	name := u.GetKind() + "/" + u.GetNamespace() + "/" + u.GetName()
+	objs, problems := load.Bytes(name, b, load.Options{Namespace: u.GetNamespace()})
+	return objs, problems, nil
+}

@@ -1,0 +1,187 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/solar-pipeline/solar/renderer/credential"
+	"github.com/solar-pipeline/solar/renderer/diag"
+	"github.com/solar-pipeline/solar/renderer/model"
+	"github.com/solar-pipeline/solar/renderer/pipeline"
+	"github.com/solar-pipeline/solar/renderer/publish"
+)
+
+// reconciler plans and publishes one namespace per request: the request's
+// Name is the namespace.
+type reconciler struct {
+	client   client.Client
+	reader   client.Reader // the API server itself, not the cache
+	store    publish.Store
+	opts     Options
+	selector labels.Selector
+	metrics  *metrics
+	log      *slog.Logger
+}
+
+// errRetry asks for a retry with backoff without an error of the run: a
+// credential that could not be minted.
+var errRetry = errors.New("retrying")
+
+// Reconcile re-plans the namespace and publishes what changed. Unchanged
+// input writes nothing: the store sees the same content, the statuses are
+// already what they say.
+func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	ns := req.Name
+	if mine, err := r.inShard(ctx, ns); err != nil || !mine {
+		return ctrl.Result{}, err
+	}
+	targets, err := list(ctx, r.client, model.KindTarget, ns)
+	if err != nil || len(targets) == 0 {
+		// A namespace without Targets has nothing of its own to publish.
+		return ctrl.Result{}, err
+	}
+	start := time.Now()
+	objs, problems, err := input(ctx, r.client, ns)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	opts := r.opts.Pipeline
+	opts.Objects, opts.Namespace, opts.RESTConfig, opts.Log = objs, ns, r.opts.Config, r.log
+	// A publish runs to its end once begun: a shutdown waits for it
+	// (Options.ShutdownTimeout), so no run stops between a release chart
+	// and the bootstrap chart naming it.
+	run := context.WithoutCancel(ctx)
+	plan, err := pipeline.NewPlan(run, opts)
+	var report *pipeline.Report
+	if err == nil && len(plan.Targets) > 0 {
+		report, err = pipeline.Run(run, plan, r.store, opts)
+	}
+	if plan != nil {
+		plan.Problems = append(problems, plan.Problems...)
+	}
+	r.metrics.observe(report, err, time.Since(start))
+	result := outcome(plan, report, err, r.opts.Interval)
+	if serr := r.writeStatuses(run, ns, result); serr != nil {
+		err = errors.Join(err, serr)
+	}
+	r.log.Info("reconciled", "namespace", ns, "targets", len(targets), "changed", report != nil && report.Changed(),
+		"duration", time.Since(start).Round(time.Millisecond), "error", err)
+	switch {
+	case err != nil:
+		return ctrl.Result{}, err
+	case result.retry:
+		return ctrl.Result{}, errRetry
+	}
+	return ctrl.Result{RequeueAfter: result.requeue}, nil
+}
+
+// inShard reports whether ns is this controller's: with a namespace
+// selector, the cache holds only the namespaces it selects.
+func (r *reconciler) inShard(ctx context.Context, ns string) (bool, error) {
+	if r.selector == nil || r.selector.Empty() {
+		return true, nil
+	}
+	var n corev1.Namespace
+	err := r.client.Get(ctx, client.ObjectKey{Name: ns}, &n)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil && r.selector.Matches(labels.Set(n.Labels)), err
+}
+
+// outcomes are what a run means for each Target of the namespace, and when
+// to run again.
+type outcomes struct {
+	targets map[string]targetOutcome
+	// problems are the namespace's own (load, validation): every Target
+	// stalls on them.
+	problems string
+	// runErr is what stopped the run (the registry, the API server).
+	runErr  error
+	retry   bool
+	requeue time.Duration
+}
+
+type targetOutcome struct {
+	problems   string
+	credential *credential.Credential
+	published  *pipeline.TargetReport
+}
+
+// outcome reads the plan and report: a Target is Ready when its bootstrap
+// chart is published, Stalled on problems of its input (a change of input
+// runs again), retried on a credential not minted or a store that failed,
+// and run again before its token is renewed and every interval.
+func outcome(plan *pipeline.Plan, report *pipeline.Report, err error, interval time.Duration) outcomes {
+	out := outcomes{targets: map[string]targetOutcome{}, runErr: err, requeue: interval}
+	if plan == nil {
+		return out
+	}
+	if plan.Problems.HasErrors() {
+		out.problems = errorsOf(plan.Problems)
+	}
+	published := map[string]*pipeline.TargetReport{}
+	if report != nil {
+		for i := range report.Targets {
+			published[report.Targets[i].Name] = &report.Targets[i]
+		}
+	}
+	now := time.Now()
+	for _, t := range plan.Targets {
+		o := targetOutcome{credential: t.Credential, published: published[t.Name]}
+		if t.Problems.HasErrors() {
+			o.problems = errorsOf(t.Problems)
+		}
+		if c := t.Credential; c != nil && c.Reason == credential.ReasonMintFailed {
+			out.retry = true
+		}
+		if c := t.Credential; c != nil && !c.Renew.IsZero() && c.Renew.Sub(now) < out.requeue {
+			out.requeue = max(c.Renew.Sub(now), time.Second)
+		}
+		out.targets[t.Name] = o
+	}
+	return out
+}
+
+// errorsOf is the errors of problems, one per line, at most maxProblems of
+// them: a status stays small however broken the input.
+func errorsOf(problems diag.List) string {
+	var b strings.Builder
+	n := 0
+	for _, p := range problems.Sorted() {
+		if p.Severity != diag.Error {
+			continue
+		}
+		if n++; n > maxProblems {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(p.String())
+	}
+	if n > maxProblems {
+		fmt.Fprintf(&b, "\n(and %d more: solar vet shows them all)", n-maxProblems)
+	}
+	return b.String()
+}
+
+const maxProblems = 10
+
+// String says the outcome of one Target for its log line.
+func (o targetOutcome) String() string {
+	if o.published != nil {
+		return fmt.Sprintf("%s:%s %s", o.published.Repository, o.published.Version, o.published.Action)
+	}
+	return o.problems
+}

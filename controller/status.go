@@ -1,0 +1,160 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/solar-pipeline/solar/renderer/credential"
+	"github.com/solar-pipeline/solar/renderer/model"
+)
+
+// Reasons of the Ready, Reconciling and Stalled conditions the controller
+// writes (Flux's meaning: Stalled waits for a change of input, Reconciling
+// retries on its own).
+const (
+	ReasonSucceeded     = meta.SucceededReason
+	ReasonInvalidInput  = "InvalidInput"
+	ReasonPublishFailed = "PublishFailed"
+	ReasonRetrying      = meta.ProgressingWithRetryReason
+)
+
+// targetStatus is #TargetStatus of the schemas.
+type targetStatus struct {
+	ObservedGeneration int64              `json:"observedGeneration,omitempty"`
+	Conditions         []metav1.Condition `json:"conditions,omitempty"`
+	Bootstrap          *bootstrap         `json:"bootstrap,omitempty"`
+}
+
+type bootstrap struct {
+	Repository string `json:"repository"`
+	Version    string `json:"version"`
+	Digest     string `json:"digest"`
+}
+
+// writeStatuses writes each Target's status of ns where it changed.
+func (r *reconciler) writeStatuses(ctx context.Context, ns string, out outcomes) error {
+	targets, err := list(ctx, r.client, model.KindTarget, ns)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, t := range targets {
+		o := out.targets[t.GetName()]
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			return r.writeStatus(ctx, ns, t.GetName(), func(st *targetStatus) { apply(st, out, o) })
+		})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("writing the status of Target %s/%s: %w", ns, t.GetName(), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// writeStatus reads the Target from the API server, not the cache (the
+// credential's condition may be newer), changes its status with change and
+// writes it when it differs.
+func (r *reconciler) writeStatus(ctx context.Context, ns, name string, change func(*targetStatus)) error {
+	u := newObject(model.KindTarget)
+	if err := r.reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	var st targetStatus
+	if raw, ok := u.Object["status"].(map[string]any); ok {
+		if err := fromUnstructured(raw, &st); err != nil {
+			return fmt.Errorf("reading status: %w", err)
+		}
+	}
+	before := *st.DeepCopy()
+	st.ObservedGeneration = u.GetGeneration()
+	change(&st)
+	if reflect.DeepEqual(before, st) {
+		return nil
+	}
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&st)
+	if err != nil {
+		return err
+	}
+	if err := unstructured.SetNestedField(u.Object, raw, "status"); err != nil {
+		return err
+	}
+	return r.client.Status().Update(ctx, u)
+}
+
+// apply sets Ready, Reconciling and Stalled, and the bootstrap chart, from
+// the outcome of one Target.
+func apply(st *targetStatus, out outcomes, o targetOutcome) {
+	set := func(typ string, status metav1.ConditionStatus, reason, msg string) {
+		apimeta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: typ, Status: status,
+			Reason: reason, Message: msg, ObservedGeneration: st.ObservedGeneration})
+	}
+	settled := func() {
+		apimeta.RemoveStatusCondition(&st.Conditions, meta.ReconcilingCondition)
+		apimeta.RemoveStatusCondition(&st.Conditions, meta.StalledCondition)
+	}
+	if p := o.published; p != nil {
+		st.Bootstrap = &bootstrap{Repository: p.Repository, Version: p.Version, Digest: p.Digest}
+	}
+	switch c := o.credential; {
+	case c != nil && c.Reason == credential.ReasonMintFailed:
+		msg := "the agent credential is not issued, retrying: " + c.Message
+		set(meta.ReadyCondition, metav1.ConditionFalse, credential.ReasonMintFailed, msg)
+		set(meta.ReconcilingCondition, metav1.ConditionTrue, ReasonRetrying, msg)
+		apimeta.RemoveStatusCondition(&st.Conditions, meta.StalledCondition)
+	case out.problems != "" || o.problems != "":
+		msg := cut(joinLines(out.problems, o.problems))
+		set(meta.ReadyCondition, metav1.ConditionFalse, ReasonInvalidInput, msg)
+		set(meta.StalledCondition, metav1.ConditionTrue, ReasonInvalidInput, msg)
+		apimeta.RemoveStatusCondition(&st.Conditions, meta.ReconcilingCondition)
+	case out.runErr != nil && o.published == nil:
+		msg := cut("retrying: " + out.runErr.Error())
+		set(meta.ReadyCondition, metav1.ConditionFalse, ReasonPublishFailed, msg)
+		set(meta.ReconcilingCondition, metav1.ConditionTrue, ReasonRetrying, msg)
+		apimeta.RemoveStatusCondition(&st.Conditions, meta.StalledCondition)
+	case o.published != nil:
+		set(meta.ReadyCondition, metav1.ConditionTrue, ReasonSucceeded,
+			fmt.Sprintf("bootstrap chart %s:%s published", o.published.Repository, o.published.Version))
+		settled()
+	}
+}
+
+func joinLines(a, b string) string {
+	if a == "" || b == "" {
+		return a + b
+	}
+	return a + "\n" + b
+}
+
+// cut bounds a message to what a condition holds (32768 characters).
+func cut(s string) string {
+	const limit = 32768
+	r := []rune(s)
+	if len(r) <= limit {
+		return s
+	}
+	return string(r[:limit-1]) + "…"
+}
+
+// DeepCopy copies a status, conditions and all.
+func (s *targetStatus) DeepCopy() *targetStatus {
+	c := *s
+	c.Conditions = append([]metav1.Condition(nil), s.Conditions...)
+	if s.Bootstrap != nil {
+		b := *s.Bootstrap
+		c.Bootstrap = &b
+	}
+	return &c
+}
+
+func fromUnstructured(raw map[string]any, st *targetStatus) error {
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(raw, st)
+}
