@@ -29,9 +29,11 @@ type env struct {
 	examples []string
 }
 
-func startEnv(t *testing.T) *env {
+func startEnv(t *testing.T) *env { return startEnvWith(t, testenv.RegistryOptions{TLS: true}) }
+
+func startEnvWith(t *testing.T, ro testenv.RegistryOptions) *env {
 	api := testenv.StartAPIServer(t)
-	reg := testenv.StartRegistry(t, testenv.RegistryOptions{TLS: true})
+	reg := testenv.StartRegistry(t, ro)
 	dyn, err := dynamic.NewForConfig(api.Config)
 	require.NoError(t, err)
 	root := testenv.Root(t)
@@ -214,20 +216,9 @@ func TestControllerPublishesAsTheCLIWould(t *testing.T) {
 	// A changed Release (alpha/metrics, bound to alpha/edge-1 by its Profile
 	// and to beta/plant-1 by a ReleaseBinding of alpha) re-renders exactly
 	// the Targets it reaches.
-	release, err := e.dyn.Resource(gvr("Release")).Namespace("alpha").Get(context.Background(), "metrics", metav1.GetOptions{})
-	require.NoError(t, err)
-	require.NoError(t, unstructured.SetNestedField(release.Object, map[string]any{"replicas": int64(2)}, "spec", "values"))
-	_, err = e.dyn.Resource(gvr("Release")).Namespace("alpha").Update(context.Background(), release, metav1.UpdateOptions{})
-	require.NoError(t, err)
+	e.changeRelease(t, "alpha", "metrics", map[string]any{"replicas": int64(2)})
 	want := map[[2]string]string{{"alpha", "edge-1"}: "0.0.2", {"alpha", "edge-2"}: "0.0.1", {"beta", "plant-1"}: "0.0.2", {"beta", "plant-2"}: "0.0.1"}
-	require.Eventually(t, func() bool {
-		for id, v := range want {
-			if st, _ := e.targetStatusOf(t, id[0], id[1]); st.Bootstrap == nil || st.Bootstrap.Version != v {
-				return false
-			}
-		}
-		return true
-	}, time.Minute, 200*time.Millisecond, "the bootstrap charts of edge-1 and plant-1 at 0.0.2, the others at 0.0.1")
+	e.waitVersions(t, want, time.Minute)
 	for id, b := range e.waitReady(t, time.Minute) {
 		assert.Equal(t, want[id], b.Version, id)
 	}

@@ -56,7 +56,10 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	opts := r.opts.Pipeline
-	opts.Objects, opts.Namespace, opts.RESTConfig, opts.Log = objs, ns, r.opts.Config, r.log
+	opts.Objects, opts.Namespace, opts.RESTConfig = objs, ns, r.opts.Config
+	if opts.Log == nil {
+		opts.Log = r.log
+	}
 	// A publish runs to its end once begun: a shutdown waits for it
 	// (Options.ShutdownTimeout), so no run stops between a release chart
 	// and the bootstrap chart naming it.

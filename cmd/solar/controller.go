@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -94,7 +95,13 @@ func newControllerCmd(g *globals) *cobra.Command {
 			if opts.Config, err = restConfig(f.kubeconfig); err != nil {
 				return err
 			}
-			opts.Log = g.log
+			// The controller says what it does at info (-q: errors only);
+			// the stages, as for the other commands, only with -v.
+			level := slog.LevelInfo
+			if g.quiet {
+				level = slog.LevelError
+			}
+			opts.Log = slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: level}))
 			return controller.Run(cmd.Context(), opts)
 		},
 	}
