@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -77,6 +78,9 @@ type Options struct {
 	MetricsAddr, ProbeAddr string
 	// ShutdownTimeout is how long a stop waits for runs in progress (30s).
 	ShutdownTimeout time.Duration
+	// RunTimeout bounds one namespace's run (10m), and RequestTimeout each
+	// request that mints a credential (30s).
+	RunTimeout, RequestTimeout time.Duration
 	// RetryMin and RetryMax bound the backoff of a failed run (1s, 5m).
 	RetryMin, RetryMax time.Duration
 	// Metrics registers the controller's metrics (default:
@@ -89,6 +93,8 @@ func (o *Options) defaults() {
 	o.Concurrent = cmp.Or(o.Concurrent, 4)
 	o.Interval = cmp.Or(o.Interval, 10*time.Minute)
 	o.ShutdownTimeout = cmp.Or(o.ShutdownTimeout, 30*time.Second)
+	o.RunTimeout = cmp.Or(o.RunTimeout, 10*time.Minute)
+	o.RequestTimeout = cmp.Or(o.RequestTimeout, 30*time.Second)
 	o.RetryMin = cmp.Or(o.RetryMin, time.Second)
 	o.RetryMax = cmp.Or(o.RetryMax, 5*time.Minute)
 	o.LeaderElectionID = cmp.Or(o.LeaderElectionID, "solar-controller")
@@ -97,14 +103,13 @@ func (o *Options) defaults() {
 	}
 }
 
-// Run runs the controller until ctx ends.
+// Run runs the controller until ctx ends. A leader that loses its Lease
+// (the API server did not answer within RenewDeadline) stops its work and
+// campaigns again, in the same process: an API server that is down for a
+// while needs no restart of the controller.
 func Run(ctx context.Context, opts Options) error {
 	opts.defaults()
 	ctrl.SetLogger(logr.FromSlogHandler(opts.Log.Handler()))
-	mgr, err := newManager(opts)
-	if err != nil {
-		return err
-	}
 	m := newMetrics(opts.Metrics)
 	registry := opts.Registry
 	registry.Wrap = m.wrap
@@ -114,13 +119,34 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	defer store.Close()
 	opts.Pipeline.Registry = store.Registry
-	r := &reconciler{client: mgr.GetClient(), reader: mgr.GetAPIReader(), store: store.Store, opts: opts,
-		selector: opts.NamespaceSelector, metrics: m, log: opts.Log}
-	if err := setup(mgr, r); err != nil {
-		return err
+	// Not the manager's config: a timeout there would end its watches.
+	minting := rest.CopyConfig(opts.Config)
+	minting.Timeout = opts.RequestTimeout
+	for {
+		mgr, err := newManager(opts)
+		if err != nil {
+			return err
+		}
+		r := &reconciler{client: mgr.GetClient(), reader: mgr.GetAPIReader(), minting: minting, store: store.Store, opts: opts,
+			selector: opts.NamespaceSelector, metrics: m, log: opts.Log}
+		if err := setup(mgr, r); err != nil {
+			return err
+		}
+		err = mgr.Start(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil && opts.LeaderElection && strings.Contains(err.Error(), errLeaderLost):
+			opts.Log.Warn("lost the Lease: the API server did not answer in time; campaigning again")
+		default:
+			return err
+		}
 	}
-	return mgr.Start(ctx)
 }
+
+// errLeaderLost is what controller-runtime's manager returns when its
+// leader loses the Lease (pkg/manager/internal.go, OnStoppedLeading).
+const errLeaderLost = "leader election lost"
 
 func newManager(opts Options) (ctrl.Manager, error) {
 	scheme := runtime.NewScheme()
@@ -174,7 +200,10 @@ func setup(mgr ctrl.Manager, r *reconciler) error {
 	b := ctrl.NewControllerManagedBy(mgr).Named("solar").
 		WithOptions(ctrlcontroller.Options{
 			MaxConcurrentReconciles: r.opts.Concurrent,
-			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](r.opts.RetryMin, r.opts.RetryMax),
+			// A manager made again after a lost Lease names its
+			// controller again.
+			SkipNameValidation: ptr(true),
+			RateLimiter:        workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](r.opts.RetryMin, r.opts.RetryMax),
 		})
 	for _, kind := range Kinds {
 		b = b.Watches(newObject(kind), handler.EnqueueRequestsFromMapFunc(r.namespaces), builder.WithPredicates(changed))
@@ -228,3 +257,5 @@ func LeaseName(sel labels.Selector) string {
 	sum := sha256.Sum256([]byte(sel.String()))
 	return "solar-controller-" + hex.EncodeToString(sum[:])[:10]
 }
+
+func ptr[T any](v T) *T { return &v }

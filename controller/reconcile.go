@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -26,16 +27,13 @@ import (
 type reconciler struct {
 	client   client.Client
 	reader   client.Reader // the API server itself, not the cache
+	minting  *rest.Config  // Options.Config with a timeout on every request
 	store    publish.Store
 	opts     Options
 	selector labels.Selector
 	metrics  *metrics
 	log      *slog.Logger
 }
-
-// errRetry asks for a retry with backoff without an error of the run: a
-// credential that could not be minted.
-var errRetry = errors.New("retrying")
 
 // Reconcile re-plans the namespace and publishes what changed. Unchanged
 // input writes nothing: the store sees the same content, the statuses are
@@ -56,14 +54,15 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	opts := r.opts.Pipeline
-	opts.Objects, opts.Namespace, opts.RESTConfig = objs, ns, r.opts.Config
+	opts.Objects, opts.Namespace, opts.RESTConfig = objs, ns, r.minting
 	if opts.Log == nil {
 		opts.Log = r.log
 	}
 	// A publish runs to its end once begun: a shutdown waits for it
 	// (Options.ShutdownTimeout), so no run stops between a release chart
 	// and the bootstrap chart naming it.
-	run := context.WithoutCancel(ctx)
+	run, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.opts.RunTimeout)
+	defer cancel()
 	plan, err := pipeline.NewPlan(run, opts)
 	var report *pipeline.Report
 	if err == nil && len(plan.Targets) > 0 {
@@ -72,18 +71,14 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if plan != nil {
 		plan.Problems = append(problems, plan.Problems...)
 	}
-	r.metrics.observe(report, err, time.Since(start))
 	result := outcome(plan, report, err, r.opts.Interval)
-	if serr := r.writeStatuses(run, ns, result); serr != nil {
-		err = errors.Join(err, serr)
-	}
+	// A credential not minted is retried with backoff, as an error is.
+	err = errors.Join(err, result.retry, r.writeStatuses(run, ns, result))
+	r.metrics.observe(report, err, time.Since(start))
 	r.log.Info("reconciled", "namespace", ns, "targets", len(targets), "changed", report != nil && report.Changed(),
-		"duration", time.Since(start).Round(time.Millisecond), "error", err)
-	switch {
-	case err != nil:
+		"duration", time.Since(start).Round(time.Millisecond), "next", result.requeue.Round(time.Second), "error", err)
+	if err != nil {
 		return ctrl.Result{}, err
-	case result.retry:
-		return ctrl.Result{}, errRetry
 	}
 	return ctrl.Result{RequeueAfter: result.requeue}, nil
 }
@@ -110,8 +105,10 @@ type outcomes struct {
 	// stalls on them.
 	problems string
 	// runErr is what stopped the run (the registry, the API server).
-	runErr  error
-	retry   bool
+	runErr error
+	// retry, when set, says which credential could not be minted: the run
+	// is retried with backoff.
+	retry   error
 	requeue time.Duration
 }
 
@@ -145,8 +142,8 @@ func outcome(plan *pipeline.Plan, report *pipeline.Report, err error, interval t
 		if t.Problems.HasErrors() {
 			o.problems = errorsOf(t.Problems)
 		}
-		if c := t.Credential; c != nil && c.Reason == credential.ReasonMintFailed {
-			out.retry = true
+		if c := t.Credential; c != nil && c.Reason == credential.ReasonMintFailed && out.retry == nil {
+			out.retry = fmt.Errorf("Target %s/%s: the agent credential is not issued (%s): %s", t.Namespace, t.Name, c.Reason, c.Message)
 		}
 		if c := t.Credential; c != nil && !c.Renew.IsZero() && c.Renew.Sub(now) < out.requeue {
 			out.requeue = max(c.Renew.Sub(now), time.Second)

@@ -1,0 +1,111 @@
+package controller
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestAPIServerDownForAMinute: the API server stops for a minute under a
+// running controller. Its runs fail (MintFailed: no token can be asked for)
+// and are retried with backoff; once the API server is back, the next retry
+// issues the credentials and every Target is Ready, the controller never
+// restarted.
+func TestAPIServerDownForAMinute(t *testing.T) {
+	e := startEnv(t)
+	opts := e.options(t)
+	opts.LeaderElection = false
+	opts.Interval = 2 * time.Second
+	reg := prometheus.NewRegistry()
+	logs := &syncBuffer{}
+	opts.Metrics, opts.Log = reg, slog.New(slog.NewTextHandler(logs, nil))
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		_ = Run(t.Context(), opts)
+	}()
+	e.waitReady(t, 2*time.Minute)
+	before := e.tokens(t)
+
+	e.api.Stop()
+	down := time.Now()
+	require.Eventually(t, func() bool { return counter(t, reg, "solar_namespace_runs_total", "error") >= 2 },
+		time.Minute, 100*time.Millisecond, "runs fail while the API server is down")
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "MintFailed") },
+		time.Minute, 100*time.Millisecond, "alpha's credentials cannot be minted")
+	time.Sleep(time.Until(down.Add(time.Minute)))
+	failed := counter(t, reg, "solar_namespace_runs_total", "error")
+	e.api.Restart(t)
+	back := time.Now()
+
+	ok := counter(t, reg, "solar_namespace_runs_total", "unchanged")
+	require.Eventually(t, func() bool { return counter(t, reg, "solar_namespace_runs_total", "unchanged") >= ok+2 },
+		time.Minute, 100*time.Millisecond, "both namespaces run through once the API server is back")
+	e.waitReady(t, time.Minute)
+	for _, name := range []string{"edge-1", "edge-2"} {
+		st, _ := e.targetStatusOf(t, "alpha", name)
+		c := findCondition(st.Conditions, "AgentCredentialReady")
+		require.NotNil(t, c)
+		assert.Equal(t, "Issued", c.Reason, name)
+		assert.Equal(t, metav1.ConditionTrue, c.Status, name)
+	}
+	assert.Equal(t, before, e.tokens(t), "the tokens outlived the outage: none was minted again")
+	select {
+	case <-stopped:
+		t.Fatal("the controller stopped")
+	default:
+	}
+	t.Logf("%v failed runs in the minute down, retried with backoff; every Target Ready %s after the API server was back",
+		failed, time.Since(back).Round(10*time.Millisecond))
+}
+
+// tokens are the agent tokens' Secrets of alpha, by name.
+func (e *env) tokens(t *testing.T) []string {
+	l, err := e.api.Client.CoreV1().Secrets("alpha").List(context.Background(), metav1.ListOptions{LabelSelector: "solar.opendefense.cloud/agent-token-for"})
+	require.NoError(t, err)
+	var out []string
+	for _, s := range l.Items {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+// TestLeaderLosesTheLeaseAndCampaignsAgain: a leader whose API server stops
+// for longer than its renew deadline loses the Lease; it campaigns again in
+// the same process and, leading again, publishes the next change.
+func TestLeaderLosesTheLeaseAndCampaignsAgain(t *testing.T) {
+	e := startEnv(t)
+	opts := e.options(t)
+	opts.LeaderElection, opts.LeaderElectionNamespace = true, "shared"
+	opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = 3*time.Second, 2*time.Second, 250*time.Millisecond
+	logs := &syncBuffer{}
+	opts.Log = slog.New(slog.NewTextHandler(logs, nil))
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		_ = Run(t.Context(), opts)
+	}()
+	e.waitReady(t, 2*time.Minute)
+
+	e.api.Stop()
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "campaigning again") },
+		time.Minute, 100*time.Millisecond, "the leader loses the Lease")
+	e.api.Restart(t)
+	require.Eventually(t, func() bool { return strings.Count(logs.String(), "Successfully acquired lease") >= 2 },
+		time.Minute, 100*time.Millisecond, "it leads again")
+
+	e.changeRelease(t, "alpha", "metrics", map[string]any{"replicas": int64(3)})
+	e.waitVersions(t, map[[2]string]string{{"alpha", "edge-1"}: "0.0.2", {"beta", "plant-1"}: "0.0.2"}, time.Minute)
+	select {
+	case <-stopped:
+		t.Fatal("the controller stopped")
+	default:
+	}
+}
