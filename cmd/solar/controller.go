@@ -22,6 +22,7 @@ type controllerFlags struct {
 	leaderElectionID, leaseNS    string
 	leaseDuration, renewDeadline time.Duration
 	retryPeriod, shutdownTimeout time.Duration
+	runTimeout                   time.Duration
 	metricsAddr, probeAddr       string
 }
 
@@ -37,6 +38,7 @@ func (f *controllerFlags) register(cmd *cobra.Command) {
 	fl.DurationVar(&f.renewDeadline, "renew-deadline", 10*time.Second, "how long the leader tries to renew before it stops")
 	fl.DurationVar(&f.retryPeriod, "retry-period", 2*time.Second, "how often the replicas try to take the Lease")
 	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a stop (SIGTERM) waits for publishes in progress")
+	fl.DurationVar(&f.runTimeout, "run-timeout", 10*time.Minute, "longest one namespace's plan and publish may take")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", ":8080", `address of /metrics ("0": off)`)
 	fl.StringVar(&f.probeAddr, "health-addr", ":8081", `address of /healthz and /readyz ("0": off)`)
 }
@@ -46,7 +48,7 @@ func (f *controllerFlags) options() (controller.Options, error) {
 	o := controller.Options{Concurrent: f.concurrent, Interval: f.interval,
 		LeaderElection: f.leaderElect, LeaderElectionID: f.leaderElectionID, LeaderElectionNamespace: f.leaseNS,
 		LeaseDuration: f.leaseDuration, RenewDeadline: f.renewDeadline, RetryPeriod: f.retryPeriod,
-		ShutdownTimeout: f.shutdownTimeout, MetricsAddr: f.metricsAddr, ProbeAddr: f.probeAddr}
+		ShutdownTimeout: f.shutdownTimeout, RunTimeout: f.runTimeout, MetricsAddr: f.metricsAddr, ProbeAddr: f.probeAddr}
 	if f.concurrent < 1 {
 		return o, fmt.Errorf("--concurrent must be at least 1")
 	}
