@@ -78,6 +78,11 @@ type Options struct {
 	MetricsAddr, ProbeAddr string
 	// ShutdownTimeout is how long a stop waits for runs in progress (30s).
 	ShutdownTimeout time.Duration
+	// QPS and Burst bound the requests to the API server (50, 300: Flux's
+	// defaults); client-go's own (5, 10) would make a status write of 1,000
+	// Targets take minutes.
+	QPS   float32
+	Burst int
 	// RunTimeout bounds one namespace's run (10m), and RequestTimeout each
 	// request that mints a credential (30s).
 	RunTimeout, RequestTimeout time.Duration
@@ -94,6 +99,7 @@ func (o *Options) defaults() {
 	o.Interval = cmp.Or(o.Interval, 10*time.Minute)
 	o.ShutdownTimeout = cmp.Or(o.ShutdownTimeout, 30*time.Second)
 	o.RunTimeout = cmp.Or(o.RunTimeout, 10*time.Minute)
+	o.QPS, o.Burst = cmp.Or(o.QPS, 50), cmp.Or(o.Burst, 300)
 	o.RequestTimeout = cmp.Or(o.RequestTimeout, 30*time.Second)
 	o.RetryMin = cmp.Or(o.RetryMin, time.Second)
 	o.RetryMax = cmp.Or(o.RetryMax, 5*time.Minute)
@@ -109,6 +115,8 @@ func (o *Options) defaults() {
 // while needs no restart of the controller.
 func Run(ctx context.Context, opts Options) error {
 	opts.defaults()
+	opts.Config = rest.CopyConfig(opts.Config)
+	opts.Config.QPS, opts.Config.Burst = opts.QPS, opts.Burst
 	ctrl.SetLogger(logr.FromSlogHandler(opts.Log.Handler()))
 	m := newMetrics(opts.Metrics)
 	registry := opts.Registry

@@ -225,7 +225,7 @@ func TestControllerPublishesAsTheCLIWould(t *testing.T) {
 }
 
 // counter is the value of a counter with one label value.
-func counter(t *testing.T, reg *prometheus.Registry, name, label string) float64 {
+func counter(t testing.TB, reg *prometheus.Registry, name, label string) float64 {
 	mfs, err := reg.Gather()
 	require.NoError(t, err)
 	for _, mf := range mfs {

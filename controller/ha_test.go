@@ -147,7 +147,7 @@ func (e *env) waitVersions(t *testing.T, want map[[2]string]string, within time.
 
 // writeFigure keeps a measured figure where SOLAR_FIGURES points (the
 // benchmarks page takes it from there), and logs it.
-func writeFigure(t *testing.T, name, text string) {
+func writeFigure(t testing.TB, name, text string) {
 	t.Logf("figure %s: %s", name, text)
 	if dir := os.Getenv("SOLAR_FIGURES"); dir != "" {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name+".txt"), []byte(text+"\n"), 0o644))

@@ -7,6 +7,7 @@ import (
 	"reflect"
 
 	"github.com/fluxcd/pkg/apis/meta"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -41,20 +42,28 @@ type bootstrap struct {
 	Digest     string `json:"digest"`
 }
 
-// writeStatuses writes each Target's status of ns where it changed.
+// writeStatuses writes each Target's status of ns where it changed. The
+// cache says whether it did: a run of unchanged input asks the API server
+// nothing.
 func (r *reconciler) writeStatuses(ctx context.Context, ns string, out outcomes) error {
 	targets, err := list(ctx, r.client, model.KindTarget, ns)
 	if err != nil {
 		return err
 	}
 	var errs []error
-	for _, t := range targets {
-		o := out.targets[t.GetName()]
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			return r.writeStatus(ctx, ns, t.GetName(), func(st *targetStatus) { apply(st, out, o) })
-		})
+	for i := range targets {
+		name, o := targets[i].GetName(), out.targets[targets[i].GetName()]
+		change := func(st *targetStatus) { apply(st, out, o) }
+		// The cached object first; when it is stale (the credential's
+		// condition was written since), the API server's.
+		err := r.updateStatus(ctx, targets[i].DeepCopy(), change)
+		if apierrors.IsConflict(err) {
+			err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				return r.writeStatus(ctx, ns, name, change)
+			})
+		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("writing the status of Target %s/%s: %w", ns, t.GetName(), err))
+			errs = append(errs, fmt.Errorf("writing the status of Target %s/%s: %w", ns, name, err))
 		}
 	}
 	return errors.Join(errs...)
@@ -68,26 +77,38 @@ func (r *reconciler) writeStatus(ctx context.Context, ns, name string, change fu
 	if err := r.reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u); err != nil {
 		return client.IgnoreNotFound(err)
 	}
+	return r.updateStatus(ctx, u, change)
+}
+
+// updateStatus writes u's status after change, when it differs.
+func (r *reconciler) updateStatus(ctx context.Context, u *unstructured.Unstructured, change func(*targetStatus)) error {
+	raw, changed, err := changedStatus(u, change)
+	if err != nil || !changed {
+		return err
+	}
+	if err := unstructured.SetNestedField(u.Object, raw, "status"); err != nil {
+		return err
+	}
+	return client.IgnoreNotFound(r.client.Status().Update(ctx, u))
+}
+
+// changedStatus is u's status after change, and whether it differs from
+// u's.
+func changedStatus(u *unstructured.Unstructured, change func(*targetStatus)) (map[string]any, bool, error) {
 	var st targetStatus
 	if raw, ok := u.Object["status"].(map[string]any); ok {
 		if err := fromUnstructured(raw, &st); err != nil {
-			return fmt.Errorf("reading status: %w", err)
+			return nil, false, fmt.Errorf("reading status: %w", err)
 		}
 	}
 	before := *st.DeepCopy()
 	st.ObservedGeneration = u.GetGeneration()
 	change(&st)
 	if reflect.DeepEqual(before, st) {
-		return nil
+		return nil, false, nil
 	}
 	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&st)
-	if err != nil {
-		return err
-	}
-	if err := unstructured.SetNestedField(u.Object, raw, "status"); err != nil {
-		return err
-	}
-	return r.client.Status().Update(ctx, u)
+	return raw, true, err
 }
 
 // apply sets Ready, Reconciling and Stalled, and the bootstrap chart, from

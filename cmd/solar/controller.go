@@ -23,6 +23,8 @@ type controllerFlags struct {
 	leaseDuration, renewDeadline time.Duration
 	retryPeriod, shutdownTimeout time.Duration
 	runTimeout                   time.Duration
+	qps                          float32
+	burst                        int
 	metricsAddr, probeAddr       string
 }
 
@@ -39,6 +41,8 @@ func (f *controllerFlags) register(cmd *cobra.Command) {
 	fl.DurationVar(&f.retryPeriod, "retry-period", 2*time.Second, "how often the replicas try to take the Lease")
 	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a stop (SIGTERM) waits for publishes in progress")
 	fl.DurationVar(&f.runTimeout, "run-timeout", 10*time.Minute, "longest one namespace's plan and publish may take")
+	fl.Float32Var(&f.qps, "kube-api-qps", 50, "requests per second to the API server, at most")
+	fl.IntVar(&f.burst, "kube-api-burst", 300, "requests to the API server at once, beyond --kube-api-qps")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", ":8080", `address of /metrics ("0": off)`)
 	fl.StringVar(&f.probeAddr, "health-addr", ":8081", `address of /healthz and /readyz ("0": off)`)
 }
@@ -48,7 +52,7 @@ func (f *controllerFlags) options() (controller.Options, error) {
 	o := controller.Options{Concurrent: f.concurrent, Interval: f.interval,
 		LeaderElection: f.leaderElect, LeaderElectionID: f.leaderElectionID, LeaderElectionNamespace: f.leaseNS,
 		LeaseDuration: f.leaseDuration, RenewDeadline: f.renewDeadline, RetryPeriod: f.retryPeriod,
-		ShutdownTimeout: f.shutdownTimeout, RunTimeout: f.runTimeout, MetricsAddr: f.metricsAddr, ProbeAddr: f.probeAddr}
+		ShutdownTimeout: f.shutdownTimeout, RunTimeout: f.runTimeout, QPS: f.qps, Burst: f.burst, MetricsAddr: f.metricsAddr, ProbeAddr: f.probeAddr}
 	if f.concurrent < 1 {
 		return o, fmt.Errorf("--concurrent must be at least 1")
 	}

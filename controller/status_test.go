@@ -1,0 +1,70 @@
+package controller
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/solar-pipeline/solar/renderer/credential"
+	"github.com/solar-pipeline/solar/renderer/diag"
+	"github.com/solar-pipeline/solar/renderer/pipeline"
+	"github.com/solar-pipeline/solar/renderer/publish"
+)
+
+// TestApply: the conditions each outcome leaves, Flux's way: Stalled on
+// input only a change fixes, Reconciling while a retry may, Ready once
+// published; a repeated outcome changes nothing.
+func TestApply(t *testing.T) {
+	published := &pipeline.TargetReport{Result: publish.Result{Repository: "alpha/bootstrap-edge-1", Version: "0.0.3", Digest: "sha256:" + strings.Repeat("a", 64)}}
+	for _, tc := range []struct {
+		name                       string
+		out                        outcomes
+		o                          targetOutcome
+		ready                      metav1.ConditionStatus
+		reason                     string
+		reconciling, stalled, boot bool
+	}{
+		{"published", outcomes{}, targetOutcome{published: published}, metav1.ConditionTrue, ReasonSucceeded, false, false, true},
+		{"invalid namespace", outcomes{problems: "a.yaml:3: spec: bad"}, targetOutcome{}, metav1.ConditionFalse, ReasonInvalidInput, false, true, false},
+		{"invalid Target", outcomes{}, targetOutcome{problems: "no registry"}, metav1.ConditionFalse, ReasonInvalidInput, false, true, false},
+		{"mint failed", outcomes{}, targetOutcome{credential: &credential.Credential{Reason: credential.ReasonMintFailed, Message: "refused"}},
+			metav1.ConditionFalse, credential.ReasonMintFailed, true, false, false},
+		{"registry down", outcomes{runErr: errors.New("connection refused")}, targetOutcome{}, metav1.ConditionFalse, ReasonPublishFailed, true, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &targetStatus{Conditions: []metav1.Condition{
+				{Type: "Reconciling", Status: metav1.ConditionTrue, Reason: "x"},
+				{Type: "Stalled", Status: metav1.ConditionTrue, Reason: "x"},
+			}}
+			apply(st, tc.out, tc.o)
+			ready := findCondition(st.Conditions, "Ready")
+			if assert.NotNil(t, ready) {
+				assert.Equal(t, tc.ready, ready.Status)
+				assert.Equal(t, tc.reason, ready.Reason)
+			}
+			assert.Equal(t, tc.reconciling, findCondition(st.Conditions, "Reconciling") != nil, "Reconciling")
+			assert.Equal(t, tc.stalled, findCondition(st.Conditions, "Stalled") != nil, "Stalled")
+			assert.Equal(t, tc.boot, st.Bootstrap != nil, "bootstrap")
+			again := st.DeepCopy()
+			apply(again, tc.out, tc.o)
+			assert.Equal(t, st, again, "the same outcome again changes nothing")
+		})
+	}
+}
+
+// TestErrorsOfIsBounded: a status holds at most maxProblems problems and
+// says how many more there are.
+func TestErrorsOfIsBounded(t *testing.T) {
+	var l diag.List
+	for i := range 25 {
+		l.Errorf("a.yaml", i+1, "spec", "bad %d", i)
+	}
+	l.Warnf("a.yaml", 1, "spec", "only a warning")
+	s := errorsOf(l)
+	assert.Equal(t, maxProblems+1, strings.Count(s, "\n")+1)
+	assert.Contains(t, s, "(and 15 more: solar vet shows them all)")
+	assert.NotContains(t, s, "only a warning")
+}
