@@ -57,6 +57,9 @@ type Options struct {
 	Registry pipeline.RegistryOptions
 	// Concurrent is how many namespaces run at once (default 4).
 	Concurrent int
+	// ConfigNamespace is the namespace of the PipelineConfig (default
+	// solar-system): one elsewhere is not read.
+	ConfigNamespace string
 	// Interval runs every namespace again after it (default 10m): a token
 	// renewed on time, a repository repaired. A token due for renewal
 	// sooner runs its namespace sooner.
@@ -104,6 +107,7 @@ func (o *Options) defaults() {
 	o.RetryMin = cmp.Or(o.RetryMin, time.Second)
 	o.RetryMax = cmp.Or(o.RetryMax, 5*time.Minute)
 	o.LeaderElectionID = cmp.Or(o.LeaderElectionID, "solar-controller")
+	o.ConfigNamespace = cmp.Or(o.ConfigNamespace, "solar-system")
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
@@ -146,6 +150,9 @@ func Run(ctx context.Context, opts Options) error {
 			return nil
 		case err != nil && opts.LeaderElection && strings.Contains(err.Error(), errLeaderLost):
 			opts.Log.Warn("lost the Lease: the API server did not answer in time; campaigning again")
+			// The lost manager stops its HTTP servers without waiting:
+			// give them a moment before the next one binds their ports.
+			time.Sleep(opts.RetryPeriod + time.Second)
 		default:
 			return err
 		}
@@ -224,29 +231,32 @@ func setup(mgr ctrl.Manager, r *reconciler) error {
 }
 
 // namespaces are the work items an object's change makes: its namespace
-// and the namespaces related to it (a changed ReferenceGrant's own included,
-// which the cache may no longer hold); for a PipelineConfig, every
-// namespace with Targets (it sets every agent's credential).
+// and the namespaces related to it (a changed ReferenceGrant's own links
+// included, which the cache may no longer hold); for the PipelineConfig,
+// every namespace with Targets (it sets every agent's credential).
 func (r *reconciler) namespaces(ctx context.Context, o client.Object) []reconcile.Request {
 	ns := []string{o.GetNamespace()}
 	kind := o.GetObjectKind().GroupVersionKind().Kind
-	if u, ok := o.(*unstructured.Unstructured); ok && kind == model.KindReferenceGrant {
-		ns = append(ns, grantFrom(u)...)
+	var err error
+	switch {
+	case kind == model.KindPipelineConfig && o.GetNamespace() != r.opts.ConfigNamespace:
+		return nil // not read
+	case kind == model.KindPipelineConfig:
+		var targets []unstructured.Unstructured
+		targets, err = list(ctx, r.client, model.KindTarget, "")
+		for i := range targets {
+			ns = append(ns, targets[i].GetNamespace())
+		}
+	default:
+		var grants []unstructured.Unstructured
+		grants, err = list(ctx, r.client, model.KindReferenceGrant, "")
+		if u, ok := o.(*unstructured.Unstructured); ok && kind == model.KindReferenceGrant {
+			grants = append(grants, *u)
+		}
+		ns = append(ns, related(grants, o.GetNamespace())...)
 	}
-	within, in := model.KindReferenceGrant, ""
-	if kind == model.KindPipelineConfig {
-		within = model.KindTarget
-	}
-	items, err := list(ctx, r.client, within, in)
 	if err != nil {
 		r.log.Error("finding the namespaces a change reaches", "namespace", o.GetNamespace(), "error", err)
-	}
-	if within == model.KindTarget {
-		for i := range items {
-			ns = append(ns, items[i].GetNamespace())
-		}
-	} else {
-		ns = append(ns, related(items, o.GetNamespace())...)
 	}
 	var out []reconcile.Request
 	seen := map[string]bool{}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/solar-pipeline/solar/internal/crdgen"
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/load"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
@@ -54,24 +55,7 @@ func startEnvWith(t *testing.T, ro testenv.RegistryOptions) *env {
 }
 
 func gvr(kind string) schema.GroupVersionResource {
-	return schema.GroupVersionResource{Group: gvk(kind).Group, Version: Version, Resource: plural(kind)}
-}
-
-func plural(kind string) string {
-	if kind == "Registry" {
-		return "registries"
-	}
-	return lower(kind) + "s"
-}
-
-func lower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if c >= 'A' && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
+	return schema.GroupVersionResource{Group: gvk(kind).Group, Version: Version, Resource: crdgen.Plural(kind)}
 }
 
 // options are a controller's options against e, quick to retry and to
@@ -81,7 +65,7 @@ func (e *env) options(t *testing.T) Options {
 		Config:   e.api.Config,
 		Registry: pipeline.RegistryOptions{Host: e.registry.Host, Prefix: "solar", Username: e.registry.Username, Password: e.registry.Password, CAFile: e.registry.CAFile},
 		Pipeline: pipeline.Options{LoadOptions: pipeline.LoadOptions{CacheDir: t.TempDir()}},
-		Interval: time.Hour, RetryMin: 100 * time.Millisecond, RetryMax: 2 * time.Second,
+		Interval: time.Hour, RetryMin: 100 * time.Millisecond, RetryMax: 2 * time.Second, ConfigNamespace: "shared",
 		Metrics: prometheus.NewRegistry(),
 		Log:     slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo})),
 	}

@@ -1,14 +1,12 @@
 package controller
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,24 +24,7 @@ import (
 type replica struct {
 	name string
 	cmd  *exec.Cmd
-	log  *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	log  *testenv.LockedBuffer
 }
 
 // startReplica runs solar controller against e's API server and the
@@ -51,9 +32,9 @@ func (s *syncBuffer) String() string {
 func (e *env) startReplica(t *testing.T, bin, name, host string, extra ...string) *replica {
 	args := append([]string{"controller", "--kubeconfig", e.api.Kubeconfig,
 		"--registry", host + "/solar", "--plain-http", "--username", e.registry.Username, "--password-stdin",
-		"--leader-election-namespace", "shared", "--lease-duration", "3s", "--renew-deadline", "2s", "--retry-period", "250ms",
+		"--leader-election-namespace", "shared", "--pipeline-config-namespace", "shared", "--lease-duration", "3s", "--renew-deadline", "2s", "--retry-period", "250ms",
 		"--metrics-addr", "0", "--health-addr", "0", "--interval", "1h", "--cache-dir", t.TempDir()}, extra...)
-	r := &replica{name: name, log: &syncBuffer{}}
+	r := &replica{name: name, log: &testenv.LockedBuffer{}}
 	r.cmd = exec.Command(bin, args...)
 	r.cmd.Stdin = strings.NewReader(e.registry.Password + "\n")
 	r.cmd.Stderr = r.log

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -49,27 +48,30 @@ func list(ctx context.Context, c client.Reader, kind, ns string) ([]unstructured
 	return l.Items, nil
 }
 
-// related are the namespaces whose objects change what ns renders: those
-// with a ReferenceGrant from ns (ns refers to their objects), and those a
-// ReferenceGrant of ns names (their objects refer to ns's: a ReleaseBinding
-// of another namespace binds a Target of ns). A reference without a grant
-// fails closed, so no other namespace matters.
+// related are the namespaces whose objects may change what ns renders: the
+// namespaces linked to ns by ReferenceGrants, in either direction, and so on
+// (a ReleaseBinding of team binds a Target of ns and names a Release whose
+// ComponentVersion is in lib). A grant of X from Y links X and Y: Y's
+// objects may refer to X's. A reference without a grant fails closed, so no
+// namespace outside them matters.
 func related(grants []unstructured.Unstructured, ns string) []string {
-	var out []string
-	add := func(n string) {
-		if n != ns && !slices.Contains(out, n) {
-			out = append(out, n)
+	links := map[string][]string{}
+	for i := range grants {
+		to := grants[i].GetNamespace()
+		for _, from := range grantFrom(&grants[i]) {
+			links[to] = append(links[to], from)
+			links[from] = append(links[from], to)
 		}
 	}
-	for i := range grants {
-		from := grantFrom(&grants[i])
-		switch {
-		case grants[i].GetNamespace() == ns:
-			for _, n := range from {
-				add(n)
+	seen := map[string]bool{ns: true}
+	var out []string
+	for queue := []string{ns}; len(queue) > 0; queue = queue[1:] {
+		for _, n := range links[queue[0]] {
+			if !seen[n] {
+				seen[n] = true
+				out = append(out, n)
+				queue = append(queue, n)
 			}
-		case slices.Contains(from, ns):
-			add(grants[i].GetNamespace())
 		}
 	}
 	return out
@@ -90,10 +92,11 @@ func grantFrom(g *unstructured.Unstructured) []string {
 }
 
 // input reads, from the cache, what a plan of ns needs: every object of ns
-// and of its related namespaces, and every PipelineConfig.
+// and of its related namespaces, and the PipelineConfig of configNS (only
+// there: one in any other namespace would set every agent's API server).
 // Each object is loaded from its YAML as a file named KIND/NS/NAME would be,
 // so a problem names the object.
-func input(ctx context.Context, c client.Reader, ns string) ([]*load.Object, diag.List, error) {
+func input(ctx context.Context, c client.Reader, ns, configNS string) ([]*load.Object, diag.List, error) {
 	grants, err := list(ctx, c, model.KindReferenceGrant, "")
 	if err != nil {
 		return nil, nil, err
@@ -106,7 +109,7 @@ func input(ctx context.Context, c client.Reader, ns string) ([]*load.Object, dia
 	for _, kind := range Kinds {
 		var items []unstructured.Unstructured
 		if kind == model.KindPipelineConfig {
-			if items, err = list(ctx, c, kind, ""); err != nil {
+			if items, err = list(ctx, c, kind, configNS); err != nil {
 				return nil, nil, err
 			}
 		} else {

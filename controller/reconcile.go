@@ -49,7 +49,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	start := time.Now()
-	objs, problems, err := input(ctx, r.client, ns)
+	objs, problems, err := input(ctx, r.client, ns, r.opts.ConfigNamespace)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -72,6 +72,10 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		plan.Problems = append(problems, plan.Problems...)
 	}
 	result := outcome(plan, report, err, r.opts.Interval)
+	result.generations = map[string]int64{}
+	for _, t := range targets {
+		result.generations[t.GetName()] = t.GetGeneration()
+	}
 	// A credential not minted is retried with backoff, as an error is.
 	err = errors.Join(err, result.retry, r.writeStatuses(run, ns, result))
 	r.metrics.observe(report, err, time.Since(start))
@@ -110,6 +114,8 @@ type outcomes struct {
 	// is retried with backoff.
 	retry   error
 	requeue time.Duration
+	// generations are those of the Targets as the run read them.
+	generations map[string]int64
 }
 
 type targetOutcome struct {
@@ -146,7 +152,9 @@ func outcome(plan *pipeline.Plan, report *pipeline.Report, err error, interval t
 			out.retry = fmt.Errorf("Target %s/%s: the agent credential is not issued (%s): %s", t.Namespace, t.Name, c.Reason, c.Message)
 		}
 		if c := t.Credential; c != nil && !c.Renew.IsZero() && c.Renew.Sub(now) < out.requeue {
-			out.requeue = max(c.Renew.Sub(now), time.Second)
+			// Not sooner than a minute: a token the API server grants for
+			// less than RotateBefore is due at once, every run.
+			out.requeue = max(c.Renew.Sub(now), min(time.Minute, interval))
 		}
 		out.targets[t.Name] = o
 	}

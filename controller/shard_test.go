@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 )
 
 // TestShardsSplitTheNamespaces: two controllers, one per namespace label
@@ -20,13 +22,13 @@ import (
 func TestShardsSplitTheNamespaces(t *testing.T) {
 	e := startEnv(t)
 	e.labelNamespace(t, "alpha", "a")
-	logs := map[string]*syncBuffer{}
+	logs := map[string]*testenv.LockedBuffer{}
 	for _, shard := range []string{"a", "b"} {
 		opts := e.options(t)
 		opts.NamespaceSelector = labels.SelectorFromSet(labels.Set{"solar.opendefense.cloud/shard": shard})
 		opts.LeaderElection, opts.LeaderElectionNamespace = true, "shared"
 		opts.LeaderElectionID = LeaseName(opts.NamespaceSelector)
-		logs[shard] = &syncBuffer{}
+		logs[shard] = &testenv.LockedBuffer{}
 		opts.Log = slog.New(slog.NewTextHandler(logs[shard], nil))
 		start(t, opts)
 	}

@@ -53,7 +53,16 @@ func (r *reconciler) writeStatuses(ctx context.Context, ns string, out outcomes)
 	var errs []error
 	for i := range targets {
 		name, o := targets[i].GetName(), out.targets[targets[i].GetName()]
-		change := func(st *targetStatus) { apply(st, out, o) }
+		generation, planned := out.generations[name]
+		if !planned {
+			continue // created during the run: its own event runs it
+		}
+		change := func(st *targetStatus) {
+			// The generation the run read, not a newer one edited since:
+			// observedGeneration never claims what was not planned.
+			st.ObservedGeneration = generation
+			apply(st, out, o)
+		}
 		// The cached object first; when it is stale (the credential's
 		// condition was written since), the API server's.
 		err := r.updateStatus(ctx, targets[i].DeepCopy(), change)
@@ -102,7 +111,6 @@ func changedStatus(u *unstructured.Unstructured, change func(*targetStatus)) (ma
 		}
 	}
 	before := *st.DeepCopy()
-	st.ObservedGeneration = u.GetGeneration()
 	change(&st)
 	if reflect.DeepEqual(before, st) {
 		return nil, false, nil
@@ -127,7 +135,7 @@ func apply(st *targetStatus, out outcomes, o targetOutcome) {
 	}
 	switch c := o.credential; {
 	case c != nil && c.Reason == credential.ReasonMintFailed:
-		msg := "the agent credential is not issued, retrying: " + c.Message
+		msg := cut("the agent credential is not issued, retrying: " + c.Message)
 		set(meta.ReadyCondition, metav1.ConditionFalse, credential.ReasonMintFailed, msg)
 		set(meta.ReconcilingCondition, metav1.ConditionTrue, ReasonRetrying, msg)
 		apimeta.RemoveStatusCondition(&st.Conditions, meta.StalledCondition)

@@ -4,14 +4,17 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/solar-pipeline/solar/renderer/credential"
 	"github.com/solar-pipeline/solar/renderer/diag"
+	"github.com/solar-pipeline/solar/renderer/model"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/resolve"
 )
 
 // TestApply: the conditions each outcome leaves, Flux's way: Stalled on
@@ -67,4 +70,31 @@ func TestErrorsOfIsBounded(t *testing.T) {
 	assert.Equal(t, maxProblems+1, strings.Count(s, "\n")+1)
 	assert.Contains(t, s, "(and 15 more: solar vet shows them all)")
 	assert.NotContains(t, s, "only a warning")
+}
+
+// TestRequeueBeforeTheTokenIsDue: a namespace runs again after the interval,
+// or sooner when a token is due for renewal, but never within a minute (a
+// token granted for less than RotateBefore is due at once); a credential
+// not minted is retried.
+func TestRequeueBeforeTheTokenIsDue(t *testing.T) {
+	now := time.Now()
+	planWith := func(renew time.Time, reason string) *pipeline.Plan {
+		return &pipeline.Plan{Targets: []*pipeline.Target{{
+			Resolution: &resolve.Resolution{Target: &model.Target{Meta: model.Meta{Name: "edge-1", Namespace: "alpha"}}},
+			Credential: &credential.Credential{Reason: reason, Renew: renew},
+		}}}
+	}
+	for _, tc := range []struct {
+		renew time.Time
+		want  time.Duration
+	}{
+		{now.Add(16 * time.Hour), 10 * time.Minute},
+		{now.Add(5 * time.Minute), 5 * time.Minute},
+		{now.Add(-time.Hour), time.Minute},
+	} {
+		got := outcome(planWith(tc.renew, credential.ReasonIssued), nil, nil, 10*time.Minute).requeue
+		assert.InDelta(t, tc.want.Seconds(), got.Seconds(), 1, "renew in %s", tc.renew.Sub(now).Round(time.Minute))
+	}
+	out := outcome(planWith(time.Time{}, credential.ReasonMintFailed), nil, nil, 10*time.Minute)
+	assert.ErrorContains(t, out.retry, "Target alpha/edge-1: the agent credential is not issued (MintFailed)")
 }

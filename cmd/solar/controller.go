@@ -17,6 +17,7 @@ import (
 type controllerFlags struct {
 	concurrent                   int
 	interval                     time.Duration
+	configNamespace              string
 	namespaceSelector            string
 	leaderElect                  bool
 	leaderElectionID, leaseNS    string
@@ -32,6 +33,7 @@ func (f *controllerFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.IntVar(&f.concurrent, "concurrent", 4, "namespaces planned and published at once")
 	fl.DurationVar(&f.interval, "interval", 10*time.Minute, "run every namespace again after this long (a token due for renewal runs sooner)")
+	fl.StringVar(&f.configNamespace, "pipeline-config-namespace", "solar-system", "the namespace whose PipelineConfig is read (agent API server URL, token TTL); one in any other namespace is not")
 	fl.StringVar(&f.namespaceSelector, "namespace-selector", "", "work only on the namespaces whose labels match (a shard: e.g. solar.opendefense.cloud/shard=a; another controller takes shard=b)")
 	fl.BoolVar(&f.leaderElect, "leader-elect", true, "elect one leader among the replicas with a Lease; the others wait")
 	fl.StringVar(&f.leaderElectionID, "leader-election-id", "", "name of the Lease (default solar-controller, with a --namespace-selector its own per selector)")
@@ -49,7 +51,7 @@ func (f *controllerFlags) register(cmd *cobra.Command) {
 
 // options are the controller options of the flags.
 func (f *controllerFlags) options() (controller.Options, error) {
-	o := controller.Options{Concurrent: f.concurrent, Interval: f.interval,
+	o := controller.Options{Concurrent: f.concurrent, Interval: f.interval, ConfigNamespace: f.configNamespace,
 		LeaderElection: f.leaderElect, LeaderElectionID: f.leaderElectionID, LeaderElectionNamespace: f.leaseNS,
 		LeaseDuration: f.leaseDuration, RenewDeadline: f.renewDeadline, RetryPeriod: f.retryPeriod,
 		ShutdownTimeout: f.shutdownTimeout, RunTimeout: f.runTimeout, QPS: f.qps, Burst: f.burst, MetricsAddr: f.metricsAddr, ProbeAddr: f.probeAddr}

@@ -109,14 +109,18 @@ func generate(ctx *cue.Context, schema cue.Value, kind string) ([]byte, error) {
 	props["metadata"] = map[string]any{"type": "object", "properties": map[string]any{"name": name}}
 	root := map[string]any{"type": "object", "properties": props}
 
-	spec := def.LookupPath(cue.MakePath(cue.Str("spec").Required()))
-	if spec.Exists() {
+	spec, required, err := field(def, "spec")
+	if err != nil {
+		return nil, err
+	}
+	if required {
 		root["required"] = []string{"spec"}
-	} else {
-		spec = def.LookupPath(cue.MakePath(cue.Str("spec").Optional()))
 	}
 	if props["spec"], err = encode(ctx, spec); err != nil {
 		return nil, fmt.Errorf("spec: %w", err)
+	}
+	for _, l := range listMaps[kind] {
+		listMap(props["spec"], l.path, l.keys...)
 	}
 	version := map[string]any{
 		"name": Version, "served": true, "storage": true,
@@ -127,7 +131,7 @@ func generate(ctx *cue.Context, schema cue.Value, kind string) ([]byte, error) {
 		if props["status"], err = encode(ctx, schema.LookupPath(cue.ParsePath(x.status))); err != nil {
 			return nil, fmt.Errorf("status: %w", err)
 		}
-		listMap(props["status"], "conditions", "type")
+		listMap(props["status"], []string{"conditions"}, "type")
 		version["subresources"] = map[string]any{"status": map[string]any{}}
 	}
 	if len(x.columns) > 0 {
@@ -208,13 +212,50 @@ func structural(s map[string]any) {
 	}
 }
 
-// listMap marks the list field of s as a map keyed by key, as Kubernetes
-// does for conditions: a server-side apply merges entries by key.
-func listMap(s any, field, key string) {
+// field is the field name of def (spec), and whether it is required (spec!)
+// rather than optional (spec?).
+func field(def cue.Value, name string) (cue.Value, bool, error) {
+	iter, err := def.Fields(cue.Optional(true))
+	if err != nil {
+		return cue.Value{}, false, err
+	}
+	for iter.Next() {
+		if sel := iter.Selector(); sel.Unquoted() == name {
+			return iter.Value(), sel.ConstraintType() == cue.RequiredConstraint, nil
+		}
+	}
+	return cue.Value{}, false, fmt.Errorf("no field %s", name)
+}
+
+// listMaps are the lists of a kind's spec that are maps by their keys, as
+// Kubernetes marks them: a server-side apply merges their entries by key,
+// and the API server refuses two entries with the same key.
+var listMaps = map[string][]struct {
+	path []string
+	keys []string
+}{
+	"TargetReport": {
+		{[]string{"releases"}, []string{"name", "namespace"}},
+		{[]string{"releases", "[]", "sourceConditions"}, []string{"type"}},
+		{[]string{"releases", "[]", "helmConditions"}, []string{"type"}},
+		{[]string{"preflight", "checks"}, []string{"type"}},
+	},
+}
+
+// listMap marks the list at path below schema s ("[]" steps into a list's
+// items) as a map keyed by keys.
+func listMap(s any, path []string, keys ...string) {
 	m, _ := s.(map[string]any)
-	props, _ := m["properties"].(map[string]any)
-	if l, ok := props[field].(map[string]any); ok {
-		l["x-kubernetes-list-type"] = "map"
-		l["x-kubernetes-list-map-keys"] = []string{key}
+	for _, step := range path {
+		if step == "[]" {
+			m, _ = m["items"].(map[string]any)
+			continue
+		}
+		props, _ := m["properties"].(map[string]any)
+		m, _ = props[step].(map[string]any)
+	}
+	if m != nil {
+		m["x-kubernetes-list-type"] = "map"
+		m["x-kubernetes-list-map-keys"] = keys
 	}
 }

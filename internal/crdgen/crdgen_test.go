@@ -5,10 +5,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
 
 	"github.com/solar-pipeline/solar/config/crd"
 )
@@ -54,4 +56,25 @@ func TestPlural(t *testing.T) {
 	assert.Equal(t, "targets", Plural("Target"))
 	assert.Equal(t, "registries", Plural("Registry"))
 	assert.Equal(t, "referencegrants", Plural("ReferenceGrant"))
+}
+
+// TestSpecRequiredAsInTheSchemas: a CRD requires spec where the schema
+// says spec! and not where it says spec? (an agent's TargetReport starts
+// without one).
+func TestSpecRequiredAsInTheSchemas(t *testing.T) {
+	files, err := Generate()
+	require.NoError(t, err)
+	for kind, want := range map[string]bool{"Target": true, "Release": true, "TargetReport": false, "Component": false} {
+		var doc struct {
+			Spec struct {
+				Versions []struct {
+					Schema struct {
+						OpenAPIV3Schema struct{ Required []string }
+					}
+				}
+			}
+		}
+		require.NoError(t, yaml.Unmarshal(files[FileName(kind)], &doc))
+		assert.Equal(t, want, slices.Contains(doc.Spec.Versions[0].Schema.OpenAPIV3Schema.Required, "spec"), kind)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
@@ -108,4 +109,34 @@ func TestSyncLogic(t *testing.T) {
 	m.opts.ReadOnly = false
 	assert.Equal(t, ReasonRevoked, m.Sync(ctx, target).Reason)
 	assert.Empty(t, tokens(), "revoked: every token Secret is gone")
+}
+
+// TestConditionKeepsTheRestOfTheStatus: the credential's condition is
+// written beside what else the status holds (the controller's bootstrap
+// chart and conditions), not over it.
+func TestConditionKeepsTheRestOfTheStatus(t *testing.T) {
+	ctx := context.Background()
+	target := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "solar.opendefense.cloud/v1alpha1", "kind": "Target",
+		"metadata": map[string]any{"name": "edge-1", "namespace": "alpha"},
+		"status": map[string]any{
+			"observedGeneration": int64(3),
+			"bootstrap":          map[string]any{"repository": "alpha/bootstrap-edge-1", "version": "0.0.4", "digest": "sha256:x"},
+			"conditions":         []any{map[string]any{"type": "Ready", "status": "True", "reason": "Succeeded", "message": "", "lastTransitionTime": "2026-12-01T00:00:00Z"}},
+		},
+	}}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		TargetGVR: "TargetList", TargetReportGVR: "TargetReportList",
+	}, target)
+	m := &Minter{dyn: dyn, opts: Options{Now: time.Now}}
+	require.NoError(t, m.writeCondition(ctx, &model.Target{Meta: model.Meta{Name: "edge-1", Namespace: "alpha"}},
+		Credential{Status: metav1.ConditionTrue, Reason: ReasonIssued, Message: "issued"}))
+	got, err := dyn.Resource(TargetGVR).Namespace("alpha").Get(ctx, "edge-1", metav1.GetOptions{})
+	require.NoError(t, err)
+	version, _, _ := unstructured.NestedString(got.Object, "status", "bootstrap", "version")
+	assert.Equal(t, "0.0.4", version)
+	generation, _, _ := unstructured.NestedInt64(got.Object, "status", "observedGeneration")
+	assert.Equal(t, int64(3), generation)
+	conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
+	assert.Len(t, conds, 2, "Ready kept, AgentCredentialReady added")
 }

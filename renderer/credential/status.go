@@ -7,6 +7,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -55,7 +56,11 @@ func (m *Minter) writeCondition(ctx context.Context, t *model.Target, cred Crede
 	if err != nil {
 		return err
 	}
-	obj.Object["status"] = raw
+	// Only the conditions: the rest of the status (the controller's
+	// bootstrap chart, observedGeneration) stays as it is.
+	if err := unstructured.SetNestedField(obj.Object, raw["conditions"], "status", "conditions"); err != nil {
+		return err
+	}
 	_, err = targets.UpdateStatus(ctx, obj, metav1.UpdateOptions{})
 	return err
 }

@@ -44,9 +44,15 @@ func usedBy(ns string, objs []*load.Object) map[load.ID]bool {
 			queue = append(queue, o)
 		}
 	}
+	var grants []*load.Object // of ns
+	for _, o := range objs {
+		if o.Kind == model.KindReferenceGrant && o.Namespace == ns {
+			grants = append(grants, o)
+		}
+	}
 	for _, o := range objs {
 		if o.Namespace == ns || o.Kind == model.KindPipelineConfig ||
-			namesTargetOf(o, ns) {
+			namesTargetOf(o, ns, grants) {
 			use(o.ID())
 		}
 	}
@@ -67,15 +73,33 @@ func usedBy(ns string, objs []*load.Object) map[load.ID]bool {
 	return used
 }
 
-// namesTargetOf says whether o is a binding (from any namespace) that names
-// a Target of namespace ns.
-func namesTargetOf(o *load.Object, ns string) bool {
+// namesTargetOf says whether o is a binding of another namespace that names
+// a Target of namespace ns and that a ReferenceGrant of ns allows. A binding
+// ns does not allow is its own namespace's problem, not ns's: it fails
+// closed, and must not stop ns's run (in controller mode the namespaces are
+// tenants that do not trust one another).
+func namesTargetOf(o *load.Object, ns string, grants []*load.Object) bool {
 	for _, r := range model.ReferencesOf(o) {
 		if r.To == model.KindTarget && r.ID(o.Namespace).Namespace == ns {
-			return true
+			return slices.ContainsFunc(grants, func(g *load.Object) bool { return allows(g, o.Kind, o.Namespace) })
 		}
 	}
 	return false
+}
+
+// allows says whether grant g lets objects of kind from namespace ns refer
+// to Targets of its own namespace.
+func allows(g *load.Object, kind, ns string) bool {
+	spec, _ := g.Fields["spec"].(map[string]any)
+	from, _ := spec["from"].([]any)
+	to, _ := spec["to"].([]any)
+	return slices.ContainsFunc(from, func(f any) bool {
+		m, _ := f.(map[string]any)
+		return m["group"] == model.Group && m["kind"] == kind && m["namespace"] == ns
+	}) && slices.ContainsFunc(to, func(t any) bool {
+		m, _ := t.(map[string]any)
+		return m["group"] == model.Group && m["kind"] == model.KindTarget
+	})
 }
 
 // owners finds the object a problem is about: the last object of the
