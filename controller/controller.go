@@ -179,8 +179,14 @@ func newManager(opts Options) (ctrl.Manager, error) {
 		GracefulShutdownTimeout:       &opts.ShutdownTimeout,
 		Client:                        client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 	}
-	if opts.LeaseDuration > 0 {
-		mo.LeaseDuration, mo.RenewDeadline, mo.RetryPeriod = &opts.LeaseDuration, &opts.RenewDeadline, &opts.RetryPeriod
+	// Each unset (zero) keeps client-go's default.
+	for _, d := range []struct {
+		set  time.Duration
+		into **time.Duration
+	}{{opts.LeaseDuration, &mo.LeaseDuration}, {opts.RenewDeadline, &mo.RenewDeadline}, {opts.RetryPeriod, &mo.RetryPeriod}} {
+		if d.set > 0 {
+			*d.into = ptr(d.set)
+		}
 	}
 	if opts.NamespaceSelector != nil && !opts.NamespaceSelector.Empty() {
 		mo.Cache = cache.Options{ByObject: map[client.Object]cache.ByObject{

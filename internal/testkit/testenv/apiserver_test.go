@@ -23,7 +23,10 @@ func TestAPIServerServesCRDs(t *testing.T) {
 	for _, r := range res.APIResources {
 		names = append(names, r.Name)
 	}
-	assert.ElementsMatch(t, []string{"targets", "targets/status", "targetreports"}, names)
+	// Every kind's CRD (config/crd), and the Target's status.
+	assert.ElementsMatch(t, []string{"targets", "targets/status", "targetreports", "profiles", "releases",
+		"components", "componentversions", "registries", "releasebindings", "registrybindings",
+		"referencegrants", "pipelineconfigs", "devices", "deviceupgrades"}, names)
 	_, err = s.Client.CoreV1().Namespaces().List(context.Background(), metav1.ListOptions{})
 	require.NoError(t, err, "the admin of the kubeconfig may list namespaces")
 }
