@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/solar-pipeline/solar/internal/buildinfo"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 )
 
@@ -74,7 +75,11 @@ For devices (Device, DeviceUpgrade), fleet publishes agent binaries and writes
 one upgrade attempt per device into a NATS bucket the devices watch.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// --version, as kubectl, helm and oras have it (solar version
+		// says the same, and -o json|yaml).
+		Version: buildinfo.Read().String(),
 	}
+	root.SetVersionTemplate("solar {{.Version}}\n")
 	root.PersistentFlags().StringVarP(&g.namespace, "namespace", "n", "", `namespace of objects that do not set metadata.namespace (default "default");
 render and publish also work on the Targets of this namespace only`)
 	root.PersistentFlags().StringVarP(&g.output, "output", "o", "text", "output format: text, json or yaml")
