@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -63,7 +65,7 @@ func gvr(kind string) schema.GroupVersionResource {
 func (e *env) options(t *testing.T) Options {
 	return Options{
 		Config:   e.api.Config,
-		Registry: pipeline.RegistryOptions{Host: e.registry.Host, Prefix: "solar", Username: e.registry.Username, Password: e.registry.Password, CAFile: e.registry.CAFile},
+		Registry: e.registryOptions(),
 		Pipeline: pipeline.Options{LoadOptions: pipeline.LoadOptions{CacheDir: t.TempDir()}},
 		Interval: time.Hour, RetryMin: 100 * time.Millisecond, RetryMax: 2 * time.Second, ConfigNamespace: "shared",
 		Metrics: prometheus.NewRegistry(),
@@ -172,7 +174,7 @@ func TestControllerPublishesAsTheCLIWould(t *testing.T) {
 	}
 
 	// The CLI, from the files, against the same registry: all unchanged.
-	report := e.publishCLI(t, true)
+	report, _, _ := e.publishFiles(t, e.examples, true)
 	require.Len(t, report.Targets, 4)
 	for _, tr := range report.Targets {
 		assert.Equal(t, "unchanged", tr.Action, "%s/%s", tr.Namespace, tr.Name)
@@ -225,21 +227,33 @@ func counter(t testing.TB, reg *prometheus.Registry, name, label string) float64
 	return 0
 }
 
-// publishCLI is solar publish of the examples' files (a dry run: it says
-// what would change).
-func (e *env) publishCLI(t *testing.T, dryRun bool) *pipeline.Report {
-	ctx := context.Background()
-	store, err := pipeline.OpenStore(ctx, pipeline.StoreOptions{Registry: &pipeline.RegistryOptions{Host: e.registry.Host, Prefix: "solar",
-		Username: e.registry.Username, Password: e.registry.Password, CAFile: e.registry.CAFile}})
-	require.NoError(t, err)
+// publishFiles is solar publish of the files of paths to e's registry,
+// every namespace at once, minting with e's API server when it has one: the
+// report, how long it took and the registry requests it sent.
+func (e *env) publishFiles(tb testing.TB, paths []string, dryRun bool) (*pipeline.Report, time.Duration, float64) {
+	var requests atomic.Int64
+	ro := e.registryOptions()
+	ro.Wrap = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(r *http.Request) (*http.Response, error) { requests.Add(1); return rt.RoundTrip(r) })
+	}
+	ctx, start := context.Background(), time.Now()
+	store, err := pipeline.OpenStore(ctx, pipeline.StoreOptions{Registry: &ro})
+	require.NoError(tb, err)
 	defer store.Close()
-	opts := pipeline.Options{LoadOptions: pipeline.LoadOptions{Paths: e.examples},
-		CredentialOptions: pipeline.CredentialOptions{Kubeconfig: e.api.Kubeconfig}, DryRun: dryRun}
+	opts := pipeline.Options{LoadOptions: pipeline.LoadOptions{Paths: paths}, DryRun: dryRun}
+	if e.api != nil {
+		opts.Kubeconfig = e.api.Kubeconfig
+	}
 	opts.Registry = store.Registry
 	plan, err := pipeline.NewPlan(ctx, opts)
-	require.NoError(t, err)
-	require.False(t, plan.Problems.HasErrors(), "%v", plan.Problems)
+	require.NoError(tb, err)
+	require.False(tb, plan.Problems.HasErrors(), "%v", plan.Problems)
 	report, err := pipeline.Run(ctx, plan, store.Store, opts)
-	require.NoError(t, err)
-	return report
+	require.NoError(tb, err)
+	return report, time.Since(start), float64(requests.Load())
+}
+
+func (e *env) registryOptions() pipeline.RegistryOptions {
+	return pipeline.RegistryOptions{Host: e.registry.Host, Prefix: "solar", Username: e.registry.Username,
+		Password: e.registry.Password, CAFile: e.registry.CAFile}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/solar-pipeline/solar/renderer/credential"
 	"github.com/solar-pipeline/solar/renderer/model"
+	"github.com/solar-pipeline/solar/renderer/targetreport"
 )
 
 // Reasons of the Ready, Reconciling and Stalled conditions the controller
@@ -135,17 +136,17 @@ func apply(st *targetStatus, out outcomes, o targetOutcome) {
 	}
 	switch c := o.credential; {
 	case c != nil && c.Reason == credential.ReasonMintFailed:
-		msg := cut("the agent credential is not issued, retrying: " + c.Message)
+		msg := targetreport.BoundMessage("the agent credential is not issued, retrying: " + c.Message)
 		set(meta.ReadyCondition, metav1.ConditionFalse, credential.ReasonMintFailed, msg)
 		set(meta.ReconcilingCondition, metav1.ConditionTrue, ReasonRetrying, msg)
 		apimeta.RemoveStatusCondition(&st.Conditions, meta.StalledCondition)
 	case out.problems != "" || o.problems != "":
-		msg := cut(joinLines(out.problems, o.problems))
+		msg := targetreport.BoundMessage(joinLines(out.problems, o.problems))
 		set(meta.ReadyCondition, metav1.ConditionFalse, ReasonInvalidInput, msg)
 		set(meta.StalledCondition, metav1.ConditionTrue, ReasonInvalidInput, msg)
 		apimeta.RemoveStatusCondition(&st.Conditions, meta.ReconcilingCondition)
 	case out.runErr != nil && o.published == nil:
-		msg := cut("retrying: " + out.runErr.Error())
+		msg := targetreport.BoundMessage("retrying: " + out.runErr.Error())
 		set(meta.ReadyCondition, metav1.ConditionFalse, ReasonPublishFailed, msg)
 		set(meta.ReconcilingCondition, metav1.ConditionTrue, ReasonRetrying, msg)
 		apimeta.RemoveStatusCondition(&st.Conditions, meta.StalledCondition)
@@ -161,16 +162,6 @@ func joinLines(a, b string) string {
 		return a + b
 	}
 	return a + "\n" + b
-}
-
-// cut bounds a message to what a condition holds (32768 characters).
-func cut(s string) string {
-	const limit = 32768
-	r := []rune(s)
-	if len(r) <= limit {
-		return s
-	}
-	return string(r[:limit-1]) + "…"
 }
 
 // DeepCopy copies a status, conditions and all.

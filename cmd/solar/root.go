@@ -62,6 +62,17 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	g := &globals{stdout: doc, stderr: stderr}
 	level := new(slog.LevelVar)
 	g.log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	root := newRootCmd(g, level)
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	return g.exitCode(root.ExecuteContext(ctx), doc)
+}
+
+// newRootCmd is solar with its global flags and every subcommand; level is
+// set from -v and -q.
+func newRootCmd(g *globals, level *slog.LevelVar) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "solar",
 		Short: "Turn SolAr deployment objects into Helm charts in OCI repositories for Flux",
@@ -115,12 +126,12 @@ render and publish also work on the Targets of this namespace only`)
 		return namespaces, cobra.ShellCompDirectiveNoFileComp
 	})
 	root.AddCommand(newVetCmd(g), newRenderCmd(g), newPublishCmd(g), newStatusCmd(g), newBootstrapCmd(g), newCredentialsCmd(g), newVersionCmd(g), newFleetCmd(g), newGCCmd(g), newDiffCmd(g), newPushCmd(g), newExportCmd(g), newVerifyCmd(g), newControllerCmd(g))
-	root.SetArgs(args)
-	root.SetIn(stdin)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
+	return root
+}
 
-	err := root.ExecuteContext(ctx)
+// exitCode is the exit code of a command's error, said on stderr; with -o,
+// a fatal error not yet in a document is written as one on stdout.
+func (g *globals) exitCode(err error, doc *document) int {
 	var exit exitError
 	switch {
 	case err == nil:
@@ -128,7 +139,7 @@ render and publish also work on the Targets of this namespace only`)
 	case errors.As(err, &exit):
 		return exit.code
 	default:
-		fmt.Fprintf(stderr, "solar: %v\n", err)
+		fmt.Fprintf(g.stderr, "solar: %v\n", err)
 		var r reported
 		if (g.output == "json" || g.output == "yaml") && !doc.written && !errors.As(err, &r) {
 			// stdout is one document with -o, a fatal error included: a CI

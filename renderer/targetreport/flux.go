@@ -87,15 +87,16 @@ func Conditions(o Object) []metav1.Condition {
 		return nil
 	}
 	for i := range out {
-		out[i].Message = bound(out[i].Message)
+		out[i].Message = BoundMessage(out[i].Message)
 	}
 	byType(out)
 	return out
 }
 
-// bound cuts s to maxMessage bytes on a character boundary, and replaces
-// invalid UTF-8: what is written reads back the same.
-func bound(s string) string {
+// BoundMessage cuts s to what a condition's message holds (maxMessage
+// bytes) on a character boundary, and replaces invalid UTF-8: what is
+// written reads back the same.
+func BoundMessage(s string) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	if len(s) <= maxMessage {
 		return s

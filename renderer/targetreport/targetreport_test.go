@@ -80,8 +80,8 @@ func TestPhaseOf(t *testing.T) {
 // UTF-8, so what the agent writes reads back the same.
 func TestBoundedMessage(t *testing.T) {
 	long := strings.Repeat("a", maxMessage-4) + "éééé"
-	got := bound(long)
+	got := BoundMessage(long)
 	assert.LessOrEqual(t, len(got), maxMessage)
 	assert.True(t, utf8.ValidString(got))
-	assert.Equal(t, "ok\uFFFD", bound("ok\xff"))
+	assert.Equal(t, "ok\uFFFD", BoundMessage("ok\xff"))
 }
