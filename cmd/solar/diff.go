@@ -3,19 +3,29 @@ package main
 import (
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
+	"github.com/solar-pipeline/solar/renderer/objdiff"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 )
 
 const diffLong = `diff renders as publish would and compares every chart that would change with
 its latest version in the store (an OCI layout, --out, or a registry,
---registry): a unified diff of its files (Chart.yaml, values.yaml, templates),
-the versions, and the Targets each chart reaches (a release chart the Targets
-of a namespace share lists them all). Tokens and passwords show as
+--registry), and shows the Kubernetes objects that would change on the
+Targets' clusters: per object (kind, namespace, name) a unified diff of its
+YAML, and the Targets it changes on. The objects are rendered with Helm's
+engine as Flux installs them, level by level: the bootstrap chart (level 1),
+the release charts its HelmReleases install with the values they pass
+(level 2), and the application charts (level 3) where their registry can be
+reached anonymously (--no-app-charts: not asked; a note says what was not
+rendered). A Secret's values show as fingerprints.
+
+--files shows the charts' files instead: per chart a unified diff of its files
+(Chart.yaml, values.yaml, templates), the versions, and the Targets each chart
+reaches (a release chart the Targets of a namespace share lists them all).
+The summary on stderr says how many charts, objects and Targets change.
+Tokens and passwords show as
 <redacted sha256:...>: a reviewer sees that a token changed, never the token.
 With --kubeconfig (read only: diff mints nothing), an agent chart whose Target
 is due for a new token says "token rotates", the new token showing as
@@ -37,11 +47,14 @@ func newDiffCmd(g *globals) *cobra.Command {
 	var out string
 	var exitCode bool
 	var reviewedFile string
+	var files, noApp bool
+	var fluxNS string
 	cmd := &cobra.Command{
 		Use:   "diff PATH... (--out DIR | --registry HOST[:PORT][/PREFIX])",
-		Short: "Show, file by file, what publishing would change on every Target",
+		Short: "Show the Kubernetes objects (or, with --files, the chart files) publishing would change",
 		Long:  diffLong,
 		Example: `  solar diff examples/ --out out
+  solar diff --files examples/ --out out
   solar diff --exit-code -n alpha examples/ --registry registry.example.com/solar --kubeconfig solar.yaml
   solar diff examples/ --registry registry.example.com/solar --kubeconfig solar.yaml --write-reviewed reviewed.json`,
 		Args: cobra.MinimumNArgs(1),
@@ -72,11 +85,11 @@ func newDiffCmd(g *globals) *cobra.Command {
 			}
 			d := &pipeline.DiffReport{Charts: []pipeline.ChartDiff{}, Problems: pipeline.NewReport(plan).Problems}
 			if len(plan.Targets) > 0 {
-				if d, err = pipeline.Diff(cmd.Context(), plan, store.Store, opts); err != nil {
+				if d, err = pipeline.Diff(cmd.Context(), plan, store.Store, opts, objectOptions(files, noApp, fluxNS)); err != nil {
 					return hint(err, rf.registry)
 				}
 			}
-			if err := g.printDiff(d); err != nil {
+			if err := g.printDiff(d, files); err != nil {
 				return err
 			}
 			if err := g.writeReviewed(reviewedFile, registry, d); err != nil {
@@ -97,8 +110,23 @@ func newDiffCmd(g *globals) *cobra.Command {
 	rf.registerClient(fl, "to compare with")
 	fl.BoolVar(&exitCode, "exit-code", false, "exit 2 when something would change, 0 when not")
 	f.registerPrune(cmd, "show the versions without releases publish --prune would push for orphans")
+	fl.BoolVar(&files, "files", false, "show the diff of the charts' files instead of the objects")
+	fl.BoolVar(&noApp, "no-app-charts", false, "do not read application charts from their registries: show their HelmReleases' change only")
+	fl.StringVar(&fluxNS, "flux-namespace", "flux-system", "namespace of Flux, where the bootstrap chart is installed")
 	fl.StringVar(&reviewedFile, "write-reviewed", "", "write the reviewed list, what solar push --reviewed checks, to this file (needs --registry)")
 	return cmd
+}
+
+// objectOptions ask pipeline.Diff for the objects, unless files.
+func objectOptions(files, noApp bool, fluxNS string) *pipeline.ObjectOptions {
+	if files {
+		return nil
+	}
+	oo := &pipeline.ObjectOptions{FluxNamespace: fluxNS}
+	if !noApp {
+		oo.App = (&objdiff.Fetcher{}).Fetch
+	}
+	return oo
 }
 
 // writeReviewed writes the reviewed list of d to file, unless file is
@@ -116,60 +144,4 @@ func (g *globals) writeReviewed(file, registry string, d *pipeline.DiffReport) e
 		return nil
 	}
 	return d.Reviewed(registry).WriteFile(file)
-}
-
-// printDiff writes the diff as data (-o json, -o yaml) or as unified diffs,
-// coloured on a terminal.
-func (g *globals) printDiff(d *pipeline.DiffReport) error {
-	if g.output != "text" {
-		return g.printData(d)
-	}
-	color := isTerminal(g.stdout)
-	paint := func(line string) string {
-		switch {
-		case !color:
-			return line
-		case strings.HasPrefix(line, "+++"), strings.HasPrefix(line, "---"):
-			return "\x1b[1m" + line + "\x1b[0m"
-		case strings.HasPrefix(line, "+"):
-			return "\x1b[32m" + line + "\x1b[0m"
-		case strings.HasPrefix(line, "-"):
-			return "\x1b[31m" + line + "\x1b[0m"
-		case strings.HasPrefix(line, "@@"):
-			return "\x1b[36m" + line + "\x1b[0m"
-		}
-		return line
-	}
-	for _, c := range d.Charts {
-		from := c.From
-		if from == "" {
-			from = "(new)"
-		}
-		token := ""
-		switch c.Token {
-		case "rotates":
-			token = "; token rotates"
-		case "new":
-			token = "; new token"
-		}
-		fmt.Fprintf(g.stdout, "# %s %s -> %s, reaches %s%s\n", c.Repository, from, c.To, strings.Join(c.Targets, ", "), token)
-		for _, f := range c.Files {
-			for _, line := range strings.SplitAfter(f.Diff, "\n") {
-				if line != "" {
-					fmt.Fprint(g.stdout, paint(strings.TrimSuffix(line, "\n"))+"\n")
-				}
-			}
-		}
-	}
-	for _, o := range d.Orphans {
-		fmt.Fprintf(g.stdout, "# orphan: %s/bootstrap-%s: Target %s/%s is no longer in the input (publish --prune uninstalls its releases)\n", o.Namespace, o.Name, o.Namespace, o.Name)
-	}
-	g.printProblems(d.Problems)
-	return nil
-}
-
-// isTerminal: w is a terminal (colour, a progress bar).
-func isTerminal(w any) bool {
-	f, ok := w.(interface{ Fd() uintptr })
-	return ok && term.IsTerminal(int(f.Fd()))
 }

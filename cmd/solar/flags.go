@@ -103,6 +103,7 @@ func (f *planFlags) options(g *globals, stdin io.Reader, paths []string) (pipeli
 	}
 	opts.Target, opts.StrictRegistryBindings, opts.Kubeconfig, opts.DryRun = f.target, f.strictRegs, f.kubeconfig, f.dryRun
 	opts.NoCredentials, opts.Prune = f.noCredentials, f.prune
+	g.dryRun = f.dryRun
 	opts.Progress = g.progress()
 	created, ok, err := sourceDateEpoch()
 	if ok {

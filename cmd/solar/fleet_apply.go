@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -57,7 +58,7 @@ func newFleetApplyCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return hint(pipeline.Explain(err), rf.registry)
 			}
-			if err := g.printFleet(orEmpty(results), problems); err != nil {
+			if err := g.printFleet(orEmpty(results), problems, dryRun); err != nil {
 				return err
 			}
 			if problems.HasErrors() {
@@ -85,7 +86,7 @@ func newFleetApplyCmd(g *globals) *cobra.Command {
 
 // printFleet prints apply's results: a table, or one JSON/YAML document
 // {"devices": [...], "problems": [...]}.
-func (g *globals) printFleet(results []pipeline.DeviceResult, problems diag.List) error {
+func (g *globals) printFleet(results []pipeline.DeviceResult, problems diag.List, dryRun bool) error {
 	if g.output != "text" {
 		if problems == nil {
 			problems = diag.List{}
@@ -96,13 +97,20 @@ func (g *globals) printFleet(results []pipeline.DeviceResult, problems diag.List
 		fmt.Fprintln(g.stderr, p)
 	}
 	failed := 0
+	w := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+	if len(results) > 0 {
+		g.header(w, "DEVICE\tVERSION\tPLATFORM\tATTEMPT\tDIGEST\tACTION")
+	}
 	for _, r := range results {
 		if r.Error != "" {
 			failed++
 			fmt.Fprintf(g.stderr, "solar: %s\n", r.Error)
 			continue
 		}
-		fmt.Fprintf(g.stdout, "%-20s %-14s %-12s %s %s %s\n", r.DeviceID, r.TargetVersion, r.Platform, r.UUID, short(r.Digest), r.Action)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.DeviceID, r.TargetVersion, r.Platform, r.UUID, short(r.Digest), would(dryRun, r.Action))
+	}
+	if err := w.Flush(); err != nil {
+		return err
 	}
 	if len(results) > 0 {
 		fmt.Fprintf(g.stderr, "%d devices: %d failed\n", len(results), failed)

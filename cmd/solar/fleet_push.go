@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"text/tabwriter"
 
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 	"github.com/spf13/cobra"
@@ -69,9 +70,15 @@ func printPushedAgent(g *globals, p *pipeline.PushedAgent) error {
 		return g.printData(map[string]any{"repository": p.Repository, "version": p.Version, "digest": p.Digest,
 			"action": p.Action, "platforms": p.Platforms})
 	}
-	fmt.Fprintf(g.stdout, "%s:%s %s %s\n", p.Repository, p.Version, p.Digest, p.Action)
-	for _, pl := range p.Platforms {
-		fmt.Fprintf(g.stdout, "  %-16s %s %9d %s\n", pl.Platform, pl.Digest, pl.Size, pl.URL)
+	w := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+	g.header(w, "INDEX\tDIGEST\tACTION")
+	fmt.Fprintf(w, "%s:%s\t%s\t%s\n", p.Repository, p.Version, p.Digest, p.Action)
+	if err := w.Flush(); err != nil {
+		return err
 	}
-	return nil
+	g.header(w, "PLATFORM\tDIGEST\tSIZE\tURL")
+	for _, pl := range p.Platforms {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", pl.Platform, pl.Digest, bytesHuman(pl.Size), pl.URL)
+	}
+	return w.Flush()
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/solar-pipeline/solar/renderer/diag"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
+	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
 // The tables a report prints as.
@@ -58,19 +60,19 @@ func (g *globals) printReport(r *pipeline.Report, table int) error {
 		out := bufio.NewWriter(g.stdout)
 		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		if table == credentialsTable {
-			fmt.Fprintln(w, "TARGET\tSTATUS\tREASON\tMESSAGE")
+			g.header(w, "TARGET\tSTATUS\tREASON\tMESSAGE")
 			for _, t := range r.Targets {
 				fmt.Fprintf(w, "%s/%s\t%s\t%s\t%s\n", t.Namespace, t.Name, t.Credential.Status, t.Credential.Reason, t.Credential.Message)
 			}
 		} else {
-			fmt.Fprintln(w, "TARGET\tCHART\tVERSION\tDIGEST\tACTION")
+			g.header(w, "TARGET\tCHART\tVERSION\tDIGEST\tACTION")
 			for _, t := range r.Targets {
-				fmt.Fprintf(w, "%s/%s\t%s\t%s\t%s\t%s\n", t.Namespace, t.Name, t.Repository, t.Version, short(t.Digest), t.Action)
+				fmt.Fprintf(w, "%s/%s\t%s\t%s\t%s\t%s\n", t.Namespace, t.Name, t.Repository, t.Version, short(t.Digest), would(r.DryRun, t.Action))
 				if c := t.Credential; c != nil {
 					fmt.Fprintf(w, "  credential\t%s\t-\t-\t%s\n", c.Reason, c.Message)
 				}
 				for _, rel := range t.Releases {
-					fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\n", rel.Key, rel.Repository, rel.Version, short(rel.Digest), rel.Action)
+					fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\n", rel.Key, rel.Repository, rel.Version, short(rel.Digest), would(r.DryRun, rel.Action))
 				}
 				for _, e := range t.Excluded {
 					fmt.Fprintf(w, "  excluded\t%s\t-\t-\t%s\n", e.Release, e.Reason)
@@ -86,13 +88,29 @@ func (g *globals) printReport(r *pipeline.Report, table int) error {
 	}
 	for _, o := range r.Orphans {
 		if o.Pruned != nil {
-			fmt.Fprintf(g.stdout, "orphan %s/bootstrap-%s: the Target is gone; pruned to %s without releases (%s)\n", o.Namespace, o.Name, o.Pruned.Version, o.Pruned.Action)
+			fmt.Fprintf(g.stdout, "orphan %s/bootstrap-%s: the Target is gone; pruned to %s without releases (%s)\n", o.Namespace, o.Name, o.Pruned.Version, would(r.DryRun, o.Pruned.Action))
 		} else if !g.quiet {
 			fmt.Fprintf(g.stderr, "orphan %s/bootstrap-%s: the Target is gone, Flux keeps applying its last version; --prune uninstalls its releases\n", o.Namespace, o.Name)
 		}
 	}
 	g.printProblems(r.Problems)
 	return nil
+}
+
+// header writes a table's header line, unless --no-headers.
+func (g *globals) header(w io.Writer, line string) {
+	if !g.noHeaders {
+		fmt.Fprintln(w, line)
+	}
+}
+
+// would is an action as a dry run says it: "would create", "would update";
+// "unchanged" stays.
+func would(dryRun bool, action string) string {
+	if dryRun && action != "" && action != publish.Unchanged {
+		return "would " + action
+	}
+	return action
 }
 
 // printProblems writes problems on stderr, the conversation: errors always,

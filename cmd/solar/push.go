@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -51,10 +52,7 @@ func newPushCmd(g *globals) *cobra.Command {
 			if g.output != "text" {
 				return g.printData(map[string]any{"charts": results})
 			}
-			for _, r := range results {
-				fmt.Fprintf(g.stdout, "%s\t%s\t%s\n", r.Repository, r.Version, r.Action)
-			}
-			return nil
+			return g.printPushed(results, dryRun)
 		},
 	}
 	fl := cmd.Flags()
@@ -64,6 +62,16 @@ func newPushCmd(g *globals) *cobra.Command {
 	fl.BoolVar(&dryRun, "dry-run", false, "check and list what would be pushed, push nothing")
 	fl.StringVar(&reviewedFile, "reviewed", "", "the reviewed list (solar diff --write-reviewed): push only if the layout is exactly that, else push nothing")
 	return cmd
+}
+
+// printPushed writes the table of what push pushed, or with dryRun would.
+func (g *globals) printPushed(results []pipeline.PushResult, dryRun bool) error {
+	w := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+	g.header(w, "REPOSITORY\tVERSION\tACTION")
+	for _, r := range results {
+		fmt.Fprintf(w, "%s\t%s\t%s\n", r.Repository, r.Version, would(dryRun, r.Action))
+	}
+	return w.Flush()
 }
 
 const pushLong = `push pushes the newest version of every repository of the OCI layout DIR that

@@ -43,7 +43,8 @@ func TestReviewedPush(t *testing.T) {
 	assert.Equal(t, want, digests(decodeReport(t, stdout)), "render --registry renders what publish would")
 	code, stdout, stderr = cli(reg.Password, append([]string{"push", reviewed}, login...)...)
 	require.Equal(t, 0, code, stderr)
-	assert.Contains(t, stdout, "alpha/bootstrap-edge-1\t0.0.1\tcreate")
+	assert.True(t, hasRow(stdout, "alpha/bootstrap-edge-1", "0.0.1", "create"), stdout)
+	assert.True(t, strings.HasPrefix(stdout, "REPOSITORY "), "a header:\n%s", stdout)
 
 	// The registry holds exactly those bytes: publish finds nothing to do.
 	code, stdout, stderr = publishCLI(t, reg, reg.Password, "--no-credentials", "--plain-http", "--registry", registry, "-o", "json", examples)

@@ -138,8 +138,8 @@ func TestReviewedList(t *testing.T) {
 	out = render("as-reviewed")
 	code, stdout, stderr = cli(append([]string{"push", out, "--reviewed", reviewed}, login...)...)
 	require.Equal(t, 0, code, stderr)
-	assert.Contains(t, stdout, "alpha/alpha/edge-1/release-solar-agent\t0.0.2\tupdate")
-	assert.Contains(t, stdout, "alpha/bootstrap-edge-1\t0.0.2\tupdate")
+	assert.True(t, hasRow(stdout, "alpha/alpha/edge-1/release-solar-agent", "0.0.2", "update"), stdout)
+	assert.True(t, hasRow(stdout, "alpha/bootstrap-edge-1", "0.0.2", "update"), stdout)
 	code, stdout, stderr = cli(append([]string{"diff", "--kubeconfig", api.Kubeconfig, "--exit-code", examples}, login...)...)
 	assert.Equal(t, 0, code, "the registry holds what main renders: %s%s", stdout, stderr)
 

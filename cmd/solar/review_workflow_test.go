@@ -234,8 +234,8 @@ func TestReviewWorkflow(t *testing.T) {
 	assert.Equal(t, "rotates", charts["alpha/alpha/edge-1/release-solar-agent"].Token)
 
 	a.run("push")
-	assert.Contains(t, a.log.String(), "alpha/alpha/release-podinfo-stable\t0.0.2\tupdate", "the merge pushed")
-	assert.Contains(t, a.log.String(), "alpha/alpha/edge-1/release-solar-agent\t0.0.2\tupdate", "with edge-1's new token")
+	assert.True(t, hasRow(a.log.String(), "alpha/alpha/release-podinfo-stable", "0.0.2", "update"), "the merge pushed:\n%s", a.log.String())
+	assert.True(t, hasRow(a.log.String(), "alpha/alpha/edge-1/release-solar-agent", "0.0.2", "update"), "with edge-1's new token:\n%s", a.log.String())
 	assert.NotContains(t, a.log.String(), reg.Password, "the password is never in a job log")
 	for _, tok := range append(testenv.AgentTokens(t, api, "alpha"), testenv.AgentTokens(t, api, "beta")...) {
 		assert.NotContains(t, a.log.String(), tok, "no token in a job log")

@@ -50,9 +50,12 @@ type globals struct {
 	output    string
 	verbose   bool
 	quiet     bool
-	stdout    io.Writer
-	stderr    io.Writer
-	log       *slog.Logger
+	noHeaders bool
+	// dryRun: the command writes nothing, and its tables say "would".
+	dryRun bool
+	stdout io.Writer
+	stderr io.Writer
+	log    *slog.Logger
 }
 
 // run executes the CLI and returns the process exit code: 0 success, 1 error or
@@ -96,6 +99,7 @@ render and publish also work on the Targets of this namespace only`)
 	root.PersistentFlags().StringVarP(&g.output, "output", "o", "text", "output format: text, json or yaml")
 	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "log what each stage does on stderr")
 	root.PersistentFlags().BoolVarP(&g.quiet, "quiet", "q", false, "print only errors on stderr: no progress, no summary")
+	root.PersistentFlags().BoolVar(&g.noHeaders, "no-headers", false, "print tables without their header line (text output)")
 	// What every command checks first, once.
 	root.PersistentPreRunE = func(*cobra.Command, []string) error {
 		if err := g.checkOutput(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -257,4 +258,15 @@ func TestVetGitOpsTree(t *testing.T) {
 	code = run(context.Background(), []string{"vet", "-"}, bytes.NewReader(b), &out, &errOut)
 	assert.Equal(t, 1, code, "the grant for the Targets' render Registry is elsewhere")
 	assert.Contains(t, errOut.String(), "<stdin>:18: spec.renderRegistryRef: refers across namespaces without a grant: Registry shared/render")
+}
+
+// hasRow says whether text has a table row of exactly these cells (a
+// tabwriter's columns, separated by spaces).
+func hasRow(text string, cells ...string) bool {
+	for _, line := range strings.Split(text, "\n") {
+		if slices.Equal(strings.Fields(line), cells) {
+			return true
+		}
+	}
+	return false
 }

@@ -7,12 +7,14 @@ import (
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
 // Media types of a Helm chart in an OCI registry, as Helm and Flux expect them.
 const (
 	ConfigMediaType = "application/vnd.cncf.helm.config.v1+json"
-	LayerMediaType  = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
+	LayerMediaType  = publish.ChartLayerMediaType
 )
 
 // Interval is how often Flux reconciles the objects the charts create.

@@ -5,12 +5,9 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -18,14 +15,19 @@ import (
 
 	"github.com/solar-pipeline/solar/renderer/credential"
 	"github.com/solar-pipeline/solar/renderer/diag"
+	"github.com/solar-pipeline/solar/renderer/objdiff"
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
 // DiffReport is what a publish would change, file by file.
 type DiffReport struct {
-	Charts   []ChartDiff `json:"charts"`
-	Orphans  []Orphan    `json:"orphans,omitempty"`
-	Problems diag.List   `json:"problems"`
+	Charts []ChartDiff `json:"charts"`
+	// Objects are the Kubernetes objects that change (when Diff is asked
+	// for them), and Notes what of the chain was not rendered, and why.
+	Objects  []ObjectChange `json:"objects,omitempty"`
+	Notes    []string       `json:"notes,omitempty"`
+	Orphans  []Orphan       `json:"orphans,omitempty"`
+	Problems diag.List      `json:"problems"`
 }
 
 // ChartDiff is one chart that would change.
@@ -64,8 +66,9 @@ func (d *DiffReport) Changed() bool {
 
 // Diff computes, without writing, what publishing the plan into the store
 // would change: per chart the diff of its files between the latest version in
-// the store and the new content (at the same version, so only content shows).
-func Diff(ctx context.Context, plan *Plan, store publish.Store, opts Options) (*DiffReport, error) {
+// the store and the new content (at the same version, so only content shows)
+// and, with objects, the Kubernetes objects that change.
+func Diff(ctx context.Context, plan *Plan, store publish.Store, opts Options, objects *ObjectOptions) (*DiffReport, error) {
 	opts.DryRun, opts.Compare, opts.Progress = true, true, nil
 	report, err := Run(ctx, plan, store, opts)
 	d := &DiffReport{Charts: []ChartDiff{}, Orphans: report.Orphans, Problems: report.Problems}
@@ -74,10 +77,12 @@ func Diff(ctx context.Context, plan *Plan, store publish.Store, opts Options) (*
 	}
 	index := map[string]int{}
 	agents := agentCharts(plan, opts)
+	var state chainState
 	add := func(target string, r publish.Result) error {
 		if r.Action == publish.Unchanged || r.Action == "" {
 			return nil
 		}
+		state.add(target, r)
 		if i, ok := index[r.Repository]; ok {
 			d.Charts[i].Targets = append(d.Charts[i].Targets, target)
 			return nil
@@ -114,7 +119,10 @@ func Diff(ctx context.Context, plan *Plan, store publish.Store, opts Options) (*
 			}
 		}
 	}
-	return d, nil
+	if objects != nil {
+		d.Objects, d.Notes, err = state.objects(ctx, plan, store, opts.Registry, *objects)
+	}
+	return d, err
 }
 
 // agentChart is the agent chart of a Target, which carries its token: its
@@ -195,7 +203,7 @@ func fileDiffs(old, new []publish.Blob) ([]FileDiff, error) {
 			continue
 		}
 		text, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
-			A: difflib.SplitLines(mask(a[n])), B: difflib.SplitLines(mask(b[n])),
+			A: difflib.SplitLines(objdiff.Mask(a[n])), B: difflib.SplitLines(objdiff.Mask(b[n])),
 			FromFile: "a/" + n, ToFile: "b/" + n, Context: 3,
 		})
 		if err != nil {
@@ -232,22 +240,4 @@ func chartFiles(layers []publish.Blob) (map[string]string, error) {
 		}
 	}
 	return files, nil
-}
-
-// secretLine is a line of YAML whose value is a secret: a token in a
-// kubeconfig, a password, key data.
-var secretLine = regexp.MustCompile(`(?m)^(\s*"?(?:token|password|client-key-data|client-certificate-data)"?\s*:\s*)("?)([^"\s]+)("?)\s*$`)
-
-// mask replaces secret values with a fingerprint: a reviewer sees that a
-// token changed, never the token. The stand-in of a token a publish would
-// mint (a dry run) says so.
-func mask(text string) string {
-	return secretLine.ReplaceAllStringFunc(text, func(line string) string {
-		m := secretLine.FindStringSubmatch(line)
-		if m[3] == credential.PendingToken {
-			return m[1] + "<a new token, minted at publish>"
-		}
-		sum := sha256.Sum256([]byte(m[3]))
-		return m[1] + "<redacted sha256:" + hex.EncodeToString(sum[:])[:12] + ">"
-	})
 }

@@ -20,6 +20,8 @@ type Report struct {
 	// Error is the error that stopped the run (a registry that refused,
 	// say): what the report lists is then only what was done before it.
 	Error string `json:"error,omitempty"`
+	// DryRun: nothing was written; the actions are what a run would do.
+	DryRun bool `json:"dryRun,omitempty"`
 }
 
 // Orphan is the bootstrap repository of a Target that is gone, and, when
@@ -125,8 +127,11 @@ func (r *Report) SummaryLine() string {
 			errs++
 		}
 	}
-	line := fmt.Sprintf("%d Targets: %d charts created, %d updated, %d unchanged; %d problems (%d errors)",
-		a[1], a[3], a[5], a[7], len(r.Problems), errs)
+	format := "%d Targets: %d charts created, %d updated, %d unchanged; %d problems (%d errors)"
+	if r.DryRun {
+		format = "dry run, nothing written: %d Targets: %d charts would be created, %d updated, %d unchanged; %d problems (%d errors)"
+	}
+	line := fmt.Sprintf(format, a[1], a[3], a[5], a[7], len(r.Problems), errs)
 	if r.Error != "" {
 		line += "; stopped by an error: " + r.Error
 	}

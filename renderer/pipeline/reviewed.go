@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/solar-pipeline/solar/renderer/chain"
+	"github.com/solar-pipeline/solar/renderer/objdiff"
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
@@ -247,9 +248,7 @@ func redactedFiles(layers []publish.Blob) (map[string]string, error) {
 		return nil, err
 	}
 	for name, text := range files {
-		files[name] = secretLine.ReplaceAllStringFunc(text, func(line string) string {
-			return secretLine.FindStringSubmatch(line)[1] + "<redacted>"
-		})
+		files[name] = objdiff.Redact(text)
 	}
 	return files, nil
 }

@@ -25,6 +25,7 @@ func Run(ctx context.Context, plan *Plan, store publish.Store, opts Options) (*R
 		opts.Settle = DefaultSettle
 	}
 	report := NewReport(plan)
+	report.DryRun = opts.DryRun
 	var targets []*Target
 	for _, t := range plan.Targets {
 		if !t.Problems.HasErrors() {

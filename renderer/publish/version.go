@@ -269,3 +269,35 @@ func fetchLayers(ctx context.Context, repo Repository, desc ocispec.Descriptor) 
 	}
 	return out, nil
 }
+
+// ReadChart reads the chart archive (the Helm chart layer) of a repository's
+// version from the store.
+func ReadChart(ctx context.Context, store Store, repository, version string) ([]byte, error) {
+	repo, err := store.Repository(ctx, repository)
+	if err != nil {
+		return nil, err
+	}
+	desc, err := repo.Resolve(ctx, version)
+	if err != nil {
+		return nil, fmt.Errorf("version %s of %s: %w", version, repository, explain(err))
+	}
+	layers, err := fetchLayers(ctx, repo, desc)
+	if err != nil {
+		return nil, fmt.Errorf("version %s of %s: %w", version, repository, explain(err))
+	}
+	return ChartLayer(layers), nil
+}
+
+// ChartLayer is the Helm chart archive among a chart's layers (nil if none).
+func ChartLayer(layers []Blob) []byte {
+	for _, l := range layers {
+		if l.Desc.MediaType == ChartLayerMediaType {
+			return l.Data
+		}
+	}
+	return nil
+}
+
+// ChartLayerMediaType is the media type of a Helm chart's archive layer,
+// as Helm and Flux expect it.
+const ChartLayerMediaType = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"

@@ -39,6 +39,8 @@ type RegistryOptions struct {
 	// blob's HEAD then answers from the storage, as a restarted registry's
 	// would.
 	NoCache bool
+	// NoAuth serves anonymously, as a public registry serves pulls.
+	NoAuth bool
 }
 
 // Root is the repository's root directory, found from the working directory.
@@ -105,6 +107,11 @@ func StartRegistry(t testing.TB, opts RegistryOptions) *Registry {
 	}
 	cmd := exec.Command("bash", args...)
 	cmd.Env = append(os.Environ(), "REGISTRY_USER="+r.Username, "REGISTRY_PASSWORD="+r.Password)
+	want := http.StatusUnauthorized
+	if opts.NoAuth {
+		cmd.Env = append(cmd.Env, "REGISTRY_AUTH=none")
+		want = http.StatusOK
+	}
 	logs, _ := start(t, cmd)
 
 	client := &http.Client{Timeout: time.Second}
@@ -125,7 +132,7 @@ func StartRegistry(t testing.TB, opts RegistryOptions) *Registry {
 			return false
 		}
 		resp.Body.Close()
-		return resp.StatusCode == http.StatusUnauthorized
+		return resp.StatusCode == want
 	})
 	return r
 }

@@ -1,0 +1,65 @@
+package objdiff
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
+)
+
+func object(t *testing.T, level int, doc string) Object {
+	t.Helper()
+	o, ok, err := decode(doc, level, "flux-system")
+	require.NoError(t, err)
+	require.True(t, ok)
+	return o
+}
+
+// TestCompareMasksSecrets: a Secret's values, and tokens and passwords
+// anywhere, show as fingerprints; a changed value still shows as a change.
+func TestCompareMasksSecrets(t *testing.T) {
+	old := []Object{
+		object(t, 2, "apiVersion: v1\nkind: Secret\nmetadata: {name: cred}\nstringData: {values.yaml: 'token: old-secret-token'}\n"),
+		object(t, 2, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: gone}\ndata: {a: b}\n"),
+	}
+	new := []Object{
+		object(t, 2, "apiVersion: v1\nkind: Secret\nmetadata: {name: cred}\nstringData: {values.yaml: 'token: new-secret-token'}\n"),
+		object(t, 2, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\ndata: {password: hunter2-secret}\n"),
+	}
+	changes, err := Compare(old, new)
+	require.NoError(t, err)
+	require.Len(t, changes, 3)
+	assert.Equal(t, []string{"update Secret flux-system/cred", "create ConfigMap flux-system/cfg", "delete ConfigMap flux-system/gone"},
+		[]string{changes[0].Action + " " + changes[0].Object.String(), changes[1].Action + " " + changes[1].Object.String(), changes[2].Action + " " + changes[2].Object.String()})
+	for _, c := range changes {
+		assert.NotContains(t, c.Diff, "secret-token")
+		assert.NotContains(t, c.Diff, "hunter2")
+	}
+	assert.Contains(t, changes[0].Diff, "-  values.yaml: <redacted sha256:")
+	assert.Contains(t, changes[1].Diff, "+  password: <redacted sha256:")
+}
+
+// TestValuesAsHelmControllerMerges: valuesFrom in order, then spec.values
+// on top, maps merged key by key (fluxcd/pkg chartutil).
+func TestValuesAsHelmControllerMerges(t *testing.T) {
+	siblings := []Object{
+		object(t, 2, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {values.yaml: \"ui: {message: a, color: red}\\nreplicaCount: 1\"}\n"),
+		object(t, 2, "apiVersion: v1\nkind: Secret\nmetadata: {name: b}\ndata: {values.yaml: "+"dWk6IHttZXNzYWdlOiBifQ=="+"}\n"),
+	}
+	var spec map[string]any
+	require.NoError(t, yaml.Unmarshal([]byte(`
+valuesFrom:
+  - {kind: ConfigMap, name: a}
+  - {kind: Secret, name: b}
+  - {kind: Secret, name: missing, optional: true}
+values: {replicaCount: 3}
+`), &spec))
+	v, err := valuesOf(spec, "flux-system", siblings)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"ui": map[string]any{"message": "b", "color": "red"}, "replicaCount": float64(3)}, v)
+
+	spec["valuesFrom"] = append(spec["valuesFrom"].([]any), map[string]any{"kind": "ConfigMap", "name": "nope"})
+	_, err = valuesOf(spec, "flux-system", siblings)
+	assert.ErrorContains(t, err, "valuesFrom ConfigMap nope is not in the same chart")
+}

@@ -1,0 +1,152 @@
+// Package objdiff renders the charts of Solar's chain with Helm's engine,
+// level by level as helm-controller installs them, and compares the
+// Kubernetes objects two states of the store would put on a Target's
+// cluster: what `solar diff` shows, per object, as `flux diff` and
+// `helm diff` do.
+//
+// A chain starts at a Target's bootstrap chart (level 1), rendered with its
+// own values in the Flux namespace. Every HelmRelease it renders is followed
+// as helm-controller follows it: its chartRef names an OCIRepository of the
+// same render, whose url and ref say which chart is installed, and its values
+// are the values of its valuesFrom references merged in order, spec.values
+// merged last (fluxcd/pkg chartutil ChartValuesFromReferences). The chart is
+// rendered as the Helm release helm-controller names (chain.HelmReleaseName)
+// in spec.targetNamespace, or else the HelmRelease's namespace. A chart of
+// the store is read from it (Walker.Store); an application chart from its
+// own registry (Walker.App), when that can be reached.
+package objdiff
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"helm.sh/helm/v4/pkg/chart/common"
+	"helm.sh/helm/v4/pkg/chart/common/util"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	"helm.sh/helm/v4/pkg/engine"
+	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
+	"sigs.k8s.io/yaml"
+)
+
+// Object is one Kubernetes object a chart renders.
+type Object struct {
+	// Level is the chain level that renders it: 1 the bootstrap chart, 2 a
+	// release chart, 3 the application chart.
+	Level      int    `json:"level"`
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name"`
+	// body is the object, decoded.
+	body map[string]any
+}
+
+// Key names the object on a cluster: group, kind, namespace and name.
+func (o Object) Key() string {
+	group, _, _ := strings.Cut(o.APIVersion, "/")
+	if !strings.Contains(o.APIVersion, "/") {
+		group = ""
+	}
+	return strings.Join([]string{group, o.Kind, o.Namespace, o.Name}, "/")
+}
+
+// String is "Kind namespace/name", or "Kind name" for an object without
+// namespace.
+func (o Object) String() string {
+	if o.Namespace == "" {
+		return o.Kind + " " + o.Name
+	}
+	return o.Kind + " " + o.Namespace + "/" + o.Name
+}
+
+// release is what Helm is asked to install: a chart archive, its values,
+// and the release's name and namespace.
+type release struct {
+	archive   []byte
+	values    map[string]any
+	name      string
+	namespace string
+}
+
+// render renders a release with Helm's engine as an install would (revision
+// 1, Helm's default capabilities) and returns its objects; NOTES.txt and
+// empty documents are left out, as Helm leaves them out of a release's
+// manifest.
+func render(ctx context.Context, r release, level int) ([]Object, error) {
+	ch, err := loader.LoadArchive(bytes.NewReader(r.archive))
+	if err != nil {
+		return nil, fmt.Errorf("loading the chart: %w", err)
+	}
+	opts := common.ReleaseOptions{Name: r.name, Namespace: r.namespace, Revision: 1, IsInstall: true}
+	values, err := util.ToRenderValues(ch, r.values, opts, common.DefaultCapabilities)
+	if err != nil {
+		return nil, fmt.Errorf("chart %s: %w", ch.Name(), err)
+	}
+	files, err := engine.Engine{}.RenderWithContext(ctx, ch, values)
+	if err != nil {
+		return nil, fmt.Errorf("chart %s: %w", ch.Name(), err)
+	}
+	var out []Object
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		if strings.HasSuffix(name, "NOTES.txt") {
+			continue
+		}
+		docs := releaseutil.SplitManifests(files[name])
+		for _, k := range slices.SortedFunc(maps.Keys(docs), byNumber) {
+			o, ok, err := decode(docs[k], level, r.namespace)
+			if err != nil {
+				return nil, fmt.Errorf("chart %s: %s: %w", ch.Name(), name, err)
+			}
+			if ok {
+				out = append(out, o)
+			}
+		}
+	}
+	return out, nil
+}
+
+// byNumber orders SplitManifests' keys ("manifest-10" after "manifest-9").
+func byNumber(a, b string) int {
+	if len(a) != len(b) {
+		return len(a) - len(b)
+	}
+	return strings.Compare(a, b)
+}
+
+// clusterScoped are the kinds of the API server's own groups without a
+// namespace: an object of another kind without one is in the release's.
+var clusterScoped = map[string]bool{
+	"Namespace": true, "Node": true, "PersistentVolume": true, "ClusterRole": true,
+	"ClusterRoleBinding": true, "CustomResourceDefinition": true, "StorageClass": true,
+	"PriorityClass": true, "IngressClass": true, "RuntimeClass": true, "APIService": true,
+	"MutatingWebhookConfiguration": true, "ValidatingWebhookConfiguration": true,
+	"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true,
+}
+
+// decode reads one rendered document; ok is false for an empty one.
+func decode(doc string, level int, namespace string) (Object, bool, error) {
+	var body map[string]any
+	if err := yaml.Unmarshal([]byte(doc), &body); err != nil {
+		return Object{}, false, err
+	}
+	if len(body) == 0 {
+		return Object{}, false, nil
+	}
+	o := Object{Level: level, body: body}
+	o.APIVersion, _ = body["apiVersion"].(string)
+	o.Kind, _ = body["kind"].(string)
+	meta, _ := body["metadata"].(map[string]any)
+	o.Name, _ = meta["name"].(string)
+	o.Namespace, _ = meta["namespace"].(string)
+	if o.Kind == "" || o.Name == "" {
+		return Object{}, false, fmt.Errorf("a document without kind or metadata.name")
+	}
+	if o.Namespace == "" && !clusterScoped[o.Kind] {
+		o.Namespace = namespace
+	}
+	return o, true, nil
+}
