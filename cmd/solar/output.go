@@ -29,7 +29,7 @@ const (
 // in registry errors.
 func (g *globals) finish(report *pipeline.Report, registry string, err error) error {
 	if err != nil {
-		err = hint(err, registry)
+		err = hint(g.interruption(err), registry)
 		report.Error = err.Error()
 	}
 	if perr := g.printReport(report, chartsTable); perr != nil && err == nil {
@@ -179,41 +179,6 @@ func hint(err error, registry string) error {
 		return fmt.Errorf("registry %s: %w", registry, err)
 	}
 	return err
-}
-
-// progress reports each finished Target on stderr: a bar redrawn in place on
-// a terminal, one line per Target otherwise (CI logs).
-func (g *globals) progress() func(done, total int, t pipeline.TargetReport) {
-	tty := isTerminal(g.stderr)
-	return func(done, total int, t pipeline.TargetReport) {
-		if g.quiet {
-			return
-		}
-		if !tty {
-			fmt.Fprintf(g.stderr, "[%d/%d] %s/%s %s %s\n", done, total, t.Namespace, t.Name, t.Version, t.Action)
-			return
-		}
-		g.bar(done, total, "Targets")
-	}
-}
-
-// repositoryProgress redraws a bar of repositories on a terminal; on a pipe
-// (a CI log) it says nothing: the summary line follows.
-func (g *globals) repositoryProgress() func(done, total int) {
-	if g.quiet || !isTerminal(g.stderr) {
-		return nil
-	}
-	return func(done, total int) { g.bar(done, total, "repositories") }
-}
-
-// bar draws a progress bar in place on stderr, a terminal.
-func (g *globals) bar(done, total int, unit string) {
-	const width = 30
-	n := width * done / total
-	fmt.Fprintf(g.stderr, "\r[%s%s] %d/%d %s", strings.Repeat("#", n), strings.Repeat(".", width-n), done, total, unit)
-	if done == total {
-		fmt.Fprintln(g.stderr)
-	}
 }
 
 // say writes a line of the conversation on stderr, unless -q.

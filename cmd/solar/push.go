@@ -35,7 +35,7 @@ func newPushCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			popts.DryRun, popts.Reviewed = dryRun, reviewed
+			popts.DryRun, popts.Reviewed, popts.Progress = dryRun, reviewed, g.meter("repositories")
 			remote, err := rf.remote(cmd.Context(), cmd.InOrStdin())
 			if err != nil {
 				return err

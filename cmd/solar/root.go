@@ -53,6 +53,10 @@ type globals struct {
 	noHeaders bool
 	// dryRun: the command writes nothing, and its tables say "would".
 	dryRun bool
+	// work is the progress of the command's long work, if any; ctx the
+	// command's context, done when a signal stopped it.
+	work   *meter
+	ctx    context.Context
 	stdout io.Writer
 	stderr io.Writer
 	log    *slog.Logger
@@ -62,7 +66,7 @@ type globals struct {
 // invalid input.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	doc := &document{Writer: stdout}
-	g := &globals{stdout: doc, stderr: stderr}
+	g := &globals{stdout: doc, stderr: stderr, ctx: ctx}
 	level := new(slog.LevelVar)
 	g.log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	root := newRootCmd(g, level)
@@ -137,6 +141,7 @@ render and publish also work on the Targets of this namespace only`)
 // a fatal error not yet in a document is written as one on stdout.
 func (g *globals) exitCode(err error, doc *document) int {
 	var exit exitError
+	err = g.interruption(err)
 	switch {
 	case err == nil:
 		return 0

@@ -26,6 +26,8 @@ type Result struct {
 type ApplyOptions struct {
 	DryRun      bool
 	Concurrency int
+	// Progress, when set, is called after each device, one call at a time.
+	Progress func(done, total int)
 }
 
 // Apply stores every planned attempt as an OCI artifact in store (beside its
@@ -40,6 +42,8 @@ func Apply(ctx context.Context, planned []Planned, store publish.Store, bucket *
 	out := make([]Result, len(planned))
 	sem := make(chan struct{}, max(opts.Concurrency, 1))
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	done := 0
 	for i, p := range planned {
 		sem <- struct{}{}
 		wg.Go(func() {
@@ -53,6 +57,12 @@ func Apply(ctx context.Context, planned []Planned, store publish.Store, bucket *
 				r.Action = action
 			}
 			out[i] = r
+			if opts.Progress != nil {
+				mu.Lock()
+				done++
+				opts.Progress(done, len(planned))
+				mu.Unlock()
+			}
 		})
 	}
 	wg.Wait()

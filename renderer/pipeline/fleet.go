@@ -46,6 +46,8 @@ type FleetOptions struct {
 	NATS NATS
 	// Concurrency is how many devices are applied at once.
 	Concurrency int
+	// Progress, when set, is called after each device.
+	Progress func(done, total int)
 }
 
 // ApplyFleet reads and validates the objects of opts.Paths, resolves every
@@ -73,7 +75,7 @@ func ApplyFleet(ctx context.Context, opts Options, fo FleetOptions) (DeviceResul
 		return nil, problems, err
 	}
 	defer done()
-	return fleet.Apply(ctx, planned, fo.Store.Store, bucket, fleet.ApplyOptions{DryRun: opts.DryRun, Concurrency: fo.Concurrency}), problems, nil
+	return fleet.Apply(ctx, planned, fo.Store.Store, bucket, fleet.ApplyOptions{DryRun: opts.DryRun, Concurrency: fo.Concurrency, Progress: fo.Progress}), problems, nil
 }
 
 // FleetStatus reads what the bucket, which must exist, holds about the

@@ -17,6 +17,8 @@ type PushOptions struct {
 	// Reviewed, when set, must be what is pushed (Reviewed.Check): else
 	// nothing is.
 	Reviewed *Reviewed
+	// Progress, when set, is called after each repository is pushed.
+	Progress func(done, total int)
 }
 
 // PushResult is what Push did with one repository's newest version.
@@ -36,6 +38,6 @@ func Push(ctx context.Context, src, dst *Store, opts PushOptions) ([]PushResult,
 		check = opts.Reviewed.Check(src.Layout, dst.Remote)
 	}
 	popts := publish.Options{DryRun: opts.DryRun, SigningKey: opts.SigningKey, Verifier: opts.Verifier,
-		PushLast: chain.IsBootstrapRepository}
+		PushLast: chain.IsBootstrapRepository, Step: opts.Progress}
 	return publish.PushLayout(ctx, src.Layout, dst.Remote, popts, check)
 }

@@ -107,6 +107,8 @@ type Options struct {
 	// Done, when set, is called after each job's first round, one call at a
 	// time, with the job's index.
 	Done func(i int, r Result)
+	// Step, when set, is called by PushLayout after each version pushed.
+	Step func(done, total int)
 	// Compare fills Result.Old and Result.New, for a diff.
 	Compare bool
 	// PackCache, when set, remembers the layers of the jobs packed.

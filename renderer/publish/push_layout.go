@@ -47,7 +47,7 @@ func PushLayout(ctx context.Context, l *Layout, dst Store, opts Options, check C
 		return results, nil
 	}
 	var carried []*sign.Written
-	for _, r := range results {
+	for i, r := range results {
 		src, err := l.Repository(ctx, r.Repository)
 		if err != nil {
 			return results, err
@@ -62,6 +62,9 @@ func PushLayout(ctx context.Context, l *Layout, dst Store, opts Options, check C
 			if _, err := Put(ctx, src, r.manifest, target, r.Version); err != nil {
 				return results, fmt.Errorf("%s:%s: %w", r.Repository, r.Version, err)
 			}
+		}
+		if opts.Step != nil {
+			opts.Step(i+1, len(results))
 		}
 		// The version's signatures, which the registry may lack even for
 		// a version it has (signed in the layout after it was pushed).
