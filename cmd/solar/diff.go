@@ -44,7 +44,8 @@ func newDiffCmd(g *globals) *cobra.Command {
 		Example: `  solar diff examples/ --out out
   solar diff --exit-code -n alpha examples/ --registry registry.example.com/solar --kubeconfig solar.yaml
   solar diff examples/ --registry registry.example.com/solar --kubeconfig solar.yaml --write-reviewed reviewed.json
-  solar diff -l 'env notin (staging)' examples/ --out out   # the Targets whose labels match`,
+  solar diff -l 'env notin (staging)' examples/ --out out   # the Targets whose labels match
+  solar diff -A examples/ --out out                         # every namespace, as without -n`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := rf.orOut(out); err != nil {

@@ -51,17 +51,23 @@ func (f *loadFlags) options(g *globals, stdin io.Reader, paths []string) (pipeli
 }
 
 // selectFlags narrow the Targets worked on as kubectl narrows objects: -l
-// over the Targets' labels.
+// over the Targets' labels, and -A, every namespace (as without -n).
 type selectFlags struct {
-	selector string
+	selector      string
+	allNamespaces bool
 }
 
 func (f *selectFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVarP(&f.selector, "selector", "l", "", "work on the Targets whose labels match this selector only, as kubectl's -l: k=v, k!=v, 'k in (a,b)', 'k notin (a,b)', k, !k; a comma is and")
+	cmd.Flags().BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "work on the Targets of every namespace, as without -n")
 }
 
-// apply sets opts.Selector from -l; the zero value selects every Target.
+// apply checks -A against -n and sets opts.Selector from -l; the zero
+// value selects every Target.
 func (f *selectFlags) apply(g *globals, opts *pipeline.Options) error {
+	if f.allNamespaces && g.namespace != "" {
+		return fmt.Errorf("-A and -n: choose one")
+	}
 	if f.selector == "" {
 		return nil
 	}

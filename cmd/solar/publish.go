@@ -22,7 +22,8 @@ func newPublishCmd(g *globals) *cobra.Command {
 		Example: `  solar publish examples/ --registry registry.example.com/solar
   echo "$TOKEN" | solar publish -n alpha examples/ --registry 127.0.0.1:5000 --username ci --password-stdin --ca-file ca.pem
   solar publish --dry-run --exit-code examples/ --registry registry.example.com/solar   # 2: changes pending
-  solar publish -l tier=device examples/ --registry registry.example.com/solar         # the Targets labelled tier=device`,
+  solar publish -l tier=device examples/ --registry registry.example.com/solar         # the Targets labelled tier=device
+  solar publish -A examples/ --registry registry.example.com/solar                     # every namespace, as without -n`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// stdin holds the password with --password-stdin.

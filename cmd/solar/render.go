@@ -25,6 +25,7 @@ func newRenderCmd(g *globals) *cobra.Command {
   solar render --dry-run -o json examples/ | jq '.targets[] | {name, action}'
   solar render -n alpha --target edge-1 --out /tmp/layout examples/
   solar render -l 'env=prod,region in (eu,us)' examples/   # the Targets whose labels match
+  solar render -A --dry-run examples/                       # every namespace, as without -n
   solar render --registry registry.example.com/solar --out reviewed examples/ --kubeconfig solar.yaml
   SOURCE_DATE_EPOCH=1700000000 solar render examples/`,
 		Args: cobra.MinimumNArgs(1),

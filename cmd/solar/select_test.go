@@ -40,7 +40,7 @@ func TestSelectorRender(t *testing.T) {
 		{[]string{"-l", "tier,site=south"}, []string{"beta/plant-2"}},
 		{[]string{"-n", "alpha", "-l", "region=eu"}, []string{"alpha/edge-1", "alpha/edge-2"}},
 		{[]string{"--target", "edge-2", "-l", "region=eu"}, []string{"alpha/edge-2"}},
-		{[]string{"-l", "tier=device"}, []string{"beta/plant-1", "beta/plant-2"}},
+		{[]string{"-A", "-l", "tier=device"}, []string{"beta/plant-1", "beta/plant-2"}},
 	} {
 		args := append([]string{"render", "--no-credentials", "--dry-run", "-o", "json", "--out", out}, tc.args...)
 		code, stdout, stderr := solar(t, append(args, "../../examples")...)
@@ -51,7 +51,7 @@ func TestSelectorRender(t *testing.T) {
 }
 
 // TestSelectorRefused: an invalid selector, a selector that matches no
-// Target and -l with --prune each fail (exit 1) on render,
+// Target, -A with -n and -l with --prune each fail (exit 1) on render,
 // publish, diff and status, saying why, before anything is written or any
 // registry is asked.
 func TestSelectorRefused(t *testing.T) {
@@ -74,6 +74,8 @@ func TestSelectorRefused(t *testing.T) {
 	}{
 		{[]string{"-l", "env in (prod"}, `solar: invalid -l/--selector "env in (prod":`, ""},
 		{[]string{"-l", "env==prod=x"}, `solar: invalid -l/--selector "env==prod=x":`, ""},
+		{[]string{"-A", "-n", "alpha"}, "solar: -A and -n: choose one\n", ""},
+		{[]string{"--all-namespaces", "-l", "env=prod", "--namespace", "beta"}, "solar: -A and -n: choose one\n", ""},
 		{[]string{"-l", "tier=device", "--prune"}, "solar: --prune with -l: a Target no longer in the input has no labels left to match", "status"},
 	} {
 		for name, cmd := range commands {
@@ -147,7 +149,8 @@ func TestSelectorLeavesNoOrphans(t *testing.T) {
 	assert.Contains(t, stdout, "# orphan: beta/bootstrap-plant-2:")
 }
 
-// TestSelectorStatus: status shows the Targets -l selects.
+// TestSelectorStatus: status shows the Targets -l selects; -A is every
+// namespace, as without -n.
 func TestSelectorStatus(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out")
@@ -167,7 +170,7 @@ current-context: c
 		want []string
 	}{
 		{[]string{"-l", "env"}, []string{"alpha/edge-1", "alpha/edge-2"}},
-		{[]string{"-l", "env=staging"}, []string{"alpha/edge-2"}},
+		{[]string{"-A", "-l", "env=staging"}, []string{"alpha/edge-2"}},
 		{[]string{"-n", "alpha", "-l", "env!=staging"}, []string{"alpha/edge-1"}},
 	} {
 		args := append([]string{"status", "--kubeconfig", kubeconfig, "--out", out, "-o", "json"}, tc.args...)
@@ -181,6 +184,25 @@ current-context: c
 			assert.Equal(t, pipeline.Unknown, s.State, "nothing published for it")
 		}
 		assert.Equal(t, tc.want, got, "%v", tc.args)
+	}
+}
+
+// TestAllNamespaces: -A is what omitting -n is: the same Targets, the same
+// output, on render and diff.
+func TestAllNamespaces(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	for _, cmd := range [][]string{
+		{"render", "--no-credentials", "--dry-run", "-o", "json", "--out", out},
+		{"diff", "--no-credentials", "--out", out},
+	} {
+		code, want, stderr := solar(t, append(cmd, "../../examples")...)
+		require.Equal(t, 0, code, stderr)
+		code, got, stderr := solar(t, append(cmd, "-A", "../../examples")...)
+		require.Equal(t, 0, code, stderr)
+		assert.Equal(t, want, got, cmd[0])
+		assert.Contains(t, got, "beta/bootstrap-plant-2", cmd[0])
+		assert.Contains(t, got, "alpha/bootstrap-edge-1", cmd[0])
 	}
 }
 
@@ -218,7 +240,7 @@ func TestSelectorPublish(t *testing.T) {
 	assert.Zero(t, countproxy.Writes(proxy.Take()), "nothing is published")
 
 	// The rest: plant-2 unchanged was not asked for, the others are new.
-	code, r, stderr = pub("../../examples")
+	code, r, stderr = pub("-A", "../../examples")
 	require.Equal(t, 0, code, stderr)
 	for _, tr := range r.Targets {
 		want := "create"

@@ -45,7 +45,8 @@ func newStatusCmd(g *globals) *cobra.Command {
 		Example: `  solar status examples/ --registry registry.example.com/solar --kubeconfig solar.yaml
   solar status examples/ -n alpha --target edge-1 --registry registry.example.com/solar -o json
   solar status examples/ --registry registry.example.com/solar --watch --exit-code   # wait for a rollout
-  solar status examples/ -l site=north --registry registry.example.com/solar        # the Targets whose labels match`,
+  solar status examples/ -l site=north --registry registry.example.com/solar        # the Targets whose labels match
+  solar status examples/ -A --registry registry.example.com/solar                   # every namespace, as without -n`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := rf.orOut(out); err != nil {
