@@ -56,7 +56,9 @@ func newDiffCmd(g *globals) *cobra.Command {
 		Example: `  solar diff examples/ --out out
   solar diff --files examples/ --out out
   solar diff --exit-code -n alpha examples/ --registry registry.example.com/solar --kubeconfig solar.yaml
-  solar diff examples/ --registry registry.example.com/solar --kubeconfig solar.yaml --write-reviewed reviewed.json`,
+  solar diff examples/ --registry registry.example.com/solar --kubeconfig solar.yaml --write-reviewed reviewed.json
+  solar diff -l 'env notin (staging)' examples/ --out out   # the Targets whose labels match
+  solar diff -A examples/ --out out                         # every namespace, as without -n`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := rf.orOut(out); err != nil {
@@ -105,6 +107,7 @@ func newDiffCmd(g *globals) *cobra.Command {
 		},
 	}
 	f.register(cmd)
+	f.selectFlags.register(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&out, "out", "", "directory of the OCI image layout to compare with")
 	rf.registerClient(fl, "to compare with")

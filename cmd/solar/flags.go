@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/labels"
 	"oras.land/oras-go/v2/registry"
 
 	"github.com/solar-pipeline/solar/renderer/pipeline"
@@ -49,9 +50,39 @@ func (f *loadFlags) options(g *globals, stdin io.Reader, paths []string) (pipeli
 		Exclude: f.exclude, Strict: f.strict, Stdin: stdin, MaxFileSize: size.Value(), CacheDir: f.cacheDir}, Log: g.log}, nil
 }
 
+// selectFlags narrow the Targets worked on as kubectl narrows objects: -l
+// over the Targets' labels, and -A, every namespace (as without -n).
+type selectFlags struct {
+	selector      string
+	allNamespaces bool
+}
+
+func (f *selectFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVarP(&f.selector, "selector", "l", "", "work on the Targets whose labels match this selector only, as kubectl's -l: k=v, k!=v, 'k in (a,b)', 'k notin (a,b)', k, !k; a comma is and")
+	cmd.Flags().BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "work on the Targets of every namespace, as without -n")
+}
+
+// apply checks -A against -n and sets opts.Selector from -l; the zero
+// value selects every Target.
+func (f *selectFlags) apply(g *globals, opts *pipeline.Options) error {
+	if f.allNamespaces && g.namespace != "" {
+		return fmt.Errorf("-A and -n: choose one")
+	}
+	if f.selector == "" {
+		return nil
+	}
+	sel, err := labels.Parse(f.selector)
+	if err != nil {
+		return fmt.Errorf("invalid -l/--selector %q: %w", f.selector, err)
+	}
+	opts.Selector = sel
+	return nil
+}
+
 // planFlags are the flags of every command that resolves and renders.
 type planFlags struct {
 	loadFlags
+	selectFlags
 	target        string
 	strictRegs    bool
 	dryRun        bool
@@ -104,6 +135,12 @@ func (f *planFlags) options(g *globals, stdin io.Reader, paths []string) (pipeli
 	opts.Target, opts.StrictRegistryBindings, opts.Kubeconfig, opts.DryRun = f.target, f.strictRegs, f.kubeconfig, f.dryRun
 	opts.NoCredentials, opts.Prune = f.noCredentials, f.prune
 	g.dryRun = f.dryRun
+	if err := f.selectFlags.apply(g, &opts); err != nil {
+		return opts, err
+	}
+	if f.prune && opts.Selector != nil && !opts.Selector.Empty() {
+		return opts, fmt.Errorf("--prune with -l: a Target no longer in the input has no labels left to match, so a run with -l looks for no orphans; prune without -l (with -n for one namespace)")
+	}
 	opts.Progress = g.progress()
 	created, ok, err := sourceDateEpoch()
 	if ok {

@@ -21,7 +21,9 @@ func newPublishCmd(g *globals) *cobra.Command {
 		Long:  publishLong,
 		Example: `  solar publish examples/ --registry registry.example.com/solar
   echo "$TOKEN" | solar publish -n alpha examples/ --registry 127.0.0.1:5000 --username ci --password-stdin --ca-file ca.pem
-  solar publish --dry-run --exit-code examples/ --registry registry.example.com/solar   # 2: changes pending`,
+  solar publish --dry-run --exit-code examples/ --registry registry.example.com/solar   # 2: changes pending
+  solar publish -l tier=device examples/ --registry registry.example.com/solar         # the Targets labelled tier=device
+  solar publish -A examples/ --registry registry.example.com/solar                     # every namespace, as without -n`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// stdin holds the password with --password-stdin.
@@ -57,6 +59,7 @@ func newPublishCmd(g *globals) *cobra.Command {
 		},
 	}
 	f.register(cmd)
+	f.selectFlags.register(cmd)
 	f.registerPrune(cmd, "for every orphan (the bootstrap repository of a Target no longer in the input), push a version without releases: Flux then uninstalls them")
 	fl := cmd.Flags()
 	rf.registerClient(fl, "to push to")

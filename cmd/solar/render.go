@@ -24,6 +24,8 @@ func newRenderCmd(g *globals) *cobra.Command {
 		Example: `  solar render examples/
   solar render --dry-run -o json examples/ | jq '.targets[] | {name, action}'
   solar render -n alpha --target edge-1 --out /tmp/layout examples/
+  solar render -l 'env=prod,region in (eu,us)' examples/   # the Targets whose labels match
+  solar render -A --dry-run examples/                       # every namespace, as without -n
   solar render --registry registry.example.com/solar --out reviewed examples/ --kubeconfig solar.yaml
   SOURCE_DATE_EPOCH=1700000000 solar render examples/`,
 		Args: cobra.MinimumNArgs(1),
@@ -64,6 +66,7 @@ func newRenderCmd(g *globals) *cobra.Command {
 		},
 	}
 	f.register(cmd)
+	f.selectFlags.register(cmd)
 	f.registerPrune(cmd, "for every orphan (the bootstrap repository of a Target no longer in the input), write a version without releases")
 	cmd.Flags().StringVar(&out, "out", "out", "directory of the OCI image layout")
 	rf.registerClient(cmd.Flags(), "to compute versions against (read only), named by the bootstrap charts")

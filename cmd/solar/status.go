@@ -12,10 +12,10 @@ import (
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 )
 
-const statusLong = `status compares, per Target of PATH (of -n, of --target), what solar published
-with what the Target's cluster runs: the newest bootstrap chart in the store
-(--registry or --out) and the release chart versions it names, beside the
-TargetReport the Target's solar-agent writes into the SolAr API server
+const statusLong = `status compares, per Target of PATH (of -n, of --target, matching -l), what
+solar published with what the Target's cluster runs: the newest bootstrap chart
+in the store (--registry or --out) and the release chart versions it names,
+beside the TargetReport the Target's solar-agent writes into the SolAr API server
 (--kubeconfig): per release the version the cluster runs, Flux's phase
 (Pending, Progressing, Ready, Degraded, Failed) and the failing condition's
 message.
@@ -33,6 +33,7 @@ a rollout with --watch --exit-code.`
 
 func newStatusCmd(g *globals) *cobra.Command {
 	var lf loadFlags
+	var sel selectFlags
 	var rf registryFlags
 	var out, target, kubeconfig string
 	var maxAge, interval time.Duration
@@ -43,7 +44,9 @@ func newStatusCmd(g *globals) *cobra.Command {
 		Long:  statusLong,
 		Example: `  solar status examples/ --registry registry.example.com/solar --kubeconfig solar.yaml
   solar status examples/ -n alpha --target edge-1 --registry registry.example.com/solar -o json
-  solar status examples/ --registry registry.example.com/solar --watch --exit-code   # wait for a rollout`,
+  solar status examples/ --registry registry.example.com/solar --watch --exit-code   # wait for a rollout
+  solar status examples/ -l site=north --registry registry.example.com/solar        # the Targets whose labels match
+  solar status examples/ -A --registry registry.example.com/solar                   # every namespace, as without -n`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := rf.orOut(out); err != nil {
@@ -57,6 +60,9 @@ func newStatusCmd(g *globals) *cobra.Command {
 				return err
 			}
 			opts.Target = target
+			if err := sel.apply(g, &opts); err != nil {
+				return err
+			}
 			targets, problems, err := pipeline.StatusTargets(opts)
 			if problems.HasErrors() {
 				return g.printStatusProblems(problems)
@@ -93,6 +99,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 		},
 	}
 	lf.register(cmd)
+	sel.register(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&out, "out", "", "directory of the OCI image layout to compare with")
 	rf.registerClient(fl, "to compare with")

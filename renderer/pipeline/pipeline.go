@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -67,6 +68,11 @@ type LoadOptions struct {
 type ResolveOptions struct {
 	// Target, when set, plans only the Target of this name.
 	Target string
+	// Selector, when set and not empty, plans only the Targets whose labels
+	// it matches (kubectl's -l). The Targets it leaves out are still in the
+	// input, never orphans; a run with a Selector, as one of a Target, looks
+	// for no orphans: a Target no longer in the input has no labels to match.
+	Selector labels.Selector
 	// StrictRegistryBindings makes a registry without a RegistryBinding an
 	// error.
 	StrictRegistryBindings bool
@@ -212,19 +218,12 @@ func NewPlan(ctx context.Context, opts Options) (*Plan, error) {
 	plan.all = map[load.ID]bool{}
 	for _, t := range resolved.Targets {
 		plan.all[targetID(t.Namespace, t.Name)] = true
-		if (opts.Namespace == "" || t.Namespace == opts.Namespace) && (opts.Target == "" || t.Name == opts.Target) {
+		if opts.selects(t.Target) {
 			plan.Targets = append(plan.Targets, &Target{Resolution: t})
 		}
 	}
-	if len(plan.Targets) == 0 && (opts.Namespace != "" || opts.Target != "") {
-		var sel []string
-		if opts.Namespace != "" {
-			sel = append(sel, "-n "+opts.Namespace)
-		}
-		if opts.Target != "" {
-			sel = append(sel, "--target "+opts.Target)
-		}
-		plan.Problems.Errorf(strings.Join(opts.Paths, " "), 0, "", "no Target matches %s", strings.Join(sel, " "))
+	if sel := opts.selection(); len(plan.Targets) == 0 && sel != "" {
+		plan.Problems.Errorf(strings.Join(opts.Paths, " "), 0, "", "no Target matches %s", sel)
 		return plan, nil
 	}
 	return plan, syncCredentials(ctx, set, plan, opts)

@@ -103,9 +103,11 @@ func Run(ctx context.Context, plan *Plan, store publish.Store, opts Options) (*R
 }
 
 // orphanNamespaces are the namespaces whose repositories a run lists: those
-// of its Targets, or of -n; none for one --target (nil).
+// of its Targets, or of -n; none for one --target or a label selector (nil):
+// the Targets such a run leaves out are in plan.all all the same, but a
+// Target no longer in the input has neither a name nor labels to match.
 func orphanNamespaces(plan *Plan, opts Options) []string {
-	if opts.Target != "" || plan.all == nil {
+	if opts.Target != "" || opts.selector() || plan.all == nil {
 		return nil
 	}
 	namespaces := map[string]bool{}
@@ -161,7 +163,8 @@ func absent(a map[string]bool, jobs []publish.Job, listed map[string][]string) {
 
 // orphans finds, in the namespaces of the run, the bootstrap repositories of
 // Targets no longer in the input, and with opts.Prune publishes a version of
-// each without releases. A run of one --target looks for none.
+// each without releases. A run of one --target, or of a label selector, looks
+// for none.
 func orphans(ctx context.Context, plan *Plan, store publish.Store, opts Options, report *Report, listed map[string][]string) error {
 	var jobs []publish.Job
 	for _, ns := range orphanNamespaces(plan, opts) {

@@ -3,11 +3,42 @@ package pipeline
 import (
 	"slices"
 	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/solar-pipeline/solar/renderer/diag"
 	"github.com/solar-pipeline/solar/renderer/load"
 	"github.com/solar-pipeline/solar/renderer/model"
 )
+
+// selects says whether opts select Target t: of -n (when given), named by
+// --target (when given), and with labels -l matches (when given).
+func (o Options) selects(t *model.Target) bool {
+	return (o.Namespace == "" || t.Namespace == o.Namespace) && (o.Target == "" || t.Name == o.Target) &&
+		(!o.selector() || o.Selector.Matches(labels.Set(t.Labels)))
+}
+
+// selector says whether a label selector narrows the Targets.
+func (o Options) selector() bool {
+	return o.Selector != nil && !o.Selector.Empty()
+}
+
+// selection is what narrows the Targets, as the flags say it
+// ("-n beta --target edge-1 -l tier=device"); "" for every Target.
+func (o Options) selection() string {
+	var sel []string
+	if o.Namespace != "" {
+		sel = append(sel, "-n "+o.Namespace)
+	}
+	if o.Target != "" {
+		sel = append(sel, "--target "+o.Target)
+	}
+	if o.selector() {
+		sel = append(sel, "-l "+o.Selector.String())
+	}
+	return strings.Join(sel, " ")
+}
 
 // scope keeps one namespace's run independent of the others: a problem of an
 // object the namespace does not use (directly or through a reference that a

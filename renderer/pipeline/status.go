@@ -249,7 +249,7 @@ func StatusExitCode(st []TargetStatus) int {
 	return code
 }
 
-// StatusTargets are the Targets of opts.Paths that -n and --target select,
+// StatusTargets are the Targets of opts.Paths that -n, --target and -l select,
 // once the input is valid.
 func StatusTargets(opts Options) ([]load.ID, diag.List, error) {
 	set, problems, err := Load(opts)
@@ -258,12 +258,15 @@ func StatusTargets(opts Options) ([]load.ID, diag.List, error) {
 	}
 	var out []load.ID
 	for _, t := range set.Targets {
-		if (opts.Namespace == "" || t.Namespace == opts.Namespace) && (opts.Target == "" || t.Name == opts.Target) {
+		if opts.selects(t) {
 			out = append(out, targetID(t.Namespace, t.Name))
 		}
 	}
 	if len(out) == 0 {
-		return nil, problems, errors.New("no Target in the input that -n and --target select: nothing to show")
+		if sel := opts.selection(); sel != "" {
+			return nil, problems, fmt.Errorf("no Target matches %s: nothing to show", sel)
+		}
+		return nil, problems, errors.New("no Target in the input: nothing to show")
 	}
 	return out, problems, nil
 }
