@@ -98,7 +98,7 @@ func (g *globals) printGC(res pipeline.GCResult, keep int, dryRun bool) error {
 	if res.Signatures > 0 {
 		signatures = fmt.Sprintf(" with their %d signatures", res.Signatures)
 	}
-	fmt.Fprintf(g.stdout, "%s %d versions%s, %d blobs (%d bytes)\n", verb, len(res.Versions), signatures, res.Blobs, res.Bytes)
+	fmt.Fprintf(g.stdout, "%s %d versions%s, %d blobs (%s)\n", verb, len(res.Versions), signatures, res.Blobs, bytesHuman(res.Bytes))
 	if len(res.Skipped) > 0 {
 		g.say("left %d repositories that are not solar's charts: %s", len(res.Skipped), strings.Join(res.Skipped, ", "))
 	}

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/pmezard/go-difflib/difflib"
 	"sigs.k8s.io/yaml"
@@ -88,9 +89,21 @@ func change(old Object, hasOld bool, new Object, hasNew bool) (Change, bool, err
 		c.Action, c.Object, to = Delete, old, "/dev/null"
 	}
 	c.Diff, err = difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
-		A: difflib.SplitLines(a), B: difflib.SplitLines(b), FromFile: from, ToFile: to, Context: 3,
+		A: lines(a), B: lines(b), FromFile: from, ToFile: to, Context: 3,
 	})
 	return c, true, err
+}
+
+// lines are the lines of text, each with its newline (none for "").
+func lines(text string) []string {
+	if text == "" {
+		return nil
+	}
+	out := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	for i := range out {
+		out[i] += "\n"
+	}
+	return out
 }
 
 // text is an object as YAML, keys sorted, secrets masked; "" when absent.
