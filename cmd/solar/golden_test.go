@@ -142,9 +142,9 @@ func onTerminal(t *testing.T, dir string, args, env []string) (string, int) {
 
 // What varies from run to run: rates, durations, the work folder.
 var (
-	rate     = regexp.MustCompile(`\d+(\.\d+)?/s\b`)
+	rate       = regexp.MustCompile(`\d+(\.\d+)?/s\b`)
 	durationRe = regexp.MustCompile(`\b(ETA|in) [0-9.]+(ns|µs|ms|s|m[0-9.]+s|h[0-9.m]+s)\b`)
-	took     = regexp.MustCompile(`\bin [0-9.]+(ns|µs|ms|s)\b`)
+	took       = regexp.MustCompile(`\bin [0-9.]+(ns|µs|ms|s)\b`)
 )
 
 // normalize is text as a terminal leaves it (a line is what its last
