@@ -99,19 +99,26 @@ func TestLayoutSurvivesKills(t *testing.T) {
 	}
 
 	// SIGTERM once the run reports its first Target (its handler is
-	// installed by then; on a loaded machine a fixed 300 ms may not reach it).
-	cmd := exec.Command(bin, "render", "--no-credentials", "--out", out, tree)
+	// installed by then; on a loaded machine a fixed 300 ms may not reach it):
+	// -v prints a line per Target on a pipe.
+	cmd := exec.Command(bin, "render", "-v", "--no-credentials", "--out", out, tree)
 	progress, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
 	rest := bufio.NewReader(progress)
-	_, _ = rest.ReadString('\n')
+	for line := ""; !strings.HasPrefix(line, "[1/"); {
+		if line, err = rest.ReadString('\n'); err != nil {
+			break
+		}
+	}
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
-	_, _ = io.Copy(io.Discard, rest) // to its end: the run has exited
+	said, _ := io.ReadAll(rest) // to its end: the run has exited
 	err = cmd.Wait()
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
 		assert.Equal(t, 143, exit.ExitCode(), "SIGTERM: 128+15")
+		// How far it got, not the error of what the signal cut short.
+		assert.Regexp(t, `solar: interrupted after \d+ of 2000 Targets: what was finished stays; run again to continue\n$`, string(said))
 	} else {
 		t.Logf("the render finished before SIGTERM: %v", err)
 	}
