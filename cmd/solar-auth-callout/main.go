@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/solar-pipeline/solar/callout"
+	"github.com/solar-pipeline/solar/internal/buildinfo"
 )
 
 func main() {
@@ -32,6 +33,10 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 {
 		switch args[0] {
+		case "--version", "-version":
+			// As the solar CLI says it.
+			fmt.Fprintf(stdout, "solar-auth-callout %s\n", buildinfo.Read())
+			return nil
 		case "keys":
 			return keys(args[1:], stdout, stderr)
 		case "token":
@@ -117,6 +122,7 @@ Usage:
   solar-auth-callout keys DIR                      a new account key and xkey
   solar-auth-callout token --issuer URL --key-file FILE   a device's token (JWT profile grant)
   solar-auth-callout check --issuer URL --audience AUD TOKEN-FILE   what the callout would allow
+  solar-auth-callout --version
 
 `)
 		fs.PrintDefaults()

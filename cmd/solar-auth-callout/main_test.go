@@ -120,6 +120,9 @@ func TestUsage(t *testing.T) {
 	if err := run([]string{"--help"}, &out, &errb); err == nil || !strings.Contains(errb.String(), "Usage:") {
 		t.Fatalf("--help: %v\n%s", err, errb.String())
 	}
+	if err := run([]string{"--version"}, &out, &errb); err != nil || !strings.HasPrefix(out.String(), "solar-auth-callout ") {
+		t.Fatalf("--version: %v\n%s", err, out.String())
+	}
 	errb.Reset()
 	err := run([]string{"--issuer", "https://id.example.com"}, &out, &errb)
 	if err == nil || err.Error() != "missing --audience, --account-key (or an extra argument)" {
