@@ -70,6 +70,8 @@ type release struct {
 	values    map[string]any
 	name      string
 	namespace string
+	// app: an application chart, not one of Solar's.
+	app bool
 }
 
 // render renders a release with Helm's engine as an install would (revision

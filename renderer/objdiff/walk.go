@@ -74,6 +74,12 @@ func (w *Walker) install(ctx context.Context, r release, level int) ([]Object, e
 			continue
 		}
 		children, err := w.install(ctx, next, level+1)
+		if err != nil && next.app {
+			// Not Solar's chart: what it needs to render (a lookup of the
+			// cluster, a value the cluster's Secret holds) may be missing here.
+			w.Notes = append(w.Notes, fmt.Sprintf("HelmRelease %s/%s: the chart is not rendered: %v", o.Namespace, o.Name, err))
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("HelmRelease %s/%s: %w", o.Namespace, o.Name, err)
 		}
@@ -90,7 +96,7 @@ func (w *Walker) follow(ctx context.Context, hr Object, siblings []Object) (rele
 	if err != nil {
 		return release{}, false, err
 	}
-	archive, err := w.read(ctx, ref)
+	archive, app, err := w.read(ctx, ref)
 	if err != nil {
 		w.Notes = append(w.Notes, fmt.Sprintf("HelmRelease %s/%s: the chart %s is not rendered: %v", hr.Namespace, hr.Name, ref, err))
 		return release{}, false, nil
@@ -111,7 +117,7 @@ func (w *Walker) follow(ctx context.Context, hr Object, siblings []Object) (rele
 	if name == "" {
 		name = chain.HelmReleaseName(hr.Name, target)
 	}
-	return release{archive: archive, values: values, name: name, namespace: ns}, true, nil
+	return release{archive: archive, values: values, name: name, namespace: ns, app: app}, true, nil
 }
 
 // source is the ref of the OCIRepository a HelmRelease's chartRef names.
@@ -137,17 +143,19 @@ func (w *Walker) source(spec map[string]any, namespace string, siblings []Object
 }
 
 // read reads the chart a ref points at: from the store when it is one of
-// Solar's under Registry, else from its registry (App); nil, nil when App is
-// nil.
-func (w *Walker) read(ctx context.Context, ref Ref) ([]byte, error) {
+// Solar's under Registry, else (app) from its registry (App); nil when App
+// is nil.
+func (w *Walker) read(ctx context.Context, ref Ref) (archive []byte, app bool, _ error) {
 	prefix := chain.URL(w.Registry, "")
 	if repo, ok := strings.CutPrefix(ref.URL, prefix); ok && w.Registry != "" && chain.IsChartRepository(repo) {
-		return w.Store(ctx, repo, ref.Tag)
+		archive, err := w.Store(ctx, repo, ref.Tag)
+		return archive, false, err
 	}
 	if w.App == nil {
-		return nil, nil
+		return nil, true, nil
 	}
-	return w.App(ctx, ref)
+	archive, err := w.App(ctx, ref)
+	return archive, true, err
 }
 
 // find is the object of a kind, namespace and name among objs.
