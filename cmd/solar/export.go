@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -62,16 +63,27 @@ func newExportCmd(g *globals) *cobra.Command {
 			if g.output != "text" {
 				return g.printData(s)
 			}
-			signatures := 0
-			for _, v := range s.Versions {
-				fmt.Fprintf(g.stdout, "%s\t%s\t%s\t%d signatures\n", v.Repository, v.Version, v.Manifest, len(v.Signatures))
-				signatures += len(v.Signatures)
-			}
-			fmt.Fprintf(g.stdout, "wrote %s: %d versions, %d signatures, %d blobs, %d bytes, %s\n",
-				out, len(s.Versions), signatures, s.Blobs, s.Size, s.SHA256)
-			return nil
+			return g.printExport(s, out)
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "the archive file to write (replaced whole)")
 	return cmd
+}
+
+// printExport writes the table of the versions an archive holds, then what
+// was written.
+func (g *globals) printExport(s *pipeline.ArchiveSummary, out string) error {
+	w := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+	g.header(w, "REPOSITORY\tVERSION\tMANIFEST\tSIGNATURES")
+	signatures := 0
+	for _, v := range s.Versions {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\n", v.Repository, v.Version, v.Manifest, len(v.Signatures))
+		signatures += len(v.Signatures)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(g.stdout, "wrote %s: %d versions, %d signatures, %d blobs, %s, %s\n",
+		out, len(s.Versions), signatures, s.Blobs, bytesHuman(s.Size), s.SHA256)
+	return nil
 }

@@ -34,6 +34,8 @@ import (
 //	         "replace FILE|OLD|NEW" (the first OLD in FILE)
 //	exit     the exit code (0 when missing)
 //	env      KEY=VALUE lines set for the terminal run (NO_COLOR=1)
+//	services "registry": a real registry (anonymous, plain HTTP) per run,
+//	         $REGISTRY in cmd and setup, and in the output
 //
 // Rates, times and the work folder are normalized. go test -run TestGolden
 // -update rewrites stdout, stderr and tty.
@@ -45,20 +47,19 @@ func TestGolden(t *testing.T) {
 		t.Run(strings.TrimSuffix(filepath.Base(file), ".txtar"), func(t *testing.T) {
 			ar, err := txtar.ParseFile(file)
 			require.NoError(t, err)
-			args := strings.Fields(section(ar, "cmd"))
 			want := 0
 			if s := strings.TrimSpace(section(ar, "exit")); s != "" {
 				want, err = strconv.Atoi(s)
 				require.NoError(t, err)
 			}
 
-			dir := goldenSetup(t, ar)
+			dir, args := goldenSetup(t, ar)
 			var stdout, stderr bytes.Buffer
 			code := inDir(t, dir, func() int { return run(context.Background(), args, strings.NewReader(""), &stdout, &stderr) })
 			assert.Equal(t, want, code, "exit code on pipes; stderr:\n%s", stderr.String())
 			got := map[string]string{"stdout": normalize(stdout.String(), dir), "stderr": normalize(stderr.String(), dir)}
 
-			dir = goldenSetup(t, ar)
+			dir, args = goldenSetup(t, ar)
 			screen, code := onTerminal(t, dir, args, strings.Fields(section(ar, "env")))
 			assert.Equal(t, want, code, "exit code on a terminal; screen:\n%s", screen)
 			got["tty"] = normalize(screen, dir)
@@ -77,12 +78,18 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-// goldenSetup copies examples/ into a new folder and runs the setup there.
-func goldenSetup(t *testing.T, ar *txtar.Archive) string {
+// goldenSetup starts the services, copies examples/ into a new folder and
+// runs the setup there; args are the command's, $REGISTRY replaced.
+func goldenSetup(t *testing.T, ar *txtar.Archive) (dir string, args []string) {
 	t.Helper()
-	dir := t.TempDir()
+	dir = t.TempDir()
 	testenv.CopyExamples(t, dir)
-	for _, line := range strings.Split(strings.TrimSpace(section(ar, "setup")), "\n") {
+	expand := func(s string) string { return s }
+	if strings.TrimSpace(section(ar, "services")) == "registry" {
+		host := testenv.StartRegistry(t, testenv.RegistryOptions{NoAuth: true}).Host
+		expand = func(s string) string { return strings.ReplaceAll(s, "$REGISTRY", host) }
+	}
+	for _, line := range strings.Split(strings.TrimSpace(expand(section(ar, "setup"))), "\n") {
 		f := strings.Fields(line)
 		switch {
 		case len(f) == 0:
@@ -101,7 +108,7 @@ func goldenSetup(t *testing.T, ar *txtar.Archive) string {
 			require.Equal(t, 0, code, "setup %s:\n%s", line, out.String())
 		}
 	}
-	return dir
+	return dir, strings.Fields(expand(section(ar, "cmd")))
 }
 
 // inDir runs f in dir as the working directory.
@@ -140,11 +147,13 @@ func onTerminal(t *testing.T, dir string, args, env []string) (string, int) {
 	return screen.String(), code
 }
 
-// What varies from run to run: rates, durations, the work folder.
+// What varies from run to run: rates, durations, the work folder, the
+// registry's port.
 var (
 	rate       = regexp.MustCompile(`\d+(\.\d+)?/s\b`)
 	durationRe = regexp.MustCompile(`\b(ETA|in) [0-9.]+(ns|µs|ms|s|m[0-9.]+s|h[0-9.m]+s)\b`)
 	took       = regexp.MustCompile(`\bin [0-9.]+(ns|µs|ms|s)\b`)
+	registryRe = regexp.MustCompile(`127\.0\.0\.1:\d+`)
 )
 
 // normalize is text as a terminal leaves it (a line is what its last
@@ -164,6 +173,7 @@ func normalize(text, dir string) string {
 	if real, err := filepath.EvalSymlinks(dir); err == nil {
 		text = strings.ReplaceAll(text, real, "$WORK")
 	}
+	text = registryRe.ReplaceAllString(text, "$$REGISTRY")
 	text = rate.ReplaceAllString(text, "R/s")
 	text = durationRe.ReplaceAllString(text, "$1 T")
 	return took.ReplaceAllString(text, "in T")
