@@ -61,7 +61,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	doc := &document{Writer: stdout}
 	g := &globals{stdout: doc, stderr: stderr}
 	level := new(slog.LevelVar)
-	g.log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	g.log = slog.New(newLogHandler(stderr, level))
 	root := newRootCmd(g, level)
 	root.SetArgs(args)
 	root.SetIn(stdin)
