@@ -53,7 +53,8 @@ type Options struct {
 	// Pipeline are the options of every namespace's run (Registry, signing,
 	// Prune, CacheDir); Objects, Namespace and RESTConfig are set per run.
 	Pipeline pipeline.Options
-	// Registry is where the charts are published.
+	// Registry is where the charts are published; its Wrap, when set, is
+	// kept, under the metrics' count of requests.
 	Registry pipeline.RegistryOptions
 	// Concurrent is how many namespaces run at once (default 4).
 	Concurrent int
@@ -125,6 +126,10 @@ func Run(ctx context.Context, opts Options) error {
 	m := newMetrics(opts.Metrics)
 	registry := opts.Registry
 	registry.Wrap = m.wrap
+	if wrap := opts.Registry.Wrap; wrap != nil {
+		// The caller's (solar controller --debug logs every request).
+		registry.Wrap = func(rt http.RoundTripper) http.RoundTripper { return m.wrap(wrap(rt)) }
+	}
 	store, err := pipeline.OpenStore(ctx, pipeline.StoreOptions{Registry: &registry})
 	if err != nil {
 		return err

@@ -85,7 +85,7 @@ the credentials given. Which of the two was checked is said on stderr.
 		},
 	}
 	fl := cmd.Flags()
-	rf.register(fl, "solar publishes to")
+	rf.register(g, fl, "solar publishes to")
 	fl.StringVar(&fluxNS, "flux-namespace", "flux-system", "namespace of Flux and of the objects printed")
 	fl.StringArrayVar(&verifyKeys, "verify-key", nil, "public key (PEM) Flux verifies the charts with (publish --signing-key signed them); repeatable, for a key rotation")
 	return cmd

@@ -103,13 +103,7 @@ func newControllerCmd(g *globals) *cobra.Command {
 			if opts.Config, err = restConfig(f.kubeconfig); err != nil {
 				return err
 			}
-			// The controller says what it does at info (-q: errors only);
-			// the stages, as for the other commands, only with -v.
-			level := slog.LevelInfo
-			if g.quiet {
-				level = slog.LevelError
-			}
-			opts.Log = slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: level}))
+			g.controllerLogs(&opts)
 			return controller.Run(cmd.Context(), opts)
 		},
 	}
@@ -117,10 +111,31 @@ func newControllerCmd(g *globals) *cobra.Command {
 	_ = cmd.Flags().MarkHidden("target")
 	_ = cmd.Flags().MarkHidden("dry-run")
 	f.registerPrune(cmd, "for every orphan (the bootstrap repository of a Target deleted from the API server), push a version without releases: Flux then uninstalls them")
-	rf.registerClient(cmd.Flags(), "to push to")
+	rf.registerClient(g, cmd.Flags(), "to push to")
 	sf.register(cmd.Flags())
 	cf.register(cmd)
 	return cmd
+}
+
+// controllerLogs sets the controller's logs, key=value for a log collector:
+// the controller says what it does at info (-q: errors only, --debug: debug,
+// with every request to the registry and the API server); the stages, as
+// for the other commands, only with -v.
+func (g *globals) controllerLogs(opts *controller.Options) {
+	level := slog.LevelInfo
+	switch {
+	case g.quiet:
+		level = slog.LevelError
+	case g.debug:
+		level = slog.LevelDebug
+	}
+	opts.Log = slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: level}))
+	opts.Pipeline.Log = slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: g.level}))
+	opts.Registry.Wrap, opts.Pipeline.WrapTransport = nil, nil
+	if g.debug {
+		opts.Registry.Wrap = logRequests(opts.Log)
+		opts.Config.Wrap(logRequests(opts.Log))
+	}
 }
 
 // restConfig is the kubeconfig's connection, or in a Pod its own.

@@ -110,7 +110,7 @@ func newDiffCmd(g *globals) *cobra.Command {
 	f.selectFlags.register(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&out, "out", "", "directory of the OCI image layout to compare with")
-	rf.registerClient(fl, "to compare with")
+	rf.registerClient(g, fl, "to compare with")
 	fl.BoolVar(&exitCode, "exit-code", false, "exit 2 when something would change, 0 when not")
 	f.registerPrune(cmd, "show the versions without releases publish --prune would push for orphans")
 	fl.BoolVar(&files, "files", false, "show the diff of the charts' files instead of the objects")

@@ -141,6 +141,7 @@ func (f *planFlags) options(g *globals, stdin io.Reader, paths []string) (pipeli
 	if f.prune && opts.Selector != nil && !opts.Selector.Empty() {
 		return opts, fmt.Errorf("--prune with -l: a Target no longer in the input has no labels left to match, so a run with -l looks for no orphans; prune without -l (with -n for one namespace)")
 	}
+	opts.WrapTransport = g.requestLog()
 	opts.Progress = g.progress()
 	created, ok, err := sourceDateEpoch()
 	if ok {
@@ -171,9 +172,12 @@ type registryFlags struct {
 	caFile        string
 	plainHTTP     bool
 	insecure      bool
+	// g says, with --debug, to log every request to the registry.
+	g *globals
 }
 
-func (f *registryFlags) register(fl *pflag.FlagSet, what string) {
+func (f *registryFlags) register(g *globals, fl *pflag.FlagSet, what string) {
+	f.g = g
 	fl.StringVar(&f.registry, "registry", "", "registry "+what+": [oci://]HOST[:PORT][/PREFIX]")
 	fl.StringVar(&f.username, "username", "", "registry user name (with --password-stdin)")
 	fl.BoolVar(&f.passwordStdin, "password-stdin", false, "read the registry password from stdin")
@@ -183,15 +187,16 @@ func (f *registryFlags) register(fl *pflag.FlagSet, what string) {
 
 // registerClient registers the flags of a command that talks to the
 // registry itself: those of register and --insecure-skip-tls-verify.
-func (f *registryFlags) registerClient(fl *pflag.FlagSet, what string) {
-	f.register(fl, what)
+func (f *registryFlags) registerClient(g *globals, fl *pflag.FlagSet, what string) {
+	f.register(g, fl, what)
 	fl.BoolVar(&f.insecure, "insecure-skip-tls-verify", false, "do not verify the registry's TLS certificate (development only)")
 }
 
-// options are the client options the flags and l say.
+// options are the client options the flags and l say; with --debug every
+// request is logged.
 func (f *registryFlags) options(l login) *pipeline.RegistryOptions {
 	return &pipeline.RegistryOptions{Host: l.host, Prefix: l.prefix, Username: f.username, Password: l.password,
-		CAFile: f.caFile, PlainHTTP: f.plainHTTP, InsecureSkipTLSVerify: f.insecure}
+		CAFile: f.caFile, PlainHTTP: f.plainHTTP, InsecureSkipTLSVerify: f.insecure, Wrap: f.g.requestLog()}
 }
 
 // login is what the registry flags say: where the registry is and the

@@ -75,7 +75,7 @@ func newFleetApplyCmd(g *globals) *cobra.Command {
 	}
 	lf.register(cmd)
 	fl := cmd.Flags()
-	rf.registerClient(fl, "of the agent indexes and attempts")
+	rf.registerClient(g, fl, "of the agent indexes and attempts")
 	nf.register(fl)
 	fl.IntVar(&nf.replicas, "replicas", 1, "replicas of the bucket when apply creates it (3 on a cluster)")
 	fl.BoolVar(&dryRun, "dry-run", false, "read the registry and the bucket, write nothing, show what would change")

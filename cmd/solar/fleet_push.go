@@ -59,7 +59,7 @@ downloads it from: https://HOST/v2/PREFIX/REPO/blobs/DIGEST.`,
 	fl.StringVar(&out, "out", "", "directory of an OCI image layout to write to instead of a registry")
 	fl.StringVar(&repository, "repository", "", "repository of the agent, below the registry's prefix (fleet/agent)")
 	fl.StringVar(&version, "version", "", "the agent's version: the index's tag (default: the one the binaries' Go build information names)")
-	rf.registerClient(fl, "to push to")
+	rf.registerClient(g, fl, "to push to")
 	return cmd
 }
 

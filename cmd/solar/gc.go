@@ -69,7 +69,7 @@ func newGCCmd(g *globals) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&out, "out", "", "directory of the OCI image layout")
-	rf.registerClient(fl, "to collect")
+	rf.registerClient(g, fl, "to collect")
 	fl.IntVar(&keep, "keep", 3, "newest versions kept per repository (at least 1)")
 	fl.BoolVar(&dryRun, "dry-run", false, "list what would be removed, remove nothing")
 	return cmd

@@ -54,7 +54,9 @@ func TestNoSecretLeaks(t *testing.T) {
 	code, output := cli("", "credentials", "sync", "--kubeconfig", api.Kubeconfig, "../../examples")
 	require.Equal(t, 0, code, output)
 
-	secrets := []string{reg.Password}
+	// The registry's password and the admin's bearer token of the kubeconfig;
+	// basic auth's user:password too (base64 is the Authorization header).
+	secrets := []string{reg.Password, reg.Username + ":" + reg.Password, api.Config.BearerToken}
 	list, err := api.Client.CoreV1().Secrets("alpha").List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
 	for _, s := range list.Items {
@@ -62,7 +64,7 @@ func TestNoSecretLeaks(t *testing.T) {
 			secrets = append(secrets, tok)
 		}
 	}
-	require.GreaterOrEqual(t, len(secrets), 3, "the password and the tokens of edge-1 and edge-2")
+	require.GreaterOrEqual(t, len(secrets), 5, "the password (alone and with the user), the admin's token and the tokens of edge-1 and edge-2")
 
 	pw := reg.Password + "\n"
 	reviewed := filepath.Join(t.TempDir(), "reviewed.json")
@@ -83,9 +85,12 @@ func TestNoSecretLeaks(t *testing.T) {
 		append([]string{"diff", "--kubeconfig", api.Kubeconfig, "--registry", registry, "../../examples"}, login...),
 		append([]string{"diff", "-o", "json", "--kubeconfig", api.Kubeconfig, "--registry", registry, "--write-reviewed", reviewed, "../../examples"}, login...),
 		append([]string{"verify", "-v", "--registry", registry}, login...),
+		// --debug: every request, with its credentials, logged.
+		{"credentials", "sync", "--debug", "--kubeconfig", api.Kubeconfig, "../../examples"},
+		append([]string{"publish", "--debug", "--kubeconfig", api.Kubeconfig, "--registry", registry, "../../examples"}, login...),
 		// Errors: a registry nobody listens on, a wrong password.
-		append([]string{"publish", "-v", "--kubeconfig", api.Kubeconfig, "--registry", "127.0.0.1:1/solar", "../../examples"}, login...),
-		{"publish", "-v", "--kubeconfig", api.Kubeconfig, "--registry", registry, "--plain-http", "--username", "nobody", "--password-stdin", "../../examples"},
+		append([]string{"publish", "--debug", "--kubeconfig", api.Kubeconfig, "--registry", "127.0.0.1:1/solar", "../../examples"}, login...),
+		{"publish", "--debug", "--kubeconfig", api.Kubeconfig, "--registry", registry, "--plain-http", "--username", "nobody", "--password-stdin", "../../examples"},
 	}
 	for i, args := range runs {
 		code, output := cli(pw, args...)

@@ -62,7 +62,7 @@ func newPublishCmd(g *globals) *cobra.Command {
 	f.selectFlags.register(cmd)
 	f.registerPrune(cmd, "for every orphan (the bootstrap repository of a Target no longer in the input), push a version without releases: Flux then uninstalls them")
 	fl := cmd.Flags()
-	rf.registerClient(fl, "to push to")
+	rf.registerClient(g, fl, "to push to")
 	sf.register(fl)
 	fl.BoolVar(&exitCode, "exit-code", false, "exit 2 when charts changed or got a signature or (with --dry-run) would change, 0 when not")
 	fl.IntVar(&concurrency, "concurrency", 4, "charts pushed at once")

@@ -56,7 +56,7 @@ func newPushCmd(g *globals) *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	rf.registerClient(fl, "to push to")
+	rf.registerClient(g, fl, "to push to")
 	sf.register(fl)
 	fl.StringArrayVar(&keys, "key", nil, "push nothing unless every version to push carries a signature that verifies with this public key (PEM); repeatable: any of the keys")
 	fl.BoolVar(&dryRun, "dry-run", false, "check and list what would be pushed, push nothing")

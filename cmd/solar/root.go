@@ -49,6 +49,7 @@ type globals struct {
 	namespace string
 	output    string
 	verbose   bool
+	debug     bool
 	quiet     bool
 	noHeaders bool
 	// dryRun: the command writes nothing, and its tables say "would".
@@ -60,6 +61,8 @@ type globals struct {
 	stdout io.Writer
 	stderr io.Writer
 	log    *slog.Logger
+	// level is log's, set from -v, -d and -q.
+	level *slog.LevelVar
 }
 
 // run executes the CLI and returns the process exit code: 0 success, 1 error or
@@ -67,9 +70,9 @@ type globals struct {
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	doc := &document{Writer: stdout}
 	g := &globals{stdout: doc, stderr: stderr, ctx: ctx}
-	level := new(slog.LevelVar)
-	g.log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	root := newRootCmd(g, level)
+	g.level = new(slog.LevelVar)
+	g.log = slog.New(newLogHandler(stderr, g.level))
+	root := newRootCmd(g, g.level)
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)
@@ -78,7 +81,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 }
 
 // newRootCmd is solar with its global flags and every subcommand; level is
-// set from -v and -q.
+// set from -v, -d and -q.
 func newRootCmd(g *globals, level *slog.LevelVar) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "solar",
@@ -102,6 +105,7 @@ one upgrade attempt per device into a NATS bucket the devices watch.`,
 render and publish also work on the Targets of this namespace only`)
 	root.PersistentFlags().StringVarP(&g.output, "output", "o", "text", "output format: text, json or yaml")
 	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "log what each stage does on stderr")
+	root.PersistentFlags().BoolVarP(&g.debug, "debug", "d", false, "what -v logs, and every request to the registry and the API server: method, URL, status, duration (never a credential)")
 	root.PersistentFlags().BoolVarP(&g.quiet, "quiet", "q", false, "print only errors on stderr: no progress, no summary")
 	root.PersistentFlags().BoolVar(&g.noHeaders, "no-headers", false, "print tables without their header line (text output)")
 	// What every command checks first, once.
@@ -110,8 +114,12 @@ render and publish also work on the Targets of this namespace only`)
 			return err
 		}
 		switch {
+		case g.debug && g.quiet:
+			return fmt.Errorf("--debug and --quiet: choose one")
 		case g.verbose && g.quiet:
 			return fmt.Errorf("--verbose and --quiet: choose one")
+		case g.debug:
+			level.Set(slog.LevelDebug)
 		case g.verbose:
 			level.Set(slog.LevelInfo)
 		case g.quiet:

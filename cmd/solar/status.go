@@ -76,7 +76,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 			}
 			defer store.Close()
 			for {
-				st, err := pipeline.Status(cmd.Context(), targets, store.Store, pipeline.StatusOptions{Kubeconfig: kubeconfig, MaxAge: maxAge})
+				st, err := pipeline.Status(cmd.Context(), targets, store.Store, pipeline.StatusOptions{Kubeconfig: kubeconfig, MaxAge: maxAge, WrapTransport: g.requestLog()})
 				if err != nil {
 					return hint(err, rf.registry)
 				}
@@ -102,7 +102,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 	sel.register(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&out, "out", "", "directory of the OCI image layout to compare with")
-	rf.registerClient(fl, "to compare with")
+	rf.registerClient(g, fl, "to compare with")
 	fl.StringVar(&target, "target", "", "the Target of this name only (with -n, of that namespace)")
 	fl.StringVar(&kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the SolAr API server (default $KUBECONFIG)")
 	fl.DurationVar(&maxAge, "max-age", pipeline.DefaultMaxAge, "a report older than this is stale (solar-agent's --max-age)")

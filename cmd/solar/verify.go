@@ -94,6 +94,6 @@ func newVerifyCmd(g *globals) *cobra.Command {
 	fl.BoolVar(&deep, "deep", false, "registry: download and hash every blob, not only ask its size")
 	fl.IntVar(&concurrency, "concurrency", 8, "repositories checked at once")
 	fl.StringArrayVar(&keys, "key", nil, "check every version's signature with this public key (PEM; repeatable: any of the keys): an unsigned version, or one no key verifies, is a violation")
-	rf.registerClient(fl, "to verify")
+	rf.registerClient(g, fl, "to verify")
 	return cmd
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -90,6 +91,9 @@ type CredentialOptions struct {
 	// RESTConfig, when set, is that API server's connection instead of a
 	// Kubeconfig file (the controller's own).
 	RESTConfig *rest.Config
+	// WrapTransport, when set, wraps the HTTP transport of the connection
+	// read from Kubeconfig (solar --debug logs every request).
+	WrapTransport func(http.RoundTripper) http.RoundTripper
 	// NoCredentials renders agent Releases without a kubeconfig (a demo, an
 	// offline review). Otherwise a Target whose agent credential is not
 	// issued fails: it keeps its previous bootstrap chart.
@@ -246,6 +250,7 @@ func syncCredentials(ctx context.Context, set *model.Set, plan *Plan, opts Optio
 			if cfg, err = clientcmd.BuildConfigFromFlags("", opts.Kubeconfig); err != nil {
 				return fmt.Errorf("reading the kubeconfig %s: %w", opts.Kubeconfig, err)
 			}
+			cfg.Wrap(opts.WrapTransport)
 		}
 		if minter, err = credential.NewMinter(cfg, copts); err != nil {
 			return err

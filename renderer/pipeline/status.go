@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -49,6 +50,9 @@ const maxSkew = time.Minute
 type StatusOptions struct {
 	// Kubeconfig is the kubeconfig of the SolAr API server.
 	Kubeconfig string
+	// WrapTransport, when set, wraps the HTTP transport of its connection
+	// (solar --debug logs every request).
+	WrapTransport func(http.RoundTripper) http.RoundTripper
 	// MaxAge is the age past which a report is stale (0: DefaultMaxAge).
 	MaxAge time.Duration
 	// Now is the time reports are aged against (zero: time.Now).
@@ -93,6 +97,7 @@ func Status(ctx context.Context, targets []load.ID, store publish.Store, so Stat
 	if err != nil {
 		return nil, fmt.Errorf("reading the kubeconfig %s: %w", so.Kubeconfig, err)
 	}
+	cfg.Wrap(so.WrapTransport)
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
