@@ -49,7 +49,8 @@ no header, each time its attempt or state changes (a deleted key reads as
 "-"). It watches until interrupted (Ctrl-C, SIGTERM: a clean end, though
 solar exits 130 or 143 as every interrupted run does) or until the watch
 fails with exit 1: the connection to NATS down for 2 minutes (it reconnects
-meanwhile, and no change is lost) or closed, or the bucket deleted. The
+meanwhile, and the changes made meanwhile follow, within some 20 seconds)
+or closed, or the bucket deleted. The
 devices it could not read and those it does not know are named on stderr
 and watched all the same (a device may yet report); they do not fail the
 run. With -o json or yaml, --watch prints a stream of documents, each one

@@ -23,8 +23,8 @@ type WatchOptions struct {
 	// (0: 2 minutes, about as long as nats.go's default reconnects, 60
 	// tries 2 seconds apart, would try). nats.go reconnects meanwhile, and
 	// the watch goes on where it stopped (its consumer is made anew once
-	// its heartbeats were missed, within about 10 seconds): no change is
-	// lost.
+	// its heartbeats were missed, some 10 to 20 seconds after the
+	// reconnect): no change is lost.
 	Outage time.Duration
 	// Listing bounds the wait for the bucket's current values (0: 1
 	// minute).
@@ -251,12 +251,12 @@ func (w *StatusWatch) connection(st nats.Status) error {
 		if w.down != nil {
 			w.down.Stop()
 			w.down = nil
-			w.log.Warn("reconnected to NATS: watching again", "bucket", w.name)
+			w.log.Warn("reconnected to NATS: the watch goes on where it stopped, within some 20 seconds", "bucket", w.name)
 		}
 	default:
 		if w.down == nil {
 			w.down = time.NewTimer(w.outage)
-			w.log.Warn("lost the connection to NATS: reconnecting", "bucket", w.name, "giving up after", w.outage)
+			w.log.Warn("lost the connection to NATS: reconnecting", "bucket", w.name, "timeout", w.outage)
 		}
 	}
 	return nil
