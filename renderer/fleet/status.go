@@ -57,11 +57,10 @@ func (b *Bucket) Status(ctx context.Context, deviceIDs ...string) ([]Status, err
 	listed := len(deviceIDs) == 0
 	var invalid map[string]*Status
 	if listed && !b.missing {
-		keys, err := b.kv.ListKeys(ctx)
-		if err != nil {
+		var err error
+		if deviceIDs, invalid, err = b.listKeys(ctx); err != nil {
 			return nil, fmt.Errorf("listing the bucket's keys: %w", err)
 		}
-		deviceIDs, invalid = listedDevices(keys.Keys())
 	}
 	var out []Status
 	for _, id := range deviceIDs {
@@ -79,6 +78,26 @@ func (b *Bucket) Status(ctx context.Context, deviceIDs ...string) ([]Status, err
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// listTimeout bounds a listing of the bucket's keys or values.
+const listTimeout = time.Minute
+
+// listKeys lists the devices of the bucket's keys (listedDevices), within
+// listTimeout. A listing whose context ended looks complete (nats.go then
+// closes the keys' channel), so that is checked.
+func (b *Bucket) listKeys(ctx context.Context) ([]string, map[string]*Status, error) {
+	lctx, cancel := context.WithTimeout(ctx, listTimeout)
+	defer cancel()
+	keys, err := b.kv.ListKeys(lctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	ids, invalid := listedDevices(keys.Keys())
+	if lctx.Err() != nil {
+		return nil, nil, fmt.Errorf("cut short: %w", context.Cause(lctx))
+	}
+	return ids, invalid, nil
 }
 
 // listedDevices is the sorted device ids of the keys attempt.<id> and

@@ -77,7 +77,7 @@ func (b *Bucket) WatchStatus(ctx context.Context, o WatchOptions, deviceIDs ...s
 	if err := w.start(ctx, deviceIDs); err != nil {
 		return nil, nil, fmt.Errorf("watching the bucket %s: %w", w.name, err)
 	}
-	if err := w.listing(orDefault(o.Listing, time.Minute)); err != nil {
+	if err := w.listing(orDefault(o.Listing, listTimeout)); err != nil {
 		w.Stop()
 		return nil, nil, fmt.Errorf("listing the bucket %s: %w", w.name, err)
 	}
