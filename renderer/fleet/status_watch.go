@@ -115,9 +115,10 @@ func (w *StatusWatch) start(ctx context.Context, deviceIDs []string) error {
 			keys = slices.Compact(keys) // a device named twice
 		}
 		wctx, stop := context.WithCancel(ctx)
-		timeout := context.AfterFunc(tctx, stop)
+		// The try's timeout stops the watch's start, never the watch.
+		stopTimeout := context.AfterFunc(tctx, stop)
 		kw, err := w.kv.WatchFiltered(wctx, keys)
-		if !timeout() { // tctx ended first: the try timed out
+		if !stopTimeout() { // tctx ended first: the try timed out
 			stop()
 			return fmt.Errorf("starting the watch: %w", context.Cause(tctx))
 		}
