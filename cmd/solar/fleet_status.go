@@ -17,9 +17,9 @@ import (
 
 func newFleetStatusCmd(g *globals) *cobra.Command {
 	var nf natsFlags
-	var noHeaders bool
+	var noHeaders, watch bool
 	cmd := &cobra.Command{
-		Use:   "status [DEVICE...] --nats URL",
+		Use:   "status [DEVICE...] --nats URL [--watch]",
 		Short: "Show each device's current attempt and reported state",
 		Long: `status reads the fleet's bucket: per device (those named, or every device the
 bucket knows of) the current attempt, its target version and how long ago it
@@ -41,14 +41,34 @@ the bad ones on stderr and exits 1.
 
 A named device the bucket knows nothing of (no attempt, no reported state) is
 named on stderr and fails the run with exit 1; the others are still shown. A
---bucket that does not exist is an error; status creates nothing.`,
+--bucket that does not exist is an error; status creates nothing.
+
+With --watch (-w), as kubectl get -w and flux get -w: status prints the
+table, then keeps watching the bucket and prints a device's row again, with
+no header, each time its attempt or state changes (a deleted key reads as
+"-"). It watches until interrupted (Ctrl-C, SIGTERM: a clean end, though
+solar exits 130 or 143 as every interrupted run does) or until the watch
+fails with exit 1: the connection to NATS down for 2 minutes (it reconnects
+meanwhile, and the changes made meanwhile follow, within some 20 seconds)
+or closed, or the bucket deleted. The
+devices it could not read and those it does not know are named on stderr
+and watched all the same (a device may yet report); they do not fail the
+run. With -o json or yaml, --watch prints a stream of documents, each one
+device as in "devices": one per device first, then one per change (JSON
+documents one after another, as jq reads them; YAML documents separated by
+"---").`,
 		Example: `  solar fleet status --nats nats://127.0.0.1:4222
-  solar fleet status dev-1 -o json --nats nats://127.0.0.1:4222`,
+  solar fleet status dev-1 -o json --nats nats://127.0.0.1:4222
+  solar fleet status dev-1 dev-2 --watch --nats nats://127.0.0.1:4222`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			for _, id := range args {
 				if err := wire.CheckDeviceID(id); err != nil {
 					return err
 				}
+			}
+			if watch {
+				p := &statusWatch{g: g, bucket: nf.bucket, noHeaders: noHeaders}
+				return pipeline.WatchFleetStatus(cmd.Context(), nf.nats(g), args, p.listed, p.changed)
 			}
 			st, err := pipeline.FleetStatus(cmd.Context(), nf.nats(g), args...)
 			if err != nil {
@@ -59,6 +79,7 @@ named on stderr and fails the run with exit 1; the others are still shown. A
 	}
 	nf.register(cmd.Flags())
 	cmd.Flags().BoolVar(&noHeaders, "no-headers", false, "print the table without its header line")
+	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "after the table, print a device's row (-o json|yaml: a document) each time it changes, until interrupted")
 	return cmd
 }
 
@@ -95,8 +116,23 @@ error.`,
 // JSON/YAML document {"devices": [...], "notFound": [...]}, and fails naming
 // the devices it could not read and those it does not know.
 func (g *globals) printStatus(st []pipeline.DeviceStatus, bucket string, noHeaders bool) error {
-	var known []pipeline.DeviceStatus
-	var bad, notFound []string
+	known, bad, notFound := splitStatus(st)
+	var err error
+	if g.output != "text" {
+		err = g.printData(map[string]any{"devices": orEmpty(known), "notFound": orEmpty(notFound)})
+	} else {
+		err = g.statusTable(known, noHeaders, time.Now())
+	}
+	if err != nil {
+		return err
+	}
+	return statusErrors(bucket, bad, notFound, len(st))
+}
+
+// splitStatus sorts the devices into those the bucket knows (the rows, bad
+// ones included), the printable ids of the bad ones, and the ids of those it
+// does not know.
+func splitStatus(st []pipeline.DeviceStatus) (known []pipeline.DeviceStatus, bad, notFound []string) {
 	for _, s := range st {
 		switch {
 		case s.Bad():
@@ -108,26 +144,26 @@ func (g *globals) printStatus(st []pipeline.DeviceStatus, bucket string, noHeade
 			notFound = append(notFound, s.DeviceID)
 		}
 	}
-	var err error
-	if g.output != "text" {
-		err = g.printData(map[string]any{"devices": orEmpty(known), "notFound": orEmpty(notFound)})
-	} else {
-		err = g.statusTable(known, noHeaders, time.Now())
-	}
-	if err != nil {
-		return err
-	}
+	return known, bad, notFound
+}
+
+// statusErrors names the devices of a listing of n that the bucket could not
+// read (bad) and those it does not know (notFound); nil when there are none.
+func statusErrors(bucket string, bad, notFound []string, n int) error {
 	var errs []error
 	if len(bad) > 0 {
 		errs = append(errs, fmt.Errorf("could not read what the bucket %s holds about %s (%d of %d devices: see their REASON, or attemptError and stateError with -o json)",
-			bucket, strings.Join(bad, ", "), len(bad), len(st)))
+			bucket, strings.Join(bad, ", "), len(bad), n))
 	}
 	if len(notFound) > 0 {
 		errs = append(errs, fmt.Errorf("not found in the bucket %s: %s (%d of %d devices: it holds no attempt for them and no state they reported; check the device ids and --bucket)",
-			bucket, strings.Join(notFound, ", "), len(notFound), len(st)))
+			bucket, strings.Join(notFound, ", "), len(notFound), n))
 	}
 	return errors.Join(errs...)
 }
+
+// statusHeader is the status table's header line.
+var statusHeader = []string{"DEVICE", "ATTEMPT", "VERSION", "ATTEMPT-AGE", "STATE", "STATE-AGE", "REASON"}
 
 // reasonWidth is where the table cuts a reason (-o json has it whole).
 const reasonWidth = 80
@@ -141,7 +177,7 @@ func (g *globals) statusTable(st []pipeline.DeviceStatus, noHeaders bool, now ti
 	out := bufio.NewWriter(g.stdout)
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	if !noHeaders {
-		fmt.Fprintln(w, "DEVICE\tATTEMPT\tVERSION\tATTEMPT-AGE\tSTATE\tSTATE-AGE\tREASON")
+		fmt.Fprintln(w, strings.Join(statusHeader, "\t"))
 	}
 	for _, s := range st {
 		fmt.Fprintln(w, strings.Join(statusRow(s, now), "\t"))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/solar-pipeline/solar/device/wire"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/solar-pipeline/solar/renderer/publish"
@@ -36,6 +37,8 @@ var (
 type Bucket struct {
 	kv  jetstream.KeyValue
 	log *slog.Logger
+	// conn is the bucket's connection, whose state a watch follows.
+	conn *nats.Conn
 	// missing: the bucket does not exist (yet), and a dry run reads it as
 	// empty.
 	missing bool
@@ -75,7 +78,7 @@ func OpenBucket(ctx context.Context, js jetstream.JetStream, name string, replic
 	if err != nil {
 		return nil, fmt.Errorf("opening the key-value bucket %s: %w", name, err)
 	}
-	return &Bucket{kv: kv, log: log}, nil
+	return &Bucket{kv: kv, log: log, conn: js.Conn()}, nil
 }
 
 // maxValue bounds a message of the bucket: an attempt or a state is a few

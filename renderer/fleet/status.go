@@ -57,11 +57,10 @@ func (b *Bucket) Status(ctx context.Context, deviceIDs ...string) ([]Status, err
 	listed := len(deviceIDs) == 0
 	var invalid map[string]*Status
 	if listed && !b.missing {
-		keys, err := b.kv.ListKeys(ctx)
-		if err != nil {
+		var err error
+		if deviceIDs, invalid, err = b.listKeys(ctx); err != nil {
 			return nil, fmt.Errorf("listing the bucket's keys: %w", err)
 		}
-		deviceIDs, invalid = listedDevices(keys.Keys())
 	}
 	var out []Status
 	for _, id := range deviceIDs {
@@ -79,6 +78,26 @@ func (b *Bucket) Status(ctx context.Context, deviceIDs ...string) ([]Status, err
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// listTimeout bounds a listing of the bucket's keys or values.
+const listTimeout = time.Minute
+
+// listKeys lists the devices of the bucket's keys (listedDevices), within
+// listTimeout. A listing whose context ended looks complete (nats.go then
+// closes the keys' channel), so that is checked.
+func (b *Bucket) listKeys(ctx context.Context) ([]string, map[string]*Status, error) {
+	lctx, cancel := context.WithTimeout(ctx, listTimeout)
+	defer cancel()
+	keys, err := b.kv.ListKeys(lctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	ids, invalid := listedDevices(keys.Keys())
+	if lctx.Err() != nil {
+		return nil, nil, fmt.Errorf("cut short: %w", context.Cause(lctx))
+	}
+	return ids, invalid, nil
 }
 
 // listedDevices is the sorted device ids of the keys attempt.<id> and
@@ -105,15 +124,25 @@ func listedDevices(keys <-chan string) ([]string, map[string]*Status) {
 			s = &Status{DeviceID: id}
 			invalid[id] = s
 		}
-		msg := fmt.Sprintf("key %q: %v", k, err)
-		if kind == "attempt" {
-			s.AttemptError = msg
-		} else {
-			s.StateError = msg
-		}
+		s.setKeyError(kind, k, err)
 	}
 	slices.Sort(ids)
 	return ids, invalid
+}
+
+// setKeyError makes s Bad for its key of kind (attempt or state) whose id
+// is no valid device id (err): such a key is never read. A nil err clears
+// it (the key was deleted).
+func (s *Status) setKeyError(kind, key string, err error) {
+	msg := ""
+	if err != nil {
+		msg = fmt.Sprintf("key %q: %v", key, err)
+	}
+	if kind == "attempt" {
+		s.AttemptError = msg
+	} else {
+		s.StateError = msg
+	}
 }
 
 // deviceStatus reads a device's attempt and state; a value that is not JSON
@@ -125,27 +154,44 @@ func (b *Bucket) deviceStatus(ctx context.Context, id string) (Status, error) {
 	if err != nil {
 		return s, err
 	}
-	if e != nil {
-		s.AttemptTime = e.Created().UTC()
-		s.Current, err = decode[wire.Current](e, "an attempt")
-		if err != nil {
-			s.AttemptError = err.Error()
-		}
-	}
+	s.setAttempt(e)
 	key, _ = wire.StateKey(id)
 	if e, err = b.entry(ctx, key); err != nil {
 		return s, err
 	}
-	if e != nil {
-		s.StateTime = e.Created().UTC()
-		s.State, err = decode[wire.DeviceState](e, "a device state")
-		if err != nil {
-			s.StateError = err.Error()
-		} else if at, perr := time.Parse(time.RFC3339, s.State.At); perr == nil {
-			s.StateTime = at.UTC()
-		}
-	}
+	s.setState(e)
 	return s, nil
+}
+
+// setAttempt sets the attempt of s from the entry of attempt.<id>: none
+// when e is nil or a deletion.
+func (s *Status) setAttempt(e jetstream.KeyValueEntry) {
+	s.Current, s.AttemptTime, s.AttemptError = nil, time.Time{}, ""
+	if e == nil || e.Operation() != jetstream.KeyValuePut {
+		return
+	}
+	s.AttemptTime = e.Created().UTC()
+	var err error
+	if s.Current, err = decode[wire.Current](e, "an attempt"); err != nil {
+		s.AttemptError = err.Error()
+	}
+}
+
+// setState sets the reported state of s from the entry of state.<id>: none
+// when e is nil or a deletion.
+func (s *Status) setState(e jetstream.KeyValueEntry) {
+	s.State, s.StateTime, s.StateError = nil, time.Time{}, ""
+	if e == nil || e.Operation() != jetstream.KeyValuePut {
+		return
+	}
+	s.StateTime = e.Created().UTC()
+	var err error
+	s.State, err = decode[wire.DeviceState](e, "a device state")
+	if err != nil {
+		s.StateError = err.Error()
+	} else if at, perr := time.Parse(time.RFC3339, s.State.At); perr == nil {
+		s.StateTime = at.UTC()
+	}
 }
 
 // entry reads key; nil when there is none.

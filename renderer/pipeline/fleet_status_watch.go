@@ -1,0 +1,42 @@
+package pipeline
+
+import (
+	"context"
+
+	"github.com/solar-pipeline/solar/renderer/fleet"
+)
+
+// WatchFleetStatus reads the devices as FleetStatus does and hands them to
+// listed, then watches the bucket and hands a device to changed each time
+// its attempt or state changes. It ends when ctx ends once the listing was
+// handed on (nil: an interrupted watch is its normal end), when the watch
+// fails (the connection to NATS lost, the bucket deleted: fleet.StatusWatch)
+// or when listed or changed fails.
+func WatchFleetStatus(ctx context.Context, n NATS, deviceIDs []string, listed func([]DeviceStatus) error, changed func(DeviceStatus) error) error {
+	n.Mode = fleet.MustExist
+	bucket, done, err := fleet.Connect(ctx, n)
+	if err != nil {
+		return err
+	}
+	defer done()
+	w, st, err := bucket.WatchStatus(ctx, fleet.WatchOptions{}, deviceIDs...)
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	if err := listed(st); err != nil {
+		return err
+	}
+	for {
+		s, err := w.Next(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := changed(s); err != nil {
+			return err
+		}
+	}
+}
