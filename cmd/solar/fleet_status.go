@@ -17,7 +17,7 @@ import (
 
 func newFleetStatusCmd(g *globals) *cobra.Command {
 	var nf natsFlags
-	var noHeaders, watch bool
+	var watch bool
 	cmd := &cobra.Command{
 		Use:   "status [DEVICE...] --nats URL [--watch]",
 		Short: "Show each device's current attempt and reported state",
@@ -67,18 +67,17 @@ documents one after another, as jq reads them; YAML documents separated by
 				}
 			}
 			if watch {
-				p := &statusWatch{g: g, bucket: nf.bucket, noHeaders: noHeaders}
+				p := &statusWatch{g: g, bucket: nf.bucket, noHeaders: g.noHeaders}
 				return pipeline.WatchFleetStatus(cmd.Context(), nf.nats(g), args, p.listed, p.changed)
 			}
 			st, err := pipeline.FleetStatus(cmd.Context(), nf.nats(g), args...)
 			if err != nil {
 				return err
 			}
-			return g.printStatus(st, nf.bucket, noHeaders)
+			return g.printStatus(st, nf.bucket, g.noHeaders)
 		},
 	}
 	nf.register(cmd.Flags())
-	cmd.Flags().BoolVar(&noHeaders, "no-headers", false, "print the table without its header line")
 	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "after the table, print a device's row (-o json|yaml: a document) each time it changes, until interrupted")
 	return cmd
 }
