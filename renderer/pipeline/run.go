@@ -26,12 +26,7 @@ func Run(ctx context.Context, plan *Plan, store publish.Store, opts Options) (*R
 	}
 	report := NewReport(plan)
 	report.DryRun = opts.DryRun
-	var targets []*Target
-	for _, t := range plan.Targets {
-		if !t.Problems.HasErrors() {
-			targets = append(targets, t)
-		}
-	}
+	targets := plan.valid()
 	listed, listErr := listNamespaces(ctx, plan, store, opts)
 	if listErr != nil && opts.Prune {
 		return report, fmt.Errorf("--prune: the bootstrap repositories of Targets no longer in the input cannot be found: %w", listErr)
@@ -100,6 +95,17 @@ func Run(ctx context.Context, plan *Plan, store publish.Store, opts Options) (*R
 		return report, nil
 	}
 	return report, orphans(ctx, plan, store, opts, report, listed)
+}
+
+// valid are the Targets of the plan without errors: those a run publishes.
+func (p *Plan) valid() []*Target {
+	var targets []*Target
+	for _, t := range p.Targets {
+		if !t.Problems.HasErrors() {
+			targets = append(targets, t)
+		}
+	}
+	return targets
 }
 
 // orphanNamespaces are the namespaces whose repositories a run lists: those
