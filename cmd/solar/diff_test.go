@@ -89,7 +89,13 @@ func TestDiffTokenRotates(t *testing.T) {
 	require.NoError(t, s.Client.CoreV1().Secrets("alpha").DeleteCollection(context.Background(), metav1.DeleteOptions{},
 		metav1.ListOptions{LabelSelector: "solar.opendefense.cloud/agent-token-for=edge-1"}))
 
-	code, stdout, stderr := solar(t, "diff", "-n", "alpha", "--kubeconfig", s.Kubeconfig, "--out", out, "../../examples")
+	code, stdout, stderr := solar(t, "diff", "-n", "alpha", "--no-app-charts", "--kubeconfig", s.Kubeconfig, "--out", out, "../../examples")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "# update Secret flux-system/edge-1-solar-agent-credential (level 2) on alpha/edge-1\n", "the objects")
+	assert.Regexp(t, `(?m)^\+  values.yaml: <redacted sha256:[0-9a-f]{12}>$`, stdout, "a Secret's values as fingerprints")
+	assert.Contains(t, stderr, "alpha/edge-1: the agent token rotates at publish (alpha/alpha/edge-1/release-solar-agent)\n")
+
+	code, stdout, stderr = solar(t, "diff", "--files", "-n", "alpha", "--kubeconfig", s.Kubeconfig, "--out", out, "../../examples")
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stdout, "# alpha/alpha/edge-1/release-solar-agent 0.0.1 -> 0.0.2, reaches alpha/edge-1; token rotates\n")
 	assert.NotContains(t, stdout, "user: {}", "the token is not shown deleted")

@@ -53,11 +53,21 @@ func (g *globals) printChartDiffs(d *pipeline.DiffReport, paint func(string) str
 	}
 }
 
-// printObjectDiffs writes per object that changes the diff of its YAML.
+// printObjectDiffs writes per object that changes the diff of its YAML; a
+// token minted at publish, which shows only as a Secret's new fingerprint,
+// is said on stderr.
 func (g *globals) printObjectDiffs(d *pipeline.DiffReport, paint func(string) string) {
 	for _, o := range d.Objects {
 		fmt.Fprintln(g.stdout, paint(fmt.Sprintf("# %s %s (level %d) on %s", o.Action, o.Object, o.Level, strings.Join(o.Targets, ", "))))
 		writeDiff(g.stdout, o.Diff, paint)
+	}
+	for _, c := range d.Charts {
+		switch c.Token {
+		case "rotates":
+			g.say("%s: the agent token rotates at publish (%s)", strings.Join(c.Targets, ", "), c.Repository)
+		case "new":
+			g.say("%s: the agent gets its first token at publish (%s)", strings.Join(c.Targets, ", "), c.Repository)
+		}
 	}
 }
 
