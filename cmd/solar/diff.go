@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -87,7 +88,7 @@ func newDiffCmd(g *globals) *cobra.Command {
 			}
 			d := &pipeline.DiffReport{Charts: []pipeline.ChartDiff{}, Problems: pipeline.NewReport(plan).Problems}
 			if len(plan.Targets) > 0 {
-				if d, err = pipeline.Diff(cmd.Context(), plan, store.Store, opts, objectOptions(files, noApp, fluxNS)); err != nil {
+				if d, err = pipeline.Diff(cmd.Context(), plan, store.Store, opts, objectOptions(files, noApp, fluxNS, g.requestLog())); err != nil {
 					return hint(err, rf.registry)
 				}
 			}
@@ -121,13 +122,13 @@ func newDiffCmd(g *globals) *cobra.Command {
 }
 
 // objectOptions ask pipeline.Diff for the objects, unless files.
-func objectOptions(files, noApp bool, fluxNS string) *pipeline.ObjectOptions {
+func objectOptions(files, noApp bool, fluxNS string, wrap func(http.RoundTripper) http.RoundTripper) *pipeline.ObjectOptions {
 	if files {
 		return nil
 	}
 	oo := &pipeline.ObjectOptions{FluxNamespace: fluxNS}
 	if !noApp {
-		oo.App = (&objdiff.Fetcher{}).Fetch
+		oo.App = (&objdiff.Fetcher{Wrap: wrap}).Fetch
 	}
 	return oo
 }

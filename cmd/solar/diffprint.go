@@ -25,7 +25,7 @@ func (g *globals) printDiff(d *pipeline.DiffReport, files bool) error {
 		fmt.Fprintf(g.stdout, "# orphan: %s/bootstrap-%s: Target %s/%s is no longer in the input (publish --prune uninstalls its releases)\n", o.Namespace, o.Name, o.Namespace, o.Name)
 	}
 	for _, n := range d.Notes {
-		g.say("note: %s", n)
+		g.say("note: %s", cut(printable(n), 1000))
 	}
 	g.printProblems(d.Problems)
 	g.say("%s", diffSummary(d, files))
@@ -58,7 +58,7 @@ func (g *globals) printChartDiffs(d *pipeline.DiffReport, paint func(string) str
 // is said on stderr.
 func (g *globals) printObjectDiffs(d *pipeline.DiffReport, paint func(string) string) {
 	for _, o := range d.Objects {
-		fmt.Fprintln(g.stdout, paint(fmt.Sprintf("# %s %s (level %d) on %s", o.Action, o.Object, o.Level, strings.Join(o.Targets, ", "))))
+		fmt.Fprintln(g.stdout, paint(fmt.Sprintf("# %s %s (level %d) on %s", o.Action, printable(o.Object.String()), o.Level, strings.Join(o.Targets, ", "))))
 		writeDiff(g.stdout, o.Diff, paint)
 	}
 	for _, c := range d.Charts {

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 	"testing"
 
 	"github.com/creack/pty"
@@ -40,6 +41,9 @@ import (
 // Rates, times and the work folder are normalized. go test -run TestGolden
 // -update rewrites stdout, stderr and tty.
 func TestGolden(t *testing.T) {
+	// What the developer's shell may set changes the output.
+	t.Setenv("NO_COLOR", "")
+	t.Setenv("SOURCE_DATE_EPOCH", "")
 	files, err := filepath.Glob("testdata/golden/*.txtar")
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
@@ -134,7 +138,9 @@ func inDir(t *testing.T, dir string, f func() int) int {
 // and stderr on a new pseudo-terminal, and returns what it wrote there.
 func onTerminal(t *testing.T, dir string, args, env []string) (string, int) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], args...)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "SOLAR_TEST_MAIN=1", "TERM=xterm")
 	cmd.Env = append(cmd.Env, env...)

@@ -13,7 +13,8 @@ import (
 
 func main() {
 	// SIGINT and SIGTERM stop the run: it pushes nothing more, saves what it
-	// completed and exits 128 + the signal's number (130, 143).
+	// completed and exits 128 + the signal's number (130, 143). A second
+	// signal exits at once, as with the shell's Ctrl-C twice.
 	ctx, cancel := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
@@ -22,6 +23,9 @@ func main() {
 		s := <-sigs
 		got.Store(int32(s.(syscall.Signal)))
 		cancel()
+		s = <-sigs
+		fmt.Fprintln(os.Stderr, "solar: a second signal: exiting now")
+		os.Exit(128 + int(s.(syscall.Signal)))
 	}()
 	stop, err := startProfiles()
 	if err != nil {

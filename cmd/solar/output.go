@@ -32,6 +32,7 @@ func (g *globals) finish(report *pipeline.Report, registry string, err error) er
 		err = hint(g.interruption(err), registry)
 		report.Error = err.Error()
 	}
+	g.endBar()
 	if perr := g.printReport(report, chartsTable); perr != nil && err == nil {
 		err = perr
 	}

@@ -18,7 +18,11 @@ type meter struct {
 	mu          sync.Mutex
 	unit        string
 	done, total int
-	start, last time.Time
+	// first is when the first step was reported, and how many were done
+	// then: the rate counts from it, not from the setup before.
+	first     time.Time
+	firstDone int
+	last      time.Time
 }
 
 // progress reports each finished Target (render, publish).
@@ -40,7 +44,7 @@ func (g *globals) repositoryProgress() func(done, total int) {
 // meter starts counting work in unit; the func it returns is called with
 // each step.
 func (g *globals) meter(unit string) func(done, total int) {
-	m := &meter{unit: unit, start: time.Now()}
+	m := &meter{unit: unit}
 	g.work = m
 	tty := !g.quiet && isTerminal(g.stderr)
 	return func(done, total int) {
@@ -48,6 +52,9 @@ func (g *globals) meter(unit string) func(done, total int) {
 		defer m.mu.Unlock()
 		m.done, m.total = done, total
 		now := time.Now()
+		if m.first.IsZero() {
+			m.first, m.firstDone = now, done
+		}
 		// A redraw at most every 100 ms, and the last one.
 		if !tty || total == 0 || (done < total && now.Sub(m.last) < 100*time.Millisecond) {
 			return
@@ -65,17 +72,17 @@ func (m *meter) line(now time.Time) string {
 	const width = 30
 	n := width * m.done / m.total
 	line := fmt.Sprintf("[%s%s] %d/%d %s", strings.Repeat("#", n), strings.Repeat(".", width-n), m.done, m.total, m.unit)
-	elapsed := now.Sub(m.start).Seconds()
-	if m.done == 0 || elapsed <= 0 {
-		return line
+	elapsed := now.Sub(m.first).Seconds()
+	if m.done == m.firstDone || elapsed <= 0 {
+		return line + "\x1b[K"
 	}
-	rate := float64(m.done) / elapsed
+	rate := float64(m.done-m.firstDone) / elapsed
 	line += fmt.Sprintf("  %.1f/s", rate)
 	if m.done < m.total {
 		left := time.Duration(float64(m.total-m.done) / rate * float64(time.Second))
 		line += "  ETA " + left.Round(time.Second).String()
 	} else {
-		line += "  in " + now.Sub(m.start).Round(time.Millisecond).String()
+		line += "  in " + now.Sub(m.first).Round(time.Millisecond).String()
 	}
 	// Clear what a longer line before left.
 	return line + "\x1b[K"
@@ -95,15 +102,34 @@ func (g *globals) interruption(err error) error {
 
 // interrupted says how far the work got when a signal stopped it.
 func (g *globals) interrupted() string {
+	what := "what was finished stays; run again to continue"
+	if g.dryRun {
+		what = "nothing was written"
+	}
 	m := g.work
 	if m == nil {
-		return "interrupted: what was finished stays; run again to continue"
+		return "interrupted: " + what
+	}
+	g.endBar()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.total == 0 {
+		return "interrupted: " + what
+	}
+	return fmt.Sprintf("interrupted after %d of %d %s: %s", m.done, m.total, m.unit, what)
+}
+
+// endBar ends a bar left unfinished (an error, an interrupt), so that what
+// follows starts on its own line.
+func (g *globals) endBar() {
+	m := g.work
+	if m == nil {
+		return
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.last.IsZero() && m.done < m.total {
-		fmt.Fprintln(g.stderr) // below the bar
+		fmt.Fprintln(g.stderr)
 		m.last = time.Time{}
 	}
-	return fmt.Sprintf("interrupted after %d of %d %s: what was finished stays; run again to continue", m.done, m.total, m.unit)
 }

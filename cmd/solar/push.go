@@ -67,7 +67,9 @@ func newPushCmd(g *globals) *cobra.Command {
 // printPushed writes the table of what push pushed, or with dryRun would.
 func (g *globals) printPushed(results []pipeline.PushResult, dryRun bool) error {
 	w := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
-	g.header(w, "REPOSITORY\tVERSION\tACTION")
+	if len(results) > 0 {
+		g.header(w, "REPOSITORY\tVERSION\tACTION")
+	}
 	for _, r := range results {
 		fmt.Fprintf(w, "%s\t%s\t%s\n", r.Repository, r.Version, would(dryRun, r.Action))
 	}

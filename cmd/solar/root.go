@@ -52,7 +52,8 @@ type globals struct {
 	debug     bool
 	quiet     bool
 	noHeaders bool
-	// dryRun: the command writes nothing, and its tables say "would".
+	// dryRun: the command writes nothing (a dry run, diff, verify), and its
+	// tables say "would".
 	dryRun bool
 	// work is the progress of the command's long work, if any; ctx the
 	// command's context, done when a signal stopped it.
@@ -150,6 +151,7 @@ render and publish also work on the Targets of this namespace only`)
 func (g *globals) exitCode(err error, doc *document) int {
 	var exit exitError
 	err = g.interruption(err)
+	g.endBar()
 	switch {
 	case err == nil:
 		return 0

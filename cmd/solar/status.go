@@ -133,7 +133,7 @@ func (g *globals) printTargetStatus(st []pipeline.TargetStatus) error {
 		return g.printData(map[string]any{"targets": st, "problems": []any{}})
 	}
 	w := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NAMESPACE\tTARGET\tSTATE\tBOOTSTRAP\tREPORT-AGE\tRELEASE\tDESIRED\tRUNNING\tPHASE\tMESSAGE")
+	g.header(w, "NAMESPACE\tTARGET\tSTATE\tBOOTSTRAP\tREPORT-AGE\tRELEASE\tDESIRED\tRUNNING\tPHASE\tMESSAGE")
 	dash := func(s string) string {
 		if s == "" {
 			return "-"

@@ -53,6 +53,7 @@ func newVerifyCmd(g *globals) *cobra.Command {
 				return g.storeError(err, "verify", out, rf.registry)
 			}
 			defer store.Close()
+			g.dryRun = true // verify writes nothing
 			opts := pipeline.VerifyOptions{Deep: deep, Progress: g.repositoryProgress(), Concurrency: concurrency}
 			if opts.Verifier, err = verifier(keys); err != nil {
 				return err

@@ -151,8 +151,9 @@ func fingerprint(v string) string {
 }
 
 // secretLine is a line of YAML whose value is a secret: a token in a
-// kubeconfig, a password, key data.
-var secretLine = regexp.MustCompile(`(?m)^(\s*"?(?:token|password|client-key-data|client-certificate-data)"?\s*:\s*)("?)([^"\s]+)("?)\s*$`)
+// kubeconfig (or a list item's), a password, a client secret, an API key,
+// key data.
+var secretLine = regexp.MustCompile(`(?mi)^(\s*(?:- )?"?(?:token|access-token|id-token|refresh-token|password|client-secret|client-key-data|client-certificate-data|api-?key|secret-?key|private-?key)"?\s*:\s*)("?)([^"\s]+)("?)\s*$`)
 
 // Mask replaces secret values in YAML text with a fingerprint: a reviewer
 // sees that a token changed, never the token. The stand-in of a token a

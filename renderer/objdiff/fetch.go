@@ -3,7 +3,9 @@ package objdiff
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -27,13 +29,16 @@ const (
 )
 
 // Fetcher reads application charts from their registries, anonymously (as
-// an OCIRepository without secretRef does), each ref once: a registry that
-// cannot be reached is asked once per diff, not once per Target.
+// an OCIRepository without secretRef does), each ref once; a registry that
+// cannot be reached (no connection, no TLS) is asked once per diff, not once
+// per chart.
 type Fetcher struct {
-	// Client is the HTTP client; nil: one with FetchTimeout.
-	Client *http.Client
-	mu     sync.Mutex
-	seen   map[string]fetched
+	// Wrap, when set, wraps the HTTP transport (solar --debug logs each
+	// request).
+	Wrap func(http.RoundTripper) http.RoundTripper
+	mu   sync.Mutex
+	seen map[string]fetched
+	down map[string]error // by registry host
 }
 
 type fetched struct {
@@ -48,11 +53,19 @@ func (f *Fetcher) Fetch(ctx context.Context, ref Ref) ([]byte, error) {
 	if r, ok := f.seen[ref.String()]; ok {
 		return r.archive, r.err
 	}
+	host, _, _ := strings.Cut(strings.TrimPrefix(ref.URL, "oci://"), "/")
+	if err := f.down[host]; err != nil {
+		return nil, err
+	}
 	archive, err := f.fetch(ctx, ref)
 	if f.seen == nil {
-		f.seen = map[string]fetched{}
+		f.seen, f.down = map[string]fetched{}, map[string]error{}
 	}
 	f.seen[ref.String()] = fetched{archive, err}
+	var netErr net.Error
+	if errors.As(err, &netErr) && ctx.Err() == nil {
+		f.down[host] = err
+	}
 	return archive, err
 }
 
@@ -67,11 +80,11 @@ func (f *Fetcher) fetch(ctx context.Context, ref Ref) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	client := f.Client
-	if client == nil {
-		client = &http.Client{Timeout: FetchTimeout}
+	transport := http.DefaultTransport
+	if f.Wrap != nil {
+		transport = f.Wrap(transport)
 	}
-	repo.Client = &auth.Client{Client: client, Cache: auth.NewCache()}
+	repo.Client = &auth.Client{Client: &http.Client{Timeout: FetchTimeout, Transport: transport}, Cache: auth.NewCache()}
 	repo.PlainHTTP = ref.Insecure
 	reference := ref.Tag
 	if ref.Digest != "" {

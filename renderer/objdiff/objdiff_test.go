@@ -8,24 +8,24 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-func object(t *testing.T, level int, doc string) Object {
+func testObject(t *testing.T, level int, doc string) Object {
 	t.Helper()
-	o, ok, err := decode(doc, level, "flux-system")
+	objs, err := decode(doc, level, "flux-system")
 	require.NoError(t, err)
-	require.True(t, ok)
-	return o
+	require.Len(t, objs, 1)
+	return objs[0]
 }
 
 // TestCompareMasksSecrets: a Secret's values, and tokens and passwords
 // anywhere, show as fingerprints; a changed value still shows as a change.
 func TestCompareMasksSecrets(t *testing.T) {
 	old := []Object{
-		object(t, 2, "apiVersion: v1\nkind: Secret\nmetadata: {name: cred}\nstringData: {values.yaml: 'token: old-secret-token'}\n"),
-		object(t, 2, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: gone}\ndata: {a: b}\n"),
+		testObject(t, 2, "apiVersion: v1\nkind: Secret\nmetadata: {name: cred}\nstringData: {values.yaml: 'token: old-secret-token'}\n"),
+		testObject(t, 2, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: gone}\ndata: {a: b}\n"),
 	}
 	new := []Object{
-		object(t, 2, "apiVersion: v1\nkind: Secret\nmetadata: {name: cred}\nstringData: {values.yaml: 'token: new-secret-token'}\n"),
-		object(t, 2, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\ndata: {password: hunter2-secret}\n"),
+		testObject(t, 2, "apiVersion: v1\nkind: Secret\nmetadata: {name: cred}\nstringData: {values.yaml: 'token: new-secret-token'}\n"),
+		testObject(t, 2, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\ndata: {password: hunter2-secret}\n"),
 	}
 	changes, err := Compare(old, new)
 	require.NoError(t, err)
@@ -41,11 +41,12 @@ func TestCompareMasksSecrets(t *testing.T) {
 }
 
 // TestValuesAsHelmControllerMerges: valuesFrom in order, then spec.values
-// on top, maps merged key by key (fluxcd/pkg chartutil).
+// on top, maps merged key by key (fluxcd/pkg chartutil); an optional
+// reference that is missing is left out.
 func TestValuesAsHelmControllerMerges(t *testing.T) {
 	siblings := []Object{
-		object(t, 2, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {values.yaml: \"ui: {message: a, color: red}\\nreplicaCount: 1\"}\n"),
-		object(t, 2, "apiVersion: v1\nkind: Secret\nmetadata: {name: b}\ndata: {values.yaml: "+"dWk6IHttZXNzYWdlOiBifQ=="+"}\n"),
+		testObject(t, 2, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {values.yaml: \"ui: {message: a, color: red}\\nreplicaCount: 1\"}\n"),
+		testObject(t, 2, "apiVersion: v1\nkind: Secret\nmetadata: {name: b}\ndata: {values.yaml: "+"dWk6IHttZXNzYWdlOiBifQ=="+"}\n"),
 	}
 	var spec map[string]any
 	require.NoError(t, yaml.Unmarshal([]byte(`
@@ -55,11 +56,12 @@ valuesFrom:
   - {kind: Secret, name: missing, optional: true}
 values: {replicaCount: 3}
 `), &spec))
-	v, err := valuesOf(spec, "flux-system", siblings)
+	v, _, err := valuesOf(spec, "flux-system", siblings)
 	require.NoError(t, err)
-	assert.Equal(t, map[string]any{"ui": map[string]any{"message": "b", "color": "red"}, "replicaCount": float64(3)}, v)
+	assert.Equal(t, map[string]any{"ui": map[string]any{"message": fingerprint("b"), "color": "red"}, "replicaCount": float64(3)}, v,
+		"a Secret's strings as fingerprints")
 
 	spec["valuesFrom"] = append(spec["valuesFrom"].([]any), map[string]any{"kind": "ConfigMap", "name": "nope"})
-	_, err = valuesOf(spec, "flux-system", siblings)
+	_, _, err = valuesOf(spec, "flux-system", siblings)
 	assert.ErrorContains(t, err, "valuesFrom ConfigMap nope is not in the same chart")
 }

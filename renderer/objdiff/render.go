@@ -23,10 +23,13 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"helm.sh/helm/v4/pkg/chart/common"
 	"helm.sh/helm/v4/pkg/chart/common/util"
+	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 	"helm.sh/helm/v4/pkg/engine"
 	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 	"sigs.k8s.io/yaml"
@@ -41,8 +44,10 @@ type Object struct {
 	Kind       string `json:"kind"`
 	Namespace  string `json:"namespace,omitempty"`
 	Name       string `json:"name"`
-	// body is the object, decoded.
-	body map[string]any
+	// body is the object, decoded; under, the keys of the HelmReleases
+	// that install it, from the bootstrap chart's down.
+	body  map[string]any
+	under []string
 }
 
 // Key names the object on a cluster: group, kind, namespace and name.
@@ -74,21 +79,30 @@ type release struct {
 	app bool
 }
 
-// render renders a release with Helm's engine as an install would (revision
-// 1, Helm's default capabilities) and returns its objects; NOTES.txt and
-// empty documents are left out, as Helm leaves them out of a release's
-// manifest.
+// renderTimeout bounds rendering one chart: Helm's engine does not stop a
+// template that loops, so a render that takes longer is abandoned.
+var renderTimeout = 30 * time.Second
+
+// render renders a release with Helm's engine as an install would (its
+// dependencies' conditions and tags applied, revision 1, Helm's default
+// capabilities) and returns its objects; NOTES.txt and empty documents are
+// left out, as Helm leaves them out of a release's manifest. An application
+// chart's values schema is not checked: its $refs could read files and URLs
+// of the machine the diff runs on.
 func render(ctx context.Context, r release, level int) ([]Object, error) {
 	ch, err := loader.LoadArchive(bytes.NewReader(r.archive))
 	if err != nil {
 		return nil, fmt.Errorf("loading the chart: %w", err)
 	}
+	if err := chartutil.ProcessDependencies(ch, r.values); err != nil {
+		return nil, fmt.Errorf("chart %s: %w", ch.Name(), err)
+	}
 	opts := common.ReleaseOptions{Name: r.name, Namespace: r.namespace, Revision: 1, IsInstall: true}
-	values, err := util.ToRenderValues(ch, r.values, opts, common.DefaultCapabilities)
+	values, err := util.ToRenderValuesWithSchemaValidation(ch, r.values, opts, common.DefaultCapabilities, r.app)
 	if err != nil {
 		return nil, fmt.Errorf("chart %s: %w", ch.Name(), err)
 	}
-	files, err := engine.Engine{}.RenderWithContext(ctx, ch, values)
+	files, err := renderFiles(ctx, ch, values)
 	if err != nil {
 		return nil, fmt.Errorf("chart %s: %w", ch.Name(), err)
 	}
@@ -99,16 +113,36 @@ func render(ctx context.Context, r release, level int) ([]Object, error) {
 		}
 		docs := releaseutil.SplitManifests(files[name])
 		for _, k := range slices.SortedFunc(maps.Keys(docs), byNumber) {
-			o, ok, err := decode(docs[k], level, r.namespace)
+			objs, err := decode(docs[k], level, r.namespace)
 			if err != nil {
 				return nil, fmt.Errorf("chart %s: %s: %w", ch.Name(), name, err)
 			}
-			if ok {
-				out = append(out, o)
-			}
+			out = append(out, objs...)
 		}
 	}
 	return out, nil
+}
+
+// renderFiles runs Helm's engine, abandoned (left to finish on its own) when
+// ctx ends or renderTimeout passes.
+func renderFiles(ctx context.Context, ch *chartv2.Chart, values common.Values) (map[string]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, renderTimeout)
+	defer cancel()
+	type result struct {
+		files map[string]string
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() {
+		files, err := engine.Engine{}.RenderWithContext(ctx, ch, values)
+		done <- result{files, err}
+	}()
+	select {
+	case r := <-done:
+		return r.files, r.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("rendering: %w", ctx.Err())
+	}
 }
 
 // byNumber orders SplitManifests' keys ("manifest-10" after "manifest-9").
@@ -119,25 +153,51 @@ func byNumber(a, b string) int {
 	return strings.Compare(a, b)
 }
 
-// clusterScoped are the kinds of the API server's own groups without a
-// namespace: an object of another kind without one is in the release's.
+// clusterScoped are the kinds of the API server's own groups, and of common
+// add-ons, without a namespace (and every kind named Cluster...): an object
+// of another kind without one is in the release's namespace.
 var clusterScoped = map[string]bool{
-	"Namespace": true, "Node": true, "PersistentVolume": true, "ClusterRole": true,
-	"ClusterRoleBinding": true, "CustomResourceDefinition": true, "StorageClass": true,
+	"Namespace": true, "Node": true, "PersistentVolume": true, "CustomResourceDefinition": true,
+	"StorageClass": true, "CSIDriver": true, "CSINode": true, "VolumeAttachment": true,
 	"PriorityClass": true, "IngressClass": true, "RuntimeClass": true, "APIService": true,
 	"MutatingWebhookConfiguration": true, "ValidatingWebhookConfiguration": true,
 	"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true,
+	"FlowSchema": true, "PriorityLevelConfiguration": true, "CertificateSigningRequest": true,
+	"GatewayClass": true, "VolumeSnapshotClass": true,
 }
 
-// decode reads one rendered document; ok is false for an empty one.
-func decode(doc string, level int, namespace string) (Object, bool, error) {
+// decode reads one rendered document: no object for an empty one, the items
+// of a List (as Helm installs them).
+func decode(doc string, level int, namespace string) ([]Object, error) {
 	var body map[string]any
 	if err := yaml.Unmarshal([]byte(doc), &body); err != nil {
-		return Object{}, false, err
+		return nil, err
 	}
 	if len(body) == 0 {
-		return Object{}, false, nil
+		return nil, nil
 	}
+	if items, ok := body["items"].([]any); ok && body["kind"] == "List" {
+		var out []Object
+		for _, it := range items {
+			item, _ := it.(map[string]any)
+			o, err := object(item, level, namespace)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, o)
+		}
+		return out, nil
+	}
+	o, err := object(body, level, namespace)
+	if err != nil {
+		return nil, err
+	}
+	return []Object{o}, nil
+}
+
+// object is one decoded object; one without a namespace of a namespaced
+// kind is in namespace.
+func object(body map[string]any, level int, namespace string) (Object, error) {
 	o := Object{Level: level, body: body}
 	o.APIVersion, _ = body["apiVersion"].(string)
 	o.Kind, _ = body["kind"].(string)
@@ -145,10 +205,10 @@ func decode(doc string, level int, namespace string) (Object, bool, error) {
 	o.Name, _ = meta["name"].(string)
 	o.Namespace, _ = meta["namespace"].(string)
 	if o.Kind == "" || o.Name == "" {
-		return Object{}, false, fmt.Errorf("a document without kind or metadata.name")
+		return Object{}, fmt.Errorf("a document without kind or metadata.name")
 	}
-	if o.Namespace == "" && !clusterScoped[o.Kind] {
+	if o.Namespace == "" && !clusterScoped[o.Kind] && !strings.HasPrefix(o.Kind, "Cluster") {
 		o.Namespace = namespace
 	}
-	return o, true, nil
+	return o, nil
 }

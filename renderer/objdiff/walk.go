@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -11,9 +12,10 @@ import (
 	"github.com/solar-pipeline/solar/renderer/chain"
 )
 
-// maxLevel bounds the chain followed: Solar's has three levels; a chart that
-// installs HelmReleases of its own goes one further at most.
-const maxLevel = 4
+// maxLevel bounds the chain followed: Solar's three levels. A HelmRelease
+// an application chart renders is listed, not followed: its URL is the
+// application's, and Solar asks no registry it names.
+const maxLevel = 3
 
 // Ref is where an OCIRepository points: its url and ref.
 type Ref struct {
@@ -26,6 +28,12 @@ func (r Ref) String() string {
 		return r.URL + "@" + r.Digest
 	}
 	return r.URL + ":" + r.Tag
+}
+
+// Note says why a HelmRelease's chart was not rendered.
+type Note struct {
+	// Release is the HelmRelease, "<namespace>/<name>".
+	Release, Reason string
 }
 
 // Walker renders a Target's chain.
@@ -41,45 +49,47 @@ type Walker struct {
 	// charts are not rendered.
 	App func(ctx context.Context, ref Ref) ([]byte, error)
 	// Notes collects what was not rendered, and why.
-	Notes []string
+	Notes []Note
+	// inputs are, per HelmRelease followed (its Key), what helm-controller
+	// installs it from (the HelmRelease, its OCIRepository, its valuesFrom
+	// sources); failed, those whose chart was not read or rendered.
+	inputs map[string]string
+	failed map[string]bool
 }
 
 // Walk renders the bootstrap chart archive and every chart its HelmReleases
-// install, level by level, and returns their objects. A chart that cannot be
-// read is noted and its HelmRelease's objects are left as they are; a chart
-// that does not render is an error.
+// install, level by level, and returns their objects. A HelmRelease whose
+// chart cannot be read or rendered is noted (Notes) and its subtree left
+// out; a chart of the store that does not render is an error, and so is a
+// cancelled ctx.
 func (w *Walker) Walk(ctx context.Context, bootstrap []byte) ([]Object, error) {
+	w.inputs, w.failed = map[string]string{}, map[string]bool{}
 	if bootstrap == nil {
 		return nil, nil
 	}
-	return w.install(ctx, release{archive: bootstrap, values: map[string]any{}, name: "bootstrap", namespace: w.FluxNamespace}, 1)
+	// The Helm release solar bootstrap-manifests' HelmRelease installs.
+	return w.install(ctx, release{archive: bootstrap, values: map[string]any{}, name: "solar-bootstrap", namespace: w.FluxNamespace}, 1, nil)
 }
 
-// install renders r at level, then follows the HelmReleases it renders.
-func (w *Walker) install(ctx context.Context, r release, level int) ([]Object, error) {
+// install renders r at level, then follows the HelmReleases it renders;
+// under are the HelmReleases above it.
+func (w *Walker) install(ctx context.Context, r release, level int, under []string) ([]Object, error) {
 	objs, err := render(ctx, r, level)
-	if err != nil || level >= maxLevel {
-		return objs, err
+	if err != nil {
+		return nil, err
+	}
+	for i := range objs {
+		objs[i].under = under
+	}
+	if level >= maxLevel {
+		return objs, nil
 	}
 	out := objs
 	for _, o := range objs {
 		if o.Kind != "HelmRelease" || !strings.HasPrefix(o.APIVersion, "helm.toolkit.fluxcd.io/") {
 			continue
 		}
-		next, ok, err := w.follow(ctx, o, objs)
-		if err != nil {
-			return nil, fmt.Errorf("HelmRelease %s/%s: %w", o.Namespace, o.Name, err)
-		}
-		if !ok {
-			continue
-		}
-		children, err := w.install(ctx, next, level+1)
-		if err != nil && next.app {
-			// Not Solar's chart: what it needs to render (a lookup of the
-			// cluster, a value the cluster's Secret holds) may be missing here.
-			w.Notes = append(w.Notes, fmt.Sprintf("HelmRelease %s/%s: the chart is not rendered: %v", o.Namespace, o.Name, err))
-			continue
-		}
+		children, err := w.installRelease(ctx, o, objs, level, under)
 		if err != nil {
 			return nil, fmt.Errorf("HelmRelease %s/%s: %w", o.Namespace, o.Name, err)
 		}
@@ -88,25 +98,45 @@ func (w *Walker) install(ctx context.Context, r release, level int) ([]Object, e
 	return out, nil
 }
 
-// follow is the release a HelmRelease installs: its chart, values, name and
-// namespace; ok is false (and a note says why) when its chart is not read.
-func (w *Walker) follow(ctx context.Context, hr Object, siblings []Object) (release, bool, error) {
-	spec, _ := hr.body["spec"].(map[string]any)
-	ref, err := w.source(spec, hr.Namespace, siblings)
+// installRelease renders what a HelmRelease installs, its subtree; a chart
+// that is not read, or not rendered and not the store's, is a note.
+func (w *Walker) installRelease(ctx context.Context, hr Object, siblings []Object, level int, under []string) ([]Object, error) {
+	key := hr.Key()
+	next, input, err := w.follow(ctx, hr, siblings)
+	if err == nil && next.archive != nil {
+		w.inputs[key] = input
+		var children []Object
+		children, err = w.install(ctx, next, level+1, append(slices.Clip(under), key))
+		if err == nil || (!next.app && ctx.Err() == nil) {
+			return children, err
+		}
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	w.failed[key] = true
 	if err != nil {
-		return release{}, false, err
+		w.Notes = append(w.Notes, Note{Release: hr.Namespace + "/" + hr.Name, Reason: err.Error()})
+	}
+	return nil, nil
+}
+
+// follow is the release a HelmRelease installs: its chart, values, name and
+// namespace, and its input (what it is installed from, as text). The
+// archive is nil when App is nil and the chart is an application's.
+func (w *Walker) follow(ctx context.Context, hr Object, siblings []Object) (release, string, error) {
+	spec, _ := hr.body["spec"].(map[string]any)
+	ref, source, err := w.source(spec, hr.Namespace, siblings)
+	if err != nil {
+		return release{}, "", err
 	}
 	archive, app, err := w.read(ctx, ref)
 	if err != nil {
-		w.Notes = append(w.Notes, fmt.Sprintf("HelmRelease %s/%s: the chart %s is not rendered: %v", hr.Namespace, hr.Name, ref, err))
-		return release{}, false, nil
+		return release{}, "", fmt.Errorf("the chart %s: %w", ref, err)
 	}
-	if archive == nil {
-		return release{}, false, nil
-	}
-	values, err := valuesOf(spec, hr.Namespace, siblings)
+	values, from, err := valuesOf(spec, hr.Namespace, siblings)
 	if err != nil {
-		return release{}, false, err
+		return release{}, "", err
 	}
 	target, _ := spec["targetNamespace"].(string)
 	ns := target
@@ -117,20 +147,21 @@ func (w *Walker) follow(ctx context.Context, hr Object, siblings []Object) (rele
 	if name == "" {
 		name = chain.HelmReleaseName(hr.Name, target)
 	}
-	return release{archive: archive, values: values, name: name, namespace: ns, app: app}, true, nil
+	input := strings.Join(append([]string{raw(hr), raw(source)}, from...), "\n---\n")
+	return release{archive: archive, values: values, name: name, namespace: ns, app: app}, input, nil
 }
 
 // source is the ref of the OCIRepository a HelmRelease's chartRef names.
-func (w *Walker) source(spec map[string]any, namespace string, siblings []Object) (Ref, error) {
+func (w *Walker) source(spec map[string]any, namespace string, siblings []Object) (Ref, Object, error) {
 	cr, _ := spec["chartRef"].(map[string]any)
 	kind, _ := cr["kind"].(string)
 	name, _ := cr["name"].(string)
 	if kind != "OCIRepository" {
-		return Ref{}, fmt.Errorf("chartRef of kind %q: only OCIRepository is followed", kind)
+		return Ref{}, Object{}, fmt.Errorf("chartRef of kind %q: only OCIRepository is followed", kind)
 	}
 	o, ok := find(siblings, "OCIRepository", namespace, name)
 	if !ok {
-		return Ref{}, fmt.Errorf("its OCIRepository %s is not in the same chart", name)
+		return Ref{}, Object{}, fmt.Errorf("its OCIRepository %s is not in the same chart", name)
 	}
 	s, _ := o.body["spec"].(map[string]any)
 	r, _ := s["ref"].(map[string]any)
@@ -139,7 +170,7 @@ func (w *Walker) source(spec map[string]any, namespace string, siblings []Object
 	ref.Tag, _ = r["tag"].(string)
 	ref.Digest, _ = r["digest"].(string)
 	ref.Insecure, _ = s["insecure"].(bool)
-	return ref, nil
+	return ref, o, nil
 }
 
 // read reads the chart a ref points at: from the store when it is one of
@@ -170,9 +201,13 @@ func find(objs []Object, kind, namespace, name string) (Object, bool) {
 
 // valuesOf are a HelmRelease's values as helm-controller composes them: its
 // valuesFrom references merged in order, spec.values merged last (fluxcd/pkg
-// chartutil ChartValuesFromReferences). A reference is looked for among the
-// objects of the same chart, which is where Solar's chain puts them.
-func valuesOf(spec map[string]any, namespace string, siblings []Object) (map[string]any, error) {
+// chartutil ChartValuesFromReferences); from are the sources read. A
+// reference is looked for among the objects of the same chart, which is where
+// Solar's chain puts them; an optional one that is missing is left out, as
+// Flux leaves it out. Every string a Secret gives is replaced by its
+// fingerprint: what a chart makes of it shows that it changed, never what it
+// is.
+func valuesOf(spec map[string]any, namespace string, siblings []Object) (values map[string]any, from []string, _ error) {
 	out := map[string]any{}
 	refs, _ := spec["valuesFrom"].([]any)
 	for _, r := range refs {
@@ -185,26 +220,60 @@ func valuesOf(spec map[string]any, namespace string, siblings []Object) (map[str
 		}
 		optional, _ := ref["optional"].(bool)
 		o, ok := find(siblings, kind, namespace, name)
-		if !ok {
-			if optional {
-				continue
-			}
-			return nil, fmt.Errorf("valuesFrom %s %s is not in the same chart", kind, name)
+		var text string
+		var err error
+		if ok {
+			text, err = dataOf(o, key)
 		}
-		text, err := dataOf(o, key)
-		if err != nil {
-			return nil, err
+		switch {
+		case (!ok || err != nil) && optional:
+			continue
+		case !ok:
+			return nil, nil, fmt.Errorf("valuesFrom %s %s is not in the same chart", kind, name)
+		case err != nil:
+			return nil, nil, err
 		}
 		var v map[string]any
 		if err := yaml.Unmarshal([]byte(text), &v); err != nil {
-			return nil, fmt.Errorf("valuesFrom %s %s key %s: %w", kind, name, key, err)
+			return nil, nil, fmt.Errorf("valuesFrom %s %s key %s: %w", kind, name, key, err)
+		}
+		if kind == "Secret" {
+			v = fingerprints(v).(map[string]any)
 		}
 		out = merge(out, v)
+		from = append(from, raw(o))
 	}
 	if v, ok := spec["values"].(map[string]any); ok {
 		out = merge(out, copyOf(v))
 	}
-	return out, nil
+	return out, from, nil
+}
+
+// fingerprints is v with every string replaced by its fingerprint.
+func fingerprints(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[k] = fingerprints(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = fingerprints(e)
+		}
+		return out
+	case string:
+		return fingerprint(v)
+	}
+	return v
+}
+
+// raw is an object as YAML, unmasked: what is compared, never shown.
+func raw(o Object) string {
+	b, _ := yaml.Marshal(o.body)
+	return string(b)
 }
 
 // merge merges b into a, b winning, maps merged key by key: how Flux

@@ -87,6 +87,7 @@ func TestWalkFollowsTheHelmRelease(t *testing.T) {
 		require.NoError(t, err)
 		assert.Len(t, objs, 2, "the parent's objects")
 		require.Len(t, w.Notes, 1)
-		assert.Contains(t, w.Notes[0], "HelmRelease flux-system/web: the chart")
+		assert.Equal(t, "flux-system/web", w.Notes[0].Release)
+		assert.NotEmpty(t, w.Notes[0].Reason)
 	}
 }

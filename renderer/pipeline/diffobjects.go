@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -66,12 +67,15 @@ func (s *chainState) add(target string, r publish.Result) {
 // several Targets is listed once, naming them all. notes say what was not
 // rendered.
 func (s *chainState) objects(ctx context.Context, plan *Plan, store publish.Store, registry string, oo ObjectOptions) ([]ObjectChange, []string, error) {
-	if registry == "" {
-		for _, t := range plan.Targets {
-			if t.RenderRegistry != nil {
-				registry = t.RenderRegistry.Spec.Hostname
-				break
-			}
+	// The registry a Target's bootstrap chart names, as Run names it: the
+	// one given, else the Target's render registry.
+	registries := map[string]string{}
+	fallback := registry
+	for _, t := range plan.Targets {
+		registries[t.Namespace+"/"+t.Name] = registry
+		if registry == "" && t.RenderRegistry != nil {
+			registries[t.Namespace+"/"+t.Name] = t.RenderRegistry.Spec.Hostname
+			fallback = cmp.Or(fallback, t.RenderRegistry.Spec.Hostname)
 		}
 	}
 	flux := oo.FluxNamespace
@@ -87,19 +91,16 @@ func (s *chainState) objects(ctx context.Context, plan *Plan, store publish.Stor
 	}
 	var out []ObjectChange
 	index := map[string]int{}
-	var notes []string
+	var notes []objdiff.Note
 	for _, b := range s.boots {
-		before := &objdiff.Walker{Registry: registry, FluxNamespace: flux, Store: read, App: oo.App}
-		after := &objdiff.Walker{Registry: registry, FluxNamespace: flux, Store: fresh, App: oo.App}
-		old, err := before.Walk(ctx, b.old)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s, as the store has it: %w", b.target, err)
+		// A Target gone from the input (an orphan pruned) has none.
+		reg, ok := registries[b.target]
+		if !ok {
+			reg = fallback
 		}
-		new, err := after.Walk(ctx, b.new)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s, as publish would make it: %w", b.target, err)
-		}
-		changes, err := objdiff.Compare(old, new)
+		before := &objdiff.Walker{Registry: reg, FluxNamespace: flux, Store: read, App: oo.App}
+		after := &objdiff.Walker{Registry: reg, FluxNamespace: flux, Store: fresh, App: oo.App}
+		changes, err := objdiff.Changes(ctx, before, after, b.old, b.new)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", b.target, err)
 		}
@@ -112,13 +113,38 @@ func (s *chainState) objects(ctx context.Context, plan *Plan, store publish.Stor
 			index[k] = len(out)
 			out = append(out, ObjectChange{Change: c, Targets: []string{b.target}})
 		}
-		for _, n := range append(before.Notes, after.Notes...) {
-			if !slices.Contains(notes, n) {
-				notes = append(notes, n)
-			}
+		notes = append(append(notes, before.Notes...), after.Notes...)
+	}
+	summary := noteLines(notes)
+	if oo.App == nil && len(s.boots) > 0 {
+		summary = append(summary, "application charts were not read: their HelmReleases' changes show, not their objects")
+	}
+	return out, summary, nil
+}
+
+// noteLines say per reason which HelmReleases were not rendered: one line
+// for the same unreachable registry on a thousand Targets.
+func noteLines(notes []objdiff.Note) []string {
+	var reasons []string
+	releases := map[string][]string{}
+	for _, n := range notes {
+		if _, ok := releases[n.Reason]; !ok {
+			reasons = append(reasons, n.Reason)
+		}
+		if !slices.Contains(releases[n.Reason], n.Release) {
+			releases[n.Reason] = append(releases[n.Reason], n.Release)
 		}
 	}
-	return out, notes, nil
+	var out []string
+	for _, r := range reasons {
+		rels := releases[r]
+		who := "HelmRelease " + rels[0]
+		if len(rels) > 1 {
+			who += fmt.Sprintf(" and %d more", len(rels)-1)
+		}
+		out = append(out, fmt.Sprintf("%s: not rendered: %s", who, r))
+	}
+	return out
 }
 
 // storeReader reads chart archives from the store, each version once.
