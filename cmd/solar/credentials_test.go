@@ -131,7 +131,7 @@ func TestCredentialsSyncAndRender(t *testing.T) {
 		metav1.ListOptions{LabelSelector: "solar.opendefense.cloud/agent-token-for=edge-1"}))
 	code, _, stderr = solar(t, "credentials", "sync", "-n", "alpha", "--kubeconfig", s.Kubeconfig, "../../examples")
 	require.Equal(t, 0, code, stderr)
-	code, stdout, stderr = solar(t, "diff", "-n", "alpha", "--kubeconfig", s.Kubeconfig, "--out", out, "../../examples")
+	code, stdout, stderr = solar(t, "diff", "--files", "-n", "alpha", "--kubeconfig", s.Kubeconfig, "--out", out, "../../examples")
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stdout, "# alpha/alpha/edge-1/release-solar-agent 0.0.1 -> 0.0.2, reaches alpha/edge-1")
 	assert.Regexp(t, `(?m)^-\s+token: <redacted sha256:[0-9a-f]{12}>$`, stdout)

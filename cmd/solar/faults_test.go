@@ -61,7 +61,7 @@ func TestPublishThroughFaults(t *testing.T) {
 	assert.Equal(t, want, got, "the faulty run's tags hold what the clean run's do")
 	code, _, stderr := publishCLI(t, faulty, faulty.Password, "--no-credentials", "--plain-http", "--registry", proxy.Host+"/solar", "--dry-run", tree)
 	require.Equal(t, 0, code, stderr)
-	assert.Contains(t, stderr, "30 Targets: 0 charts created, 0 updated, 45 unchanged")
+	assert.Contains(t, stderr, "30 Targets: 0 charts would be created, 0 updated, 45 unchanged")
 }
 
 // registryState is registryTags of the registry behind proxy (pointed at reg

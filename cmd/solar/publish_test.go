@@ -59,14 +59,14 @@ func TestPublishTLS(t *testing.T) {
 	assert.Contains(t, stderr, "TLS certificate is not trusted")
 	assert.Contains(t, stderr, "(pass --ca-file")
 
-	code, stdout, stderr := publishCLI(t, reg, reg.Password, "--no-credentials", "--ca-file", reg.CAFile, "--registry", registry, "-o", "json", "../../examples")
+	code, stdout, stderr := publishCLI(t, reg, reg.Password, "-v", "--no-credentials", "--ca-file", reg.CAFile, "--registry", registry, "-o", "json", "../../examples")
 	require.Equal(t, 0, code, stderr)
 	r := decodeReport(t, stdout)
 	require.Len(t, r.Targets, 4)
 	for _, tr := range r.Targets {
 		assert.Equal(t, "0.0.1", tr.Version, "nothing was written by the failed runs")
 		assert.Equal(t, publish.Create, tr.Action)
-		assert.Contains(t, stderr, fmt.Sprintf("%s/%s 0.0.1 create", tr.Namespace, tr.Name), "a progress line per Target")
+		assert.Contains(t, stderr, fmt.Sprintf("%s/%s 0.0.1 create", tr.Namespace, tr.Name), "with -v, a line per Target on a pipe")
 
 		dir := t.TempDir()
 		testenv.Helm(t, "pull", "oci://"+registry+"/"+tr.Repository, "--version", tr.Version,

@@ -258,9 +258,9 @@ func TestReadmePlanIsCurrent(t *testing.T) {
 	_, block, found := strings.Cut(string(readme), "```\nTARGET ")
 	require.True(t, found, "the README shows a plan")
 	block, _, _ = strings.Cut("TARGET "+block, "```")
-	code, stdout, stderr := solar(t, "render", "--no-credentials", "--dry-run", "--out", filepath.Join(t.TempDir(), "out"), "../../examples")
+	code, stdout, stderr := solar(t, "render", "--no-credentials", "--out", filepath.Join(t.TempDir(), "out"), "../../examples")
 	require.Equal(t, 0, code, stderr)
 	for _, line := range strings.Split(strings.TrimSpace(block), "\n") {
-		assert.Contains(t, stdout, line+"\n", "README.md's plan is stale: paste what `bin/solar render --no-credentials --dry-run examples/` prints")
+		assert.Contains(t, stdout, line+"\n", "README.md's plan is stale: paste what `bin/solar render --no-credentials --out NEW examples/` prints")
 	}
 }

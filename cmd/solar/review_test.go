@@ -91,7 +91,7 @@ func TestReviewedList(t *testing.T) {
 	live := testenv.AgentTokens(t, api, "alpha")
 	deleteTokens(t, api, "alpha", "edge-1")
 	reviewed := filepath.Join(dir, "reviewed.json")
-	code, stdout, stderr := cli(append([]string{"diff", "--kubeconfig", api.Kubeconfig, "--write-reviewed", reviewed, examples}, login...)...)
+	code, stdout, stderr := cli(append([]string{"diff", "--files", "--kubeconfig", api.Kubeconfig, "--write-reviewed", reviewed, examples}, login...)...)
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stdout, "reaches alpha/edge-1; token rotates")
 	assert.Len(t, testenv.AgentTokens(t, api, "alpha"), 1, "the review mints nothing")

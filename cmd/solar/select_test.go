@@ -64,7 +64,7 @@ func TestSelectorRefused(t *testing.T) {
 	commands := map[string][]string{
 		"render":  {"render", "--no-credentials", "--out", out},
 		"publish": {"publish", "--no-credentials", "--plain-http", "--registry", nobody},
-		"diff":    {"diff", "--no-credentials", "--out", out},
+		"diff":    {"diff", "--files", "--no-credentials", "--out", out},
 		"status":  {"status", "--kubeconfig", kubeconfig, "--out", out},
 	}
 	for _, tc := range []struct {
@@ -194,7 +194,7 @@ func TestAllNamespaces(t *testing.T) {
 	out := filepath.Join(dir, "out")
 	for _, cmd := range [][]string{
 		{"render", "--no-credentials", "--dry-run", "-o", "json", "--out", out},
-		{"diff", "--no-credentials", "--out", out},
+		{"diff", "--files", "--no-credentials", "--out", out},
 	} {
 		code, want, stderr := solar(t, append(cmd, "../../examples")...)
 		require.Equal(t, 0, code, stderr)
