@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,9 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// walkers are a before and an after Walker whose application chart reads
+// walkerPair are a before and an after Walker whose application chart reads
 // come from before and after.
-func walkers(before, after func(context.Context, Ref) ([]byte, error)) (*Walker, *Walker) {
+func walkerPair(before, after func(context.Context, Ref) ([]byte, error)) (*Walker, *Walker) {
 	return &Walker{FluxNamespace: "flux-system", App: before}, &Walker{FluxNamespace: "flux-system", App: after}
 }
 
@@ -30,13 +31,22 @@ func TestChangesLeaveOutWhatDidNotRender(t *testing.T) {
 		"Chart.yaml":       "apiVersion: v2\nname: web\nversion: 1.0.0\n",
 		"templates/d.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n",
 	})
-	p := archive(t, "parent", parent)
-	before, after := walkers(serve(web, nil), serve(nil, errors.New("i/o timeout")))
-	changes, err := Changes(context.Background(), before, after, p, p)
+	before, after := walkerPair(serve(web, nil), serve(nil, errors.New("i/o timeout")))
+	changes, err := Changes(context.Background(), before, after, archive(t, "parent", parent), archive(t, "parent", upgraded(parent)))
 	require.NoError(t, err)
-	assert.Empty(t, changes, "only the registry's reachability changed")
+	require.Len(t, changes, 1, "the HelmRelease's change, no Deployment deleted")
+	assert.Equal(t, "update HelmRelease flux-system/web", changes[0].Action+" "+changes[0].Object.String())
 	require.Len(t, after.Notes, 1)
 	assert.Contains(t, after.Notes[0].Reason, "i/o timeout")
+}
+
+// upgraded is a parent chart whose HelmRelease passes other values.
+func upgraded(parent map[string]string) map[string]string {
+	other := map[string]string{}
+	for k, v := range parent {
+		other[k] = strings.Replace(v, "values: {replicas: 2}", "values: {replicas: 3}", 1)
+	}
+	return other
 }
 
 // TestChangesLeaveOutReleasesNotUpgraded: a HelmRelease installed from the
@@ -49,18 +59,13 @@ func TestChangesLeaveOutReleasesNotUpgraded(t *testing.T) {
 			"data: {ca: {{ (genCA \"web\" 365).Cert | b64enc }}}\n",
 	})
 	p := archive(t, "parent", parent)
-	before, after := walkers(serve(web, nil), serve(web, nil))
+	before, after := walkerPair(serve(web, nil), serve(web, nil))
 	changes, err := Changes(context.Background(), before, after, p, p)
 	require.NoError(t, err)
 	assert.Empty(t, changes)
 
 	// The same chart upgraded (other values): its objects show.
-	other := map[string]string{}
-	for k, v := range parent {
-		other[k] = v
-	}
-	other["templates/x.yaml"] = other["templates/x.yaml"][:len(other["templates/x.yaml"])-len("values: {replicas: 2}\n")] + "values: {replicas: 3}\n"
-	changes, err = Changes(context.Background(), before, after, p, archive(t, "parent", other))
+	changes, err = Changes(context.Background(), before, after, p, archive(t, "parent", upgraded(parent)))
 	require.NoError(t, err)
 	var got []string
 	for _, c := range changes {

@@ -69,6 +69,9 @@ func Compare(old, new []Object) ([]Change, error) {
 
 // change compares one object's two states; either may be absent.
 func change(old Object, hasOld bool, new Object, hasNew bool) (Change, bool, error) {
+	if hasOld && hasNew && raw(old) == raw(new) {
+		return Change{}, false, nil
+	}
 	a, err := text(old, hasOld)
 	if err != nil {
 		return Change{}, false, err

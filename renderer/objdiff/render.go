@@ -44,10 +44,8 @@ type Object struct {
 	Kind       string `json:"kind"`
 	Namespace  string `json:"namespace,omitempty"`
 	Name       string `json:"name"`
-	// body is the object, decoded; under, the keys of the HelmReleases
-	// that install it, from the bootstrap chart's down.
-	body  map[string]any
-	under []string
+	// body is the object, decoded.
+	body map[string]any
 }
 
 // Key names the object on a cluster: group, kind, namespace and name.
@@ -75,8 +73,10 @@ type release struct {
 	values    map[string]any
 	name      string
 	namespace string
-	// app: an application chart, not one of Solar's.
+	// app: an application chart, not one of Solar's; ref, where it is read
+	// from.
 	app bool
+	ref Ref
 }
 
 // renderTimeout bounds rendering one chart: Helm's engine does not stop a

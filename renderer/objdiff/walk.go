@@ -3,8 +3,8 @@ package objdiff
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -50,93 +50,45 @@ type Walker struct {
 	App func(ctx context.Context, ref Ref) ([]byte, error)
 	// Notes collects what was not rendered, and why.
 	Notes []Note
-	// inputs are, per HelmRelease followed (its Key), what helm-controller
-	// installs it from (the HelmRelease, its OCIRepository, its valuesFrom
-	// sources); failed, those whose chart was not read or rendered.
-	inputs map[string]string
-	failed map[string]bool
 }
 
 // Walk renders the bootstrap chart archive and every chart its HelmReleases
-// install, level by level, and returns their objects. A HelmRelease whose
-// chart cannot be read or rendered is noted (Notes) and its subtree left
-// out; a chart of the store that does not render is an error, and so is a
-// cancelled ctx.
+// install, level by level, and returns their objects (Changes with nothing
+// before). A HelmRelease whose chart cannot be read or rendered is noted
+// (Notes) and its subtree left out; a chart of the store that does not
+// render is an error, and so is a cancelled ctx.
 func (w *Walker) Walk(ctx context.Context, bootstrap []byte) ([]Object, error) {
-	w.inputs, w.failed = map[string]string{}, map[string]bool{}
+	objs, err := walkPair(ctx, walkers{w, w}, [2]*release{nil, root(bootstrap, w)}, 1)
+	return objs[1], err
+}
+
+// root is the release of a bootstrap chart archive (nil: none): the Helm
+// release solar bootstrap-manifests' HelmRelease installs.
+func root(bootstrap []byte, w *Walker) *release {
 	if bootstrap == nil {
-		return nil, nil
+		return nil
 	}
-	// The Helm release solar bootstrap-manifests' HelmRelease installs.
-	return w.install(ctx, release{archive: bootstrap, values: map[string]any{}, name: "solar-bootstrap", namespace: w.FluxNamespace}, 1, nil)
+	return &release{archive: bootstrap, values: map[string]any{}, name: "solar-bootstrap", namespace: w.FluxNamespace}
 }
 
-// install renders r at level, then follows the HelmReleases it renders;
-// under are the HelmReleases above it.
-func (w *Walker) install(ctx context.Context, r release, level int, under []string) ([]Object, error) {
-	objs, err := render(ctx, r, level)
-	if err != nil {
-		return nil, err
-	}
-	for i := range objs {
-		objs[i].under = under
-	}
-	if level >= maxLevel {
-		return objs, nil
-	}
-	out := objs
-	for _, o := range objs {
-		if o.Kind != "HelmRelease" || !strings.HasPrefix(o.APIVersion, "helm.toolkit.fluxcd.io/") {
-			continue
-		}
-		children, err := w.installRelease(ctx, o, objs, level, under)
-		if err != nil {
-			return nil, fmt.Errorf("HelmRelease %s/%s: %w", o.Namespace, o.Name, err)
-		}
-		out = append(out, children...)
-	}
-	return out, nil
+// note notes that a HelmRelease's chart was not rendered, and why.
+func (w *Walker) note(hr Object, err error) {
+	w.Notes = append(w.Notes, Note{Release: hr.Namespace + "/" + hr.Name, Reason: err.Error()})
 }
 
-// installRelease renders what a HelmRelease installs, its subtree; a chart
-// that is not read, or not rendered and not the store's, is a note.
-func (w *Walker) installRelease(ctx context.Context, hr Object, siblings []Object, level int, under []string) ([]Object, error) {
-	key := hr.Key()
-	next, input, err := w.follow(ctx, hr, siblings)
-	if err == nil && next.archive != nil {
-		w.inputs[key] = input
-		var children []Object
-		children, err = w.install(ctx, next, level+1, append(slices.Clip(under), key))
-		if err == nil || (!next.app && ctx.Err() == nil) {
-			return children, err
-		}
-	}
-	if ctx.Err() != nil {
-		return nil, ctx.Err()
-	}
-	w.failed[key] = true
-	if err != nil {
-		w.Notes = append(w.Notes, Note{Release: hr.Namespace + "/" + hr.Name, Reason: err.Error()})
-	}
-	return nil, nil
-}
-
-// follow is the release a HelmRelease installs: its chart, values, name and
-// namespace, and its input (what it is installed from, as text). The
-// archive is nil when App is nil and the chart is an application's.
-func (w *Walker) follow(ctx context.Context, hr Object, siblings []Object) (release, string, error) {
+// prepare is the release a HelmRelease installs, but its archive: the ref
+// of its chart, its values, name and namespace; and its input, what it is
+// installed from (the HelmRelease, its OCIRepository, its valuesFrom
+// sources) as text.
+func (w *Walker) prepare(hr Object, siblings []Object) (*release, string, error) {
 	spec, _ := hr.body["spec"].(map[string]any)
 	ref, source, err := w.source(spec, hr.Namespace, siblings)
 	if err != nil {
-		return release{}, "", err
-	}
-	archive, app, err := w.read(ctx, ref)
-	if err != nil {
-		return release{}, "", fmt.Errorf("the chart %s: %w", ref, err)
+		return nil, "", err
 	}
 	values, from, err := valuesOf(spec, hr.Namespace, siblings)
 	if err != nil {
-		return release{}, "", err
+		return nil, "", err
 	}
 	target, _ := spec["targetNamespace"].(string)
 	ns := target
@@ -148,7 +100,7 @@ func (w *Walker) follow(ctx context.Context, hr Object, siblings []Object) (rele
 		name = chain.HelmReleaseName(hr.Name, target)
 	}
 	input := strings.Join(append([]string{raw(hr), raw(source)}, from...), "\n---\n")
-	return release{archive: archive, values: values, name: name, namespace: ns, app: app}, input, nil
+	return &release{ref: ref, values: values, name: name, namespace: ns}, input, nil
 }
 
 // source is the ref of the OCIRepository a HelmRelease's chartRef names.
@@ -270,9 +222,10 @@ func fingerprints(v any) any {
 	return v
 }
 
-// raw is an object as YAML, unmasked: what is compared, never shown.
+// raw is an object as JSON (keys sorted), unmasked: what is compared,
+// never shown; JSON, as it is many times cheaper to make than YAML.
 func raw(o Object) string {
-	b, _ := yaml.Marshal(o.body)
+	b, _ := json.Marshal(o.body)
 	return string(b)
 }
 

@@ -4,7 +4,11 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/objdiff"
@@ -63,12 +67,72 @@ func (s *chainState) add(target string, r publish.Result) {
 }
 
 // objects renders, for every bootstrap chart that changes, the chain before
-// and after, and lists the objects that change; a change that is the same on
-// several Targets is listed once, naming them all. notes say what was not
-// rendered.
+// and after (objdiff.Changes; the Targets at once, GOMAXPROCS at a time), and
+// lists the objects that change; a change that is the same on several
+// Targets is listed once, naming them all. notes say what was not rendered.
 func (s *chainState) objects(ctx context.Context, plan *Plan, store publish.Store, registry string, oo ObjectOptions) ([]ObjectChange, []string, error) {
-	// The registry a Target's bootstrap chart names, as Run names it: the
-	// one given, else the Target's render registry.
+	registries, fallback := renderRegistries(plan, registry)
+	flux := cmp.Or(oo.FluxNamespace, "flux-system")
+	read := storeReader(store)
+	fresh := func(ctx context.Context, repo, version string) ([]byte, error) {
+		if f, ok := s.fresh[repo]; ok && f.version == version {
+			return f.archive, nil
+		}
+		return read(ctx, repo, version)
+	}
+	type result struct {
+		changes []objdiff.Change
+		notes   []objdiff.Note
+	}
+	results := make([]result, len(s.boots))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i, b := range s.boots {
+		g.Go(func() error {
+			// A Target gone from the input (an orphan pruned) has none.
+			reg, ok := registries[b.target]
+			if !ok {
+				reg = fallback
+			}
+			before := &objdiff.Walker{Registry: reg, FluxNamespace: flux, Store: read, App: oo.App}
+			after := &objdiff.Walker{Registry: reg, FluxNamespace: flux, Store: fresh, App: oo.App}
+			changes, err := objdiff.Changes(gctx, before, after, b.old, b.new)
+			if err != nil {
+				return fmt.Errorf("%s: %w", b.target, err)
+			}
+			results[i] = result{changes, append(before.Notes, after.Notes...)}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, nil, err
+	}
+	var out []ObjectChange
+	index := map[string]int{}
+	var notes []objdiff.Note
+	for i, r := range results {
+		for _, c := range r.changes {
+			k := c.Key() + "\x00" + c.Diff
+			if j, ok := index[k]; ok {
+				out[j].Targets = append(out[j].Targets, s.boots[i].target)
+				continue
+			}
+			index[k] = len(out)
+			out = append(out, ObjectChange{Change: c, Targets: []string{s.boots[i].target}})
+		}
+		notes = append(notes, r.notes...)
+	}
+	summary := noteLines(notes)
+	if oo.App == nil && len(s.boots) > 0 {
+		summary = append(summary, "application charts were not read: their HelmReleases' changes show, not their objects")
+	}
+	return out, summary, nil
+}
+
+// renderRegistries are the registries the Targets' bootstrap charts name,
+// as Run names them: the one given, else each Target's render registry;
+// fallback, for a Target gone from the input, the first of them.
+func renderRegistries(plan *Plan, registry string) (map[string]string, string) {
 	registries := map[string]string{}
 	fallback := registry
 	for _, t := range plan.Targets {
@@ -78,48 +142,7 @@ func (s *chainState) objects(ctx context.Context, plan *Plan, store publish.Stor
 			fallback = cmp.Or(fallback, t.RenderRegistry.Spec.Hostname)
 		}
 	}
-	flux := oo.FluxNamespace
-	if flux == "" {
-		flux = "flux-system"
-	}
-	read := storeReader(store)
-	fresh := func(ctx context.Context, repo, version string) ([]byte, error) {
-		if f, ok := s.fresh[repo]; ok && f.version == version {
-			return f.archive, nil
-		}
-		return read(ctx, repo, version)
-	}
-	var out []ObjectChange
-	index := map[string]int{}
-	var notes []objdiff.Note
-	for _, b := range s.boots {
-		// A Target gone from the input (an orphan pruned) has none.
-		reg, ok := registries[b.target]
-		if !ok {
-			reg = fallback
-		}
-		before := &objdiff.Walker{Registry: reg, FluxNamespace: flux, Store: read, App: oo.App}
-		after := &objdiff.Walker{Registry: reg, FluxNamespace: flux, Store: fresh, App: oo.App}
-		changes, err := objdiff.Changes(ctx, before, after, b.old, b.new)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", b.target, err)
-		}
-		for _, c := range changes {
-			k := c.Key() + "\x00" + c.Diff
-			if i, ok := index[k]; ok {
-				out[i].Targets = append(out[i].Targets, b.target)
-				continue
-			}
-			index[k] = len(out)
-			out = append(out, ObjectChange{Change: c, Targets: []string{b.target}})
-		}
-		notes = append(append(notes, before.Notes...), after.Notes...)
-	}
-	summary := noteLines(notes)
-	if oo.App == nil && len(s.boots) > 0 {
-		summary = append(summary, "application charts were not read: their HelmReleases' changes show, not their objects")
-	}
-	return out, summary, nil
+	return registries, fallback
 }
 
 // noteLines say per reason which HelmReleases were not rendered: one line
@@ -147,20 +170,27 @@ func noteLines(notes []objdiff.Note) []string {
 	return out
 }
 
-// storeReader reads chart archives from the store, each version once.
+// storeReader reads chart archives from the store, each version once (two
+// Targets at the same moment may both read it).
 func storeReader(store publish.Store) func(ctx context.Context, repo, version string) ([]byte, error) {
 	type read struct {
 		archive []byte
 		err     error
 	}
+	var mu sync.Mutex
 	cache := map[string]read{}
 	return func(ctx context.Context, repo, version string) ([]byte, error) {
 		k := repo + ":" + version
-		if r, ok := cache[k]; ok {
+		mu.Lock()
+		r, ok := cache[k]
+		mu.Unlock()
+		if ok {
 			return r.archive, r.err
 		}
 		archive, err := publish.ReadChart(ctx, store, repo, version)
+		mu.Lock()
 		cache[k] = read{archive, err}
+		mu.Unlock()
 		return archive, err
 	}
 }
