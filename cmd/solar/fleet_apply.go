@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -98,7 +99,7 @@ func (g *globals) printFleet(results []pipeline.DeviceResult, problems diag.List
 	}
 	failed := 0
 	w := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
-	if len(results) > 0 {
+	if slices.ContainsFunc(results, func(r pipeline.DeviceResult) bool { return r.Error == "" }) {
 		g.header(w, "DEVICE\tVERSION\tPLATFORM\tATTEMPT\tDIGEST\tACTION")
 	}
 	for _, r := range results {
