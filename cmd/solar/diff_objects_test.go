@@ -109,3 +109,39 @@ func TestDiffObjectsNameTheDeployment(t *testing.T) {
 	assert.NotContains(t, stdout, "Deployment")
 	assert.Contains(t, stderr, "2 charts, 1 Target would change")
 }
+
+// TestDiffObjectsPerRenderRegistry: with --out, each Target's chain is read
+// against the registry its own bootstrap chart names: beta's Targets render
+// to a second registry, and the change of beta's Release still shows at
+// level 2 (it vanished when one registry stood for every Target).
+func TestDiffObjectsPerRenderRegistry(t *testing.T) {
+	dir := t.TempDir()
+	testenv.CopyExamples(t, dir)
+	examples := filepath.Join(dir, "examples")
+	edit := func(file, old, new string) {
+		t.Helper()
+		p := filepath.Join(examples, file)
+		b, err := os.ReadFile(p)
+		require.NoError(t, err)
+		require.Contains(t, string(b), old)
+		require.NoError(t, os.WriteFile(p, []byte(strings.Replace(string(b), old, new, -1)), 0o644))
+	}
+	p := filepath.Join(examples, "shared", "registries.yaml")
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	second := "---\napiVersion: solar.opendefense.cloud/v1alpha1\nkind: Registry\nmetadata:\n  name: render2\n  namespace: shared\nspec:\n  hostname: registry2.example.com\n  targetPullSecretName: render-pull\n"
+	require.NoError(t, os.WriteFile(p, append(b, second...), 0o644))
+	edit("shared/pipeline.yaml", "      - registry.example.com\n", "      - registry.example.com\n      - registry2.example.com\n")
+	edit("beta/targets.yaml", "        name: render\n", "        name: render2\n")
+	edit("beta/releases.yaml", "  targetNamespace: podinfo\n", "  targetNamespace: podinfo\n  values:\n    replicaCount: 2\n")
+	out := filepath.Join(dir, "out")
+	code, _, stderr := solar(t, "render", "--no-credentials", "--out", out, examples)
+	require.Equal(t, 0, code, stderr)
+	edit("beta/releases.yaml", "replicaCount: 2", "replicaCount: 5")
+
+	code, stdout, stderr := solar(t, "diff", "--no-app-charts", "--no-credentials", "--out", out, examples)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "# update HelmRelease flux-system/plant-1-podinfo (level 2) on beta/plant-1\n")
+	assert.Contains(t, stdout, "-    replicaCount: 2\n+    replicaCount: 5\n")
+	assert.NotContains(t, stderr, "registry2.example.com", "no note of a chart not read: the store has it")
+}
