@@ -2,7 +2,6 @@ package objdiff
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -11,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
-	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/auth"
 
@@ -23,9 +20,6 @@ import (
 const (
 	// FetchTimeout bounds reading one chart, every request included.
 	FetchTimeout = 30 * time.Second
-	// maxManifest and maxChart bound what is read.
-	maxManifest = 4 << 20
-	maxChart    = 32 << 20
 )
 
 // Fetcher reads application charts from their registries, anonymously (as
@@ -90,30 +84,9 @@ func (f *Fetcher) fetch(ctx context.Context, ref Ref) ([]byte, error) {
 	if ref.Digest != "" {
 		reference = ref.Digest
 	}
-	desc, rc, err := repo.FetchReference(ctx, reference)
-	if err != nil {
-		return nil, err
+	archive, err := publish.ChartArchive(ctx, repo, reference)
+	if err == nil && archive == nil {
+		err = fmt.Errorf("no Helm chart layer (%s) in %s", publish.ChartLayerMediaType, ref)
 	}
-	defer rc.Close()
-	if desc.Size > maxManifest {
-		return nil, fmt.Errorf("a manifest of %d bytes, more than %d", desc.Size, maxManifest)
-	}
-	b, err := content.ReadAll(rc, desc)
-	if err != nil {
-		return nil, err
-	}
-	var m ocispec.Manifest
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("decoding the manifest: %w", err)
-	}
-	for _, l := range m.Layers {
-		if l.MediaType != publish.ChartLayerMediaType {
-			continue
-		}
-		if l.Size > maxChart {
-			return nil, fmt.Errorf("a chart of %d bytes, more than %d", l.Size, maxChart)
-		}
-		return content.FetchAll(ctx, repo.Blobs(), l)
-	}
-	return nil, fmt.Errorf("no Helm chart layer (%s) in %s", publish.ChartLayerMediaType, ref)
+	return archive, err
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	"github.com/solar-pipeline/solar/renderer/chain"
@@ -196,7 +197,10 @@ func valuesOf(spec map[string]any, namespace string, siblings []Object) (values 
 		from = append(from, raw(o))
 	}
 	if v, ok := spec["values"].(map[string]any); ok {
-		out = merge(out, copyOf(v))
+		// A copy: Helm's coalescing writes into the values it is given, which
+		// must not be the rendered object's own (decoded JSON: DeepCopyJSON
+		// takes every value it holds).
+		out = merge(out, runtime.DeepCopyJSON(v))
 	}
 	return out, from, nil
 }
@@ -245,15 +249,6 @@ func merge(a, b map[string]any) map[string]any {
 		}
 		out[k] = v
 	}
-	return out
-}
-
-// copyOf is a deep copy of v, through YAML: the values merged into are never
-// the rendered object's own.
-func copyOf(v map[string]any) map[string]any {
-	b, _ := yaml.Marshal(v)
-	var out map[string]any
-	_ = yaml.Unmarshal(b, &out)
 	return out
 }
 

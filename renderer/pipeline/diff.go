@@ -82,7 +82,9 @@ func Diff(ctx context.Context, plan *Plan, store publish.Store, opts Options, ob
 		if r.Action == publish.Unchanged || r.Action == "" {
 			return nil
 		}
-		state.add(target, r)
+		if objects != nil {
+			state.add(target, r)
+		}
 		if i, ok := index[r.Repository]; ok {
 			d.Charts[i].Targets = append(d.Charts[i].Targets, target)
 			return nil

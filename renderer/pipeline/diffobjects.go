@@ -136,11 +136,9 @@ func renderRegistries(plan *Plan, registry string) (map[string]string, string) {
 	registries := map[string]string{}
 	fallback := registry
 	for _, t := range plan.Targets {
-		registries[t.Namespace+"/"+t.Name] = registry
-		if registry == "" && t.RenderRegistry != nil {
-			registries[t.Namespace+"/"+t.Name] = t.RenderRegistry.Spec.Hostname
-			fallback = cmp.Or(fallback, t.RenderRegistry.Spec.Hostname)
-		}
+		r := t.bootstrapRegistry(registry)
+		registries[t.Namespace+"/"+t.Name] = r
+		fallback = cmp.Or(fallback, r)
 	}
 	return registries, fallback
 }

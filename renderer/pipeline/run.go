@@ -61,10 +61,7 @@ func Run(ctx context.Context, plan *Plan, store publish.Store, opts Options) (*R
 	releases := make([][]publish.Result, len(targets))
 	jobs = make([]publish.Job, len(targets))
 	for i, t := range targets {
-		registry := opts.Registry
-		if registry == "" {
-			registry = t.RenderRegistry.Spec.Hostname
-		}
+		registry := t.bootstrapRegistry(opts.Registry)
 		refs := make([]chart.Ref, len(repos[i]))
 		for k, repo := range repos[i] {
 			r := released[index[repo]]
@@ -95,6 +92,16 @@ func Run(ctx context.Context, plan *Plan, store publish.Store, opts Options) (*R
 		return report, nil
 	}
 	return report, orphans(ctx, plan, store, opts, report, listed)
+}
+
+// bootstrapRegistry is the registry a Target's bootstrap chart names, as
+// HOST[:PORT][/PREFIX]: the one given (--registry), else its render
+// registry's.
+func (t *Target) bootstrapRegistry(given string) string {
+	if given != "" || t.RenderRegistry == nil {
+		return given
+	}
+	return t.RenderRegistry.Spec.Hostname
 }
 
 // valid are the Targets of the plan without errors: those a run publishes.

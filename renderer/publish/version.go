@@ -11,6 +11,7 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2"
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/registry"
 )
@@ -277,15 +278,48 @@ func ReadChart(ctx context.Context, store Store, repository, version string) ([]
 	if err != nil {
 		return nil, err
 	}
-	desc, err := repo.Resolve(ctx, version)
+	archive, err := ChartArchive(ctx, repo, version)
 	if err != nil {
 		return nil, fmt.Errorf("version %s of %s: %w", version, repository, explain(err))
 	}
-	layers, err := fetchLayers(ctx, repo, desc)
+	return archive, nil
+}
+
+// Bounds of what ChartArchive reads.
+const (
+	maxChartManifest = 4 << 20
+	maxChartArchive  = 32 << 20
+)
+
+// ChartArchive reads the Helm chart layer of the manifest reference (a tag
+// or a digest) names in target, its manifest and layer bounded (4 MiB,
+// 32 MiB); nil, without an error, when the manifest has no chart layer.
+func ChartArchive(ctx context.Context, target oras.ReadOnlyTarget, reference string) ([]byte, error) {
+	desc, err := target.Resolve(ctx, reference)
 	if err != nil {
-		return nil, fmt.Errorf("version %s of %s: %w", version, repository, explain(err))
+		return nil, err
 	}
-	return ChartLayer(layers), nil
+	if desc.Size > maxChartManifest {
+		return nil, fmt.Errorf("a manifest of %d bytes, more than %d", desc.Size, maxChartManifest)
+	}
+	b, err := content.FetchAll(ctx, target, desc)
+	if err != nil {
+		return nil, err
+	}
+	var m ocispec.Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("decoding the manifest: %w", err)
+	}
+	for _, l := range m.Layers {
+		if l.MediaType != ChartLayerMediaType {
+			continue
+		}
+		if l.Size > maxChartArchive {
+			return nil, fmt.Errorf("a chart of %d bytes, more than %d", l.Size, maxChartArchive)
+		}
+		return content.FetchAll(ctx, target, l)
+	}
+	return nil, nil
 }
 
 // ChartLayer is the Helm chart archive among a chart's layers (nil if none).
