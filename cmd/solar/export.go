@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -73,7 +72,7 @@ func newExportCmd(g *globals) *cobra.Command {
 // printExport writes the table of the versions an archive holds, then what
 // was written.
 func (g *globals) printExport(s *pipeline.ArchiveSummary, out string) error {
-	w := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+	w := newTable(g.stdout)
 	g.header(w, "REPOSITORY\tVERSION\tMANIFEST\tSIGNATURES")
 	signatures := 0
 	for _, v := range s.Versions {

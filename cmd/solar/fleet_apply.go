@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"slices"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -98,7 +97,7 @@ func (g *globals) printFleet(results []pipeline.DeviceResult, problems diag.List
 		fmt.Fprintln(g.stderr, p)
 	}
 	failed := 0
-	w := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+	w := newTable(g.stdout)
 	if slices.ContainsFunc(results, func(r pipeline.DeviceResult) bool { return r.Error == "" }) {
 		g.header(w, "DEVICE\tVERSION\tPLATFORM\tATTEMPT\tDIGEST\tACTION")
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"text/tabwriter"
 
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 	"github.com/spf13/cobra"
@@ -70,7 +69,7 @@ func printPushedAgent(g *globals, p *pipeline.PushedAgent) error {
 		return g.printData(map[string]any{"repository": p.Repository, "version": p.Version, "digest": p.Digest,
 			"action": p.Action, "platforms": p.Platforms})
 	}
-	w := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+	w := newTable(g.stdout)
 	g.header(w, "INDEX\tDIGEST\tACTION")
 	fmt.Fprintf(w, "%s:%s\t%s\t%s\n", p.Repository, p.Version, p.Digest, p.Action)
 	if err := w.Flush(); err != nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -67,14 +66,14 @@ documents one after another, as jq reads them; YAML documents separated by
 				}
 			}
 			if watch {
-				p := &statusWatch{g: g, bucket: nf.bucket, noHeaders: g.noHeaders}
+				p := &statusWatch{g: g, bucket: nf.bucket}
 				return pipeline.WatchFleetStatus(cmd.Context(), nf.nats(g), args, p.listed, p.changed)
 			}
 			st, err := pipeline.FleetStatus(cmd.Context(), nf.nats(g), args...)
 			if err != nil {
 				return err
 			}
-			return g.printStatus(st, nf.bucket, g.noHeaders)
+			return g.printStatus(st, nf.bucket)
 		},
 	}
 	nf.register(cmd.Flags())
@@ -114,13 +113,13 @@ error.`,
 // printStatus prints the devices the bucket knows, as a table or one
 // JSON/YAML document {"devices": [...], "notFound": [...]}, and fails naming
 // the devices it could not read and those it does not know.
-func (g *globals) printStatus(st []pipeline.DeviceStatus, bucket string, noHeaders bool) error {
+func (g *globals) printStatus(st []pipeline.DeviceStatus, bucket string) error {
 	known, bad, notFound := splitStatus(st)
 	var err error
 	if g.output != "text" {
 		err = g.printData(map[string]any{"devices": orEmpty(known), "notFound": orEmpty(notFound)})
 	} else {
-		err = g.statusTable(known, noHeaders, time.Now())
+		err = g.statusTable(known, time.Now())
 	}
 	if err != nil {
 		return err
@@ -168,16 +167,14 @@ var statusHeader = []string{"DEVICE", "ATTEMPT", "VERSION", "ATTEMPT-AGE", "STAT
 const reasonWidth = 80
 
 // statusTable writes the devices as a table, kubectl style: a header line
-// (unless noHeaders), ages relative to now, the reason last.
-func (g *globals) statusTable(st []pipeline.DeviceStatus, noHeaders bool, now time.Time) error {
+// (unless --no-headers), ages relative to now, the reason last.
+func (g *globals) statusTable(st []pipeline.DeviceStatus, now time.Time) error {
 	if len(st) == 0 {
 		return nil
 	}
 	out := bufio.NewWriter(g.stdout)
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	if !noHeaders {
-		fmt.Fprintln(w, strings.Join(statusHeader, "\t"))
-	}
+	w := newTable(out)
+	g.header(w, strings.Join(statusHeader, "\t"))
 	for _, s := range st {
 		fmt.Fprintln(w, strings.Join(statusRow(s, now), "\t"))
 	}

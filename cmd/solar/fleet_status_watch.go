@@ -13,9 +13,8 @@ import (
 // prints it (-o json|yaml: one document per device), then a row or a
 // document per change.
 type statusWatch struct {
-	g         *globals
-	bucket    string
-	noHeaders bool
+	g      *globals
+	bucket string
 	// header: the header line was printed; widths are the table's column
 	// widths so far, to align the rows of changes with it.
 	header bool
@@ -31,10 +30,10 @@ func (p *statusWatch) listed(st []pipeline.DeviceStatus) error {
 	known, bad, notFound := splitStatus(st)
 	if p.g.output == "text" {
 		now := time.Now()
-		if err := p.g.statusTable(known, p.noHeaders, now); err != nil {
+		if err := p.g.statusTable(known, now); err != nil {
 			return err
 		}
-		if len(known) > 0 && !p.noHeaders {
+		if len(known) > 0 && !p.g.noHeaders {
 			p.header = true
 			p.grow(statusHeader)
 		}
@@ -61,7 +60,7 @@ func (p *statusWatch) changed(s pipeline.DeviceStatus) error {
 		return p.document(s)
 	}
 	row := statusRow(s, time.Now())
-	header := !p.header && !p.noHeaders // the listing printed no table
+	header := !p.header && !p.g.noHeaders // the listing printed no table
 	if header {
 		p.header = true
 		p.grow(statusHeader)

@@ -59,7 +59,7 @@ func (g *globals) printReport(r *pipeline.Report, table int) error {
 		// tabwriter writes each cell on its own: buffered, a table of
 		// 10,000 Targets is a few writes, not 60,000.
 		out := bufio.NewWriter(g.stdout)
-		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		w := newTable(out)
 		if table == credentialsTable {
 			g.header(w, "TARGET\tSTATUS\tREASON\tMESSAGE")
 			for _, t := range r.Targets {
@@ -96,6 +96,12 @@ func (g *globals) printReport(r *pipeline.Report, table int) error {
 	}
 	g.printProblems(r.Problems)
 	return nil
+}
+
+// newTable is a table writer in the columns every table of solar has:
+// aligned, two spaces apart, as kubectl's.
+func newTable(w io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 }
 
 // header writes a table's header line, unless --no-headers.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -66,7 +65,7 @@ func newPushCmd(g *globals) *cobra.Command {
 
 // printPushed writes the table of what push pushed, or with dryRun would.
 func (g *globals) printPushed(results []pipeline.PushResult, dryRun bool) error {
-	w := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+	w := newTable(g.stdout)
 	if len(results) > 0 {
 		g.header(w, "REPOSITORY\tVERSION\tACTION")
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -132,7 +131,7 @@ func (g *globals) printTargetStatus(st []pipeline.TargetStatus) error {
 	if g.output != "text" {
 		return g.printData(map[string]any{"targets": st, "problems": []any{}})
 	}
-	w := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+	w := newTable(g.stdout)
 	g.header(w, "NAMESPACE\tTARGET\tSTATE\tBOOTSTRAP\tREPORT-AGE\tRELEASE\tDESIRED\tRUNNING\tPHASE\tMESSAGE")
 	dash := func(s string) string {
 		if s == "" {
