@@ -36,13 +36,8 @@ func (g *globals) progress() func(done, total int, t pipeline.TargetReport) {
 	}
 }
 
-// repositoryProgress reports each finished repository (verify).
-func (g *globals) repositoryProgress() func(done, total int) {
-	return g.meter("repositories")
-}
-
-// meter starts counting work in unit; the func it returns is called with
-// each step.
+// meter starts counting work in unit ("repositories" for verify and push,
+// "devices" for fleet apply); the func it returns is called with each step.
 func (g *globals) meter(unit string) func(done, total int) {
 	m := &meter{unit: unit}
 	g.work = m
