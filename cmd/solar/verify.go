@@ -81,6 +81,9 @@ func newVerifyCmd(g *globals) *cobra.Command {
 			if v.Signed > 0 {
 				g.say("checked the signatures of %d versions", v.Signed)
 			}
+			if v.Indexes > 0 {
+				g.say("checked %d namespace indexes against the repositories", v.Indexes)
+			}
 			if len(v.Skipped) > 0 {
 				g.say("not checked, not solar's charts: %s", strings.Join(v.Skipped, ", "))
 			}

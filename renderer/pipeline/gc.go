@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"strings"
 
 	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/publish"
@@ -32,7 +33,8 @@ func GC(ctx context.Context, c Collector, opts publish.GCOptions) (publish.GCRes
 	for _, name := range repos {
 		known[name] = true
 	}
-	opts.Select = chain.IsChartRepository
+	// The namespaces' indexes are collected too: their old manifests.
+	opts.Select = func(name string) bool { return chain.IsChartRepository(name) || publish.IsIndexRepository(name) }
 	opts.Refs = func(ctx context.Context, repo publish.Repository, name, version string) ([]publish.Ref, error) {
 		if !chain.IsBootstrapRepository(name) {
 			return nil, nil
@@ -49,5 +51,39 @@ func GC(ctx context.Context, c Collector, opts publish.GCOptions) (publish.GCRes
 		}
 		return refs, nil
 	}
-	return c.GC(ctx, opts)
+	res, err := c.GC(ctx, opts)
+	if err != nil || opts.DryRun {
+		return res, err
+	}
+	return res, gcIndexes(ctx, c, res.Versions)
+}
+
+// gcIndexes removes from the namespaces' indexes the entries of versions
+// removed (repository:version): none, unless an index was stale, since a
+// collection keeps the newest version an entry names.
+func gcIndexes(ctx context.Context, c Collector, removed []string) error {
+	store, ok := c.(publish.Store)
+	if !ok {
+		return nil
+	}
+	byNS := map[string]map[string]string{}
+	for _, rv := range removed {
+		repo, version, _ := strings.Cut(rv, ":")
+		ns := namespaceOf(repo)
+		if byNS[ns] == nil {
+			byNS[ns] = map[string]string{}
+		}
+		byNS[ns][repo] = version
+	}
+	ix := &indexes{store: store}
+	if _, registry := store.(*publish.Remote); registry {
+		ix.opts.Settle = DefaultSettle
+	}
+	return updateIndexes(ctx, ix, byNS, func(x *publish.Index, gone map[string]string) {
+		for repo, version := range gone {
+			if e, ok := x.Repositories[repo]; ok && e.Version == version {
+				delete(x.Repositories, repo)
+			}
+		}
+	})
 }

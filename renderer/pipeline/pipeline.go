@@ -114,6 +114,10 @@ type PublishOptions struct {
 	Prune bool
 	// Compare keeps the old and new layers of what changes, for Diff.
 	Compare bool
+	// Full asks every repository the full way (its versions, its latest
+	// manifest) instead of trusting the namespaces' indexes, and lists the
+	// namespaces' repositories; the indexes are written all the same.
+	Full bool
 }
 
 func (o Options) log() *slog.Logger {

@@ -38,6 +38,6 @@ func Push(ctx context.Context, src, dst *Store, opts PushOptions) ([]PushResult,
 		check = opts.Reviewed.Check(src.Layout, dst.Remote)
 	}
 	popts := publish.Options{DryRun: opts.DryRun, SigningKey: opts.SigningKey, Verifier: opts.Verifier,
-		PushLast: chain.IsBootstrapRepository, Step: opts.Progress}
+		PushLast: chain.IsBootstrapRepository, Step: opts.Progress, Settle: DefaultSettle}
 	return publish.PushLayout(ctx, src.Layout, dst.Remote, popts, check)
 }

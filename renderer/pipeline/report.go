@@ -155,3 +155,14 @@ func (r *Report) Summary() []any {
 	return []any{"targets", len(r.Targets), publish.Create, counts[publish.Create], publish.Update, counts[publish.Update],
 		publish.Unchanged, counts[publish.Unchanged]}
 }
+
+// pruned are the results of the orphans' pruned versions.
+func (r *Report) pruned() []publish.Result {
+	var out []publish.Result
+	for _, o := range r.Orphans {
+		if o.Pruned != nil {
+			out = append(out, *o.Pruned)
+		}
+	}
+	return out
+}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/chart"
@@ -27,12 +26,16 @@ func Run(ctx context.Context, plan *Plan, store publish.Store, opts Options) (*R
 	report := NewReport(plan)
 	report.DryRun = opts.DryRun
 	targets := plan.valid()
-	listed, listErr := listNamespaces(ctx, plan, store, opts)
+	ix, err := openIndexes(ctx, store, runNamespaces(plan, targets, opts), opts)
+	if err != nil {
+		return report, err
+	}
+	listed, listErr := listNamespaces(ctx, plan, store, opts, ix)
 	if listErr != nil && opts.Prune {
 		return report, fmt.Errorf("--prune: the bootstrap repositories of Targets no longer in the input cannot be found: %w", listErr)
 	}
 	popts := publish.Options{DryRun: opts.DryRun, Settle: opts.Settle, Concurrency: opts.Concurrency, Log: opts.log(), Compare: opts.Compare, SigningKey: opts.SigningKey,
-		PackCache: publish.OpenPackCache(opts.CacheDir), Absent: map[string]bool{}}
+		PackCache: publish.OpenPackCache(opts.CacheDir), Absent: map[string]bool{}, Index: ix.entries(), BeforePush: ix.beforePush}
 	if !opts.DryRun {
 		defer popts.PackCache.Save()
 	}
@@ -51,7 +54,7 @@ func Run(ctx context.Context, plan *Plan, store publish.Store, opts Options) (*R
 			repos[i] = append(repos[i], j.Repository)
 		}
 	}
-	absent(popts.Absent, jobs, listed)
+	absent(popts.Absent, jobs, listed, ix)
 	released, err := publish.Publish(ctx, store, jobs, popts)
 	if err != nil {
 		return report, err
@@ -77,7 +80,7 @@ func Run(ctx context.Context, plan *Plan, store publish.Store, opts Options) (*R
 			opts.Progress(done, len(targets), targetReport(targets[i], r, releases[i]))
 		}
 	}
-	absent(popts.Absent, jobs, listed)
+	absent(popts.Absent, jobs, listed, ix)
 	boot, err := publish.Publish(ctx, store, jobs, popts)
 	for i, t := range targets {
 		if boot[i].Action != "" {
@@ -89,9 +92,24 @@ func Run(ctx context.Context, plan *Plan, store publish.Store, opts Options) (*R
 	}
 	if listErr != nil {
 		opts.log().Warn("orphans not looked for: the bootstrap charts of Targets no longer in the input stay as they are", "error", listErr)
-		return report, nil
+	} else if err := orphans(ctx, plan, store, opts, report, listed); err != nil {
+		return report, err
 	}
-	return report, orphans(ctx, plan, store, opts, report, listed)
+	// Last, the namespaces' indexes: the commit point of their publish.
+	return report, ix.commit(ctx, released, boot, report.pruned())
+}
+
+// runNamespaces are the namespaces whose indexes a run reads: those of its
+// Targets and those it looks for orphans in.
+func runNamespaces(plan *Plan, targets []*Target, opts Options) []string {
+	namespaces := map[string]bool{}
+	for _, t := range targets {
+		namespaces[t.Namespace] = true
+	}
+	for _, ns := range orphanNamespaces(plan, opts) {
+		namespaces[ns] = true
+	}
+	return slices.Sorted(maps.Keys(namespaces))
 }
 
 // bootstrapRegistry is the registry a Target's bootstrap chart names, as
@@ -137,17 +155,23 @@ func orphanNamespaces(plan *Plan, opts Options) []string {
 
 // listNamespaces lists the repositories of the run's namespaces before
 // anything is published, by namespace: a chart whose repository is not there
-// has no version to ask for, and the orphans are found among them. A store
+// has no version to ask for, and the orphans are found among them. A
+// namespace whose index was read is not listed: its index names its
+// repositories (unless Prune or Full asks for the store's own list). A store
 // that cannot list gives nil; a listing that fails (a registry without the
 // catalog API: Docker Hub, GHCR), nil and its error: versions are then asked
 // for, and orphans are not looked for.
-func listNamespaces(ctx context.Context, plan *Plan, store publish.Store, opts Options) (map[string][]string, error) {
+func listNamespaces(ctx context.Context, plan *Plan, store publish.Store, opts Options, ix *indexes) (map[string][]string, error) {
 	lister, ok := store.(publish.Lister)
 	if !ok {
 		return nil, nil
 	}
 	listed := map[string][]string{}
 	for _, ns := range orphanNamespaces(plan, opts) {
+		if repos, ok := ix.repositories(ns); ok && !opts.Prune {
+			listed[ns] = repos
+			continue
+		}
 		repos, err := lister.Repositories(ctx, ns+"/")
 		if err != nil {
 			return nil, err
@@ -157,9 +181,10 @@ func listNamespaces(ctx context.Context, plan *Plan, store publish.Store, opts O
 	return listed, nil
 }
 
-// absent adds to a the repositories of jobs that the listing of their
-// namespace did not name.
-func absent(a map[string]bool, jobs []publish.Job, listed map[string][]string) {
+// absent adds to a the repositories of jobs that the store's listing of
+// their namespace did not name (an index's list, which may lack a
+// repository the store has, says nothing of what is absent).
+func absent(a map[string]bool, jobs []publish.Job, listed map[string][]string, ix *indexes) {
 	known := map[string]bool{}
 	for _, repos := range listed {
 		for _, r := range repos {
@@ -167,7 +192,10 @@ func absent(a map[string]bool, jobs []publish.Job, listed map[string][]string) {
 		}
 	}
 	for _, j := range jobs {
-		ns, _, _ := strings.Cut(j.Repository, "/")
+		ns := namespaceOf(j.Repository)
+		if _, indexed := ix.read[ns]; indexed {
+			continue
+		}
 		if _, ok := listed[ns]; ok && !known[j.Repository] {
 			a[j.Repository] = true
 		}

@@ -83,6 +83,9 @@ type Verified struct {
 	// Signed counts the versions whose signatures were checked
 	// (VerifyOptions.Verifier).
 	Signed int `json:"signed,omitempty"`
+	// Indexes counts the namespace indexes checked against the
+	// repositories (publish.Index).
+	Indexes int `json:"indexes"`
 	// names are, per bootstrap chart version, the release charts it names
 	// (or why they cannot be read), checked once every repository's
 	// versions are known.
@@ -116,7 +119,8 @@ func Verify(ctx context.Context, store publish.Store, opts VerifyOptions) (*Veri
 		return nil, err
 	}
 	v := &Verified{}
-	var repos []string
+	var repos, indexes []string
+	listed, indexes = publish.SplitRepositories(listed, func(name string) bool { return !publish.IsIndexRepository(name) })
 	repos, v.Skipped = publish.SplitRepositories(listed, chain.IsChartRepository)
 	if len(repos) == 0 && len(v.Skipped) > 0 {
 		return nil, fmt.Errorf("%w (only %s, not solar's charts)", ErrNoRepository, strings.Join(v.Skipped, ", "))
@@ -155,6 +159,9 @@ func Verify(ctx context.Context, store publish.Store, opts VerifyOptions) (*Veri
 	for _, n := range v.names {
 		v.Violations = append(v.Violations, n.check(has, tagsOf)...)
 	}
+	if err := v.verifyIndexes(ctx, store, indexes, tagsOf, opts); err != nil {
+		return nil, err
+	}
 	if opts.Verifier != nil {
 		if err := v.checkSignatures(ctx, store, pullable(tagsOf, v.names, has), opts); err != nil {
 			return nil, err
@@ -168,10 +175,8 @@ func Verify(ctx context.Context, store publish.Store, opts VerifyOptions) (*Veri
 func pullable(tagsOf map[string][]string, names []versionNames, has func(string) bool) [][2]string {
 	newest := map[string]string{}
 	for repo, tags := range tagsOf {
-		for _, t := range tags {
-			if plainVersion.MatchString(t) && (newest[repo] == "" || semverLess(newest[repo], t)) {
-				newest[repo] = t
-			}
+		if n := newestVersion(tags); n != "" {
+			newest[repo] = n
 		}
 	}
 	seen := map[[2]string]bool{}

@@ -89,7 +89,9 @@ func (r *layoutRepo) Tag(ctx context.Context, d ocispec.Descriptor, tag string) 
 	}
 	r.l.mu.Lock()
 	defer r.l.mu.Unlock()
-	r.s.tags = append(r.s.tags, tag)
+	if !slices.Contains(r.s.tags, tag) { // a tag moved (an index's) is listed once
+		r.s.tags = append(r.s.tags, tag)
+	}
 	r.s.changed(r.l)
 	return nil
 }

@@ -51,7 +51,10 @@ func NewBlob(mediaType string, data []byte) Blob {
 // layers and annotations. Annotations must derive from the content alone, so
 // that the same content gives the same manifest digest.
 type Artifact struct {
-	Config      Blob
+	// ArtifactType is the manifest's artifactType ("": none, as a Helm
+	// chart's).
+	ArtifactType string
+	Config       Blob
 	Layers      []Blob
 	Annotations map[string]string
 }
@@ -88,8 +91,12 @@ type Result struct {
 	// (packed at that version, so only the content differs), when
 	// Options.Compare asked for them and the content changed.
 	Old, New []Blob `json:"-"`
-	// manifest is the version's manifest: what a signature signs.
+	// manifest is the version's manifest: what a signature signs; layers
+	// the digests of its layers.
 	manifest ocispec.Descriptor
+	layers   []string
+	// indexed: the namespace's index gave it (Options.Index).
+	indexed bool
 }
 
 // Options configures a publish. The zero value publishes with GOMAXPROCS
@@ -129,6 +136,16 @@ type Options struct {
 	// job there starts at 0.0.1. The check right before tagging still finds
 	// a version another writer took meanwhile, and the job then asks.
 	Absent map[string]bool
+	// Index holds the entries of the namespaces' indexes, by repository
+	// (ReadIndex): a job whose entry holds what it gives is unchanged
+	// without a request. The jobs it does not settle are published the
+	// full way after BeforePush.
+	Index map[string]Entry
+	// BeforePush, when set, is called once, before anything is pushed,
+	// with the repositories the index did not settle (Options.Index): it
+	// removes their entries, so that a run killed after pushing them leaves
+	// no entry claiming an older version.
+	BeforePush func(ctx context.Context, repositories []string) error
 }
 
 // maxAttempts bounds how often a job is pushed again because another writer
@@ -153,17 +170,17 @@ func Publish(ctx context.Context, store Store, jobs []Job, opts Options) ([]Resu
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
-	p := &publisher{store: store, opts: opts}
+	p := &publisher{store: store, opts: opts, keys: make([]*string, len(jobs))}
 	results := make([]Result, len(jobs))
-	pending := make([]int, len(jobs))
-	for i := range pending {
-		pending[i] = i
+	pending, err := p.settle(ctx, jobs, results)
+	if err != nil {
+		return results, err
 	}
 	for attempt := 1; len(pending) > 0; attempt++ {
 		err := p.each(ctx, len(pending), func(ctx context.Context, k int) (err error) {
 			i := pending[k]
 			// After the first round the repository has what this run pushed.
-			results[i], err = p.publish(ctx, jobs[i], attempt == 1 && opts.Absent[jobs[i].Repository])
+			results[i], err = p.publish(ctx, jobs[i], p.key(i, jobs[i]), attempt == 1 && opts.Absent[jobs[i].Repository])
 			if err == nil && opts.SigningKey != nil && !opts.DryRun {
 				err = p.sign(ctx, &results[i])
 			}
@@ -266,6 +283,52 @@ type publisher struct {
 	opts   Options
 	mu     sync.Mutex // one Done call at a time; signed
 	signed []*sign.Written
+	// keys are the jobs' keys (Job.Key), each asked once.
+	keys []*string
+}
+
+// key is job i's key for the pack cache ("" without one), asked once.
+func (p *publisher) key(i int, job Job) string {
+	if p.opts.PackCache == nil || job.Key == nil {
+		return ""
+	}
+	if p.keys[i] == nil {
+		k := job.Key()
+		p.keys[i] = &k
+	}
+	return *p.keys[i]
+}
+
+// settle fills the results of the jobs the index settles (Options.Index)
+// and returns the others, after BeforePush has seen their repositories.
+func (p *publisher) settle(ctx context.Context, jobs []Job, results []Result) ([]int, error) {
+	settled := make([]bool, len(jobs))
+	if p.opts.Index != nil {
+		err := p.each(ctx, len(jobs), func(_ context.Context, i int) (err error) {
+			results[i], settled[i], err = p.fromIndex(jobs[i], p.key(i, jobs[i]))
+			if err == nil && settled[i] && p.opts.Done != nil {
+				p.done(i, results[i])
+			}
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	var pending []int
+	var repos []string
+	for i := range jobs {
+		if !settled[i] {
+			pending = append(pending, i)
+			repos = append(repos, jobs[i].Repository)
+		}
+	}
+	if len(repos) > 0 && p.opts.BeforePush != nil && !p.opts.DryRun {
+		if err := p.opts.BeforePush(ctx, repos); err != nil {
+			return nil, err
+		}
+	}
+	return pending, nil
 }
 
 func (p *publisher) done(i int, r Result) {

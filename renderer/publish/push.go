@@ -30,7 +30,7 @@ func stage(ctx context.Context, art *Artifact) (*memory.Store, ocispec.Descripto
 			layers[i-1] = b.Desc
 		}
 	}
-	desc, err := oras.PackManifest(ctx, mem, oras.PackManifestVersion1_1, "", oras.PackManifestOptions{
+	desc, err := oras.PackManifest(ctx, mem, oras.PackManifestVersion1_1, art.ArtifactType, oras.PackManifestOptions{
 		ConfigDescriptor:    &art.Config.Desc,
 		Layers:              layers,
 		ManifestAnnotations: art.Annotations,
@@ -39,35 +39,12 @@ func stage(ctx context.Context, art *Artifact) (*memory.Store, ocispec.Descripto
 }
 
 // push uploads the blobs the repository lacks (all of them without checking
-// when check is false) and then the manifest under the tag.
+// when check is false) and then the manifest under the tag, which must be
+// free.
 func push(ctx context.Context, staged content.ReadOnlyStorage, repo Repository, manifest ocispec.Descriptor, tag string, check bool) error {
-	b, err := content.FetchAll(ctx, staged, manifest)
+	b, err := upload(ctx, staged, repo, manifest, check)
 	if err != nil {
 		return err
-	}
-	var m ocispec.Manifest
-	if err := json.Unmarshal(b, &m); err != nil {
-		return err
-	}
-	for _, d := range append([]ocispec.Descriptor{m.Config}, m.Layers...) {
-		if check {
-			exists, err := repo.Exists(ctx, d)
-			if err != nil {
-				return err
-			}
-			if exists {
-				continue
-			}
-		}
-		data, err := content.FetchAll(ctx, staged, d)
-		if err != nil {
-			return err
-		}
-		// A bytes.Reader: a request the registry failed can be sent again.
-		err = repo.Push(ctx, d, bytes.NewReader(data))
-		if err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
-			return err
-		}
 	}
 	// The tag must still be free: another writer may have taken it since the
 	// versions were listed.
@@ -76,6 +53,45 @@ func push(ctx context.Context, staged content.ReadOnlyStorage, repo Repository, 
 	} else if !isNotFound(err) {
 		return err
 	}
+	return tagManifest(ctx, repo, manifest, b, tag)
+}
+
+// upload uploads the blobs of manifest the repository lacks (all of them
+// without checking when check is false) and returns the manifest's bytes.
+func upload(ctx context.Context, staged content.ReadOnlyStorage, repo Repository, manifest ocispec.Descriptor, check bool) ([]byte, error) {
+	b, err := content.FetchAll(ctx, staged, manifest)
+	if err != nil {
+		return nil, err
+	}
+	var m ocispec.Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	for _, d := range append([]ocispec.Descriptor{m.Config}, m.Layers...) {
+		if check {
+			exists, err := repo.Exists(ctx, d)
+			if err != nil {
+				return nil, err
+			}
+			if exists {
+				continue
+			}
+		}
+		data, err := content.FetchAll(ctx, staged, d)
+		if err != nil {
+			return nil, err
+		}
+		// A bytes.Reader: a request the registry failed can be sent again.
+		err = repo.Push(ctx, d, bytes.NewReader(data))
+		if err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// tagManifest pushes the manifest b (of descriptor manifest) under tag.
+func tagManifest(ctx context.Context, repo Repository, manifest ocispec.Descriptor, b []byte, tag string) error {
 	// A registry takes the manifest and its tag in one request.
 	if rp, ok := repo.(registry.ReferencePusher); ok {
 		return rp.PushReference(ctx, manifest, bytes.NewReader(b), tag)

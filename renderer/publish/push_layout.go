@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -45,6 +46,9 @@ func PushLayout(ctx context.Context, l *Layout, dst Store, opts Options, check C
 	}
 	if opts.DryRun {
 		return results, nil
+	}
+	if err := forget(ctx, dst, results, opts); err != nil {
+		return results, err
 	}
 	var carried []*sign.Written
 	for i, r := range results {
@@ -208,4 +212,24 @@ func compareBool(a, b bool) int {
 		return 1
 	}
 	return -1
+}
+
+// forget removes from the registry's namespace indexes the entries of the
+// repositories results push: their versions change without the index
+// knowing their layers, so the next publish asks them the full way.
+func forget(ctx context.Context, dst Store, results []Result, opts Options) error {
+	byNS := map[string][]string{}
+	for _, r := range results {
+		if r.Action != Unchanged {
+			ns, _, _ := strings.Cut(r.Repository, "/")
+			byNS[ns] = append(byNS[ns], r.Repository)
+		}
+	}
+	for _, ns := range slices.Sorted(maps.Keys(byNS)) {
+		err := UpdateIndex(ctx, dst, ns, func(ix *Index) { ix.Remove(byNS[ns]) }, IndexOptions{Settle: opts.Settle, SigningKey: opts.SigningKey, Log: opts.Log})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -22,15 +22,11 @@ import (
 // the repository had no versions when the run began (Options.Absent), so they
 // are not asked for unless the version is found taken. Each attempt has two
 // steps: decide the version, then push it.
-func (p *publisher) publish(ctx context.Context, job Job, absent bool) (Result, error) {
+func (p *publisher) publish(ctx context.Context, job Job, key string, absent bool) (Result, error) {
 	r := Result{Repository: job.Repository}
 	repo, err := p.store.Repository(ctx, job.Repository)
 	if err != nil {
 		return r, fail("opening", job, err)
-	}
-	key := ""
-	if p.opts.PackCache != nil && job.Key != nil {
-		key = job.Key()
 	}
 	check := false
 	for attempt := 1; ; attempt++ {
@@ -114,7 +110,7 @@ func (p *publisher) pack(ctx context.Context, job Job, key string, d decision, r
 	if err != nil {
 		return nil, ocispec.Descriptor{}, fail("packing", job, err)
 	}
-	r.Version, r.Digest, r.Action, r.manifest = d.version, manifest.Digest.String(), Create, manifest
+	r.Version, r.Digest, r.Action, r.manifest, r.layers = d.version, manifest.Digest.String(), Create, manifest, digests(art.Layers)
 	if d.updated {
 		r.Action = Update
 	}
@@ -134,7 +130,7 @@ func (p *publisher) compare(ctx context.Context, repo Repository, job Job, conte
 		return false, isNotFound(err), fmt.Errorf("reading version %s of %s: %w", latest, job.Repository, explain(err))
 	}
 	if slices.Equal(layers, packed) {
-		r.Version, r.Digest, r.Action, r.manifest = latest, desc.Digest.String(), Unchanged, desc
+		r.Version, r.Digest, r.Action, r.manifest, r.layers = latest, desc.Digest.String(), Unchanged, desc, packed
 		return true, false, nil
 	}
 	if p.opts.Compare {

@@ -1,0 +1,140 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/solar-pipeline/solar/renderer/publish"
+)
+
+// indexes are the namespace indexes of a run (publish.Index): read before
+// anything is published, their entries removed for the repositories about
+// to be pushed, and written last with what the run published or found.
+type indexes struct {
+	store publish.Store
+	opts  Options
+	// read are the indexes read, by namespace; a namespace without a usable
+	// one is not there.
+	read map[string]*publish.Index
+}
+
+// openIndexes reads the indexes of the namespaces of the run. A store that
+// is neither a registry nor a layout (a layout over a registry) keeps none;
+// with Full none is read. An index that is damaged or not signed with the
+// run's key is left aside, with a warning: its namespace goes the full way.
+func openIndexes(ctx context.Context, store publish.Store, namespaces []string, opts Options) (*indexes, error) {
+	ix := &indexes{store: store, opts: opts, read: map[string]*publish.Index{}}
+	if !indexable(store) || opts.Full {
+		return ix, nil
+	}
+	v, err := publish.IndexVerifier(opts.SigningKey)
+	if err != nil {
+		return nil, err
+	}
+	got := make([]*publish.Index, len(namespaces))
+	err = each(ctx, len(namespaces), opts.Concurrency, func(ctx context.Context, i int) error {
+		var err error
+		got[i], err = publish.ReadIndex(ctx, store, namespaces[i], v)
+		if errors.Is(err, publish.ErrIndex) {
+			opts.log().Warn("the namespace's index is left aside: its repositories are asked one by one", "namespace", namespaces[i], "reason", err)
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i, x := range got {
+		if x != nil {
+			ix.read[namespaces[i]] = x
+		}
+	}
+	return ix, nil
+}
+
+// indexable: the store keeps namespace indexes (a registry or a layout,
+// not a layout over a registry, whose index would describe neither).
+func indexable(store publish.Store) bool {
+	switch store.(type) {
+	case *publish.Remote, *publish.Layout:
+		return true
+	}
+	return false
+}
+
+// entries are the entries of every index read, by repository (nil where
+// the store keeps no indexes).
+func (ix *indexes) entries() map[string]publish.Entry {
+	if !indexable(ix.store) {
+		return nil
+	}
+	out := map[string]publish.Entry{}
+	for _, x := range ix.read {
+		maps.Copy(out, x.Repositories)
+	}
+	return out
+}
+
+// repositories are the repositories the index of ns names, sorted; ok is
+// false where none was read.
+func (ix *indexes) repositories(ns string) (_ []string, ok bool) {
+	x, ok := ix.read[ns]
+	if !ok {
+		return nil, false
+	}
+	return slices.Sorted(maps.Keys(x.Repositories)), true
+}
+
+// beforePush removes from the indexes read the entries of repos, which the
+// run is about to push (publish.Options.BeforePush).
+func (ix *indexes) beforePush(ctx context.Context, repos []string) error {
+	byNS := map[string][]string{}
+	for _, r := range repos {
+		ns := namespaceOf(r)
+		if x, ok := ix.read[ns]; ok {
+			if _, listed := x.Repositories[r]; listed {
+				byNS[ns] = append(byNS[ns], r)
+			}
+		}
+	}
+	return updateIndexes(ctx, ix, byNS, func(x *publish.Index, repos []string) { x.Remove(repos) })
+}
+
+// commit writes into the index of each namespace the results of the run
+// that did not come from it: written, or found unchanged in the store.
+func (ix *indexes) commit(ctx context.Context, results ...[]publish.Result) error {
+	if !indexable(ix.store) || ix.opts.DryRun {
+		return nil
+	}
+	byNS := map[string]map[string]publish.Entry{}
+	for _, rs := range results {
+		for repo, e := range publish.IndexEntries(rs) {
+			ns := namespaceOf(repo)
+			if byNS[ns] == nil {
+				byNS[ns] = map[string]publish.Entry{}
+			}
+			byNS[ns][repo] = e
+		}
+	}
+	return updateIndexes(ctx, ix, byNS, func(x *publish.Index, e map[string]publish.Entry) { x.Merge(e) })
+}
+
+// updateIndexes applies change with each namespace's part to its index,
+// the namespaces in parallel.
+func updateIndexes[T any](ctx context.Context, ix *indexes, parts map[string]T, change func(*publish.Index, T)) error {
+	namespaces := slices.Sorted(maps.Keys(parts))
+	iopts := publish.IndexOptions{Settle: max(ix.opts.Settle, 0), SigningKey: ix.opts.SigningKey, Log: ix.opts.log()}
+	return each(ctx, len(namespaces), ix.opts.Concurrency, func(ctx context.Context, i int) error {
+		ns := namespaces[i]
+		return publish.UpdateIndex(ctx, ix.store, ns, func(x *publish.Index) { change(x, parts[ns]) }, iopts)
+	})
+}
+
+// namespaceOf is the Target namespace of a repository: its first component.
+func namespaceOf(repo string) string {
+	ns, _, _ := strings.Cut(repo, "/")
+	return ns
+}

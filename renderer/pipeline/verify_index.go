@@ -1,0 +1,86 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/solar-pipeline/solar/renderer/publish"
+)
+
+// verifyIndexes checks each namespace index of names against the chart
+// repositories' tags (tagsOf): every entry must name a repository there, its
+// newest version and that version's manifest. A publish trusts such an
+// entry without asking the repository: an entry that no longer holds (a
+// repository deleted, re-created or written by hand, a version pushed by a
+// writer that keeps no index) is a violation, which publish --full repairs.
+// Indexes says how many were checked.
+func (v *Verified) verifyIndexes(ctx context.Context, store publish.Store, names []string, tagsOf map[string][]string, opts VerifyOptions) error {
+	found := make([][]Violation, len(names))
+	err := each(ctx, len(names), opts.Concurrency, func(ctx context.Context, i int) error {
+		var err error
+		found[i], err = verifyIndex(ctx, store, names[i], tagsOf, opts)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for _, f := range found {
+		v.Violations = append(v.Violations, f...)
+	}
+	v.Indexes = len(names)
+	return nil
+}
+
+// verifyIndex checks one namespace index (the repository name).
+func verifyIndex(ctx context.Context, store publish.Store, name string, tagsOf map[string][]string, opts VerifyOptions) ([]Violation, error) {
+	ns := namespaceOf(name)
+	ix, err := publish.ReadIndex(ctx, store, ns, opts.Verifier)
+	if errors.Is(err, publish.ErrIndex) {
+		return []Violation{{name, publish.IndexTag, err.Error()}}, nil
+	}
+	if err != nil || ix == nil {
+		return nil, err
+	}
+	var out []Violation
+	bad := func(repo, format string, a ...any) {
+		out = append(out, Violation{name, publish.IndexTag, repo + ": " + fmt.Sprintf(format, a...) + " (publish --full rewrites the entry)"})
+	}
+	for _, repo := range slices.Sorted(maps.Keys(ix.Repositories)) {
+		e := ix.Repositories[repo]
+		tags, ok := tagsOf[repo]
+		if !ok {
+			bad(repo, "the index names %s, but the store has no such repository", e.Version)
+			continue
+		}
+		if newest := newestVersion(tags); newest != e.Version {
+			bad(repo, "the index names %s, but the newest version is %s", e.Version, newest)
+			continue
+		}
+		r, err := store.Repository(ctx, repo)
+		if err != nil {
+			return nil, err
+		}
+		desc, err := r.Resolve(ctx, e.Version)
+		if err != nil {
+			continue // a violation of the repository's already
+		}
+		if desc.Digest.String() != e.Digest {
+			bad(repo, "the index names %s as %s, but the store holds %s", e.Version, e.Digest, desc.Digest)
+		}
+	}
+	return out, nil
+}
+
+// newestVersion is the highest plain version of tags ("" for none).
+func newestVersion(tags []string) string {
+	newest := ""
+	for _, t := range tags {
+		if plainVersion.MatchString(t) && (newest == "" || semverLess(newest, t)) {
+			newest = t
+		}
+	}
+	return newest
+}

@@ -1,0 +1,239 @@
+package publish
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+
+	"github.com/Masterminds/semver/v3"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/content"
+	"oras.land/oras-go/v2/registry"
+
+	"github.com/solar-pipeline/solar/renderer/sign"
+)
+
+// A namespace's index is one small artifact, ns/solar-index:index, that
+// lists for every repository of the namespace the latest version a publish
+// wrote or found, with its manifest digest, its layers and its signature. A
+// publish reads it first (two requests per namespace) and trusts an entry
+// whose layers equal what the input gives at that version: that repository
+// is then not asked at all. The index is written last, after the
+// namespace's charts; before a repository is pushed its entry is removed, so
+// that a writer killed between the two leaves no entry claiming an older
+// version.
+const (
+	// IndexName is the last component of an index's repository; IndexTag
+	// its only tag.
+	IndexName = "solar-index"
+	IndexTag  = "index"
+	// IndexArtifactType and IndexMediaType are its manifest's artifact type
+	// and its one layer's media type.
+	IndexArtifactType = "application/vnd.solar.index.v1"
+	IndexMediaType    = "application/vnd.solar.index.v1+json"
+	// indexSchema is the version of the layer's format.
+	indexSchema = 1
+	// maxIndex bounds the layer read (about 100,000 entries).
+	maxIndex = 64 << 20
+)
+
+// IndexRepository is the repository of namespace ns's index.
+func IndexRepository(ns string) string { return ns + "/" + IndexName }
+
+// IsIndexRepository says whether a repository is a namespace's index.
+func IsIndexRepository(name string) bool {
+	ns, last, ok := strings.Cut(name, "/")
+	return ok && ns != "" && last == IndexName
+}
+
+// Entry is what the index says of one repository.
+type Entry struct {
+	Version string `json:"version"`
+	// Digest and Size are the version's manifest's.
+	Digest string `json:"digest"`
+	Size   int64  `json:"size"`
+	// Layers are the digests of its layers, compared with the input's.
+	Layers []string `json:"layers"`
+	// Signature is the digest of its signature, when a signing run wrote
+	// or found one.
+	Signature string `json:"signature,omitempty"`
+}
+
+// Index is a namespace's index.
+type Index struct {
+	Schema       int              `json:"schema"`
+	Namespace    string           `json:"namespace"`
+	Repositories map[string]Entry `json:"repositories"`
+}
+
+// indexLayer is the index's layer: the index, and the bundle that signs it
+// when the writer had a signing key (sign.Key.Bundle of the index's bytes,
+// verified locally: no request more).
+type indexLayer struct {
+	Index  json.RawMessage `json:"index"`
+	Bundle json.RawMessage `json:"bundle,omitempty"`
+}
+
+// ErrIndex: an index that is damaged, of another schema or namespace, or
+// not signed with the run's key: the run goes without it.
+
+// IndexVerifier is the verifier of the indexes a signing key writes (nil
+// for none).
+func IndexVerifier(key *sign.Key) (*sign.Verifier, error) {
+	if key == nil {
+		return nil, nil
+	}
+	return sign.NewVerifier(key.PublicPEM())
+}
+var ErrIndex = errors.New("the namespace's index is not usable")
+
+// ReadIndex reads namespace ns's index: nil without an error where there is
+// none. With v, an index it does not verify is ErrIndex.
+func ReadIndex(ctx context.Context, store Store, ns string, v *sign.Verifier) (*Index, error) {
+	ix, _, err := readIndex(ctx, store, ns, v)
+	return ix, err
+}
+
+// readIndex is ReadIndex, with the index manifest's descriptor.
+func readIndex(ctx context.Context, store Store, ns string, v *sign.Verifier) (*Index, ocispec.Descriptor, error) {
+	repo, err := store.Repository(ctx, IndexRepository(ns))
+	if err != nil {
+		return nil, ocispec.Descriptor{}, err
+	}
+	desc, b, err := fetchManifest(ctx, repo, IndexTag)
+	if isNotFound(err) {
+		return nil, ocispec.Descriptor{}, nil
+	}
+	if err != nil {
+		return nil, desc, fmt.Errorf("reading the index of %s: %w", ns, explain(err))
+	}
+	var m ocispec.Manifest
+	if err := json.Unmarshal(b, &m); err != nil || m.ArtifactType != IndexArtifactType || len(m.Layers) != 1 ||
+		m.Layers[0].MediaType != IndexMediaType || m.Layers[0].Size > maxIndex {
+		return nil, desc, fmt.Errorf("%w: %s is not an index of this schema", ErrIndex, IndexRepository(ns))
+	}
+	raw, err := content.FetchAll(ctx, repo, m.Layers[0])
+	if err != nil {
+		return nil, desc, fmt.Errorf("reading the index of %s: %w", ns, explain(err))
+	}
+	ix, err := decodeIndex(raw, ns, v)
+	return ix, desc, err
+}
+
+// fetchManifest reads the manifest a tag names, in one request where the
+// store can, at most maxChartManifest bytes.
+func fetchManifest(ctx context.Context, repo Repository, tag string) (ocispec.Descriptor, []byte, error) {
+	if rf, ok := repo.(registry.ReferenceFetcher); ok {
+		desc, rc, err := rf.FetchReference(ctx, tag)
+		if err != nil {
+			return desc, nil, err
+		}
+		defer rc.Close()
+		if desc.Size > maxChartManifest {
+			return desc, nil, fmt.Errorf("a manifest of %d bytes, more than %d", desc.Size, maxChartManifest)
+		}
+		b, err := content.ReadAll(rc, desc)
+		return desc, b, err
+	}
+	desc, err := repo.Resolve(ctx, tag)
+	if err != nil {
+		return desc, nil, err
+	}
+	if desc.Size > maxChartManifest {
+		return desc, nil, fmt.Errorf("a manifest of %d bytes, more than %d", desc.Size, maxChartManifest)
+	}
+	b, err := content.FetchAll(ctx, repo, desc)
+	return desc, b, err
+}
+
+// decodeIndex decodes an index layer and checks it is namespace ns's, and,
+// with v, signed with one of its keys.
+func decodeIndex(raw []byte, ns string, v *sign.Verifier) (*Index, error) {
+	var l indexLayer
+	ix := &Index{}
+	if err := json.Unmarshal(raw, &l); err != nil || json.Unmarshal(l.Index, ix) != nil {
+		return nil, fmt.Errorf("%w: %s is damaged", ErrIndex, IndexRepository(ns))
+	}
+	if ix.Schema != indexSchema || ix.Namespace != ns {
+		return nil, fmt.Errorf("%w: %s is of schema %d for namespace %q", ErrIndex, IndexRepository(ns), ix.Schema, ix.Namespace)
+	}
+	if v != nil {
+		d := digest.FromBytes(l.Index)
+		if len(l.Bundle) == 0 {
+			return nil, fmt.Errorf("%w: %s is not signed", ErrIndex, IndexRepository(ns))
+		}
+		if err := v.VerifyBundle(l.Bundle, ocispec.Descriptor{Digest: d, Size: int64(len(l.Index))}); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrIndex, IndexRepository(ns), err)
+		}
+	}
+	if ix.Repositories == nil {
+		ix.Repositories = map[string]Entry{}
+	}
+	return ix, nil
+}
+
+// encodeIndex is the index's layer, signed with key when given.
+func encodeIndex(ix *Index, key *sign.Key) ([]byte, error) {
+	b, err := json.Marshal(ix) // maps in key order: the same index, the same bytes
+	if err != nil {
+		return nil, err
+	}
+	l := indexLayer{Index: b}
+	if key != nil {
+		if l.Bundle, err = key.Bundle(IndexRepository(ix.Namespace), digest.FromBytes(b)); err != nil {
+			return nil, err
+		}
+	}
+	return json.Marshal(l)
+}
+
+// Newer says whether version a is higher than b ("" is lowest).
+func newer(a, b string) bool {
+	va, err := semver.StrictNewVersion(a)
+	if err != nil {
+		return false
+	}
+	vb, err := semver.StrictNewVersion(b)
+	return err != nil || va.GreaterThan(vb)
+}
+
+// Merge sets ix's entries from entries, except where ix already names a
+// higher version (another writer's, written since): versions only rise.
+// An entry without a signature keeps the one ix has for the same manifest.
+func (ix *Index) Merge(entries map[string]Entry) {
+	for name, e := range entries {
+		old, ok := ix.Repositories[name]
+		if ok && newer(old.Version, e.Version) {
+			continue
+		}
+		if ok && e.Signature == "" && old.Digest == e.Digest {
+			e.Signature = old.Signature
+		}
+		ix.Repositories[name] = e
+	}
+}
+
+// Remove deletes the entries of repos from ix.
+func (ix *Index) Remove(repos []string) {
+	for _, r := range repos {
+		delete(ix.Repositories, r)
+	}
+}
+
+func (ix *Index) clone() *Index {
+	c := *ix
+	c.Repositories = maps.Clone(ix.Repositories)
+	return &c
+}
+
+// equal says whether two indexes hold the same entries.
+func (ix *Index) equal(o *Index) bool {
+	a, _ := json.Marshal(ix)
+	b, _ := json.Marshal(o)
+	return bytes.Equal(a, b)
+}
