@@ -89,11 +89,14 @@ type planFlags struct {
 	kubeconfig    string
 	noCredentials bool
 	prune         bool
+	full          bool
 }
 
-// registerPrune adds --prune: only render, publish and diff take it.
+// registerPrune adds --prune and --full: only render, publish and diff
+// take them.
 func (f *planFlags) registerPrune(cmd *cobra.Command, what string) {
 	cmd.Flags().BoolVar(&f.prune, "prune", false, what)
+	cmd.Flags().BoolVar(&f.full, "full", false, "ask every repository for its versions and latest manifest instead of trusting the namespace indexes (docs/index.md), and list the store's repositories; the indexes are rewritten from what is found")
 }
 
 // register adds the flags of the commands that render: those of
@@ -133,7 +136,7 @@ func (f *planFlags) options(g *globals, stdin io.Reader, paths []string) (pipeli
 		return opts, err
 	}
 	opts.Target, opts.StrictRegistryBindings, opts.Kubeconfig, opts.DryRun = f.target, f.strictRegs, f.kubeconfig, f.dryRun
-	opts.NoCredentials, opts.Prune = f.noCredentials, f.prune
+	opts.NoCredentials, opts.Prune, opts.Full = f.noCredentials, f.prune, f.full
 	g.dryRun = f.dryRun
 	if err := f.selectFlags.apply(g, &opts); err != nil {
 		return opts, err
