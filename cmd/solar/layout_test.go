@@ -10,10 +10,11 @@ import (
 )
 
 // TestLayoutRefusesWhatIsNotOne: solar writes only into its own layouts and
-// follows no symlink inside them.
+// follows no symlink inside them. A render that trusts the namespace index
+// does not open a repository whose entry holds: --full opens each.
 func TestLayoutRefusesWhatIsNotOne(t *testing.T) {
 	render := func(out string) (int, string) {
-		code, _, stderr := solar(t, "render", "--no-credentials", "-n", "beta", "--out", out, "../../examples")
+		code, _, stderr := solar(t, "render", "--no-credentials", "--full", "-n", "beta", "--out", out, "../../examples")
 		return code, stderr
 	}
 	notLayout := t.TempDir()

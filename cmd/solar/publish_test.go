@@ -49,7 +49,7 @@ func TestPublishTLS(t *testing.T) {
 	// Failures first: each leaves the registry as it was.
 	code, _, stderr := publishCLI(t, reg, "wrong", "--no-credentials", "--ca-file", reg.CAFile, "--registry", registry, "../../examples")
 	assert.Equal(t, 1, code)
-	assert.Contains(t, stderr, "registry "+reg.Host+"/solar: listing the versions of")
+	assert.Contains(t, stderr, "registry "+reg.Host+"/solar: reading the index of")
 	assert.Contains(t, stderr, "the registry denied access: 401 Unauthorized to GET https://"+reg.Host+"/v2/solar/")
 	assert.NotContains(t, stderr, "map[", "no raw error details")
 	assert.Contains(t, stderr, "401 Unauthorized")
@@ -117,9 +117,18 @@ func TestPublishContentAddressed(t *testing.T) {
 	assert.Equal(t, 0, code, "nothing changed")
 	assert.Equal(t, digests(first), digests(second))
 	assert.Zero(t, countproxy.Writes(reqs), "unchanged input writes no blob and no manifest: %v", reqs)
-	assert.Equal(t, charts, tagLists(reqs), "each repository's versions are listed once")
+	// The namespace indexes answer: two requests each (manifest, layer),
+	// and the first one's challenge; no chart repository is asked.
+	assert.ElementsMatch(t, []string{"GET /v2/solar/alpha/solar-index/manifests/index", "GET /v2/solar/alpha/solar-index/manifests/index",
+		"GET /v2/solar/beta/solar-index/manifests/index", "GET /v2/solar/beta/solar-index/manifests/index",
+		"GET /v2/solar/alpha/solar-index/blobs/", "GET /v2/solar/beta/solar-index/blobs/"}, withoutDigests(reqs))
 	t.Logf("unchanged publish: %d requests for %d Targets (%.1f per Target), %d charts",
 		len(reqs), len(second.Targets), float64(len(reqs))/float64(len(second.Targets)), charts)
+	code, full, reqs := pub("--exit-code", "--full", examples)
+	assert.Equal(t, 0, code, "nothing changed")
+	assert.Equal(t, digests(first), digests(full))
+	assert.Equal(t, charts, tagLists(reqs), "--full lists each repository's versions once")
+	assert.Zero(t, countproxy.Writes(reqs), "the index it rewrites is the same: not written: %v", reqs)
 
 	// One Release changes: exactly its chart and the bootstraps using it.
 	releases := filepath.Join(examples, "alpha", "releases.yaml")
@@ -137,10 +146,23 @@ func TestPublishContentAddressed(t *testing.T) {
 	t.Logf("one Release changed: %d requests, %d writes", len(reqs), countproxy.Writes(reqs))
 }
 
+// withoutDigests are the requests reqs with the digests of blob paths cut.
+func withoutDigests(reqs []string) []string {
+	out := make([]string, len(reqs))
+	for i, r := range reqs {
+		if b, _, ok := strings.Cut(r, "/blobs/sha256:"); ok {
+			r = b + "/blobs/"
+		}
+		out[i] = r
+	}
+	return out
+}
+
 // TestPublishConcurrentWriters runs two, then three publishes (in process, at
 // once) of different content into one namespace of a real registry: no update
 // is lost, every writer's version holds its own content, versions only rise,
-// every report matches the store, and solar verify passes.
+// every report matches the store, and solar verify passes. The namespace index
+// they merged agrees with the repositories.
 func TestPublishConcurrentWriters(t *testing.T) {
 	needRegistry(t)
 	for _, writers := range []int{2, 3} {
@@ -203,6 +225,20 @@ func TestPublishConcurrentWriters(t *testing.T) {
 			code := run(ctx, []string{"verify", "--registry", registry, "--plain-http", "--username", reg.Username, "--password-stdin"},
 				strings.NewReader(reg.Password+"\n"), &stdout, &stderr)
 			assert.Equal(t, 0, code, "verify:\n%s\n%s", stdout.String(), stderr.String())
+			assert.Contains(t, stderr.String(), "checked 1 namespace indexes", "the index the writers merged holds")
+
+			// What the index the writers merged says is what the
+			// repositories say: for each input, a dry run that trusts it
+			// and one that asks every repository (--full) agree.
+			for _, in := range inputs {
+				var reports [2]map[string]string
+				for k, mode := range []string{"--dry-run", "--full"} {
+					code, stdout, stderr := publishCLI(t, reg, reg.Password, "--no-credentials", "--plain-http", "--registry", registry, "-n", "alpha", "--dry-run", mode, "-o", "json", in)
+					require.Equal(t, 0, code, stderr)
+					reports[k] = digests(decodeReport(t, stdout))
+				}
+				assert.Equal(t, reports[1], reports[0], "the index agrees with the repositories")
+			}
 		})
 	}
 }
@@ -226,14 +262,15 @@ func TestPublishRetriesAndUnreachable(t *testing.T) {
 	nobody := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
 	code, _, stderr = publishCLI(t, reg, reg.Password, "--no-credentials", "--plain-http", "--registry", nobody, "-n", "beta", "../../examples")
 	assert.Equal(t, 1, code)
-	assert.Contains(t, stderr, "registry "+nobody+": listing the versions of")
+	assert.Contains(t, stderr, "registry "+nobody+": reading the index of beta")
 	assert.Contains(t, stderr, "the registry cannot be reached")
 }
 
 // TestPublishWithoutCatalog: a registry without the catalog API (Docker Hub,
 // GHCR; here the proxy answers 404 to it) publishes all the same, and warns
-// that orphans were not looked for; again, every chart is unchanged. --prune,
-// which needs the catalog, fails before anything is published.
+// that orphans were not looked for; again, every chart is unchanged, and the
+// namespace indexes, which name the repositories, stand in for the catalog.
+// --prune, which needs the catalog, fails before anything is published.
 func TestPublishWithoutCatalog(t *testing.T) {
 	needRegistry(t)
 	reg := testenv.StartRegistry(t, testenv.RegistryOptions{})
@@ -254,7 +291,11 @@ func TestPublishWithoutCatalog(t *testing.T) {
 	for _, want := range []string{"create", "unchanged"} {
 		code, stdout, stderr := pub("../../examples")
 		require.Equal(t, 0, code, stderr)
-		assert.Contains(t, stderr, "orphans not looked for")
+		if want == "create" {
+			assert.Contains(t, stderr, "orphans not looked for")
+		} else {
+			assert.NotContains(t, stderr, "orphans not looked for", "the namespace indexes name the repositories")
+		}
 		report := decodeReport(t, stdout)
 		require.Len(t, report.Targets, 4)
 		for _, tr := range report.Targets {

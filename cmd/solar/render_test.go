@@ -73,7 +73,7 @@ func TestRenderIsReproducible(t *testing.T) {
 		layouts = append(layouts, testenv.LayoutIndexes(t, filepath.Join(dir, "layout")))
 	}
 	assert.Equal(t, got[0], got[1])
-	assert.Len(t, layouts[0], 10, "one OCI layout per repository")
+	assert.Len(t, layouts[0], 12, "one OCI layout per repository: 10 charts, 2 namespace indexes")
 	assert.Equal(t, layouts[0], layouts[1], "the whole layout is reproducible, every index.json included")
 
 	golden := "testdata/render/digests.json"

@@ -73,7 +73,7 @@ func TestPublishSigned(t *testing.T) {
 	require.NoError(t, err)
 	repos, err := remote.Repositories(context.Background(), "")
 	require.NoError(t, err)
-	require.Len(t, repos, 10)
+	require.Len(t, repos, 12, "10 charts, 2 namespace indexes")
 	home := t.TempDir()
 	env := append(os.Environ(), "HOME="+home, "DOCKER_CONFIG="+home, "COSIGN_REPOSITORY=")
 	login := exec.Command(cosign, "login", reg.Host, "-u", reg.Username, "-p", reg.Password)
@@ -81,6 +81,9 @@ func TestPublishSigned(t *testing.T) {
 	out, err := login.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	for _, repo := range repos {
+		if publish.IsIndexRepository(repo) {
+			continue
+		}
 		verify := exec.Command(cosign, "verify", "--key", pub, "--insecure-ignore-tlog", "--allow-http-registry", reg.Host+"/solar/"+repo+":0.0.1")
 		verify.Env = env
 		out, err := verify.CombinedOutput()
@@ -97,7 +100,7 @@ func TestPublishSigned(t *testing.T) {
 			probes++
 		}
 	}
-	assert.Equal(t, 1, probes, "the referrers API is asked for once per run, not per chart: %v", reqs)
+	assert.Zero(t, probes, "the signed namespace indexes name each chart's signature: no referrer is asked for: %v", reqs)
 	t.Logf("no-op signed publish: %d requests for %d charts", len(reqs), len(repos))
 
 	code, _, stderr = cli("verify", "--key", pub)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/solar-pipeline/solar/internal/killpoint"
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
@@ -118,6 +119,9 @@ func (ix *indexes) commit(ctx context.Context, results ...[]publish.Result) erro
 			}
 			byNS[ns][repo] = e
 		}
+	}
+	if len(byNS) > 0 {
+		killpoint.Here("index-commit") // the charts pushed, the indexes not written
 	}
 	return updateIndexes(ctx, ix, byNS, func(x *publish.Index, e map[string]publish.Entry) { x.Merge(e) })
 }

@@ -92,7 +92,10 @@ func writeIndex(ctx context.Context, repo Repository, ix *Index, key *sign.Key) 
 		return ocispec.Descriptor{}, err
 	}
 	art := &Artifact{ArtifactType: IndexArtifactType, Config: NewBlob(ocispec.MediaTypeEmptyJSON, []byte("{}")),
-		Layers: []Blob{NewBlob(IndexMediaType, b)}}
+		Layers: []Blob{NewBlob(IndexMediaType, b)},
+		// Fixed, or oras sets the time of the write: the same index, the
+		// same manifest.
+		Annotations: map[string]string{ocispec.AnnotationCreated: Created(time.Time{})}}
 	staged, manifest, err := stage(ctx, art)
 	if err != nil {
 		return manifest, err

@@ -29,10 +29,14 @@ func (l *Layout) Save(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	names := slices.Sorted(maps.Keys(l.repos))
-	slices.SortStableFunc(names, func(a, b string) int { return cmp.Compare(l.repos[a].order, l.repos[b].order) })
+	// The namespace indexes last: they name what the others hold.
+	slices.SortStableFunc(names, func(a, b string) int {
+		return cmp.Or(compareBool(IsIndexRepository(a), IsIndexRepository(b)), cmp.Compare(l.repos[a].order, l.repos[b].order))
+	})
 	type pending struct {
 		s        *layoutStore
 		tmp, dst string
+		index    bool
 	}
 	var todo []pending
 	defer func() {
@@ -72,7 +76,7 @@ func (l *Layout) Save(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("saving OCI layout index of %s: %w", name, err)
 		}
-		todo = append(todo, pending{s: s, tmp: tmp, dst: dst})
+		todo = append(todo, pending{s: s, tmp: tmp, dst: dst, index: IsIndexRepository(name)})
 	}
 	if len(todo) == 0 {
 		return nil
@@ -80,6 +84,17 @@ func (l *Layout) Save(ctx context.Context) error {
 	killpoint.Here("layout-save-written")
 	if err := syncFS(l.dir); err != nil {
 		return fmt.Errorf("saving OCI layout %s: %w", l.dir, err)
+	}
+	if !todo[0].index { // a repository changes, not only indexes (sorted last)
+		var indexes []string
+		for _, p := range todo {
+			if p.index {
+				indexes = append(indexes, p.dst)
+			}
+		}
+		if err := blankIndexes(l.dir, indexes); err != nil {
+			return err
+		}
 	}
 	for _, p := range todo {
 		if err := os.Rename(p.tmp, p.dst); err != nil {
@@ -93,6 +108,35 @@ func (l *Layout) Save(ctx context.Context) error {
 	}
 	killpoint.Here("layout-save-synced")
 	return nil
+}
+
+// blankIndexes empties the namespace indexes about to be replaced (their
+// index.json files, dsts) before any repository's new index.json is renamed
+// into place, and syncs: a kill between the repositories' renames and the
+// indexes' then leaves no index naming what the repositories no longer hold,
+// only namespaces without one.
+func blankIndexes(dir string, dsts []string) error {
+	empty := ocispec.Index{Manifests: []ocispec.Descriptor{}, MediaType: ocispec.MediaTypeImageIndex}
+	empty.SchemaVersion = 2
+	b, err := json.Marshal(empty)
+	if err != nil {
+		return err
+	}
+	blanked := false
+	for _, dst := range dsts {
+		if _, err := os.Lstat(dst); err != nil {
+			continue // a new index: it named nothing yet
+		}
+		if err := writeAtomic(dst, b); err != nil {
+			return fmt.Errorf("saving OCI layout index %s: %w", dst, err)
+		}
+		blanked = true
+	}
+	if !blanked {
+		return nil
+	}
+	killpoint.Here("layout-save-indexes-blanked")
+	return syncFS(dir)
 }
 
 // writeAtomic writes a file whole or not at all, for other processes: a

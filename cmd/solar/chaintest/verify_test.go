@@ -119,8 +119,9 @@ func (v *verifyEnv) installsVerified(k testKey) {
 
 // refusesUnsignedTag overwrites the tag of edge-1's podinfo release chart,
 // which its bootstrap chart pins, with other, unsigned content: it is
-// refused, nothing changes; publishing again with the key puts a signed
-// version in its place.
+// refused, nothing changes; verify names the index entry that no longer
+// holds, and publishing again with the key and --full puts a signed version
+// in its place.
 func (v *verifyEnv) refusesUnsignedTag(k testKey) {
 	t := v.t
 	rel := v.release(v.reports[v.key], "podinfo")
@@ -132,9 +133,20 @@ func (v *verifyEnv) refusesUnsignedTag(k testKey) {
 	assert.NotContains(t, verified.Message, rel.Digest, "the refused revision is the overwritten tag's, not Solar's")
 	v.assertNothingUpgraded(v.podinfo.Source.Name, 2)
 
-	// Solar publishes the content it renders at the next version, signed;
-	// the bootstrap chart names that one and the chain is whole again.
-	tr := v.publish(k.signing()...)[v.key]
+	// The namespace index still names that version as Solar's: a publish
+	// that trusts it does not see the overwrite (docs/index.md, what the
+	// index can miss); solar verify does.
+	trusted := v.release(v.publish(k.signing()...)[v.key], "podinfo")
+	assert.Equal(t, publish.Unchanged, trusted.Action, "the index is trusted without asking the repository")
+	code, stdout, _ := v.solar(v.render.Password, "verify", "--username", v.render.Username, "--password-stdin",
+		"--ca-file", v.render.CAFile, "--registry", v.registry())
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stdout, rel.Repository+": the index names "+rel.Version+" as "+rel.Digest+", but the store holds")
+
+	// publish --full asks every repository: Solar publishes the content it
+	// renders at the next version, signed; the bootstrap chart names that
+	// one and the chain is whole again.
+	tr := v.publish(append(k.signing(), "--full")...)[v.key]
 	again := v.release(tr, "podinfo")
 	assert.Equal(t, publish.Update, again.Action, "the overwritten version's content is not Solar's")
 	assert.Equal(t, publish.Create, again.SignatureAction)

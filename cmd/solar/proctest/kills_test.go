@@ -18,6 +18,21 @@ import (
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 )
 
+// genTrees writes two inputs of n Targets, per per namespace, the second
+// with the userdata of half the Targets and the values of one Release
+// changed: between the two, one release chart and every bootstrap chart of a
+// namespace change.
+func genTrees(t *testing.T, n, per string) (trees [2]string) {
+	t.Helper()
+	for i, change := range [][]string{{"-change", "0"}, {"-change", "50", "-change-release"}} {
+		trees[i] = filepath.Join(t.TempDir(), "tree")
+		args := append([]string{"run", "../../../scripts/genobjects", "-targets", n, "-per", per, "-out", trees[i]}, change...)
+		out, err := exec.Command("go", args...).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	}
+	return trees
+}
+
 // killSeed seeds where the kills of TestKillsAnywhere land; a failure names
 // it, and changing it here replays another series.
 const killSeed = 20261130
@@ -35,19 +50,7 @@ func TestKillsAnywhere(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(killSeed, killSeed))
 	bin := testenv.SolarBinary(t, "killpoints")
-	// Two inputs of n Targets, per per namespace, the second with the
-	// userdata of half the Targets and the values of one Release changed:
-	// between the two, one release chart and every bootstrap chart of a
-	// namespace change.
-	gen := func(n, per string) (trees [2]string) {
-		for i, change := range [][]string{{"-change", "0"}, {"-change", "50", "-change-release"}} {
-			trees[i] = filepath.Join(t.TempDir(), "tree")
-			args := append([]string{"run", "../../../scripts/genobjects", "-targets", n, "-per", per, "-out", trees[i]}, change...)
-			out, err := exec.Command("go", args...).CombinedOutput()
-			require.NoError(t, err, "%s", out)
-		}
-		return trees
-	}
+	gen := func(n, per string) [2]string { return genTrees(t, n, per) }
 	// command is solar with stdin.
 	command := func(stdin string, args ...string) *exec.Cmd {
 		cmd := exec.Command(bin, args...)

@@ -64,7 +64,7 @@ func TestLayoutConcurrentRenders(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		assert.Equal(t, 6+4, tagCount(t, out), "round %d: every tag of both shards (alpha: 2 bootstraps, 4 release charts; beta: 2 and 2)", round)
+		assert.Equal(t, 6+4+2, tagCount(t, out), "round %d: every tag of both shards (alpha: 2 bootstraps, 4 release charts, its index; beta: 2, 2 and its index)", round)
 		info, err := os.Stat(out)
 		require.NoError(t, err)
 		assert.Equal(t, os.FileMode(0o700), info.Mode().Perm(), "only the owner reads the layout")
