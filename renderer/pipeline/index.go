@@ -90,8 +90,13 @@ func (ix *indexes) repositories(ns string) (_ []string, ok bool) {
 }
 
 // beforePush removes from the indexes read the entries of repos, which the
-// run is about to push (publish.Options.BeforePush).
+// run is about to push (publish.Options.BeforePush). A layout needs not: it
+// saves its indexes last, blanked before the repositories change
+// (publish.Layout.Save).
 func (ix *indexes) beforePush(ctx context.Context, repos []string) error {
+	if _, layout := ix.store.(*publish.Layout); layout {
+		return nil
+	}
 	byNS := map[string][]string{}
 	for _, r := range repos {
 		ns := namespaceOf(r)
