@@ -11,6 +11,7 @@
 #     loop as the baseline; then the 5-per-namespace shape at 1,000 Targets.
 #   scripts/bench.sh
 #   SIZES=100,1000,10000 scripts/bench.sh     (the 10,000 step takes minutes)
+#   SIZES=100000 scripts/bench.sh             (about an hour: the cold publish)
 #   N=20000 RUNS=5 scripts/bench.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."

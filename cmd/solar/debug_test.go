@@ -100,7 +100,7 @@ func TestDebugPublish(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	assert.Equal(t, plain, debug)
 	reqs = requests(stderr, "https://"+reg.Host)
-	assert.True(t, seen(reqs, "GET", `^/v2/solar/alpha/bootstrap-edge-1/tags/list`, "200"), summary(reqs))
+	assert.True(t, seen(reqs, "GET", `^/v2/solar/alpha/solar-index/blobs/sha256:[0-9a-f]{64}$`, "200"), "the namespace index answers: %s", summary(reqs))
 	assertNoSecret(t, "stderr", stderr, secrets)
 }
 

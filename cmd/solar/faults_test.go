@@ -21,7 +21,8 @@ import (
 // without Retry-After, reset connections, slow responses), into one registry,
 // and the same without faults into another registry at the same address (the
 // proxy is pointed at it): every publish completes through retries, the two
-// registries end with the same tag → digest state, and verify passes.
+// registries end with the same tag → digest state (the namespace indexes
+// included), and verify passes.
 func TestPublishThroughFaults(t *testing.T) {
 	needRegistry(t)
 	clean := testenv.StartRegistry(t, testenv.RegistryOptions{})
@@ -57,7 +58,7 @@ func TestPublishThroughFaults(t *testing.T) {
 	proxy.Faults(0, 0)
 
 	want, got := registryState(t, clean, proxy, false), registryState(t, faulty, proxy, true)
-	assert.Len(t, want, 55, "10 charts of examples/, 30 bootstrap and 15 release charts of the tree")
+	assert.Len(t, want, 60, "10 charts of examples/, 30 bootstrap and 15 release charts of the tree, 5 namespace indexes")
 	assert.Equal(t, want, got, "the faulty run's tags hold what the clean run's do")
 	code, _, stderr := publishCLI(t, faulty, faulty.Password, "--no-credentials", "--plain-http", "--registry", proxy.Host+"/solar", "--dry-run", tree)
 	require.Equal(t, 0, code, stderr)

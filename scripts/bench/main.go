@@ -2,7 +2,8 @@
 // render into the layout and publish to a real registry (the CNCF
 // Distribution registry v3 on 127.0.0.1, started by scripts/start-registry.sh,
 // configured as its docs recommend, behind a counting proxy), cold, no-op and
-// after a 1 % change, at each size of -targets; and, beside it, the loop users
+// after a 1 % change, at each size of -targets (the no-op also with --full, the
+// protocol before the namespace index); and, beside it, the loop users
 // would write instead (helm package + helm push per chart) against the same
 // registry. It prints one Markdown table (docs/benchmarks.md).
 // scripts/bench.sh runs it; by hand:
@@ -46,7 +47,7 @@ func main() {
 	sizes := flag.String("targets", "100,1000", "comma-separated numbers of Targets")
 	per := flag.Int("per", 100, "Targets per namespace")
 	helmTargets := flag.Int("helm", 10, "Targets the helm package + helm push baseline delivers")
-	skip := flag.String("skip", "", "comma-separated steps to leave out: vet, render, publish, verify")
+	skip := flag.String("skip", "", "comma-separated steps to leave out: vet, render, publish, verify, full (the no-op rows with --full, which ask every repository as before the namespace index)")
 	auth := flag.Bool("auth", true, "the registry asks for basic auth (htpasswd, bcrypt), as the tests' does; false: none, to see the cost of auth")
 	signed := flag.Bool("sign", false, "also render and publish with --signing-key (an Ed25519 key made for the run), beside the unsigned runs")
 	registryBins := flag.String("registry-bin", "registry", "comma-separated registry binaries (Distribution's lineage, run by scripts/start-registry.sh with the same config) to publish to, each in turn; the first also serves the helm baseline")
@@ -155,6 +156,9 @@ func (b *bench) size(n, per int) error {
 		render := []string{"render", "--no-credentials", "--cache-dir", filepath.Join(dir, "cache-render"), "--out", out}
 		b.row(n, b.regs[0], "render", "cold", append(render, tree)...)
 		b.row(n, b.regs[0], "render", "no-op", append(render, tree)...)
+		if !strings.Contains(b.skip, "full") {
+			b.row(n, b.regs[0], "render", "no-op, --full (every repository asked)", append(render, "--full", tree)...)
+		}
 		b.row(n, b.regs[0], "render", "1 % changed", append(render, changed)...)
 		if !strings.Contains(b.skip, "verify") {
 			b.row(n, b.regs[0], "verify", "layout (every blob hashed)", "verify", "--out", out)
@@ -178,6 +182,11 @@ func (b *bench) size(n, per int) error {
 			}
 			b.row(n, reg, "publish", "cold"+label, append(publish, trees[i])...)
 			b.row(n, reg, "publish", "no-op"+label, append(publish, trees[i])...)
+			if !strings.Contains(b.skip, "full") {
+				// The protocol before the namespace index: every
+				// repository asked (its tags, its latest manifest).
+				b.row(n, reg, "publish", "no-op, --full (every repository asked)"+label, append(publish, "--full", trees[i])...)
+			}
 			b.row(n, reg, "publish", "1 % changed"+label, append(publish, changes[i])...)
 			if b.key != "" {
 				// The same input into repositories of their own, signed.
