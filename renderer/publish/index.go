@@ -81,6 +81,7 @@ type indexLayer struct {
 
 // ErrIndex: an index that is damaged, of another schema or namespace, or
 // not signed with the run's key: the run goes without it.
+var ErrIndex = errors.New("the namespace's index is not usable")
 
 // IndexVerifier is the verifier of the indexes a signing key writes (nil
 // for none).
@@ -90,7 +91,6 @@ func IndexVerifier(key *sign.Key) (*sign.Verifier, error) {
 	}
 	return sign.NewVerifier(key.PublicPEM())
 }
-var ErrIndex = errors.New("the namespace's index is not usable")
 
 // ReadIndex reads namespace ns's index: nil without an error where there is
 // none. With v, an index it does not verify is ErrIndex.

@@ -50,24 +50,7 @@ func (l *Layout) Save(ctx context.Context) error {
 		if s.err != nil || s.store == nil || !s.dirty {
 			continue
 		}
-		index := ocispec.Index{Manifests: []ocispec.Descriptor{}}
-		index.SchemaVersion = 2
-		index.MediaType = ocispec.MediaTypeImageIndex
-		for _, tag := range s.tags {
-			desc, err := s.store.Resolve(ctx, tag)
-			if err != nil {
-				return fmt.Errorf("saving OCI layout index of %s: %s: %w", name, tag, err)
-			}
-			desc.Annotations = map[string]string{ocispec.AnnotationRefName: tag}
-			index.Manifests = append(index.Manifests, desc)
-		}
-		// Signatures, untagged, as oras keeps referrers in a layout.
-		index.Manifests = append(index.Manifests, s.referrers...)
-		slices.SortFunc(index.Manifests, func(a, b ocispec.Descriptor) int {
-			return cmp.Or(cmp.Compare(a.Annotations[ocispec.AnnotationRefName], b.Annotations[ocispec.AnnotationRefName]),
-				cmp.Compare(a.Digest, b.Digest))
-		})
-		b, err := json.Marshal(index)
+		b, err := s.indexJSON(ctx, name)
 		if err != nil {
 			return err
 		}
@@ -108,6 +91,29 @@ func (l *Layout) Save(ctx context.Context) error {
 	}
 	killpoint.Here("layout-save-synced")
 	return nil
+}
+
+// indexJSON is the index.json of repository name: its tagged manifests in
+// tag order, then its signatures (untagged, as oras keeps referrers in a
+// layout). Layout.mu is held.
+func (s *layoutStore) indexJSON(ctx context.Context, name string) ([]byte, error) {
+	index := ocispec.Index{Manifests: []ocispec.Descriptor{}}
+	index.SchemaVersion = 2
+	index.MediaType = ocispec.MediaTypeImageIndex
+	for _, tag := range s.tags {
+		desc, err := s.store.Resolve(ctx, tag)
+		if err != nil {
+			return nil, fmt.Errorf("saving OCI layout index of %s: %s: %w", name, tag, err)
+		}
+		desc.Annotations = map[string]string{ocispec.AnnotationRefName: tag}
+		index.Manifests = append(index.Manifests, desc)
+	}
+	index.Manifests = append(index.Manifests, s.referrers...)
+	slices.SortFunc(index.Manifests, func(a, b ocispec.Descriptor) int {
+		return cmp.Or(cmp.Compare(a.Annotations[ocispec.AnnotationRefName], b.Annotations[ocispec.AnnotationRefName]),
+			cmp.Compare(a.Digest, b.Digest))
+	})
+	return json.Marshal(index)
 }
 
 // blankIndexes empties the namespace indexes about to be replaced (their

@@ -55,8 +55,8 @@ type Artifact struct {
 	// chart's).
 	ArtifactType string
 	Config       Blob
-	Layers      []Blob
-	Annotations map[string]string
+	Layers       []Blob
+	Annotations  map[string]string
 }
 
 // Job is one artifact to publish into a repository of the store.
