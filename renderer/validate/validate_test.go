@@ -1,14 +1,17 @@
 package validate
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/solar-pipeline/solar/policies"
 	"github.com/solar-pipeline/solar/renderer/diag"
 	"github.com/solar-pipeline/solar/renderer/load"
 )
@@ -138,4 +141,23 @@ warn: "count": [{kind: "Registry", namespace: "default", name: "r", message: "\(
 		head + "kind: Target\nmetadata: {name: b}\nspec: {renderRegistryRef: {name: r}}\n"
 	got := vet(t, Options{PolicyDirs: []string{dir}}, src)
 	assert.Contains(t, got, "in.yaml:1: warning: 2 bindings (policy count)")
+}
+
+// TestEmbeddedPoliciesReadOnlyTheirKinds: the embedded policies name the
+// kinds of input.objects they read (embeddedKinds), which is all the input
+// holds when no policy of the user's is given: a policy reading another kind,
+// or input.objects as a whole, must add it there.
+func TestEmbeddedPoliciesReadOnlyTheirKinds(t *testing.T) {
+	files, err := fs.Glob(policies.FS, "*.cue")
+	require.NoError(t, err)
+	named := regexp.MustCompile(`input\.objects\.([A-Za-z]+)`)
+	for _, f := range files {
+		b, err := fs.ReadFile(policies.FS, f)
+		require.NoError(t, err)
+		src := string(b)
+		assert.Equal(t, strings.Count(src, "input.objects"), len(named.FindAllString(src, -1)), "%s reads input.objects other than by kind", f)
+		for _, m := range named.FindAllStringSubmatch(src, -1) {
+			assert.Contains(t, embeddedKinds, m[1], "%s reads %s: add it to embeddedKinds", f, m[1])
+		}
+	}
 }
