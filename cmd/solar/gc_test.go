@@ -14,6 +14,7 @@ import (
 	"oras.land/oras-go/v2/registry/remote/auth"
 
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
+	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
 // countFiles counts the files below dir.
@@ -148,4 +149,55 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// TestGCRewritesTheIndex: a version tagged by hand (not by solar) leaves the
+// namespace index naming an older version, which verify reports; gc --keep 1
+// removes that older version and its entry, after which verify passes and
+// the next render, asking the repository, finds the hand-tagged version
+// unchanged and indexes it.
+func TestGCRewritesTheIndex(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	code, _, stderr := solar(t, "render", "--no-credentials", "-n", "beta", "--out", out, "../../examples")
+	require.Equal(t, 0, code, stderr)
+	ctx := context.Background()
+	l, err := publish.OpenLayout(ctx, out, publish.LayoutOptions{})
+	require.NoError(t, err)
+	repo, err := l.Repository(ctx, "beta/bootstrap-plant-1")
+	require.NoError(t, err)
+	desc, err := repo.Resolve(ctx, "0.0.1")
+	require.NoError(t, err)
+	require.NoError(t, repo.Tag(ctx, desc, "0.0.2"), "the same chart, tagged by hand")
+	require.NoError(t, l.Save(ctx))
+	require.NoError(t, l.Close())
+
+	code, stdout, _ := solar(t, "verify", "--out", out)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stdout, "beta/solar-index:index: beta/bootstrap-plant-1: the index names 0.0.1, but the newest version is 0.0.2")
+	code, stdout, stderr = solar(t, "gc", "--out", out, "--keep", "1")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "removed beta/bootstrap-plant-1:0.0.1\n")
+	code, stdout, stderr = solar(t, "verify", "--out", out)
+	assert.Equal(t, 0, code, "the entry went with its version: %s%s", stdout, stderr)
+
+	code, stdout, stderr = solar(t, "render", "--no-credentials", "-n", "beta", "-o", "json", "--out", out, "../../examples")
+	require.Equal(t, 0, code, stderr)
+	for _, tr := range decodeReport(t, stdout).Targets {
+		assert.Equal(t, "unchanged", tr.Action, tr.Name)
+		if tr.Name == "plant-1" {
+			assert.Equal(t, "0.0.2", tr.Version, "asked the full way: the hand-tagged version")
+		}
+	}
+	ix, err := publish.ReadIndex(ctx, mustLayout(t, out), "beta", nil)
+	require.NoError(t, err)
+	assert.Equal(t, "0.0.2", ix.Repositories["beta/bootstrap-plant-1"].Version, "indexed again")
+}
+
+// mustLayout opens the layout dir read-only for the test.
+func mustLayout(t *testing.T, dir string) *publish.Layout {
+	t.Helper()
+	l, err := publish.OpenLayout(context.Background(), dir, publish.LayoutOptions{ReadOnly: true, MustExist: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	return l
 }
