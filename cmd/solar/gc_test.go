@@ -154,8 +154,8 @@ func must[T any](v T, err error) T {
 // TestGCRewritesTheIndex: a version tagged by hand (not by solar) leaves the
 // namespace index naming an older version, which verify reports; gc --keep 1
 // removes that older version and its entry, after which verify passes and
-// the next render, asking the repository, finds the hand-tagged version
-// unchanged and indexes it.
+// the next render asks the repository, finds the hand-tagged version, and
+// publishes past it.
 func TestGCRewritesTheIndex(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out")
 	code, _, stderr := solar(t, "render", "--no-credentials", "-n", "beta", "--out", out, "../../examples")
@@ -183,14 +183,18 @@ func TestGCRewritesTheIndex(t *testing.T) {
 	code, stdout, stderr = solar(t, "render", "--no-credentials", "-n", "beta", "-o", "json", "--out", out, "../../examples")
 	require.Equal(t, 0, code, stderr)
 	for _, tr := range decodeReport(t, stdout).Targets {
-		assert.Equal(t, "unchanged", tr.Action, tr.Name)
-		if tr.Name == "plant-1" {
-			assert.Equal(t, "0.0.2", tr.Version, "asked the full way: the hand-tagged version")
+		if tr.Name != "plant-1" {
+			assert.Equal(t, "unchanged", tr.Action, tr.Name)
+			continue
 		}
+		// Asked the full way: the hand-tagged 0.0.2 is the newest, and
+		// its Chart.yaml says 0.0.1, not what solar packs at 0.0.2.
+		assert.Equal(t, "update", tr.Action)
+		assert.Equal(t, "0.0.3", tr.Version)
 	}
 	ix, err := publish.ReadIndex(ctx, mustLayout(t, out), "beta", nil)
 	require.NoError(t, err)
-	assert.Equal(t, "0.0.2", ix.Repositories["beta/bootstrap-plant-1"].Version, "indexed again")
+	assert.Equal(t, "0.0.3", ix.Repositories["beta/bootstrap-plant-1"].Version, "indexed again")
 }
 
 // mustLayout opens the layout dir read-only for the test.

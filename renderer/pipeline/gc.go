@@ -55,7 +55,13 @@ func GC(ctx context.Context, c Collector, opts publish.GCOptions) (publish.GCRes
 	if err != nil || opts.DryRun {
 		return res, err
 	}
-	return res, gcIndexes(ctx, c, res.Versions)
+	if err := gcIndexes(ctx, c, res.Versions); err != nil {
+		return res, err
+	}
+	if l, ok := c.(interface{ Save(context.Context) error }); ok {
+		return res, l.Save(ctx) // a layout: the indexes rewritten
+	}
+	return res, nil
 }
 
 // gcIndexes removes from the namespaces' indexes the entries of versions
