@@ -85,7 +85,7 @@ func gcIndexes(ctx context.Context, c Collector, removed []string) error {
 	if _, registry := store.(*publish.Remote); registry {
 		ix.opts.Settle = DefaultSettle
 	}
-	return updateIndexes(ctx, ix, byNS, func(x *publish.Index, gone map[string]string) {
+	return updateIndexes(ctx, ix, store, byNS, func(x *publish.Index, gone map[string]string) {
 		for repo, version := range gone {
 			if e, ok := x.Repositories[repo]; ok && e.Version == version {
 				delete(x.Repositories, repo)

@@ -15,19 +15,28 @@ import (
 // anything is published, their entries removed for the repositories about
 // to be pushed, and written last with what the run published or found.
 type indexes struct {
-	store publish.Store
-	opts  Options
-	// read are the indexes read, by namespace; a namespace without a usable
-	// one is not there.
+	// store is where the indexes are read and written; removals is where
+	// the entries of what the run pushes are removed (a layout over a
+	// registry: its layout, whose indexes it neither reads nor writes).
+	store, removals publish.Store
+	opts            Options
+	// read are the indexes read, by namespace; none the namespaces read
+	// that had none. A namespace in neither was not read (Full, an index
+	// left aside, a layout over a registry).
 	read map[string]*publish.Index
+	none map[string]bool
 }
 
 // openIndexes reads the indexes of the namespaces of the run. A store that
 // is neither a registry nor a layout (a layout over a registry) keeps none;
 // with Full none is read. An index that is damaged or not signed with the
-// run's key is left aside, with a warning: its namespace goes the full way.
+// run's key is left aside, with a warning: its namespace goes the full way,
+// and it is replaced.
 func openIndexes(ctx context.Context, store publish.Store, namespaces []string, opts Options) (*indexes, error) {
-	ix := &indexes{store: store, opts: opts, read: map[string]*publish.Index{}}
+	ix := &indexes{store: store, removals: store, opts: opts, read: map[string]*publish.Index{}, none: map[string]bool{}}
+	if o, ok := store.(interface{ Top() *publish.Layout }); ok {
+		ix.removals = o.Top()
+	}
 	if !indexable(store) || opts.Full {
 		return ix, nil
 	}
@@ -36,11 +45,13 @@ func openIndexes(ctx context.Context, store publish.Store, namespaces []string, 
 		return nil, err
 	}
 	got := make([]*publish.Index, len(namespaces))
+	aside := make([]bool, len(namespaces))
 	err = each(ctx, len(namespaces), opts.Concurrency, func(ctx context.Context, i int) error {
 		var err error
 		got[i], err = publish.ReadIndex(ctx, store, namespaces[i], v)
 		if errors.Is(err, publish.ErrIndex) {
 			opts.log().Warn("the namespace's index is left aside: its repositories are asked one by one", "namespace", namespaces[i], "reason", err)
+			aside[i] = true
 			return nil
 		}
 		return err
@@ -49,8 +60,11 @@ func openIndexes(ctx context.Context, store publish.Store, namespaces []string, 
 		return nil, err
 	}
 	for i, x := range got {
-		if x != nil {
+		switch {
+		case x != nil:
 			ix.read[namespaces[i]] = x
+		case !aside[i]:
+			ix.none[namespaces[i]] = true
 		}
 	}
 	return ix, nil
@@ -89,24 +103,25 @@ func (ix *indexes) repositories(ns string) (_ []string, ok bool) {
 	return slices.Sorted(maps.Keys(x.Repositories)), true
 }
 
-// beforePush removes from the indexes read the entries of repos, which the
-// run is about to push (publish.Options.BeforePush). A layout needs not: it
-// saves its indexes last, blanked before the repositories change
-// (publish.Layout.Save).
+// beforePush removes the entries of repos, which the run is about to push,
+// from their namespaces' indexes (publish.Options.BeforePush): from an index
+// read, where it names them; from one not read (Full, left aside, a layout
+// over a registry), always. A namespace that had no index when the run
+// began has none to change.
 func (ix *indexes) beforePush(ctx context.Context, repos []string) error {
-	if _, layout := ix.store.(*publish.Layout); layout {
-		return nil
-	}
 	byNS := map[string][]string{}
 	for _, r := range repos {
 		ns := namespaceOf(r)
 		if x, ok := ix.read[ns]; ok {
-			if _, listed := x.Repositories[r]; listed {
-				byNS[ns] = append(byNS[ns], r)
+			if _, named := x.Repositories[r]; !named {
+				continue
 			}
+		} else if ix.none[ns] {
+			continue
 		}
+		byNS[ns] = append(byNS[ns], r)
 	}
-	return updateIndexes(ctx, ix, byNS, func(x *publish.Index, repos []string) { x.Remove(repos) })
+	return updateIndexes(ctx, ix, ix.removals, byNS, func(x *publish.Index, repos []string) { x.Remove(repos) })
 }
 
 // commit writes into the index of each namespace the results of the run
@@ -128,7 +143,7 @@ func (ix *indexes) commit(ctx context.Context, results ...[]publish.Result) erro
 	if len(byNS) > 0 {
 		killpoint.Here("index-commit") // the charts pushed, the indexes not written
 	}
-	return updateIndexes(ctx, ix, byNS, func(x *publish.Index, e map[string]publish.Entry) { x.Merge(e) })
+	return updateIndexes(ctx, ix, ix.store, byNS, func(x *publish.Index, e map[string]publish.Entry) { x.Merge(e) })
 }
 
 // indexConcurrency bounds the index updates at once: each mostly waits
@@ -136,14 +151,14 @@ func (ix *indexes) commit(ctx context.Context, results ...[]publish.Result) erro
 // updates 100 namespaces' indexes twice).
 const indexConcurrency = 32
 
-// updateIndexes applies change with each namespace's part to its index,
-// the namespaces in parallel.
-func updateIndexes[T any](ctx context.Context, ix *indexes, parts map[string]T, change func(*publish.Index, T)) error {
+// updateIndexes applies change with each namespace's part to its index in
+// store, the namespaces in parallel.
+func updateIndexes[T any](ctx context.Context, ix *indexes, store publish.Store, parts map[string]T, change func(*publish.Index, T)) error {
 	namespaces := slices.Sorted(maps.Keys(parts))
 	iopts := publish.IndexOptions{Settle: max(ix.opts.Settle, 0), SigningKey: ix.opts.SigningKey, Log: ix.opts.log()}
 	return each(ctx, len(namespaces), max(ix.opts.Concurrency, indexConcurrency), func(ctx context.Context, i int) error {
 		ns := namespaces[i]
-		return publish.UpdateIndex(ctx, ix.store, ns, func(x *publish.Index) { change(x, parts[ns]) }, iopts)
+		return publish.UpdateIndex(ctx, store, ns, func(x *publish.Index) { change(x, parts[ns]) }, iopts)
 	})
 }
 

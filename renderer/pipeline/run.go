@@ -92,7 +92,7 @@ func Run(ctx context.Context, plan *Plan, store publish.Store, opts Options) (*R
 	}
 	if listErr != nil {
 		opts.log().Warn("orphans not looked for: the bootstrap charts of Targets no longer in the input stay as they are", "error", listErr)
-	} else if err := orphans(ctx, plan, store, opts, report, listed); err != nil {
+	} else if err := orphans(ctx, plan, store, opts, report, listed, ix.beforePush); err != nil {
 		return report, err
 	}
 	// Last, the namespaces' indexes: the commit point of their publish.
@@ -204,9 +204,10 @@ func absent(a map[string]bool, jobs []publish.Job, listed map[string][]string, i
 
 // orphans finds, in the namespaces of the run, the bootstrap repositories of
 // Targets no longer in the input, and with opts.Prune publishes a version of
-// each without releases. A run of one --target, or of a label selector, looks
+// each without releases (before, as publish.Options.BeforePush, first). A run of one --target, or of a label selector, looks
 // for none.
-func orphans(ctx context.Context, plan *Plan, store publish.Store, opts Options, report *Report, listed map[string][]string) error {
+func orphans(ctx context.Context, plan *Plan, store publish.Store, opts Options, report *Report, listed map[string][]string,
+	before func(context.Context, []string) error) error {
 	var jobs []publish.Job
 	for _, ns := range orphanNamespaces(plan, opts) {
 		for _, repo := range listed[ns] {
@@ -223,7 +224,7 @@ func orphans(ctx context.Context, plan *Plan, store publish.Store, opts Options,
 		return nil
 	}
 	pruned, err := publish.Publish(ctx, store, jobs, publish.Options{DryRun: opts.DryRun, Settle: opts.Settle,
-		Concurrency: opts.Concurrency, Log: opts.log(), Compare: opts.Compare, SigningKey: opts.SigningKey})
+		Concurrency: opts.Concurrency, Log: opts.log(), Compare: opts.Compare, SigningKey: opts.SigningKey, BeforePush: before})
 	for i := range pruned {
 		if pruned[i].Action != "" {
 			report.Orphans[i].Pruned = &pruned[i]

@@ -12,7 +12,7 @@ import (
 
 // verifyIndexes checks each namespace index of names against the chart
 // repositories' tags (tagsOf): every entry must name a repository there, its
-// newest version and that version's manifest. A publish trusts such an
+// newest version, that version's manifest and its layers. A publish trusts such an
 // entry without asking the repository: an entry that no longer holds (a
 // repository deleted, re-created or written by hand, a version pushed by a
 // writer that keeps no index) is a violation, which publish --full repairs.
@@ -65,12 +65,15 @@ func verifyIndex(ctx context.Context, store publish.Store, name string, tagsOf m
 		if err != nil {
 			return nil, err
 		}
-		desc, err := r.Resolve(ctx, e.Version)
-		if err != nil {
-			continue // a violation of the repository's already
-		}
-		if desc.Digest.String() != e.Digest {
+		desc, layers, err := publish.ManifestLayers(ctx, r, e.Version)
+		switch {
+		case err != nil:
+			// The repository's own check says what is wrong with it.
+			bad(repo, "the index names %s, which cannot be read: %v", e.Version, publish.Explain(err))
+		case desc.Digest.String() != e.Digest:
 			bad(repo, "the index names %s as %s, but the store holds %s", e.Version, e.Digest, desc.Digest)
+		case !slices.Equal(layers, e.Layers):
+			bad(repo, "the index names other layers for %s than its manifest", e.Version)
 		}
 	}
 	return out, nil

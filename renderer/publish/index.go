@@ -38,8 +38,9 @@ const (
 	IndexMediaType    = "application/vnd.solar.index.v1+json"
 	// indexSchema is the version of the layer's format.
 	indexSchema = 1
-	// maxIndex bounds the layer read (about 100,000 entries).
-	maxIndex = 64 << 20
+	// maxIndex bounds the layer read (about 45,000 entries; 100 Targets
+	// and 5 Releases take 40 KB).
+	maxIndex = 16 << 20
 )
 
 // IndexRepository is the repository of namespace ns's index.
@@ -110,7 +111,7 @@ func readIndex(ctx context.Context, store Store, ns string, v *sign.Verifier) (*
 		return nil, ocispec.Descriptor{}, nil
 	}
 	if err != nil {
-		return nil, desc, fmt.Errorf("reading the index of %s: %w", ns, explain(err))
+		return nil, desc, readError(ns, err)
 	}
 	var m ocispec.Manifest
 	if err := json.Unmarshal(b, &m); err != nil || m.ArtifactType != IndexArtifactType || len(m.Layers) != 1 ||
@@ -119,11 +120,24 @@ func readIndex(ctx context.Context, store Store, ns string, v *sign.Verifier) (*
 	}
 	raw, err := content.FetchAll(ctx, repo, m.Layers[0])
 	if err != nil {
-		return nil, desc, fmt.Errorf("reading the index of %s: %w", ns, explain(err))
+		return nil, desc, readError(ns, err)
 	}
 	ix, err := decodeIndex(raw, ns, v)
 	return ix, desc, err
 }
+
+// readError is an error reading ns's index: ErrIndex where the store
+// answered with something that is not an index (too large, not the content
+// its digest says, its layer missing), else what the store said.
+func readError(ns string, err error) error {
+	if errors.Is(err, errTooLarge) || errors.Is(err, content.ErrMismatchedDigest) || errors.Is(err, content.ErrTrailingData) || isNotFound(err) {
+		return fmt.Errorf("%w: %s: %v", ErrIndex, IndexRepository(ns), err)
+	}
+	return fmt.Errorf("reading the index of %s: %w", ns, explain(err))
+}
+
+// errTooLarge: a manifest over maxChartManifest bytes.
+var errTooLarge = errors.New("a manifest too large")
 
 // fetchManifest reads the manifest a tag names, in one request where the
 // store can, at most maxChartManifest bytes.
@@ -135,7 +149,7 @@ func fetchManifest(ctx context.Context, repo Repository, tag string) (ocispec.De
 		}
 		defer rc.Close()
 		if desc.Size > maxChartManifest {
-			return desc, nil, fmt.Errorf("a manifest of %d bytes, more than %d", desc.Size, maxChartManifest)
+			return desc, nil, fmt.Errorf("%w: %d bytes, more than %d", errTooLarge, desc.Size, maxChartManifest)
 		}
 		b, err := content.ReadAll(rc, desc)
 		return desc, b, err
@@ -145,7 +159,7 @@ func fetchManifest(ctx context.Context, repo Repository, tag string) (ocispec.De
 		return desc, nil, err
 	}
 	if desc.Size > maxChartManifest {
-		return desc, nil, fmt.Errorf("a manifest of %d bytes, more than %d", desc.Size, maxChartManifest)
+		return desc, nil, fmt.Errorf("%w: %d bytes, more than %d", errTooLarge, desc.Size, maxChartManifest)
 	}
 	b, err := content.FetchAll(ctx, repo, desc)
 	return desc, b, err
@@ -162,6 +176,11 @@ func decodeIndex(raw []byte, ns string, v *sign.Verifier) (*Index, error) {
 	if ix.Schema != indexSchema || ix.Namespace != ns {
 		return nil, fmt.Errorf("%w: %s is of schema %d for namespace %q", ErrIndex, IndexRepository(ns), ix.Schema, ix.Namespace)
 	}
+	for name, e := range ix.Repositories {
+		if err := e.check(ns, name); err != nil {
+			return nil, fmt.Errorf("%w: %s: %s: %v", ErrIndex, IndexRepository(ns), name, err)
+		}
+	}
 	if v != nil {
 		d := digest.FromBytes(l.Index)
 		if len(l.Bundle) == 0 {
@@ -175,6 +194,30 @@ func decodeIndex(raw []byte, ns string, v *sign.Verifier) (*Index, error) {
 		ix.Repositories = map[string]Entry{}
 	}
 	return ix, nil
+}
+
+// check says what is wrong with an entry of namespace ns's index for
+// repository name: another namespace's repository, a version that is not
+// one, digests that are not.
+func (e Entry) check(ns, name string) error {
+	if !strings.HasPrefix(name, ns+"/") || IsIndexRepository(name) {
+		return errors.New("not a repository of the namespace")
+	}
+	if _, err := semver.StrictNewVersion(e.Version); err != nil {
+		return fmt.Errorf("version %q: %v", e.Version, err)
+	}
+	for _, d := range append([]string{e.Digest}, e.Layers...) {
+		if _, err := digest.Parse(d); err != nil {
+			return fmt.Errorf("digest %q: %v", d, err)
+		}
+	}
+	if _, err := digest.Parse(e.Signature); e.Signature != "" && err != nil {
+		return fmt.Errorf("signature %q: %v", e.Signature, err)
+	}
+	if e.Size <= 0 || e.Size > maxChartManifest || len(e.Layers) == 0 {
+		return errors.New("no manifest size or no layers")
+	}
+	return nil
 }
 
 // encodeIndex is the index's layer, signed with key when given.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/opencontainers/go-digest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -115,7 +116,7 @@ func TestIndexReadWrite(t *testing.T) {
 	require.NoError(t, err)
 	key, err := sign.NewKey(priv)
 	require.NoError(t, err)
-	e := Entry{Version: "0.0.1", Digest: "sha256:x", Layers: []string{"sha256:l"}}
+	e := Entry{Version: "0.0.1", Digest: digest.FromString("m").String(), Size: 100, Layers: []string{digest.FromString("l").String()}}
 	require.NoError(t, UpdateIndex(ctx, l, "a", func(ix *Index) { ix.Merge(map[string]Entry{"a/x": e}) }, IndexOptions{SigningKey: key}))
 	v, err := IndexVerifier(key)
 	require.NoError(t, err)
@@ -141,9 +142,22 @@ func TestIndexReadWrite(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, before.Digest, after.Digest, "nothing changed, nothing written")
 
-	// Namespace b's index under a's name is not a's.
-	_, err = writeIndex(ctx, repo, &Index{Schema: indexSchema, Namespace: "b", Repositories: map[string]Entry{}}, nil)
+	// What a writer without the key may put there is not used: another
+	// namespace's index, an entry for another namespace's repository, a
+	// version that is none.
+	for _, hostile := range []*Index{
+		{Schema: indexSchema, Namespace: "b", Repositories: map[string]Entry{}},
+		{Schema: indexSchema, Namespace: "a", Repositories: map[string]Entry{"b/x": e}},
+		{Schema: indexSchema, Namespace: "a", Repositories: map[string]Entry{"a/x": {Version: "x", Digest: e.Digest, Size: 1, Layers: e.Layers}}},
+	} {
+		_, err = writeIndex(ctx, repo, hostile, nil)
+		require.NoError(t, err)
+		_, err = ReadIndex(ctx, l, "a", nil)
+		assert.ErrorIs(t, err, ErrIndex, "%+v", hostile)
+	}
+	// UpdateIndex replaces such an index, even with an empty one.
+	require.NoError(t, UpdateIndex(ctx, l, "a", func(ix *Index) { ix.Remove([]string{"a/x"}) }, IndexOptions{}))
+	got, err = ReadIndex(ctx, l, "a", nil)
 	require.NoError(t, err)
-	_, err = ReadIndex(ctx, l, "a", nil)
-	assert.ErrorIs(t, err, ErrIndex)
+	assert.Empty(t, got.Repositories)
 }

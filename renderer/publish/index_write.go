@@ -29,7 +29,8 @@ type IndexOptions struct {
 // UpdateIndex applies change to namespace ns's index (an empty one where
 // there is none, or where the one there is not usable) and writes the result
 // back, unless it changed nothing (or left an index that was not there
-// empty). A registry has no compare-and-swap: once
+// empty). An index that is there but not usable (ErrIndex: damaged, or not
+// signed with opts.SigningKey) is replaced. A registry has no compare-and-swap: once
 // Settle has passed the tag is read back, and where another writer replaced
 // the index meanwhile, its index is read and changed again, so neither
 // writer's change is lost. change must give the same index when applied
@@ -48,7 +49,10 @@ func UpdateIndex(ctx context.Context, store Store, ns string, change func(*Index
 	}
 	for attempt := 1; ; attempt++ {
 		cur, _, err := readIndex(ctx, store, ns, v)
-		if errors.Is(err, ErrIndex) {
+		unusable := errors.Is(err, ErrIndex)
+		if unusable {
+			// Replaced, even by an empty one: it may name what this run
+			// is about to change.
 			opts.Log.Warn("writing the namespace's index anew", "namespace", ns, "reason", err)
 		} else if err != nil {
 			return err
@@ -58,7 +62,7 @@ func UpdateIndex(ctx context.Context, store Store, ns string, change func(*Index
 			next = cur.clone()
 		}
 		change(next)
-		if cur != nil && next.equal(cur) || cur == nil && len(next.Repositories) == 0 {
+		if cur != nil && next.equal(cur) || cur == nil && !unusable && len(next.Repositories) == 0 {
 			return nil
 		}
 		desc, err := writeIndex(ctx, repo, next, opts.SigningKey)
@@ -123,21 +127,21 @@ func IndexEntries(results []Result) map[string]Entry {
 
 // fromIndex is the result of job when the index's entry e holds what the
 // job gives (its layers at e's version, and a signature where the run signs):
-// unchanged, without asking the store. ok is false otherwise.
-func (p *publisher) fromIndex(job Job, key string) (r Result, ok bool, _ error) {
+// unchanged, without asking the store. ok is false otherwise, also where the
+// job cannot be packed at e's version: the full way then says why.
+func (p *publisher) fromIndex(job Job, key string) (r Result, ok bool) {
 	e, found := p.opts.Index[job.Repository]
 	if !found || (p.opts.SigningKey != nil && e.Signature == "") {
-		return r, false, nil
+		return r, false
 	}
 	packed, _, err := p.layers(job, key, e.Version)
 	if err != nil || !slices.Equal(packed, e.Layers) {
-		return r, false, err
+		return r, false
 	}
 	r = Result{Repository: job.Repository, Version: e.Version, Digest: e.Digest, Action: Unchanged, indexed: true, layers: packed,
-		manifest: ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Size: e.Size}}
-	r.manifest.Digest, err = digest.Parse(e.Digest)
+		manifest: ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.Digest(e.Digest), Size: e.Size}}
 	if e.Signature != "" && p.opts.SigningKey != nil {
 		r.Signature, r.SignatureAction = e.Signature, Unchanged
 	}
-	return r, err == nil, nil
+	return r, true
 }

@@ -23,6 +23,9 @@ type overlay struct {
 	top  *Layout
 }
 
+// Top is the layout the overlay writes into.
+func (o *overlay) Top() *Layout { return o.top }
+
 func (o *overlay) Repository(ctx context.Context, name string) (Repository, error) {
 	b, err := o.base.Repository(ctx, name)
 	if err != nil {

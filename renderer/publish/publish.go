@@ -304,12 +304,12 @@ func (p *publisher) key(i int, job Job) string {
 func (p *publisher) settle(ctx context.Context, jobs []Job, results []Result) ([]int, error) {
 	settled := make([]bool, len(jobs))
 	if p.opts.Index != nil {
-		err := p.each(ctx, len(jobs), func(_ context.Context, i int) (err error) {
-			results[i], settled[i], err = p.fromIndex(jobs[i], p.key(i, jobs[i]))
-			if err == nil && settled[i] && p.opts.Done != nil {
+		err := p.each(ctx, len(jobs), func(_ context.Context, i int) error {
+			results[i], settled[i] = p.fromIndex(jobs[i], p.key(i, jobs[i]))
+			if settled[i] && p.opts.Done != nil {
 				p.done(i, results[i])
 			}
-			return err
+			return nil
 		})
 		if err != nil {
 			return nil, err

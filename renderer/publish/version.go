@@ -212,6 +212,12 @@ func Tags(ctx context.Context, repo Repository) ([]string, error) {
 	return tags, nil
 }
 
+// ManifestLayers is the manifest descriptor of a tag and the digests of its
+// layers: what an index entry says of a version (verify compares them).
+func ManifestLayers(ctx context.Context, repo Repository, tag string) (ocispec.Descriptor, []string, error) {
+	return latestLayers(ctx, repo, tag)
+}
+
 // latestLayers returns the manifest descriptor of a tag and the digests of
 // its layers, in one request where the store can.
 func latestLayers(ctx context.Context, repo Repository, tag string) (ocispec.Descriptor, []string, error) {
