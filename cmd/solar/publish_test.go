@@ -130,7 +130,11 @@ func TestPublishContentAddressed(t *testing.T) {
 	assert.Equal(t, 0, code, "nothing changed")
 	assert.Equal(t, digests(first), digests(full))
 	assert.Equal(t, charts, tagLists(reqs), "--full lists each repository's versions once")
-	assert.Zero(t, countproxy.Writes(reqs), "the index it rewrites is the same: not written: %v", reqs)
+	for _, r := range reqs {
+		if countproxy.Writes([]string{r}) > 0 {
+			assert.Contains(t, r, "/solar-index/", "--full writes the indexes only: it removes the entries of what it asks, then writes them back")
+		}
+	}
 
 	// One Release changes: exactly its chart and the bootstraps using it.
 	releases := filepath.Join(examples, "alpha", "releases.yaml")
