@@ -81,10 +81,11 @@ func gcIndexes(ctx context.Context, c Collector, removed []string) error {
 		}
 		byNS[ns][repo] = version
 	}
-	ix := &indexes{store: store}
+	var opts Options
 	if _, registry := store.(*publish.Remote); registry {
-		ix.opts.Settle = DefaultSettle
+		opts.Settle = DefaultSettle
 	}
+	ix := newIndexes(store, opts)
 	return updateIndexes(ctx, ix, store, byNS, func(x *publish.Index, gone map[string]string) {
 		for repo, version := range gone {
 			if e, ok := x.Repositories[repo]; ok && e.Version == version {

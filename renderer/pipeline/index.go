@@ -27,16 +27,23 @@ type indexes struct {
 	none map[string]bool
 }
 
+// newIndexes are the indexes of store, none read yet: beforePush removes
+// from each.
+func newIndexes(store publish.Store, opts Options) *indexes {
+	ix := &indexes{store: store, removals: store, opts: opts, read: map[string]*publish.Index{}, none: map[string]bool{}}
+	if o, ok := store.(interface{ Top() *publish.Layout }); ok {
+		ix.removals = o.Top()
+	}
+	return ix
+}
+
 // openIndexes reads the indexes of the namespaces of the run. A store that
 // is neither a registry nor a layout (a layout over a registry) keeps none;
 // with Full none is read. An index that is damaged or not signed with the
 // run's key is left aside, with a warning: its namespace goes the full way,
 // and it is replaced.
 func openIndexes(ctx context.Context, store publish.Store, namespaces []string, opts Options) (*indexes, error) {
-	ix := &indexes{store: store, removals: store, opts: opts, read: map[string]*publish.Index{}, none: map[string]bool{}}
-	if o, ok := store.(interface{ Top() *publish.Layout }); ok {
-		ix.removals = o.Top()
-	}
+	ix := newIndexes(store, opts)
 	if !indexable(store) || opts.Full {
 		return ix, nil
 	}

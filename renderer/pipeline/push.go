@@ -37,7 +37,10 @@ func Push(ctx context.Context, src, dst *Store, opts PushOptions) ([]PushResult,
 		}
 		check = opts.Reviewed.Check(src.Layout, dst.Remote)
 	}
+	// The registry's indexes lose the entries of what is pushed: the next
+	// publish asks those repositories the full way.
+	ix := newIndexes(dst.Remote, Options{PublishOptions: PublishOptions{Settle: DefaultSettle, SigningKey: opts.SigningKey}})
 	popts := publish.Options{DryRun: opts.DryRun, SigningKey: opts.SigningKey, Verifier: opts.Verifier,
-		PushLast: chain.IsBootstrapRepository, Step: opts.Progress, Settle: DefaultSettle}
+		PushLast: chain.IsBootstrapRepository, Step: opts.Progress, BeforePush: ix.beforePush}
 	return publish.PushLayout(ctx, src.Layout, dst.Remote, popts, check)
 }

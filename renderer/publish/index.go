@@ -13,7 +13,6 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/content"
-	"oras.land/oras-go/v2/registry"
 
 	"github.com/solar-pipeline/solar/renderer/sign"
 )
@@ -138,32 +137,6 @@ func readError(ns string, err error) error {
 
 // errTooLarge: a manifest over maxChartManifest bytes.
 var errTooLarge = errors.New("a manifest too large")
-
-// fetchManifest reads the manifest a tag names, in one request where the
-// store can, at most maxChartManifest bytes.
-func fetchManifest(ctx context.Context, repo Repository, tag string) (ocispec.Descriptor, []byte, error) {
-	if rf, ok := repo.(registry.ReferenceFetcher); ok {
-		desc, rc, err := rf.FetchReference(ctx, tag)
-		if err != nil {
-			return desc, nil, err
-		}
-		defer rc.Close()
-		if desc.Size > maxChartManifest {
-			return desc, nil, fmt.Errorf("%w: %d bytes, more than %d", errTooLarge, desc.Size, maxChartManifest)
-		}
-		b, err := content.ReadAll(rc, desc)
-		return desc, b, err
-	}
-	desc, err := repo.Resolve(ctx, tag)
-	if err != nil {
-		return desc, nil, err
-	}
-	if desc.Size > maxChartManifest {
-		return desc, nil, fmt.Errorf("%w: %d bytes, more than %d", errTooLarge, desc.Size, maxChartManifest)
-	}
-	b, err := content.FetchAll(ctx, repo, desc)
-	return desc, b, err
-}
 
 // decodeIndex decodes an index layer and checks it is namespace ns's, and,
 // with v, signed with one of its keys.

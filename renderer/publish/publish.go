@@ -142,7 +142,8 @@ type Options struct {
 	// full way after BeforePush.
 	Index map[string]Entry
 	// BeforePush, when set, is called once, before anything is pushed,
-	// with the repositories the index did not settle (Options.Index): it
+	// with the repositories the index did not settle (Options.Index; for
+	// PushLayout, those it pushes): it
 	// removes their entries, so that a run killed after pushing them leaves
 	// no entry claiming an older version.
 	BeforePush func(ctx context.Context, repositories []string) error

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -47,7 +46,7 @@ func PushLayout(ctx context.Context, l *Layout, dst Store, opts Options, check C
 	if opts.DryRun {
 		return results, nil
 	}
-	if err := forget(ctx, dst, results, opts); err != nil {
+	if err := beforePush(ctx, results, opts); err != nil {
 		return results, err
 	}
 	var carried []*sign.Written
@@ -214,22 +213,17 @@ func compareBool(a, b bool) int {
 	return -1
 }
 
-// forget removes from the registry's namespace indexes the entries of the
-// repositories results push: their versions change without the index
-// knowing their layers, so the next publish asks them the full way.
-func forget(ctx context.Context, dst Store, results []Result, opts Options) error {
-	byNS := map[string][]string{}
+// beforePush gives opts.BeforePush the repositories results push: their
+// versions change without the indexes knowing their layers.
+func beforePush(ctx context.Context, results []Result, opts Options) error {
+	var repos []string
 	for _, r := range results {
 		if r.Action != Unchanged {
-			ns, _, _ := strings.Cut(r.Repository, "/")
-			byNS[ns] = append(byNS[ns], r.Repository)
+			repos = append(repos, r.Repository)
 		}
 	}
-	for _, ns := range slices.Sorted(maps.Keys(byNS)) {
-		err := UpdateIndex(ctx, dst, ns, func(ix *Index) { ix.Remove(byNS[ns]) }, IndexOptions{Settle: opts.Settle, SigningKey: opts.SigningKey, Log: opts.Log})
-		if err != nil {
-			return err
-		}
+	if opts.BeforePush == nil || len(repos) == 0 {
+		return nil
 	}
-	return nil
+	return opts.BeforePush(ctx, repos)
 }

@@ -125,7 +125,7 @@ func (p *publisher) compare(ctx context.Context, repo Repository, job Job, conte
 	if err != nil {
 		return false, false, err
 	}
-	desc, layers, err := latestLayers(ctx, repo, latest)
+	desc, layers, err := ManifestLayers(ctx, repo, latest)
 	if err != nil {
 		return false, isNotFound(err), fmt.Errorf("reading version %s of %s: %w", latest, job.Repository, explain(err))
 	}
@@ -213,31 +213,10 @@ func Tags(ctx context.Context, repo Repository) ([]string, error) {
 }
 
 // ManifestLayers is the manifest descriptor of a tag and the digests of its
-// layers: what an index entry says of a version (verify compares them).
+// layers, in one request where the store can: what publish compares with the
+// input, and verify with an index entry.
 func ManifestLayers(ctx context.Context, repo Repository, tag string) (ocispec.Descriptor, []string, error) {
-	return latestLayers(ctx, repo, tag)
-}
-
-// latestLayers returns the manifest descriptor of a tag and the digests of
-// its layers, in one request where the store can.
-func latestLayers(ctx context.Context, repo Repository, tag string) (ocispec.Descriptor, []string, error) {
-	var desc ocispec.Descriptor
-	var b []byte
-	var err error
-	if rf, ok := repo.(registry.ReferenceFetcher); ok {
-		var rc io.ReadCloser
-		desc, rc, err = rf.FetchReference(ctx, tag)
-		if err != nil {
-			return desc, nil, err
-		}
-		defer rc.Close()
-		b, err = content.ReadAll(rc, desc)
-	} else {
-		if desc, err = repo.Resolve(ctx, tag); err != nil {
-			return desc, nil, err
-		}
-		b, err = content.FetchAll(ctx, repo, desc)
-	}
+	desc, b, err := fetchManifest(ctx, repo, tag)
 	if err != nil {
 		return desc, nil, err
 	}
@@ -250,6 +229,31 @@ func latestLayers(ctx context.Context, repo Repository, tag string) (ocispec.Des
 		out[i] = l.Digest.String()
 	}
 	return desc, out, nil
+}
+
+// fetchManifest reads the manifest a tag names, in one request where the
+// store can, at most maxChartManifest bytes.
+func fetchManifest(ctx context.Context, repo Repository, tag string) (ocispec.Descriptor, []byte, error) {
+	var desc ocispec.Descriptor
+	var rc io.ReadCloser
+	var err error
+	if rf, ok := repo.(registry.ReferenceFetcher); ok {
+		if desc, rc, err = rf.FetchReference(ctx, tag); err != nil {
+			return desc, nil, err
+		}
+		defer rc.Close()
+	} else if desc, err = repo.Resolve(ctx, tag); err != nil {
+		return desc, nil, err
+	}
+	if desc.Size > maxChartManifest {
+		return desc, nil, fmt.Errorf("%w: %d bytes, more than %d", errTooLarge, desc.Size, maxChartManifest)
+	}
+	if rc == nil {
+		b, err := content.FetchAll(ctx, repo, desc)
+		return desc, b, err
+	}
+	b, err := content.ReadAll(rc, desc)
+	return desc, b, err
 }
 
 // fetchLayers reads the layers of a manifest.
