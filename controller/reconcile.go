@@ -41,6 +41,9 @@ type reconciler struct {
 func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ns := req.Name
 	if mine, err := r.inShard(ctx, ns); err != nil || !mine {
+		if err == nil {
+			r.log.Debug("skipped: namespace outside the shard", "namespace", ns)
+		}
 		return ctrl.Result{}, err
 	}
 	targets, err := list(ctx, r.client, model.KindTarget, ns)

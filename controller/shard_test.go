@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,12 +30,17 @@ func TestShardsSplitTheNamespaces(t *testing.T) {
 		opts.LeaderElection, opts.LeaderElectionNamespace = true, "shared"
 		opts.LeaderElectionID = LeaseName(opts.NamespaceSelector)
 		logs[shard] = &testenv.LockedBuffer{}
-		opts.Log = slog.New(slog.NewTextHandler(logs[shard], nil))
+		opts.Log = slog.New(slog.NewTextHandler(logs[shard], &slog.HandlerOptions{Level: slog.LevelDebug}))
 		start(t, opts)
 	}
 	e.waitVersions(t, map[[2]string]string{{"alpha", "edge-1"}: "0.0.1", {"alpha", "edge-2"}: "0.0.1"}, 2*time.Minute)
-	// beta is in no shard yet: nobody publishes it.
-	time.Sleep(2 * time.Second)
+	// beta is in no shard yet: each shard saw beta's objects and passed
+	// (a positive sign, not a wait), and nobody published it.
+	for _, shard := range []string{"a", "b"} {
+		require.Eventually(t, func() bool {
+			return strings.Contains(logs[shard].String(), "skipped: namespace outside the shard\" namespace=beta")
+		}, time.Minute, 50*time.Millisecond, "shard %s never considered beta", shard)
+	}
 	st, _ := e.targetStatusOf(t, "beta", "plant-1")
 	assert.Nil(t, st.Bootstrap, "beta is in no shard")
 

@@ -196,7 +196,18 @@ func TestReviewWorkflow(t *testing.T) {
 	require.Len(t, pushRuns, 1)
 	assert.Contains(t, pushRuns[0], "--reviewed", "the merge pushes checked against the reviewed list")
 
+	// The review job gets a pull-only account (CI1): no secret of its
+	// steps can push or mint.
+	for _, s := range wf.Jobs["review"].Steps {
+		for _, v := range s.Env {
+			if m := secretRef.FindStringSubmatch(v); m != nil {
+				assert.Contains(t, []string{"REGISTRY_READ_PASSWORD", "SOLAR_REVIEW_KUBECONFIG"}, m[1], "review step %q", s.Name)
+			}
+		}
+	}
+
 	reg := testenv.StartRegistry(t, testenv.RegistryOptions{TLS: true})
+	front := testenv.StartPullOnly(t, reg)
 	api := testenv.StartAPIServer(t)
 	api.CreateNamespaces(t, "alpha", "beta")
 	kubeconfig, err := os.ReadFile(api.Kubeconfig)
@@ -207,12 +218,13 @@ func TestReviewWorkflow(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(bin, "solar"), []byte("#!/bin/sh\nSOLAR_TEST_MAIN=1 exec "+self+" \"$@\"\n"), 0o755))
 	repo := t.TempDir()
 	testenv.CopyExamples(t, repo)
-	registry := reg.Host + "/solar"
+	registry := front.Host + "/solar"
 	a := &runner{t: t, wf: wf, repo: repo, artifacts: map[string]map[string]string{},
 		env: append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "RUNNER_TEMP="+t.TempDir()),
 		secrets: map[string]string{"SOLAR_KUBECONFIG": string(kubeconfig), "SOLAR_REVIEW_KUBECONFIG": string(kubeconfig),
-			"REGISTRY_PASSWORD": reg.Password},
-		overrides: map[string]string{"REGISTRY": registry, "REGISTRY_USER": reg.Username, "CA_FILE": reg.CAFile}}
+			"REGISTRY_PASSWORD": reg.Password, "REGISTRY_READ_PASSWORD": front.ReaderPassword},
+		overrides: map[string]string{"REGISTRY": registry, "REGISTRY_USER": reg.Username, "REGISTRY_READ_USER": front.Reader,
+			"CA_FILE": reg.CAFile}}
 
 	// What is live, tokens minted; then a pull request changes a Release.
 	login := []string{"--registry", registry, "--ca-file", reg.CAFile}
@@ -222,6 +234,7 @@ func TestReviewWorkflow(t *testing.T) {
 	deleteTokens(t, api, "alpha", "edge-1") // its rotation is due
 
 	artifacts := a.run("pull_request")
+	assert.Zero(t, front.Denied.Load(), "the review tried to write with its pull-only account")
 	require.NotEmpty(t, artifacts, "the review keeps the reviewed list")
 	live := append(testenv.AgentTokens(t, api, "alpha"), testenv.AgentTokens(t, api, "beta")...)
 	require.NotEmpty(t, live)
