@@ -36,6 +36,10 @@ func TestApply(t *testing.T) {
 		{"mint failed", outcomes{}, targetOutcome{credential: &credential.Credential{Reason: credential.ReasonMintFailed, Message: "refused"}},
 			metav1.ConditionFalse, credential.ReasonMintFailed, true, false, false},
 		{"registry down", outcomes{runErr: errors.New("connection refused")}, targetOutcome{}, metav1.ConditionFalse, ReasonPublishFailed, true, false, false},
+		// Its bootstrap chart was published before another Target's push
+		// failed: it is Ready at its new version, not marked failed.
+		{"published, then the run failed", outcomes{runErr: errors.New("pushing bootstrap-edge-2: connection refused")},
+			targetOutcome{published: published}, metav1.ConditionTrue, ReasonSucceeded, false, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := &targetStatus{Conditions: []metav1.Condition{

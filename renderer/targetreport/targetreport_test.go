@@ -70,6 +70,8 @@ func TestPhaseOf(t *testing.T) {
 		{"retries spent", ready, hr(2, [4]any{"Ready", "False", "RetriesExceeded", int64(2)}, [4]any{"Stalled", "True", "RetriesExceeded", int64(2)}), Failed},
 		{"drifted is a flag", ready, hr(2, [4]any{"Ready", "True", "UpgradeSucceeded", int64(2)}, [4]any{"Drifted", "True", "DriftDetected", int64(2)}), Ready},
 		{"source cannot verify", hr(1, [4]any{"Ready", "False", "VerificationError", int64(1)}), hr(2, [4]any{"Ready", "True", "UpgradeSucceeded", int64(2)}), Degraded},
+		{"source stalled", hr(1, [4]any{"Ready", "False", "InvalidSTSConfiguration", int64(1)}, [4]any{"Stalled", "True", "InvalidSTSConfiguration", int64(1)}),
+			hr(2, [4]any{"Ready", "True", "UpgradeSucceeded", int64(2)}), Failed},
 		{"source not yet ready", hr(2, [4]any{"Ready", "True", "Succeeded", int64(1)}), hr(2, [4]any{"Ready", "True", "UpgradeSucceeded", int64(2)}), Progressing},
 	} {
 		t.Run(tc.name, func(t *testing.T) { assert.Equal(t, tc.want, PhaseOf(tc.source, tc.helm)) })
@@ -84,4 +86,16 @@ func TestBoundedMessage(t *testing.T) {
 	assert.LessOrEqual(t, len(got), maxMessage)
 	assert.True(t, utf8.ValidString(got))
 	assert.Equal(t, "ok\uFFFD", BoundMessage("ok\xff"))
+}
+
+// TestRevisionIsTheNewest: helm-controller keeps status.history newest
+// first; the live chart version is the first entry's, not an older one's.
+func TestRevisionIsTheNewest(t *testing.T) {
+	helm := Object{"status": map[string]any{"history": []any{
+		map[string]any{"chartVersion": "0.0.3", "status": "deployed"},
+		map[string]any{"chartVersion": "0.0.2", "status": "superseded"},
+		map[string]any{"chartVersion": "0.0.1", "status": "superseded"},
+	}}}
+	assert.Equal(t, "0.0.3", Revision(helm))
+	assert.Empty(t, Revision(Object{"status": map[string]any{}}))
 }
