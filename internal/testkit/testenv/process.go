@@ -10,9 +10,15 @@ import (
 )
 
 // Tool finds an installed CLI, or fails the test saying how to install it.
-// A missing tool fails, never skips: make test installs every one.
+// A missing tool fails, never skips: make test installs every one. Under
+// -short every test that needs a tool (a real service or CLI) skips, found
+// or not: `go test -short ./...` is the quick loop and passes on a machine
+// where no tool is installed.
 func Tool(t testing.TB, name string) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skipf("needs %s: skipped under -short", name)
+	}
 	path, err := exec.LookPath(name)
 	if err != nil {
 		t.Fatalf("%s is not installed: run scripts/install-tools.sh and put its bin directory on PATH (make test does): %v", name, err)
