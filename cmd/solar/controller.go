@@ -173,4 +173,6 @@ Several replicas elect one leader with a Lease (--leader-elect); a large
 installation is split over controllers by --namespace-selector, one Lease per
 shard. Metrics: --metrics-addr /metrics; probes: --health-addr /healthz,
 /readyz. SIGTERM waits up to --shutdown-timeout for publishes in progress.
-It needs the RBAC of config/controller/ (docs/controller.md).`
+It needs the RBAC of config/controller/ and, in each namespace whose Targets
+it serves, a RoleBinding to ClusterRole solar-controller-tenant; elsewhere it
+reads no Secret and mints no token (docs/controller.md).`
