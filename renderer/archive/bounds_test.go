@@ -17,6 +17,8 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
 // sharedArchive is an archive of n versions (r/app-000 … at 0.0.1, unsigned)
@@ -118,6 +120,116 @@ func TestSharedBlobsUnpackOnce(t *testing.T) {
 	}
 }
 
+// TestLimitsAreExact (issue 44, A3, A4): each limit refuses an archive one
+// byte or one entry over it and lets one at it through, naming the limit:
+// removing a check, or loosening it, fails a case. Versions count against
+// Limits.Entries even when they take few tar entries (200 versions sharing
+// one manifest: 8 entries); the bytes pushed (a shared blob once per
+// repository) against Limits.Total as the bytes unpacked do.
+func TestLimitsAreExact(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	layer := bytes.Repeat([]byte{'a'}, 1000)
+	one, many := sharedArchive(t, 1, layer), sharedArchive(t, 200, layer)
+	b, err := os.ReadFile(one)
+	require.NoError(t, err)
+	var blobs, biggest, meta int64
+	for _, e := range readEntries(t, b) {
+		size := int64(len(e.data))
+		if blobName.MatchString(e.h.Name) {
+			blobs += size
+			biggest = max(biggest, size)
+		} else {
+			meta = max(meta, size)
+		}
+	}
+	b, err = os.ReadFile(many)
+	require.NoError(t, err)
+	manyMeta := int64(0)
+	for _, e := range readEntries(t, b) {
+		if !blobName.MatchString(e.h.Name) {
+			manyMeta = max(manyMeta, int64(len(e.data)))
+		}
+	}
+	limits := func(entries int, blob, total, metadata int64) Limits {
+		return Limits{Entries: entries, Blob: blob, Total: total, Metadata: metadata}
+	}
+	cases := []struct {
+		name    string
+		file    string
+		at, one Limits // at the limit; one under it
+		want    string
+	}{
+		{"tar entries", one, limits(8, 1<<20, 1<<20, 1<<20), limits(7, 1<<20, 1<<20, 1<<20), "more than 7 entries"},
+		{"versions", many, limits(200, 1<<20, 1<<30, 1<<20), limits(199, 1<<20, 1<<30, 1<<20), "200 versions: more than 199"},
+		{"one blob", one, limits(8, biggest, 1<<20, 1<<20), limits(8, biggest-1, 1<<20, 1<<20), fmt.Sprintf("more than the limit of %d", biggest-1)},
+		{"all blobs", one, limits(8, 1<<20, blobs, 1<<20), limits(8, 1<<20, blobs-1, 1<<20), fmt.Sprintf("its blobs are more than the limit of %d bytes", blobs-1)},
+		{"pushed", many, limits(200, 1<<20, 200*blobs, manyMeta), limits(200, 1<<20, 200*blobs-1, manyMeta), fmt.Sprintf("its versions push %d bytes", 200*blobs)},
+		{"metadata", one, limits(8, 1<<20, 1<<20, meta), limits(8, 1<<20, 1<<20, meta-1), fmt.Sprintf("more than the limit of %d", meta-1)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			u, err := Unpack(context.Background(), c.file, c.at)
+			require.NoError(t, err, "at the limit")
+			require.NoError(t, u.Close())
+			_, err = Unpack(context.Background(), c.file, c.one)
+			require.ErrorIs(t, err, ErrRefused)
+			assert.Contains(t, err.Error(), c.want)
+		})
+	}
+}
+
 func inode(info fs.FileInfo) uint64 {
 	return info.Sys().(*syscall.Stat_t).Ino
+}
+
+// bigManifestLayout is a layout of one repository, a/big, whose version
+// 0.0.1 has a manifest of exactly size bytes (padded with an annotation).
+func bigManifestLayout(t *testing.T, size int) string {
+	t.Helper()
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "out")
+	l, err := publish.OpenLayout(ctx, dir, publish.LayoutOptions{})
+	require.NoError(t, err)
+	defer l.Close()
+	repo, err := l.Repository(ctx, "a/big")
+	require.NoError(t, err)
+	push := func(mediaType string, b []byte) ocispec.Descriptor {
+		d := ocispec.Descriptor{MediaType: mediaType, Digest: digest.FromBytes(b), Size: int64(len(b))}
+		require.NoError(t, repo.Push(ctx, d, bytes.NewReader(b)))
+		return d
+	}
+	m := ocispec.Manifest{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageManifest,
+		Config:      push("application/vnd.example.config.v1+json", []byte(`{}`)),
+		Layers:      []ocispec.Descriptor{push("text/plain", []byte("hello"))},
+		Annotations: map[string]string{"pad": ""}}
+	raw, err := json.Marshal(m)
+	require.NoError(t, err)
+	m.Annotations["pad"] = string(bytes.Repeat([]byte{'a'}, size-len(raw)))
+	raw, err = json.Marshal(m)
+	require.NoError(t, err)
+	require.Len(t, raw, size)
+	require.NoError(t, repo.Tag(ctx, push(ocispec.MediaTypeImageManifest, raw), "0.0.1"))
+	require.NoError(t, l.Save(ctx))
+	return dir
+}
+
+// TestExportBound (issue 44, E1): export reads a manifest of the layout
+// only up to maxManifest (4 MiB): a manifest of that size exports, and
+// unpacks; one byte more is refused, and leaves no file.
+func TestExportBound(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	ctx := context.Background()
+	file, _ := export(t, bigManifestLayout(t, maxManifest))
+	u, err := Unpack(ctx, file, DefaultLimits)
+	require.NoError(t, err)
+	require.NoError(t, u.Close())
+
+	l, err := publish.OpenLayout(ctx, bigManifestLayout(t, maxManifest+1), publish.LayoutOptions{ReadOnly: true, MustExist: true})
+	require.NoError(t, err)
+	defer l.Close()
+	out := t.TempDir()
+	_, err = WriteFile(ctx, l, filepath.Join(out, "bundle.tar"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), fmt.Sprintf("is %d bytes: too large", maxManifest+1))
+	assert.Empty(t, names(t, out), "nothing written")
 }
