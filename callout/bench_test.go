@@ -29,6 +29,9 @@ import (
 // reports connections per second of each and the callout's CPU time per
 // authorization (from /proc).
 func BenchmarkDevicesConnect(b *testing.B) {
+	if testing.Short() {
+		b.Skip("-short: starts a nats-server")
+	}
 	const devices = 1000
 	op := testenv.StartOIDC(b)
 	dir := b.TempDir()

@@ -34,8 +34,13 @@ const bucket = "solar-fleet"
 
 // startFleet starts the provider, the server and the callout (with an
 // xkey when sealed), and fills the bucket with devices A's and B's keys.
+// Under -short it skips the test: every test that starts a fleet needs a
+// real nats-server.
 func startFleet(t testing.TB, sealed bool, is callout.Issuer) *fleet {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: starts a nats-server")
+	}
 	f := &fleet{op: testenv.StartOIDC(t)}
 	dir := t.TempDir()
 	issuer, xkey, err := callout.NewKeys(dir)

@@ -15,9 +15,16 @@ import (
 
 // keySet is the issuer's JSON Web Key Set (an oidc.KeySet): fetched over
 // HTTPS, cached for maxAge, and fetched again at once when a token names a
-// key it does not hold, at most once per minRefetch, so that a flood of
-// tokens with made-up key ids costs the issuer one request per minRefetch.
-// A key the issuer removed is trusted until the next fetch (maxAge at most).
+// key it does not hold. One fetch at a time, shared: a token that wants the
+// keys while a fetch is under way waits for that fetch and takes what it
+// brought, never for a second one, so four unknown kids behind a slow key
+// endpoint wait one fetch each, not one, two, three and four. A fetch
+// starts at most minRefetch after the last one ended (so a flood of tokens
+// with made-up key ids costs the issuer one request per fetch time plus
+// minRefetch, however slow it answers), runs apart from the token that
+// started it (its caller giving up does not cancel it for the others) and
+// ends within fetchTimeout. A key the issuer removed is trusted until the
+// next fetch (maxAge at most).
 type keySet struct {
 	url        string
 	client     *http.Client
@@ -28,10 +35,20 @@ type keySet struct {
 	mu       sync.Mutex
 	keys     []jose.JSONWebKey
 	fetched  time.Time // of the keys held
-	tried    time.Time // of the last fetch, failed or not
+	ended    time.Time // of the last fetch, failed or not
 	fetches  int64
-	inflight chan struct{} // closed when the fetch under way ends
+	inflight *fetchCall // the fetch under way, nil when none
 }
+
+// fetchCall is one fetch of the key set, shared by every token that waits
+// for it: done is closed when it ends, err says how.
+type fetchCall struct {
+	done chan struct{}
+	err  error
+}
+
+// fetchTimeout bounds one fetch of the key set.
+const fetchTimeout = 10 * time.Second
 
 // maxJWKS bounds a key set's size.
 const maxJWKS = 1 << 20
@@ -47,14 +64,9 @@ func (ks *keySet) VerifySignature(ctx context.Context, raw string) ([]byte, erro
 		return nil, errors.New("not a JWT with one signature")
 	}
 	kid := jws.Signatures[0].Header.KeyID
-	keys, err := ks.current(ctx, "")
+	keys, err := ks.current(ctx, kid)
 	if err != nil {
 		return nil, err
-	}
-	if !hasKey(keys, kid) {
-		if keys, err = ks.current(ctx, kid); err != nil {
-			return nil, err
-		}
 	}
 	for _, k := range keys {
 		if kid != "" && k.KeyID != kid {
@@ -77,64 +89,70 @@ func hasKey(keys []jose.JSONWebKey, kid string) bool {
 }
 
 // current is the key set, fetched again when it is older than maxAge, or
-// when missing (a token's kid) is not in it; either way at most once per
-// minRefetch. The fetch runs outside the lock: a token whose key is held
-// is verified meanwhile; one that wants the fetch waits for it. A failed
-// fetch keeps the keys held while they are younger than maxAge; past that,
-// it fails closed.
-func (ks *keySet) current(ctx context.Context, missing string) ([]jose.JSONWebKey, error) {
-	for {
-		ks.mu.Lock()
-		stale := time.Since(ks.fetched) > ks.maxAge
-		want := stale || (missing != "" && !hasKey(ks.keys, missing))
-		if want && ks.inflight != nil {
-			ch := ks.inflight
-			ks.mu.Unlock()
-			select {
-			case <-ch:
-				continue
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-		}
-		var err error
-		if want && time.Since(ks.tried) >= ks.minRefetch {
-			err = ks.refetch(ctx)
-			stale = time.Since(ks.fetched) > ks.maxAge
-		}
+// when kid is not in it. It waits for at most one fetch: the one under way,
+// or else the one it starts, if minRefetch has passed since the last one
+// ended. A token whose key is held is verified meanwhile. A failed fetch
+// keeps the keys held while they are younger than maxAge; past that, it
+// fails closed.
+func (ks *keySet) current(ctx context.Context, kid string) ([]jose.JSONWebKey, error) {
+	ks.mu.Lock()
+	stale := time.Since(ks.fetched) > ks.maxAge
+	// A token without a kid wants the keys only when they are stale.
+	if !stale && (kid == "" || hasKey(ks.keys, kid)) {
 		keys := ks.keys
 		ks.mu.Unlock()
-		switch {
-		case stale && err != nil:
-			return nil, fmt.Errorf("fetching the issuer's keys: %w", err)
-		case stale:
-			return nil, errors.New("the issuer's keys are out of date and were fetched too recently to fetch again")
-		}
 		return keys, nil
 	}
+	call := ks.inflight
+	if call == nil && time.Since(ks.ended) >= ks.minRefetch {
+		call = ks.start()
+	}
+	ks.mu.Unlock()
+	var err error
+	if call != nil {
+		select {
+		case <-call.done:
+			err = call.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	ks.mu.Lock()
+	keys, stale := ks.keys, time.Since(ks.fetched) > ks.maxAge
+	ks.mu.Unlock()
+	switch {
+	case stale && err != nil:
+		return nil, fmt.Errorf("fetching the issuer's keys: %w", err)
+	case stale:
+		return nil, errors.New("the issuer's keys are out of date and were fetched too recently to fetch again")
+	}
+	return keys, nil
 }
 
-// refetch fetches the key set, with ks.mu held on entry and on return but
-// not while fetching.
-func (ks *keySet) refetch(ctx context.Context) error {
-	ks.tried = time.Now()
+// start starts a fetch, with ks.mu held; it runs on its own goroutine,
+// bounded by fetchTimeout.
+func (ks *keySet) start() *fetchCall {
+	call := &fetchCall{done: make(chan struct{})}
+	ks.inflight = call
 	ks.fetches++
-	ch := make(chan struct{})
-	ks.inflight = ch
-	ks.mu.Unlock()
-	keys, err := ks.fetch(ctx)
-	ks.mu.Lock()
-	ks.inflight = nil
-	close(ch)
-	if err == nil {
-		ks.keys, ks.fetched = keys, time.Now()
-	}
-	return err
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), fetchTimeout)
+		keys, err := ks.fetch(ctx)
+		cancel()
+		ks.mu.Lock()
+		if err == nil {
+			ks.keys, ks.fetched = keys, time.Now()
+		}
+		// From the end: a key endpoint slower than minRefetch is not
+		// fetched back to back.
+		ks.ended, ks.inflight, call.err = time.Now(), nil, err
+		ks.mu.Unlock()
+		close(call.done)
+	}()
+	return call
 }
 
 func (ks *keySet) fetch(ctx context.Context) ([]jose.JSONWebKey, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ks.url, nil)
 	if err != nil {
 		return nil, err

@@ -145,7 +145,9 @@ func (v *Verifier) oidcVerifier(ctx context.Context) (*oidc.IDTokenVerifier, err
 	if time.Since(v.tried) < v.is.MinRefetch {
 		return nil, errors.New("the issuer's discovery failed moments ago")
 	}
-	v.tried = time.Now()
+	// From the end: the tokens queued on v.mu behind a slow discovery that
+	// failed are refused at once, not each after a discovery of its own.
+	defer func() { v.tried = time.Now() }()
 	ctx, cancel := context.WithTimeout(oidc.ClientContext(ctx, v.is.HTTPClient), 10*time.Second)
 	defer cancel()
 	p, err := oidc.NewProvider(ctx, v.is.URL)

@@ -16,7 +16,8 @@ import (
 )
 
 // TestCommand: keys, token and check as an operator runs them, then the
-// callout served from its flags lets the device in, with its inbox only.
+// callout served from its flags lets the device in, with its inbox only
+// (a real nats-server: skipped under -short, after the first part).
 func TestCommand(t *testing.T) {
 	op := testenv.StartOIDC(t)
 	dir := t.TempDir()
@@ -70,6 +71,9 @@ func TestCommand(t *testing.T) {
 		t.Fatalf("check of a token for another audience: %v", err)
 	}
 
+	if testing.Short() {
+		t.Skip("-short: serving the callout starts a nats-server")
+	}
 	servedLetsIn(t, op, dir, issuer, xkey, tokenFile)
 }
 

@@ -84,7 +84,8 @@ push FILE (a file, not a folder) reads it bounded, refuses links, other
 files, a blob whose sha256 is not its name, and index.json and
 solar-export.json that do not name the same versions, manifests and
 signatures, all before anything is written; then it pushes the archive as it
-pushes a layout, from a private temporary copy it removes after.
+pushes a layout, from a private temporary copy (each blob once) it removes
+after.
 
 Each version must be the one after the registry's latest, as when the layout
 was rendered: if the registry moved since (another version appeared), nothing
@@ -135,7 +136,7 @@ func isArchive(path string) bool {
 
 // openPushLayout opens what push pushes: a rendered layout (a folder), or
 // an archive of solar export (a file), checked whole and unpacked into a
-// private temporary layout that the returned func removes.
+// private temporary folder that the returned func removes.
 func openPushLayout(ctx context.Context, path string) (*pipeline.Store, func(), error) {
 	if isArchive(path) {
 		l, closeLayout, err := pipeline.OpenArchive(ctx, path)

@@ -173,12 +173,12 @@ func TestExport(t *testing.T) {
 	}
 	u, err := Unpack(context.Background(), file, DefaultLimits)
 	require.NoError(t, err)
-	assert.Equal(t, want, contents(t, u.Layout, repos), "unpacked as it was")
-	got, err := u.Layout.Repositories(context.Background(), "")
+	assert.Equal(t, want, contents(t, u, repos), "unpacked as it was")
+	got, err := u.Repositories(context.Background(), "")
 	require.NoError(t, err)
 	assert.Equal(t, repos, got)
 	require.NoError(t, u.Close())
-	_, err = os.Stat(u.dir)
+	_, err = os.Stat(u.tmp.dir)
 	assert.True(t, errors.Is(err, os.ErrNotExist), "Close removes the unpacked layout")
 }
 

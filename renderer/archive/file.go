@@ -13,24 +13,30 @@ import (
 )
 
 // WriteFile exports l into the file name, whole or not at all: a temporary
-// file beside it (mode 0600: the charts hold agent tokens), synced, then
-// renamed over name. The summary carries the file's size and sha256.
+// file beside it (mode 0600: the charts hold agent tokens; named
+// .solar-export-…, locked while written), synced, then renamed over name.
+// The temporary files of earlier runs killed before their rename are
+// removed first. The summary carries the file's size and sha256.
 func WriteFile(ctx context.Context, l *publish.Layout, name string) (*Summary, error) {
 	if info, err := os.Stat(name); err == nil && info.IsDir() {
 		return nil, fmt.Errorf("%s is a folder: name the archive file to write", name)
 	}
 	dir := filepath.Dir(name)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(name)+".*")
+	sweep(dir, exportPrefix, false)
+	tmp, err := os.CreateTemp(dir, exportPrefix+"*")
 	if err != nil {
 		return nil, fmt.Errorf("writing %s: %w", name, err)
 	}
 	done := false
 	defer func() {
 		if !done {
-			tmp.Close()
 			os.Remove(tmp.Name())
+			tmp.Close()
 		}
 	}()
+	if err := lockFile(tmp); err != nil {
+		return nil, fmt.Errorf("writing %s: locking %s: %w", name, tmp.Name(), err)
+	}
 	if err := tmp.Chmod(0o600); err != nil {
 		return nil, err
 	}
@@ -43,13 +49,15 @@ func WriteFile(ctx context.Context, l *publish.Layout, name string) (*Summary, e
 	if err := tmp.Sync(); err != nil {
 		return nil, fmt.Errorf("writing %s: %w", name, err)
 	}
-	if err := tmp.Close(); err != nil {
-		return nil, fmt.Errorf("writing %s: %w", name, err)
-	}
+	// Renamed while still open, so locked: no other run takes it for the
+	// leftover of a dead one.
 	if err := os.Rename(tmp.Name(), name); err != nil {
 		return nil, fmt.Errorf("writing %s: %w", name, err)
 	}
 	done = true
+	if err := tmp.Close(); err != nil {
+		return nil, fmt.Errorf("writing %s: %w", name, err)
+	}
 	if d, err := os.Open(dir); err == nil {
 		_ = d.Sync() // the rename, durable
 		d.Close()

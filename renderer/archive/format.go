@@ -2,8 +2,11 @@
 // writes the newest version of every repository of a layout (what solar push
 // pushes) with its signatures as one OCI image-layout archive, and Unpack
 // reads such an archive back, every byte and every reference checked before
-// anything is written, into a private temporary layout that publish.PushLayout
-// pushes as it pushes a rendered one.
+// anything is pushed, into a private temporary folder that holds each blob
+// once by its digest (however many versions name it: what is unpacked is
+// never more than the archive), a read-only store that publish.PushLayout
+// pushes as it pushes a rendered layout. What a run killed with SIGKILL leaves (that folder, or
+// export's temporary file before its rename) the next run removes.
 //
 // The archive is a tar (ustar) of a standard OCI image layout, what oras and
 // skopeo call an OCI archive, in this order:
@@ -65,9 +68,12 @@ type Summary struct {
 
 // Limits bound what Unpack reads: an archive beyond them is refused.
 type Limits struct {
-	Entries  int   // entries in the tar
-	Blob     int64 // bytes of one blob
-	Total    int64 // bytes of all blobs together
+	Entries int   // entries in the tar, and versions in solar-export.json
+	Blob    int64 // bytes of one blob
+	// Total bounds the bytes of all blobs together (what is unpacked), and
+	// the bytes the versions push (a blob shared by many repositories
+	// once per repository).
+	Total    int64
 	Metadata int64 // bytes of oci-layout, index.json or solar-export.json
 }
 

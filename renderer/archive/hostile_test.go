@@ -146,7 +146,7 @@ func TestCraftedSignatures(t *testing.T) {
 			defer u.Close()
 			remote, err := publish.NewRemote(publish.RemoteOptions{Host: reg.Host, Prefix: fmt.Sprint("p", i), Username: reg.Username, Password: reg.Password, PlainHTTP: true})
 			require.NoError(t, err)
-			_, err = publish.PushLayout(ctx, u.Layout, remote, publish.Options{Verifier: v}, nil)
+			_, err = publish.PushLayout(ctx, u, remote, publish.Options{Verifier: v}, nil)
 			if c.refused {
 				require.ErrorIs(t, err, publish.ErrSignature)
 				return
@@ -164,8 +164,8 @@ func TestCraftedSignatures(t *testing.T) {
 }
 
 // TestAmplifiedArchive: one blob in the archive named by 40 repositories
-// would be written (and pushed) 40 times: the bytes once unpacked count
-// against the limit.
+// is unpacked once but pushed 40 times: the bytes pushed count against the
+// limit.
 func TestAmplifiedArchive(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "out")
@@ -184,7 +184,7 @@ func TestAmplifiedArchive(t *testing.T) {
 	lim.Total = 2 << 20 // the archive's blobs fit
 	_, err = Unpack(ctx, file, lim)
 	require.ErrorIs(t, err, ErrRefused)
-	require.Contains(t, err.Error(), "once unpacked")
+	require.Contains(t, err.Error(), "into their repositories (shared blobs once per repository)")
 }
 
 // TestTarExtensions: a 10 KiB tar whose entry is a PAX sparse file of 64

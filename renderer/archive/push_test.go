@@ -55,12 +55,12 @@ func TestPushArchive(t *testing.T) {
 	require.NoError(t, err)
 	defer u.Close()
 	_, other := signingKey(t)
-	_, err = publish.PushLayout(ctx, u.Layout, remote, publish.Options{Verifier: other}, nil)
+	_, err = publish.PushLayout(ctx, u, remote, publish.Options{Verifier: other}, nil)
 	require.ErrorIs(t, err, publish.ErrSignature)
 	assert.Empty(t, catalog(), "a refused push writes nothing")
 	assert.Zero(t, countproxy.Writes(proxy.Take()))
 
-	results, err := publish.PushLayout(ctx, u.Layout, remote, publish.Options{Verifier: v}, nil)
+	results, err := publish.PushLayout(ctx, u, remote, publish.Options{Verifier: v}, nil)
 	require.NoError(t, err)
 	require.Len(t, results, 3)
 	assert.Equal(t, repos, catalog())
@@ -69,7 +69,7 @@ func TestPushArchive(t *testing.T) {
 	defer l.Close()
 	assert.Equal(t, contents(t, l, repos), contents(t, remote, repos), "the registry holds what the layout held")
 	proxy.Take()
-	results, err = publish.PushLayout(ctx, u.Layout, remote, publish.Options{Verifier: v}, nil)
+	results, err = publish.PushLayout(ctx, u, remote, publish.Options{Verifier: v}, nil)
 	require.NoError(t, err)
 	for _, r := range results {
 		assert.Equal(t, publish.Unchanged, r.Action, r.Repository)

@@ -27,7 +27,8 @@ type PushResult = publish.Result
 // Push pushes the newest version of every repository of the layout src
 // that the registry dst lacks, byte for byte (publish.PushLayout).
 func Push(ctx context.Context, src, dst *Store, opts PushOptions) ([]PushResult, error) {
-	if src.Layout == nil || dst.Remote == nil {
+	from := src.source()
+	if from == nil || dst.Remote == nil {
 		return nil, errors.New("push goes from a layout to a registry")
 	}
 	var check publish.Check
@@ -35,12 +36,24 @@ func Push(ctx context.Context, src, dst *Store, opts PushOptions) ([]PushResult,
 		if err := opts.Reviewed.CheckRegistry(dst.Registry); err != nil {
 			return nil, err
 		}
-		check = opts.Reviewed.Check(src.Layout, dst.Remote)
+		check = opts.Reviewed.Check(from, dst.Remote)
 	}
 	// The registry's indexes lose the entries of what is pushed: the next
 	// publish asks those repositories the full way.
 	ix := newIndexes(dst.Remote, Options{PublishOptions: PublishOptions{Settle: DefaultSettle, SigningKey: opts.SigningKey}})
 	popts := publish.Options{DryRun: opts.DryRun, SigningKey: opts.SigningKey, Verifier: opts.Verifier,
 		PushLast: chain.IsBootstrapRepository, Step: opts.Progress, BeforePush: ix.beforePush}
-	return publish.PushLayout(ctx, src.Layout, dst.Remote, popts, check)
+	return publish.PushLayout(ctx, from, dst.Remote, popts, check)
+}
+
+// source is what Push pushes from: the layout, or an archive unpacked
+// (OpenArchive); nil for a registry.
+func (s *Store) source() publish.Source {
+	if s.Layout != nil {
+		return s.Layout
+	}
+	if src, ok := s.Store.(publish.Source); ok && s.Remote == nil {
+		return src
+	}
+	return nil
 }

@@ -45,12 +45,13 @@ func Export(ctx context.Context, s *Store, name string) (*ArchiveSummary, error)
 }
 
 // OpenArchive checks the archive file name whole, within the default
-// limits, and unpacks it into a private temporary layout, which closeLayout
-// removes (archive.Unpack).
+// limits, and unpacks it into a private temporary folder, each blob once,
+// which closeLayout removes (archive.Unpack): a Store that Push pushes
+// from as from a layout.
 func OpenArchive(ctx context.Context, name string) (s *Store, closeLayout func() error, err error) {
 	u, err := archive.Unpack(ctx, name, archive.DefaultLimits)
 	if err != nil {
 		return nil, nil, err
 	}
-	return &Store{Store: u.Layout, Layout: u.Layout}, u.Close, nil
+	return &Store{Store: u}, u.Close, nil
 }

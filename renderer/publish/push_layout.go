@@ -21,14 +21,14 @@ var ErrNoVersion = errors.New("no such version")
 type Check func(ctx context.Context, results []Result) error
 
 // PushLayout pushes the newest version of every repository of the layout
-// that the registry lacks, exactly the bytes the layout holds (what was
+// (or of an unpacked archive: any Source) that the registry lacks, exactly the bytes the layout holds (what was
 // reviewed): opts.PushLast's repositories (bootstrap charts) after the
 // others (release charts). The layout's version
 // must be the one after the registry's latest, as it was when the layout was
 // rendered against the registry; if any repository moved since, nothing is
 // pushed (ErrMoved). check, when not nil, then sees the results first: its
 // error, too, pushes nothing.
-func PushLayout(ctx context.Context, l *Layout, dst Store, opts Options, check Check) ([]Result, error) {
+func PushLayout(ctx context.Context, l Source, dst Store, opts Options, check Check) ([]Result, error) {
 	results, err := planPush(ctx, l, dst, opts.PushLast)
 	if err != nil {
 		return nil, err
@@ -99,7 +99,7 @@ var ErrSignature = errors.New("not signed with the keys given")
 
 // verifyLayout checks the signature of every version results name in l,
 // all before any push, and names every version that fails.
-func verifyLayout(ctx context.Context, l *Layout, results []Result, v *sign.Verifier) error {
+func verifyLayout(ctx context.Context, l Source, results []Result, v *sign.Verifier) error {
 	var bad []string
 	for _, r := range results {
 		src, err := l.Repository(ctx, r.Repository)
@@ -121,7 +121,7 @@ func verifyLayout(ctx context.Context, l *Layout, results []Result, v *sign.Veri
 
 // planPush is what PushLayout would do with each repository of the layout,
 // those of last after the others, or ErrMoved.
-func planPush(ctx context.Context, l *Layout, dst Store, last func(string) bool) ([]Result, error) {
+func planPush(ctx context.Context, l Source, dst Store, last func(string) bool) ([]Result, error) {
 	repos, err := l.Repositories(ctx, "")
 	if err != nil {
 		return nil, err

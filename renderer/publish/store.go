@@ -31,3 +31,10 @@ type BlobScoper interface {
 type Lister interface {
 	Repositories(ctx context.Context, prefix string) ([]string, error)
 }
+
+// Source is what PushLayout pushes from: a Layout, or an archive unpacked
+// (renderer/archive), whose repositories it lists.
+type Source interface {
+	Store
+	Lister
+}
