@@ -148,13 +148,37 @@ func (c Cgroup) populated(name string) (bool, error) {
 }
 
 // stop stops every process of the leaf: SIGTERM, and cgroup.kill (SIGKILL
-// to the whole leaf, descendants born meanwhile included) after limit. It
-// returns once the leaf is empty, or with ctx's error or after killWait.
-// Without a cgroup it does nothing.
+// to the whole leaf, descendants born meanwhile included) after limit, and
+// removes the leaf once it is empty: the next start makes it anew. (A leaf
+// that was killed is never used again: Linux 6.18 kills at birth a process
+// cloned into a cgroup whose kill count is not its parent's.) It returns
+// with ctx's error, or when the leaf is not empty after killWait. Without a
+// cgroup it does nothing.
 func (c Cgroup) stop(ctx context.Context, name string, limit time.Duration) error {
 	if c == "" {
 		return nil
 	}
+	if err := c.empty(ctx, name, limit); err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(killWait); ; {
+		err := os.Remove(c.leaf(name))
+		if err == nil || errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// empty ends every process of the leaf (stop).
+func (c Cgroup) empty(ctx context.Context, name string, limit time.Duration) error {
 	if on, err := c.populated(name); err != nil || !on {
 		return err
 	}

@@ -159,3 +159,26 @@ func TestProbeTreeStopped(t *testing.T) {
 		})
 	}
 }
+
+// TestCgroupLeafAfterKill: a leaf whose processes were killed
+// (cgroup.kill) takes the next agent, which lives: the leaf is made anew.
+func TestCgroupLeafAfterKill(t *testing.T) {
+	c := testCgroup(t)
+	start := func() *exec.Cmd {
+		cmd := exec.Command("sleep", "3600")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		placed, err := c.place(cmd, leafAgent)
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		placed()
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		return cmd
+	}
+	first := start()
+	require.NoError(t, c.stop(context.Background(), leafAgent, 0), "killed at once")
+	assertGone(t, first.Process.Pid, "the first agent")
+	next := start()
+	require.Eventually(t, func() bool { on, _ := c.populated(leafAgent); return on }, gonePatience, gonePollPeriod)
+	assert.True(t, liveAs(next.Process.Pid, -1), "the next agent lives")
+	assert.Never(t, func() bool { return !liveAs(next.Process.Pid, -1) }, 300*time.Millisecond, gonePollPeriod, "the next agent lives")
+}
