@@ -152,10 +152,11 @@ func crashAfterCommit(ctx context.Context, ready <-chan struct{}) {
 
 // daemonize, in the daemonize build, leaves a process behind as a hostile
 // candidate would: a shell in a session of its own (setsid) starts sleep in
-// the background and exits, a double fork: the sleep is in no process group
-// or session of the agent's and runs no installed binary. Its pid goes to
-// ROOT/run/daemon-<what>.pid; the probe, which is given no root, finds it
-// from its own path (ROOT/versions/<hex>/agent).
+// the background, deaf to SIGTERM, and exits, a double fork: the sleep is in
+// no process group or session of the agent's, runs no installed binary and
+// must be killed. Its pid goes to ROOT/run/daemon-<what>.pid; the probe,
+// which is given no root, finds it from its own path
+// (ROOT/versions/<hex>/agent).
 func daemonize(root, what string) {
 	if behaviour != "daemonize" {
 		return
@@ -167,7 +168,7 @@ func daemonize(root, what string) {
 		}
 		root = filepath.Dir(filepath.Dir(filepath.Dir(exe)))
 	}
-	cmd := exec.Command("sh", "-c", "sleep 3600 </dev/null >/dev/null 2>&1 & echo $!")
+	cmd := exec.Command("sh", "-c", "trap '' TERM; sleep 3600 </dev/null >/dev/null 2>&1 & echo $!")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	out, err := cmd.Output()
 	if err == nil {
