@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -25,6 +27,8 @@ import (
 //	probe-fails         --probe fails
 //	ready-devzero       (hostile) the ready file a link to /dev/zero
 //	ready-fifo          (hostile) the ready file a FIFO
+//	daemonize           (hostile) never ready; its --probe and its run each
+//	                    leave a daemon behind (daemonize)
 //
 // and one per condition of strict readiness (agentlink), each withheld:
 //
@@ -117,7 +121,7 @@ func (r refusingKV) Update(ctx context.Context, key string, value []byte, rev ui
 // a FIFO where the updater reads readiness.
 func markReady(p updater.Paths) error {
 	switch behaviour {
-	case "never-ready":
+	case "never-ready", "daemonize":
 		return nil
 	case "ready-devzero":
 		return os.Symlink("/dev/zero", p.Ready())
@@ -143,5 +147,34 @@ func crashAfterCommit(ctx context.Context, ready <-chan struct{}) {
 		fmt.Fprintln(os.Stderr, "crashing after commit")
 		os.Exit(1)
 	case <-ctx.Done():
+	}
+}
+
+// daemonize, in the daemonize build, leaves a process behind as a hostile
+// candidate would: a shell in a session of its own (setsid) starts sleep in
+// the background, deaf to SIGTERM, and exits, a double fork: the sleep is in
+// no process group or session of the agent's, runs no installed binary and
+// must be killed. Its pid goes to ROOT/run/daemon-<what>.pid; the probe,
+// which is given no root, finds it from its own path
+// (ROOT/versions/<hex>/agent).
+func daemonize(root, what string) {
+	if behaviour != "daemonize" {
+		return
+	}
+	if root == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return
+		}
+		root = filepath.Dir(filepath.Dir(filepath.Dir(exe)))
+	}
+	cmd := exec.Command("sh", "-c", "trap '' TERM; sleep 3600 </dev/null >/dev/null 2>&1 & echo $!")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	out, err := cmd.Output()
+	if err == nil {
+		err = os.WriteFile(filepath.Join(root, "run", "daemon-"+what+".pid"), out, 0o644)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "daemonize:", err)
 	}
 }

@@ -70,6 +70,7 @@ func main() {
 			fmt.Fprintln(os.Stderr, "probe: this build cannot run here")
 			os.Exit(1)
 		}
+		daemonize("", "probe")
 		fmt.Println(version)
 		return
 	}
@@ -77,6 +78,7 @@ func main() {
 		log.Error("crashing at start")
 		os.Exit(1)
 	}
+	daemonize(c.root, "agent")
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	paths := updater.Paths{Root: c.root}

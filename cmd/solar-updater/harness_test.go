@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sync/errgroup"
 
@@ -82,6 +83,7 @@ func buildAll(dir string) error {
 		"v1-never-ready":        "-X main.version=1.0.0 -X main.behaviour=never-ready",
 		"v2-ready-devzero":      "-X main.version=2.0.0 -X main.behaviour=ready-devzero",
 		"v2-ready-fifo":         "-X main.version=2.0.0 -X main.behaviour=ready-fifo",
+		"v2-daemonize":          "-X main.version=2.0.0 -X main.behaviour=daemonize",
 		// One per condition of strict readiness, withheld (ready_test.go).
 		"v2-deps-fail":        "-X main.version=2.0.0 -X main.behaviour=deps-fail",
 		"v2-nats-unreachable": "-X main.version=2.0.0 -X main.behaviour=nats-unreachable",
@@ -233,8 +235,14 @@ func newDeviceWith(t *testing.T, s *artifactServer, o deviceOptions) *device {
 		d.group = agentGroup
 		d.extra = append(d.extra, "--agent-uid", fmt.Sprint(agentUID), "--agent-gid", fmt.Sprint(agentGroup))
 	}
+	// The cgroup the updater finds for this root (--cgroup auto), or none.
+	d.service.Cgroup, _ = updater.FindCgroup(d.paths)
 	require.NoError(t, d.service.Start(context.Background()))
-	t.Cleanup(func() { _ = d.service.Stop(context.Background()); killAgents(d.paths) })
+	t.Cleanup(func() {
+		_ = d.service.Stop(context.Background())
+		killAgents(d.paths)
+		assert.NoError(t, d.service.Cgroup.Remove())
+	})
 	return d
 }
 
@@ -323,39 +331,6 @@ func (d *device) sendAsAgent(t *testing.T, a wire.Attempt) (updater.Outcome, boo
 		return o, false
 	}
 	return o, true
-}
-
-// agentProcesses lists the live processes whose executable is a binary of
-// the root's versions.
-func agentProcesses(p updater.Paths) []int {
-	var pids []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		var pid int
-		if _, err := fmt.Sscan(e.Name(), &pid); err != nil {
-			continue
-		}
-		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
-		if err == nil && strings.HasPrefix(exe, p.Versions()+"/") && processAlive(pid) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
-func processAlive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z'
-}
-
-func killAgents(p updater.Paths) {
-	for _, pid := range agentProcesses(p) {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-	}
 }
 
 // selected is the build the agent link selects, checked whole: its bytes

@@ -40,7 +40,7 @@ func main() {
 
 // config is what the flags say.
 type config struct {
-	root, unit, repair                      string
+	root, unit, repair, cgroup              string
 	agentArgs                               stringList
 	group, agentUID, agentGID, maxTries     int
 	maxSize                                 int64
@@ -57,6 +57,7 @@ func parseFlags() *config {
 	flag.IntVar(&c.group, "group", -1, "gid of the fleet-agent group: the only peers the socket accepts (required)")
 	flag.IntVar(&c.agentUID, "agent-uid", -1, "uid to run probes (and a supervised agent) as; -1 keeps the updater's")
 	flag.IntVar(&c.agentGID, "agent-gid", -1, "gid to run probes (and a supervised agent) as; required with --agent-uid")
+	flag.StringVar(&c.cgroup, "cgroup", "auto", "cgroup v2 folder for what the updater starts (probes, a supervised agent), stopped whole with cgroup.kill: auto (a child of the updater's own cgroup, named after --root), off (the fallback: sessions), or a folder")
 	flag.BoolVar(&c.agentAsRoot, "agent-as-root", false, "run probes (and a supervised agent) as root: only for a try on one machine; then the agent's group can run anything as root")
 	c.dl = addDownloadFlags()
 	flag.DurationVar(&c.probeTimeout, "probe-timeout", 30*time.Second, "limit of agent --probe")
@@ -137,15 +138,19 @@ func serve(c *config, paths updater.Paths, cred *syscall.Credential, log *slog.L
 	if err != nil {
 		return err
 	}
+	cgroup, err := c.findCgroup(paths, log)
+	if err != nil {
+		return err
+	}
 	var service updater.Service = updater.Systemd{Unit: c.unit}
-	supervisor := updater.Supervisor{Paths: paths, Args: c.agentArgs, StopTimeout: c.stopTimeout, Credential: cred}
+	supervisor := updater.Supervisor{Paths: paths, Args: c.agentArgs, StopTimeout: c.stopTimeout, Credential: cred, Cgroup: cgroup}
 	if c.unit == "" {
 		service = supervisor
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	u, err := updater.New(ctx, updater.Options{
-		Paths: paths, Service: service, Credential: cred, MaxTries: c.maxTries, MaxSize: c.maxSize,
+		Paths: paths, Service: service, Credential: cred, Cgroup: cgroup, MaxTries: c.maxTries, MaxSize: c.maxSize,
 		Client: client, Download: download,
 		ProbeTimeout: c.probeTimeout, ReadyTimeout: c.readyTimeout,
 		Report: func(o updater.Outcome) {
@@ -168,6 +173,27 @@ func serve(c *config, paths updater.Paths, cred *syscall.Credential, log *slog.L
 	}
 	log.Info("listening", "socket", paths.Socket(), "group", c.group)
 	return u.Serve(ctx, l, c.group)
+}
+
+// findCgroup is the cgroup --cgroup says. auto without a cgroup v2 of the
+// updater's is the fallback, said in the log: a folder given that is not
+// one is refused.
+func (c *config) findCgroup(paths updater.Paths, log *slog.Logger) (updater.Cgroup, error) {
+	const fallback = "stopping the agent or a probe stops its session and the agents: a process of theirs that makes a session of its own and runs no installed binary outlives the stop"
+	switch c.cgroup {
+	case "off":
+		log.Warn("--cgroup off: " + fallback)
+		return "", nil
+	case "auto":
+		cg, err := updater.FindCgroup(paths)
+		if err != nil {
+			log.Warn("no cgroup v2 of the updater's: "+fallback, "err", err)
+			return "", nil
+		}
+		log.Info("what the updater starts runs in", "cgroup", cg)
+		return cg, nil
+	}
+	return updater.OpenCgroup(c.cgroup)
 }
 
 // downloadFlags are the flags of the artifact download: whom to trust, the

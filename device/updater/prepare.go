@@ -175,12 +175,12 @@ func (u *Updater) probe(ctx context.Context, binary string) error {
 	ctx, cancel := context.WithTimeout(ctx, u.opts.ProbeTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, "--probe")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: u.opts.Credential}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: u.opts.Credential, Setsid: true}
 	cmd.Env = probeEnv
 	cmd.WaitDelay = time.Second
 	out := &capped{max: maxProbeOutput}
 	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Run(); err != nil {
+	if err := u.runTree(cmd); err != nil {
 		return failStep("probe", fmt.Errorf("%s --probe: %w: %q", binary, err, out.b))
 	}
 	return nil

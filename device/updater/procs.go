@@ -1,6 +1,7 @@
 package updater
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,7 +17,9 @@ import (
 // Agents are found by what they run, never by a file the agent can write:
 // a process is an agent when its executable is an installed binary
 // (Paths.Versions, which only root writes) and, when the agent runs as its
-// own user, its real uid is that user's. A process is signalled through a
+// own user, its real uid is that user's. Stopping an agent stops the
+// session it leads too (its descendants that stayed in it; the cgroup
+// holds those that left: cgroup.go). A process is signalled through a
 // pidfd opened before it is checked again, so a pid reused in between is
 // never signalled.
 
@@ -40,24 +43,68 @@ func agentProcesses(p Paths, uid int) map[int]string {
 // as uid when uid >= 0. exe is the binary's path.
 func isAgent(p Paths, pid, uid int) (exe string, ok bool) {
 	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
-	if err != nil || !strings.HasPrefix(exe, p.Versions()+"/") || !sameFile(p, pid, exe) {
+	if err != nil || !strings.HasPrefix(exe, p.Versions()+"/") || !sameFile(p, pid, exe) || !liveAs(pid, uid) {
 		return "", false
 	}
+	return strings.TrimSuffix(exe, " (deleted)"), true
+}
+
+// liveAs: pid is a live, non-zombie process, of the real uid uid when
+// uid >= 0.
+func liveAs(pid, uid int) bool {
 	b, err := readBeneath(fmt.Sprintf("/proc/%d", pid), "status", 1<<16)
 	if err != nil {
-		return "", false
+		return false
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		switch {
 		case strings.HasPrefix(line, "State:") && strings.Contains(line, "zombie"):
-			return "", false
+			return false
 		case strings.HasPrefix(line, "Uid:") && uid >= 0:
 			if f := strings.Fields(line); len(f) < 2 || f[1] != strconv.Itoa(uid) {
-				return "", false
+				return false
 			}
 		}
 	}
-	return strings.TrimSuffix(exe, " (deleted)"), true
+	return true
+}
+
+// sessionOf is the session of pid, -1 when it is gone.
+func sessionOf(pid int) int {
+	b, err := readBeneath(fmt.Sprintf("/proc/%d", pid), "stat", 4<<10)
+	i := bytes.LastIndexByte(b, ')')
+	if err != nil || i < 0 {
+		return -1
+	}
+	f := strings.Fields(string(b[i+1:])) // state ppid pgrp session ...
+	if len(f) < 4 {
+		return -1
+	}
+	sid, err := strconv.Atoi(f[3])
+	if err != nil {
+		return -1
+	}
+	return sid
+}
+
+// sessionMembers lists the live processes of the sessions sids (of uid
+// when uid >= 0), the fallback's process tree: the supervisor starts an
+// agent in a session of its own, which only its descendants can join; a
+// descendant that makes a session of its own leaves it (a cgroup holds
+// it: cgroup.go).
+func sessionMembers(sids map[int]bool, uid int) []int {
+	var pids []int
+	if len(sids) == 0 {
+		return nil
+	}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err == nil && sids[sessionOf(pid)] && liveAs(pid, uid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // sameFile: the process's executable is the file at exe as this process
@@ -81,21 +128,22 @@ func sameFile(p Paths, pid int, exe string) bool {
 	return os.SameFile(running, installed)
 }
 
-// stopAgents stops every agent: SIGTERM, and SIGKILL to those alive after
-// limit. It returns once none is left, or with ctx's error.
+// stopAgents stops every agent and every process of a session an agent
+// leads: SIGTERM, and SIGKILL to those alive after limit. It returns once
+// none is left, or with ctx's error.
 func stopAgents(ctx context.Context, p Paths, uid int, limit time.Duration) error {
 	for pass := 0; pass < 3; pass++ {
-		procs := agentProcesses(p, uid)
+		procs := stoppable(p, uid)
 		if len(procs) == 0 {
 			return nil
 		}
 		var fds []int
-		for pid := range procs {
+		for pid, still := range procs {
 			fd, err := unix.PidfdOpen(pid, 0)
 			if err != nil {
 				continue // gone already
 			}
-			if _, ok := isAgent(p, pid, uid); !ok { // the pid was reused
+			if !still() { // the pid was reused
 				unix.Close(fd)
 				continue
 			}
@@ -110,10 +158,54 @@ func stopAgents(ctx context.Context, p Paths, uid int, limit time.Duration) erro
 			return err
 		}
 	}
-	if procs := agentProcesses(p, uid); len(procs) > 0 {
+	if procs := stoppable(p, uid); len(procs) > 0 {
 		return fmt.Errorf("%d agent processes are still running", len(procs))
 	}
 	return nil
+}
+
+// stoppable are the agents and the members of the sessions they lead, each
+// with its check, made again once a pidfd holds it, that the pid is still
+// that process.
+func stoppable(p Paths, uid int) map[int]func() bool {
+	out := map[int]func() bool{}
+	sids := map[int]bool{}
+	for pid := range agentProcesses(p, uid) {
+		out[pid] = func() bool { _, ok := isAgent(p, pid, uid); return ok }
+		if sessionOf(pid) == pid {
+			sids[pid] = true
+		}
+	}
+	for _, pid := range sessionMembers(sids, uid) {
+		if out[pid] == nil {
+			sid := sessionOf(pid)
+			out[pid] = func() bool { return sessionOf(pid) == sid && liveAs(pid, uid) }
+		}
+	}
+	return out
+}
+
+// killSession kills every process of the session sid, whose leader has
+// exited and is not reaped yet (so sid is nobody else's), and waits until
+// they are gone, at most killWait.
+func killSession(sid int) error {
+	var fds []int
+	for _, pid := range sessionMembers(map[int]bool{sid: true}, -1) {
+		if fd, err := unix.PidfdOpen(pid, 0); err == nil {
+			if sessionOf(pid) == sid {
+				fds = append(fds, fd)
+			} else {
+				unix.Close(fd)
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), killWait)
+	defer cancel()
+	err := waitExit(ctx, fds, 0)
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
+	return err
 }
 
 // waitExit waits until every pidfd's process has exited, killing those

@@ -52,6 +52,9 @@ type Supervisor struct {
 	StopTimeout time.Duration
 	// UID and GID run the agent without root; nil keeps the updater's.
 	Credential *syscall.Credential
+	// Cgroup holds the agent's process tree (cgroup.go); "" is the
+	// fallback: its session.
+	Cgroup Cgroup
 }
 
 // uid is the agent's user, -1 when it runs as the updater's.
@@ -62,9 +65,11 @@ func (s Supervisor) uid() int {
 	return int(s.Credential.Uid)
 }
 
-// Start starts Paths.Current in a session of its own, its output appended
-// to Paths.Log.
-func (s Supervisor) Start(context.Context) error {
+// Start starts Paths.Current in a session of its own, born in the
+// cgroup's agent leaf when there is one, its output appended to Paths.Log.
+// What a previous agent left in the leaf (a daemon of an agent that
+// crashed) is killed first: the leaf holds one agent's tree.
+func (s Supervisor) Start(ctx context.Context) error {
 	for pid := range agentProcesses(s.Paths, s.uid()) {
 		return fmt.Errorf("an agent runs already (pid %d)", pid)
 	}
@@ -77,6 +82,16 @@ func (s Supervisor) Start(context.Context) error {
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = probeEnv // nothing of the updater's environment
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: s.Credential}
+	if s.Cgroup != "" {
+		if err := s.Cgroup.stop(ctx, leafAgent, 0); err != nil {
+			return fmt.Errorf("what the previous agent left: %w", err)
+		}
+		placed, err := s.Cgroup.place(cmd, leafAgent)
+		if err != nil {
+			return err
+		}
+		defer placed()
+	}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting the agent: %w", err)
 	}
@@ -87,8 +102,16 @@ func (s Supervisor) Start(context.Context) error {
 	return nil
 }
 
-// Stop stops every agent process: SIGTERM, SIGKILL after StopTimeout.
+// Stop stops every agent process and its tree: the cgroup's agent leaf
+// (SIGTERM, cgroup.kill after StopTimeout), then any agent outside it
+// (started by hand, or before the updater had a cgroup) with the session it
+// leads (SIGTERM, SIGKILL after StopTimeout).
 func (s Supervisor) Stop(ctx context.Context) error {
+	if s.Cgroup != "" {
+		if err := s.Cgroup.stop(ctx, leafAgent, s.StopTimeout); err != nil {
+			return err
+		}
+	}
 	return stopAgents(ctx, s.Paths, s.uid(), s.StopTimeout)
 }
 

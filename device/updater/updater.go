@@ -51,6 +51,9 @@ type Options struct {
 	Download DownloadOptions
 	// Credential runs probes without root; nil keeps the updater's.
 	Credential *syscall.Credential
+	// Cgroup holds each probe's process tree (cgroup.go); "" is the
+	// fallback: its session.
+	Cgroup Cgroup
 	// ProbeTimeout bounds agent --probe; ReadyTimeout the wait for
 	// readiness after a start.
 	ProbeTimeout, ReadyTimeout time.Duration
@@ -113,6 +116,9 @@ func New(ctx context.Context, opts Options) (*Updater, error) {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
 	if err := makeFolders(opts.Paths, opts.Credential); err != nil {
+		return nil, err
+	}
+	if err := opts.Cgroup.stop(ctx, leafProbe, 0); err != nil { // a killed updater's probe
 		return nil, err
 	}
 	u := &Updater{opts: opts}
