@@ -66,7 +66,7 @@ func TestControllerRBAC(t *testing.T) {
 
 // plantTargets makes what R1 took: flux-system's kustomize-controller bound
 // to cluster-admin, a Secret in kube-system, and a tenant's own
-// ServiceAccount in alpha.
+// ServiceAccount and Role in alpha.
 func plantTargets(t *testing.T, admin kubernetes.Interface) {
 	ctx := context.Background()
 	_, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "flux-system"}}, metav1.CreateOptions{})
@@ -80,6 +80,11 @@ func plantTargets(t *testing.T, admin kubernetes.Interface) {
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "kustomize-controller", Namespace: "flux-system"}},
 	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	// A Role the controller could grant (it holds these rights in alpha):
+	// only the admission policy keeps it from binding it.
+	_, err = admin.RbacV1().Roles("alpha").Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "other"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"list"}}}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	_, err = admin.CoreV1().Secrets("kube-system").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "bootstrap-token"},
 		StringData: map[string]string{"token": "not-for-solar"}}, metav1.CreateOptions{})
