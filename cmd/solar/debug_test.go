@@ -73,8 +73,8 @@ func TestDebugPublish(t *testing.T) {
 	reqs := requests(stderr, "https://"+reg.Host)
 	require.NotEmpty(t, reqs, stderr)
 	for _, want := range []request{
-		{"GET", `^/v2/solar/[a-z]+/solar-index/manifests/index$`, "401"}, // the challenge, before the credentials
-		{"GET", `^/v2/solar/alpha/solar-index/manifests/index$`, "404"},  // no index yet
+		{"GET", `^/v2/solar/[a-z]+/solar-index/tags/list$`, "401"}, // the challenge, before the credentials
+		{"GET", `^/v2/solar/alpha/solar-index/tags/list$`, "404"},  // no index yet
 		{"GET", `^/v2/_catalog\?`, "200"},
 		{"POST", `^/v2/solar/alpha/bootstrap-edge-1/blobs/uploads/$`, "202"},
 		{"PUT", `^/v2/solar/alpha/bootstrap-edge-1/blobs/uploads/[^?]+\?.*digest=sha256`, "201"},

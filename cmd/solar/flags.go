@@ -96,7 +96,7 @@ type planFlags struct {
 // take them.
 func (f *planFlags) registerPrune(cmd *cobra.Command, what string) {
 	cmd.Flags().BoolVar(&f.prune, "prune", false, what)
-	cmd.Flags().BoolVar(&f.full, "full", false, "ask every repository for its versions and latest manifest instead of trusting the namespace indexes (docs/index.md), and list the store's repositories; the indexes are rewritten from what is found")
+	cmd.Flags().BoolVar(&f.full, "full", false, "ask every repository for its versions and latest manifest instead of trusting the namespace indexes (docs/index.md), and list the store's repositories; the indexes are rewritten from what is found; in a layout, a damaged blob of a version found unchanged is written again")
 }
 
 // register adds the flags of the commands that render: those of

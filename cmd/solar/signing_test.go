@@ -117,7 +117,7 @@ func TestPublishSigned(t *testing.T) {
 	require.Equal(t, 2, code, "new signatures are a change: %s", stderr)
 	reqs = proxy.Take()
 	for _, r := range reqs {
-		if countproxy.Writes([]string{r}) > 0 {
+		if countproxy.Writes([]string{r}) > 0 && !strings.Contains(r, "/solar-index/") { // an index's versions are its writes
 			assert.NotContains(t, r, "/manifests/0.0.", "only signatures are written: %s", r)
 		}
 	}

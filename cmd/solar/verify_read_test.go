@@ -165,3 +165,58 @@ func TestVerifyRegistry(t *testing.T) {
 	assert.Empty(t, stdout)
 	assert.Contains(t, stderr, "solar: nothing to verify: no chart repository in "+reg.Host+"/typo (check --out, --registry and -n)\n")
 }
+
+// A damaged blob that verify names (issue 44, V1b): render --full reads back
+// the blobs of every version it finds unchanged, and writes a damaged or
+// missing one again from what it packs (a dry run only says so); verify
+// then passes. A chart layer garbled, a config emptied, a manifest removed.
+func TestFullRewritesADamagedBlob(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	code, _, stderr := solar(t, "render", "--no-credentials", "--out", out, "../../examples")
+	require.Equal(t, 0, code, stderr)
+	render := func(args ...string) string {
+		t.Helper()
+		code, stdout, stderr := solar(t, append([]string{"render", "--no-credentials", "-o", "json", "--out", out}, append(args, "../../examples")...)...)
+		require.Equal(t, 0, code, stderr)
+		for _, tr := range decodeReport(t, stdout).Targets {
+			assert.Equal(t, "0.0.1 unchanged", tr.Version+" "+tr.Action, tr.Name)
+		}
+		return stderr
+	}
+	garbage := chartLayer(t, filepath.Join(out, "beta/beta/release-podinfo"))
+	info, err := os.Stat(garbage)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(garbage, make([]byte, info.Size()), 0o600))
+	desc := func(repo string) ocispec.Descriptor {
+		l := mustLayout(t, out)
+		defer l.Close()
+		r, err := l.Repository(context.Background(), repo)
+		require.NoError(t, err)
+		d, err := r.Resolve(context.Background(), "0.0.1")
+		require.NoError(t, err)
+		return d
+	}
+	blob := func(repo string, d ocispec.Descriptor) string {
+		return filepath.Join(out, repo, "blobs", "sha256", d.Digest.Encoded())
+	}
+	manifest := desc("alpha/bootstrap-edge-2")
+	require.NoError(t, os.Remove(blob("alpha/bootstrap-edge-2", manifest)))
+	var m ocispec.Manifest
+	edge1 := desc("alpha/bootstrap-edge-1")
+	require.NoError(t, json.Unmarshal(must(os.ReadFile(blob("alpha/bootstrap-edge-1", edge1))), &m))
+	require.NoError(t, os.WriteFile(blob("alpha/bootstrap-edge-1", m.Config), nil, 0o600))
+	code, stdout, _ := solar(t, "verify", "--out", out)
+	require.Equal(t, 1, code)
+	assert.Contains(t, stdout, "beta/beta/release-podinfo:0.0.1: blob sha256:"+filepath.Base(garbage)+" is damaged: ")
+
+	stderr = render("--full", "--dry-run")
+	assert.Contains(t, stderr, "damaged or missing: a run without --dry-run writes it again")
+	code, _, _ = solar(t, "verify", "--out", out)
+	assert.Equal(t, 1, code, "a dry run writes nothing")
+	stderr = render("--full")
+	for _, d := range []string{filepath.Base(garbage), manifest.Digest.Encoded(), m.Config.Digest.Encoded()} {
+		assert.Contains(t, stderr, "sha256:"+d)
+	}
+	code, stdout, stderr = solar(t, "verify", "--out", out)
+	assert.Equal(t, 0, code, "%s%s", stdout, stderr)
+}

@@ -121,6 +121,9 @@ func collect(ctx context.Context, l *publish.Layout) (*plan, error) {
 	}
 	p := &plan{blobs: map[digest.Digest]source{}}
 	for _, name := range repos {
+		if publish.IsIndexRepository(name) {
+			continue // it describes this layout, not where the archive goes
+		}
 		repo, err := l.Repository(ctx, name)
 		if err != nil {
 			return nil, err

@@ -116,7 +116,10 @@ type PublishOptions struct {
 	Compare bool
 	// Full asks every repository the full way (its versions, its latest
 	// manifest) instead of trusting the namespaces' indexes, and lists the
-	// namespaces' repositories; the indexes are written all the same.
+	// namespaces' repositories; the indexes are written all the same. In a
+	// layout it also reads back every blob of the versions it finds
+	// unchanged, and writes a damaged or missing one again
+	// (publish.Options.Repair).
 	Full bool
 }
 

@@ -35,7 +35,8 @@ func Run(ctx context.Context, plan *Plan, store publish.Store, opts Options) (*R
 		return report, fmt.Errorf("--prune: the bootstrap repositories of Targets no longer in the input cannot be found: %w", listErr)
 	}
 	popts := publish.Options{DryRun: opts.DryRun, Settle: opts.Settle, Concurrency: opts.Concurrency, Log: opts.log(), Compare: opts.Compare, SigningKey: opts.SigningKey,
-		PackCache: publish.OpenPackCache(opts.CacheDir), Absent: map[string]bool{}, Index: ix.entries(), BeforePush: ix.beforePush}
+		PackCache: publish.OpenPackCache(opts.CacheDir), Absent: map[string]bool{}, Index: ix.entries(), BeforePush: ix.beforePush,
+		Repair: opts.Full}
 	if !opts.DryRun {
 		defer popts.PackCache.Save()
 	}

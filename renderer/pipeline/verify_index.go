@@ -48,7 +48,7 @@ func verifyIndex(ctx context.Context, store publish.Store, name string, tagsOf m
 	}
 	var out []Violation
 	bad := func(repo, format string, a ...any) {
-		out = append(out, Violation{name, publish.IndexTag, repo + ": " + fmt.Sprintf(format, a...) + " (publish --full rewrites the entry)"})
+		out = append(out, Violation{name, ix.Version, repo + ": " + fmt.Sprintf(format, a...) + " (publish --full rewrites the entry)"})
 	}
 	for _, repo := range slices.Sorted(maps.Keys(ix.Repositories)) {
 		e := ix.Repositories[repo]

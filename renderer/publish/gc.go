@@ -41,8 +41,11 @@ type GCOptions struct {
 
 // GCResult is what a garbage collection removed (or, in a dry run, would).
 type GCResult struct {
-	// Versions are "repository:version" no longer kept.
+	// Versions are "repository:version" no longer kept, of the charts.
 	Versions []string `json:"versions"`
+	// Indexes counts the namespace indexes' old versions (each index write
+	// is one) no longer kept: only the newest stays.
+	Indexes int `json:"indexes"`
 	// Blobs and Bytes count the layout's blobs no kept version references,
 	// and leftovers of killed runs.
 	Blobs int   `json:"blobs"`
@@ -132,7 +135,7 @@ func (l *Layout) collect(ctx context.Context, name string, drop []string, dryRun
 		}
 	}
 	for _, v := range drop {
-		r.Versions = append(r.Versions, name+":"+v)
+		r.removed(name, v)
 		if !dryRun {
 			if err := s.store.Untag(ctx, v); err != nil {
 				return fmt.Errorf("removing %s:%s: %w", name, v, err)
@@ -192,10 +195,18 @@ func (r *Remote) GC(ctx context.Context, opts GCOptions) (GCResult, error) {
 			return res, err
 		}
 		for _, v := range plan.drop[name] {
-			res.Versions = append(res.Versions, name+":"+v)
+			res.removed(name, v)
 			desc, err := repo.Resolve(ctx, v)
 			if err != nil {
 				return res, fmt.Errorf("reading %s:%s: %w", name, v, explain(err))
+			}
+			if IsIndexRepository(name) {
+				if !opts.DryRun {
+					if err := repo.Delete(ctx, desc); err != nil && !isNotFound(err) {
+						return res, fmt.Errorf("deleting %s:%s: %w", name, v, explain(err))
+					}
+				}
+				continue // an index has no signature of its own
 			}
 			// Its signatures first: a kill leaves a version unsigned,
 			// never a signature of nothing.
@@ -218,6 +229,15 @@ func (r *Remote) GC(ctx context.Context, opts GCOptions) (GCResult, error) {
 		}
 	}
 	return res, nil
+}
+
+// removed counts version v of repository name as removed.
+func (r *GCResult) removed(name, v string) {
+	if IsIndexRepository(name) {
+		r.Indexes++
+		return
+	}
+	r.Versions = append(r.Versions, name+":"+v)
 }
 
 // errListed stops a catalog listing past the names wanted.

@@ -17,26 +17,32 @@ import (
 	"github.com/solar-pipeline/solar/renderer/sign"
 )
 
-// A namespace's index is one small artifact, ns/solar-index:index, that
-// lists for every repository of the namespace the latest version a publish
-// wrote or found, with its manifest digest, its layers and its signature. A
-// publish reads it first (two requests per namespace) and trusts an entry
-// whose layers equal what the input gives at that version: that repository
-// is then not asked at all. The index is written last, after the
+// A namespace's index is one small artifact in ns/solar-index that lists
+// for every repository of the namespace the latest version a publish wrote
+// or found, with its manifest digest, its layers and its signature. Each
+// write is a new version (0.0.N, rising, as a chart's) whose body names its
+// own version, signed with the rest: the index is the highest version, and
+// one whose body names another version (an older index put back under a
+// tag, which needs no key) is left aside. A publish reads it first (three
+// requests per namespace: the tags, the manifest, the layer) and trusts an
+// entry whose layers equal what the input gives at that version: that
+// repository is then not asked at all. The index is written last, after the
 // namespace's charts; before a repository is pushed its entry is removed, so
 // that a writer killed between the two leaves no entry claiming an older
 // version.
 const (
-	// IndexName is the last component of an index's repository; IndexTag
-	// its only tag.
+	// IndexName is the last component of an index's repository. IndexTag
+	// follows its newest version, for older solar versions (which leave an
+	// index of this schema aside) and people; no reader trusts it.
 	IndexName = "solar-index"
 	IndexTag  = "index"
 	// IndexArtifactType and IndexMediaType are its manifest's artifact type
 	// and its one layer's media type.
 	IndexArtifactType = "application/vnd.solar.index.v1"
 	IndexMediaType    = "application/vnd.solar.index.v1+json"
-	// indexSchema is the version of the layer's format.
-	indexSchema = 1
+	// indexSchema is the version of the layer's format: 2 names its own
+	// version.
+	indexSchema = 2
 	// maxIndex bounds the layer read (about 45,000 entries; 100 Targets
 	// and 5 Releases take 40 KB).
 	maxIndex = 16 << 20
@@ -66,9 +72,15 @@ type Entry struct {
 
 // Index is a namespace's index.
 type Index struct {
-	Schema       int              `json:"schema"`
-	Namespace    string           `json:"namespace"`
+	Schema    int    `json:"schema"`
+	Namespace string `json:"namespace"`
+	// Version is the index's own version, the tag it is written under:
+	// signed with the entries, it tells an index from an older one put
+	// back under a newer tag.
+	Version      string           `json:"version"`
 	Repositories map[string]Entry `json:"repositories"`
+	// manifest is the manifest it was read from.
+	manifest ocispec.Descriptor
 }
 
 // indexLayer is the index's layer: the index, and the bundle that signs it
@@ -92,37 +104,66 @@ func IndexVerifier(key *sign.Key) (*sign.Verifier, error) {
 	return sign.NewVerifier(key.PublicPEM())
 }
 
-// ReadIndex reads namespace ns's index: nil without an error where there is
-// none. With v, an index it does not verify is ErrIndex.
+// ReadIndex reads namespace ns's index, its highest version: nil without an
+// error where there is none. An index whose body names another version than
+// the tag it was read under is ErrIndex; with v, so is one it does not verify.
 func ReadIndex(ctx context.Context, store Store, ns string, v *sign.Verifier) (*Index, error) {
 	ix, _, err := readIndex(ctx, store, ns, v)
 	return ix, err
 }
 
-// readIndex is ReadIndex, with the index manifest's descriptor.
-func readIndex(ctx context.Context, store Store, ns string, v *sign.Verifier) (*Index, ocispec.Descriptor, error) {
+// readIndex is ReadIndex, with the highest version of the index's
+// repository ("" where it has none), which a writer follows also when the
+// index there is not usable.
+func readIndex(ctx context.Context, store Store, ns string, v *sign.Verifier) (*Index, string, error) {
 	repo, err := store.Repository(ctx, IndexRepository(ns))
 	if err != nil {
-		return nil, ocispec.Descriptor{}, err
+		return nil, "", err
 	}
-	desc, b, err := fetchManifest(ctx, repo, IndexTag)
-	if isNotFound(err) {
-		return nil, ocispec.Descriptor{}, nil
-	}
+	tags, err := Tags(ctx, repo)
 	if err != nil {
-		return nil, desc, readError(ns, err)
+		return nil, "", fmt.Errorf("reading the index of %s: %w", ns, explain(err))
+	}
+	newest := newestTag(tags)
+	if newest == "" {
+		if len(tags) > 0 {
+			// An older solar's index (its one tag "index"), or tags by hand.
+			return nil, "", fmt.Errorf("%w: %s has no version (an index of an older solar?)", ErrIndex, IndexRepository(ns))
+		}
+		return nil, "", nil
+	}
+	desc, b, err := fetchManifest(ctx, repo, newest)
+	if err != nil {
+		return nil, newest, readError(ns, err)
 	}
 	var m ocispec.Manifest
 	if err := json.Unmarshal(b, &m); err != nil || m.ArtifactType != IndexArtifactType || len(m.Layers) != 1 ||
 		m.Layers[0].MediaType != IndexMediaType || m.Layers[0].Size > maxIndex {
-		return nil, desc, fmt.Errorf("%w: %s is not an index of this schema", ErrIndex, IndexRepository(ns))
+		return nil, newest, fmt.Errorf("%w: %s:%s is not an index of this schema", ErrIndex, IndexRepository(ns), newest)
 	}
 	raw, err := content.FetchAll(ctx, repo, m.Layers[0])
 	if err != nil {
-		return nil, desc, readError(ns, err)
+		return nil, newest, readError(ns, err)
 	}
-	ix, err := decodeIndex(raw, ns, v)
-	return ix, desc, err
+	ix, err := decodeIndex(raw, ns, newest, v)
+	if ix != nil {
+		ix.manifest = desc
+	}
+	return ix, newest, err
+}
+
+// newestTag is the highest version among tags ("" for none).
+func newestTag(tags []string) string {
+	var newest *semver.Version
+	for _, t := range tags {
+		if v, err := semver.StrictNewVersion(t); err == nil && (newest == nil || v.GreaterThan(newest)) {
+			newest = v
+		}
+	}
+	if newest == nil {
+		return ""
+	}
+	return newest.Original()
 }
 
 // readError is an error reading ns's index: ErrIndex where the store
@@ -138,9 +179,10 @@ func readError(ns string, err error) error {
 // errTooLarge: a manifest over maxChartManifest bytes.
 var errTooLarge = errors.New("a manifest too large")
 
-// decodeIndex decodes an index layer and checks it is namespace ns's, and,
-// with v, signed with one of its keys.
-func decodeIndex(raw []byte, ns string, v *sign.Verifier) (*Index, error) {
+// decodeIndex decodes an index layer and checks it is namespace ns's at
+// version (the tag it was read under), and, with v, signed with one of its
+// keys.
+func decodeIndex(raw []byte, ns, version string, v *sign.Verifier) (*Index, error) {
 	var l indexLayer
 	ix := &Index{}
 	if err := json.Unmarshal(raw, &l); err != nil || json.Unmarshal(l.Index, ix) != nil {
@@ -148,6 +190,11 @@ func decodeIndex(raw []byte, ns string, v *sign.Verifier) (*Index, error) {
 	}
 	if ix.Schema != indexSchema || ix.Namespace != ns {
 		return nil, fmt.Errorf("%w: %s is of schema %d for namespace %q", ErrIndex, IndexRepository(ns), ix.Schema, ix.Namespace)
+	}
+	if ix.Version != version {
+		// An older index put back under a newer tag: trusting it would
+		// trust entries that the repositories have left behind.
+		return nil, fmt.Errorf("%w: %s:%s holds the index written as %q: not the newest (replayed?)", ErrIndex, IndexRepository(ns), version, ix.Version)
 	}
 	for name, e := range ix.Repositories {
 		if err := e.check(ns, name); err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -144,14 +145,14 @@ func TestIndexReadWrite(t *testing.T) {
 
 	// What a writer without the key may put there is not used: another
 	// namespace's index, an entry for another namespace's repository, a
-	// version that is none.
+	// version that is none, an older index under a newer version.
 	for _, hostile := range []*Index{
 		{Schema: indexSchema, Namespace: "b", Repositories: map[string]Entry{}},
 		{Schema: indexSchema, Namespace: "a", Repositories: map[string]Entry{"b/x": e}},
 		{Schema: indexSchema, Namespace: "a", Repositories: map[string]Entry{"a/x": {Version: "x", Digest: e.Digest, Size: 1, Layers: e.Layers}}},
+		{Schema: indexSchema, Namespace: "a", Version: "0.0.1", Repositories: map[string]Entry{}},
 	} {
-		_, err = writeIndex(ctx, repo, hostile, nil)
-		require.NoError(t, err)
+		putIndex(t, repo, hostile)
 		_, err = ReadIndex(ctx, l, "a", nil)
 		assert.ErrorIs(t, err, ErrIndex, "%+v", hostile)
 	}
@@ -160,4 +161,36 @@ func TestIndexReadWrite(t *testing.T) {
 	got, err = ReadIndex(ctx, l, "a", nil)
 	require.NoError(t, err)
 	assert.Empty(t, got.Repositories)
+}
+
+// putIndex writes ix into repo as its next version, as a writer without
+// the key may: its own version is the next one unless ix names one.
+func putIndex(t *testing.T, repo Repository, ix *Index) {
+	t.Helper()
+	ctx := context.Background()
+	newest, err := Newest(ctx, repo)
+	require.NoError(t, err)
+	next, err := nextIndexVersion("a", newest)
+	require.NoError(t, err)
+	c := ix.clone()
+	if c.Version == "" {
+		c.Version = next
+	}
+	b, err := encodeIndex(c, nil)
+	require.NoError(t, err)
+	putIndexLayer(t, repo, next, b)
+}
+
+// putIndexLayer writes an index manifest of one layer, b, under tag.
+func putIndexLayer(t *testing.T, repo Repository, tag string, b []byte) ocispec.Descriptor {
+	t.Helper()
+	ctx := context.Background()
+	art := &Artifact{ArtifactType: IndexArtifactType, Config: NewBlob(ocispec.MediaTypeEmptyJSON, []byte("{}")),
+		Layers: []Blob{NewBlob(IndexMediaType, b)}}
+	staged, manifest, err := stage(ctx, art)
+	require.NoError(t, err)
+	raw, err := upload(ctx, staged, repo, manifest, true)
+	require.NoError(t, err)
+	require.NoError(t, tagManifest(ctx, repo, manifest, raw, tag))
+	return manifest
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/Masterminds/semver/v3"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
@@ -28,13 +29,14 @@ type IndexOptions struct {
 
 // UpdateIndex applies change to namespace ns's index (an empty one where
 // there is none, or where the one there is not usable) and writes the result
-// back, unless it changed nothing (or left an index that was not there
-// empty). An index that is there but not usable (ErrIndex: damaged, or not
-// signed with opts.SigningKey) is replaced. A registry has no compare-and-swap: once
-// Settle has passed the tag is read back, and where another writer replaced
-// the index meanwhile, its index is read and changed again, so neither
-// writer's change is lost. change must give the same index when applied
-// twice (Merge and Remove do).
+// back as the next version, unless it changed nothing (or left an index that
+// was not there empty). An index that is there but not usable (ErrIndex:
+// damaged, replayed, or not signed with opts.SigningKey) is replaced. A
+// registry has no compare-and-swap: once Settle has passed, the index's
+// versions are read back, and where another writer took the version or
+// wrote a newer one meanwhile, the newest index is read and changed again,
+// so neither writer's change is lost. change must give the same index when
+// applied twice (Merge and Remove do).
 func UpdateIndex(ctx context.Context, store Store, ns string, change func(*Index), opts IndexOptions) error {
 	if opts.Log == nil {
 		opts.Log = slog.Default()
@@ -48,26 +50,12 @@ func UpdateIndex(ctx context.Context, store Store, ns string, change func(*Index
 		return err
 	}
 	for attempt := 1; ; attempt++ {
-		cur, _, err := readIndex(ctx, store, ns, v)
-		unusable := errors.Is(err, ErrIndex)
-		if unusable {
-			// Replaced, even by an empty one: it may name what this run
-			// is about to change.
-			opts.Log.Warn("writing the namespace's index anew", "namespace", ns, "reason", err)
-		} else if err != nil {
+		written, err := updateOnce(ctx, store, repo, ns, v, change, opts)
+		if errors.Is(err, errTaken) && attempt < maxAttempts {
+			continue // another writer took the version: read its index
+		}
+		if err != nil || written == nil {
 			return err
-		}
-		next := &Index{Schema: indexSchema, Namespace: ns, Repositories: map[string]Entry{}}
-		if cur != nil {
-			next = cur.clone()
-		}
-		change(next)
-		if cur != nil && next.equal(cur) || cur == nil && !unusable && len(next.Repositories) == 0 {
-			return nil
-		}
-		desc, err := writeIndex(ctx, repo, next, opts.SigningKey)
-		if err != nil {
-			return fmt.Errorf("writing the index of %s: %w", ns, explain(err))
 		}
 		killpoint.Here("index-written")
 		select {
@@ -75,11 +63,11 @@ func UpdateIndex(ctx context.Context, store Store, ns string, change func(*Index
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		got, err := repo.Resolve(ctx, IndexTag)
+		held, err := stillNewest(ctx, repo, written)
 		if err != nil {
 			return fmt.Errorf("confirming the index of %s: %w", ns, explain(err))
 		}
-		if got.Digest == desc.Digest {
+		if held {
 			return nil
 		}
 		if attempt == maxAttempts {
@@ -89,7 +77,71 @@ func UpdateIndex(ctx context.Context, store Store, ns string, change func(*Index
 	}
 }
 
-// writeIndex pushes ix under IndexTag, replacing what the tag held.
+// updateOnce reads ns's index, applies change and writes the result as the
+// next version: nil where there was nothing to write; errTaken where
+// another writer took that version first.
+func updateOnce(ctx context.Context, store Store, repo Repository, ns string, v *sign.Verifier, change func(*Index), opts IndexOptions) (*Index, error) {
+	cur, newest, err := readIndex(ctx, store, ns, v)
+	unusable := errors.Is(err, ErrIndex)
+	if unusable {
+		// Replaced, even by an empty one: it may name what this run is
+		// about to change.
+		opts.Log.Warn("writing the namespace's index anew", "namespace", ns, "reason", err)
+	} else if err != nil {
+		return nil, err
+	}
+	next := &Index{Schema: indexSchema, Namespace: ns, Repositories: map[string]Entry{}}
+	if cur != nil {
+		next = cur.clone()
+	}
+	change(next)
+	if cur != nil && next.equal(cur) || cur == nil && !unusable && len(next.Repositories) == 0 {
+		return nil, nil
+	}
+	if next.Version, err = nextIndexVersion(ns, newest); err != nil {
+		return nil, err
+	}
+	if next.manifest, err = writeIndex(ctx, repo, next, opts.SigningKey); err != nil {
+		return nil, fmt.Errorf("writing the index of %s: %w", ns, explain(err))
+	}
+	return next, nil
+}
+
+// nextIndexVersion is the version after newest (0.0.1 after none).
+func nextIndexVersion(ns, newest string) (string, error) {
+	if newest == "" {
+		return "0.0.1", nil
+	}
+	v, err := semver.StrictNewVersion(newest)
+	if err != nil {
+		return "", err
+	}
+	next := v.IncPatch()
+	if !next.GreaterThan(v) {
+		return "", fmt.Errorf("writing the index of %s: its version %s has no next: delete that tag of %s", ns, newest, IndexRepository(ns))
+	}
+	return next.Original(), nil
+}
+
+// stillNewest says whether ix, written, is still the newest version of the
+// index's repository: its version is the highest and holds it.
+func stillNewest(ctx context.Context, repo Repository, ix *Index) (bool, error) {
+	tags, err := Tags(ctx, repo)
+	if err != nil {
+		return false, err
+	}
+	if newestTag(tags) != ix.Version {
+		return false, nil
+	}
+	got, err := repo.Resolve(ctx, ix.Version)
+	if err != nil {
+		return false, err
+	}
+	return got.Digest == ix.manifest.Digest, nil
+}
+
+// writeIndex pushes ix under its version, which must be free (errTaken),
+// and moves IndexTag to it.
 func writeIndex(ctx context.Context, repo Repository, ix *Index, key *sign.Key) (ocispec.Descriptor, error) {
 	b, err := encodeIndex(ix, key)
 	if err != nil {
@@ -106,6 +158,14 @@ func writeIndex(ctx context.Context, repo Repository, ix *Index, key *sign.Key) 
 	}
 	raw, err := upload(ctx, staged, repo, manifest, true)
 	if err != nil {
+		return manifest, err
+	}
+	if _, err := repo.Resolve(ctx, ix.Version); err == nil {
+		return manifest, errTaken
+	} else if !isNotFound(err) {
+		return manifest, err
+	}
+	if err := tagManifest(ctx, repo, manifest, raw, ix.Version); err != nil {
 		return manifest, err
 	}
 	return manifest, tagManifest(ctx, repo, manifest, raw, IndexTag)

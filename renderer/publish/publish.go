@@ -141,6 +141,11 @@ type Options struct {
 	// without a request. The jobs it does not settle are published the
 	// full way after BeforePush.
 	Index map[string]Entry
+	// Repair reads back, where the store is local (a layout), every blob of
+	// a version found unchanged the full way, and writes a damaged or
+	// missing one again from what the job packs (a dry run says so):
+	// --full. It packs every such job.
+	Repair bool
 	// BeforePush, when set, is called once, before anything is pushed,
 	// with the repositories the index did not settle (Options.Index; for
 	// PushLayout, those it pushes): it

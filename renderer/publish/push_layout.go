@@ -131,6 +131,9 @@ func planPush(ctx context.Context, l Source, dst Store, last func(string) bool) 
 	}
 	var results []Result
 	for _, repo := range repos {
+		if IsIndexRepository(repo) {
+			continue // the layout's, not the registry's
+		}
 		src, err := l.Repository(ctx, repo)
 		if err != nil {
 			return nil, err

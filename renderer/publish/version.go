@@ -126,6 +126,15 @@ func (p *publisher) compare(ctx context.Context, repo Repository, job Job, conte
 		return false, false, err
 	}
 	desc, layers, err := ManifestLayers(ctx, repo, latest)
+	if p.opts.Repair && desc.Digest != "" && (err != nil || slices.Equal(layers, packed)) {
+		same, rerr := p.repair(ctx, repo, job, latest, desc, art)
+		if rerr != nil {
+			return false, false, rerr
+		}
+		if err != nil && same {
+			layers, err = packed, nil // its manifest was bad: written again
+		}
+	}
 	if err != nil {
 		return false, isNotFound(err), fmt.Errorf("reading version %s of %s: %w", latest, job.Repository, explain(err))
 	}

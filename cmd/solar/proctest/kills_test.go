@@ -173,7 +173,7 @@ func TestKillsAnywhere(t *testing.T) {
 			"blob upload":   func(m, p string) bool { return m == "PUT" && strings.Contains(p, "/blobs/uploads/") },
 			"manifest PUT":  func(m, p string) bool { return m == "PUT" && strings.Contains(p, "/manifests/") },
 			"manifest HEAD": func(m, p string) bool { return m == "HEAD" && strings.Contains(p, "/manifests/") },
-			"index write":   func(m, p string) bool { return m == "PUT" && strings.HasSuffix(p, "/solar-index/manifests/index") },
+			"index write":   func(m, p string) bool { return m == "PUT" && strings.Contains(p, "/solar-index/manifests/") },
 		}
 		round, hit := 0, 0
 		for _, name := range []string{"blob upload", "manifest PUT", "manifest HEAD", "index write"} {

@@ -63,7 +63,7 @@ func TestLayoutConcurrentRenders(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		assert.Equal(t, 6+4+2, tagCount(t, out), "round %d: every tag of both shards (alpha: 2 bootstraps, 4 release charts, its index; beta: 2, 2 and its index)", round)
+		assert.Equal(t, 6+4+2*2, tagCount(t, out), "round %d: every tag of both shards (alpha: 2 bootstraps, 4 release charts, its index; beta: 2, 2 and its index; an index: its version 0.0.1 and the tag index)", round)
 		info, err := os.Stat(out)
 		require.NoError(t, err)
 		assert.Equal(t, os.FileMode(0o700), info.Mode().Perm(), "only the owner reads the layout")
