@@ -126,9 +126,10 @@ func IndexEntries(results []Result) map[string]Entry {
 }
 
 // fromIndex is the result of job when the index's entry e holds what the
-// job gives (its layers at e's version, and a signature where the run signs):
-// unchanged, without asking the store. ok is false otherwise, also where the
-// job cannot be packed at e's version: the full way then says why.
+// job gives (its layers at e's version, and, where the run signs, the
+// signature the run's key makes of that version): unchanged, without
+// asking the store. ok is false otherwise, also where the job cannot be
+// packed at e's version: the full way then says why, and signs.
 func (p *publisher) fromIndex(job Job, key string) (r Result, ok bool) {
 	e, found := p.opts.Index[job.Repository]
 	if !found || (p.opts.SigningKey != nil && e.Signature == "") {
@@ -140,7 +141,13 @@ func (p *publisher) fromIndex(job Job, key string) (r Result, ok bool) {
 	}
 	r = Result{Repository: job.Repository, Version: e.Version, Digest: e.Digest, Action: Unchanged, indexed: true, layers: packed,
 		manifest: ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.Digest(e.Digest), Size: e.Size}}
-	if e.Signature != "" && p.opts.SigningKey != nil {
+	if p.opts.SigningKey != nil {
+		// Only this key's signature of this repository and version: one
+		// of an older solar, which did not name them, is made anew.
+		want, err := sign.SignatureDigest(r.subject(), p.opts.SigningKey)
+		if err != nil || want.String() != e.Signature {
+			return Result{}, false
+		}
 		r.Signature, r.SignatureAction = e.Signature, Unchanged
 	}
 	return r, true
