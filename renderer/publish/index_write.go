@@ -33,8 +33,10 @@ type IndexOptions struct {
 // signed with opts.SigningKey) is replaced. A registry has no compare-and-swap: once
 // Settle has passed the tag is read back, and where another writer replaced
 // the index meanwhile, its index is read and changed again, so neither
-// writer's change is lost. change must give the same index when applied
-// twice (Merge and Remove do).
+// writer's change is lost. Where that writer's index is one this writer
+// cannot use (another key's, in a rotation), it is left in place: two keys
+// keep one index, the last written. change must give the same index when
+// applied twice (Merge and Remove do).
 func UpdateIndex(ctx context.Context, store Store, ns string, change func(*Index), opts IndexOptions) error {
 	if opts.Log == nil {
 		opts.Log = slog.Default()
@@ -50,6 +52,14 @@ func UpdateIndex(ctx context.Context, store Store, ns string, change func(*Index
 	for attempt := 1; ; attempt++ {
 		cur, _, err := readIndex(ctx, store, ns, v)
 		unusable := errors.Is(err, ErrIndex)
+		if unusable && attempt > 1 {
+			// Replaced since this writer's write by an index it cannot use:
+			// another key's writer (a key rotation) at the same moment.
+			// Each would replace the other's until one gave up: this one
+			// leaves it, and its key's next run asks its repositories.
+			opts.Log.Warn("another writer, with another key, replaced the namespace's index: it is left to it", "namespace", ns, "reason", err)
+			return nil
+		}
 		if unusable {
 			// Replaced, even by an empty one: it may name what this run
 			// is about to change.
