@@ -35,10 +35,11 @@ func TestSignatureBindsRepositoryAndVersion(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, v.VerifySubject(b, signed))
 
-	transplant, rollback := signed, signed
+	transplant, sameVersion, rollback := signed, signed, signed
 	transplant.Repository, transplant.Version = "alpha/bootstrap-edge-2", "0.0.2"
+	sameVersion.Repository = "alpha/bootstrap-edge-2"
 	rollback.Version = "0.0.3"
-	for name, s := range map[string]Subject{"transplanted": transplant, "rolled back": rollback} {
+	for name, s := range map[string]Subject{"transplanted": transplant, "transplanted at its version": sameVersion, "rolled back": rollback} {
 		err := v.VerifySubject(b, s)
 		require.ErrorIs(t, err, ErrBadSignature, name)
 		require.ErrorIs(t, err, ErrElsewhere, name)
