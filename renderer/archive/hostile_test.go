@@ -158,7 +158,7 @@ func TestCraftedSignatures(t *testing.T) {
 			refs, err := registry.Referrers(ctx, repo.(content.ReadOnlyGraphStorage), subject, "")
 			require.NoError(t, err)
 			require.Len(t, refs, 1, "only the signature that verifies is carried")
-			require.NoError(t, v.Check(ctx, repo.(sign.Target), subject))
+			require.NoError(t, v.Check(ctx, repo.(sign.Target), sign.Subject{Repository: m.Versions[0].Repository, Version: m.Versions[0].Version, Manifest: subject}))
 		})
 	}
 }

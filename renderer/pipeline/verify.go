@@ -215,7 +215,7 @@ func (v *Verified) checkSignatures(ctx context.Context, store publish.Store, ver
 		if err != nil {
 			return nil // a violation already: its manifest cannot be read
 		}
-		found[i] = checkSignature(ctx, repo, desc, opts.Verifier)
+		found[i] = checkSignature(ctx, repo, sign.Subject{Repository: versions[i][0], Version: versions[i][1], Manifest: desc}, opts.Verifier)
 		if found[i] != nil && !errors.Is(found[i], sign.ErrBadSignature) && !errors.Is(found[i], errNotSigned) {
 			return fmt.Errorf("reading the signatures of %s:%s: %w", versions[i][0], versions[i][1], found[i])
 		}
@@ -361,13 +361,13 @@ func (v *Verified) verifyVersion(ctx context.Context, repo publish.Repository, n
 // errNotSigned: a version without any signature.
 var errNotSigned = errors.New("not signed")
 
-// checkSignature checks the signature of the manifest desc of repo.
-func checkSignature(ctx context.Context, repo publish.Repository, desc ocispec.Descriptor, v *sign.Verifier) error {
+// checkSignature checks the signature of s, in repo.
+func checkSignature(ctx context.Context, repo publish.Repository, s sign.Subject, v *sign.Verifier) error {
 	t, ok := repo.(sign.Target)
 	if !ok {
 		return errors.New("the store keeps no signatures")
 	}
-	err := v.Check(ctx, t, desc)
+	err := v.Check(ctx, t, s)
 	if errors.Is(err, sign.ErrUnsigned) {
 		return errNotSigned
 	}

@@ -35,7 +35,9 @@ type IndexOptions struct {
 // registry has no compare-and-swap: once Settle has passed, the index's
 // versions are read back, and where another writer took the version or
 // wrote a newer one meanwhile, the newest index is read and changed again,
-// so neither writer's change is lost. change must give the same index when
+// so neither writer's change is lost. Where that writer's index is one this
+// writer cannot use (another key's, in a rotation), it is left in place: two
+// keys keep one index, the last written. change must give the same index when
 // applied twice (Merge and Remove do).
 func UpdateIndex(ctx context.Context, store Store, ns string, change func(*Index), opts IndexOptions) error {
 	if opts.Log == nil {
@@ -50,7 +52,7 @@ func UpdateIndex(ctx context.Context, store Store, ns string, change func(*Index
 		return err
 	}
 	for attempt := 1; ; attempt++ {
-		written, err := updateOnce(ctx, store, repo, ns, v, change, opts)
+		written, err := updateOnce(ctx, store, repo, ns, v, change, opts, attempt > 1)
 		if errors.Is(err, errTaken) && attempt < maxAttempts {
 			continue // another writer took the version: read its index
 		}
@@ -78,11 +80,20 @@ func UpdateIndex(ctx context.Context, store Store, ns string, change func(*Index
 }
 
 // updateOnce reads ns's index, applies change and writes the result as the
-// next version: nil where there was nothing to write; errTaken where
-// another writer took that version first.
-func updateOnce(ctx context.Context, store Store, repo Repository, ns string, v *sign.Verifier, change func(*Index), opts IndexOptions) (*Index, error) {
+// next version: nil where there was nothing to write (or, again after a
+// write of its own, where another key's writer's index is there); errTaken
+// where another writer took that version first.
+func updateOnce(ctx context.Context, store Store, repo Repository, ns string, v *sign.Verifier, change func(*Index), opts IndexOptions, again bool) (*Index, error) {
 	cur, newest, err := readIndex(ctx, store, ns, v)
 	unusable := errors.Is(err, ErrIndex)
+	if unusable && again {
+		// Replaced since this writer's write by an index it cannot use:
+		// another key's writer (a key rotation) at the same moment. Each
+		// would replace the other's until one gave up: this one leaves it,
+		// and its key's next run asks its repositories.
+		opts.Log.Warn("another writer, with another key, replaced the namespace's index: it is left to it", "namespace", ns, "reason", err)
+		return nil, nil
+	}
 	if unusable {
 		// Replaced, even by an empty one: it may name what this run is
 		// about to change.
@@ -186,9 +197,10 @@ func IndexEntries(results []Result) map[string]Entry {
 }
 
 // fromIndex is the result of job when the index's entry e holds what the
-// job gives (its layers at e's version, and a signature where the run signs):
-// unchanged, without asking the store. ok is false otherwise, also where the
-// job cannot be packed at e's version: the full way then says why.
+// job gives (its layers at e's version, and, where the run signs, the
+// signature the run's key makes of that version): unchanged, without
+// asking the store. ok is false otherwise, also where the job cannot be
+// packed at e's version: the full way then says why, and signs.
 func (p *publisher) fromIndex(job Job, key string) (r Result, ok bool) {
 	e, found := p.opts.Index[job.Repository]
 	if !found || (p.opts.SigningKey != nil && e.Signature == "") {
@@ -200,7 +212,13 @@ func (p *publisher) fromIndex(job Job, key string) (r Result, ok bool) {
 	}
 	r = Result{Repository: job.Repository, Version: e.Version, Digest: e.Digest, Action: Unchanged, indexed: true, layers: packed,
 		manifest: ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.Digest(e.Digest), Size: e.Size}}
-	if e.Signature != "" && p.opts.SigningKey != nil {
+	if p.opts.SigningKey != nil {
+		// Only this key's signature of this repository and version: one
+		// of an older solar, which did not name them, is made anew.
+		want, err := sign.SignatureDigest(r.subject(), p.opts.SigningKey)
+		if err != nil || want.String() != e.Signature {
+			return Result{}, false
+		}
 		r.Signature, r.SignatureAction = e.Signature, Unchanged
 	}
 	return r, true

@@ -226,7 +226,7 @@ func (p *publisher) sign(ctx context.Context, r *Result) error {
 	if r.Action != Unchanged {
 		attach = sign.Write // a version just pushed: nothing signed it yet
 	}
-	desc, w, err := attach(ctx, t, r.Repository, r.manifest, p.opts.SigningKey)
+	desc, w, err := attach(ctx, t, r.subject(), p.opts.SigningKey)
 	if err != nil {
 		return fmt.Errorf("signing %s:%s: %w", r.Repository, r.Version, explain(err))
 	}
@@ -238,6 +238,12 @@ func (p *publisher) sign(ctx context.Context, r *Result) error {
 		p.mu.Unlock()
 	}
 	return nil
+}
+
+// subject is what a signature of r signs: its manifest, as its repository
+// and version.
+func (r *Result) subject() sign.Subject {
+	return sign.Subject{Repository: r.Repository, Version: r.Version, Manifest: r.manifest}
 }
 
 // confirm waits Settle and returns the jobs of pending whose pushed tag

@@ -75,13 +75,13 @@ func PushLayout(ctx context.Context, l Source, dst Store, opts Options, check Ch
 		if !ok {
 			continue
 		}
-		ws, err := sign.Carry(ctx, src.(sign.Target), st, r.manifest, opts.Verifier)
+		ws, err := sign.Carry(ctx, src.(sign.Target), st, r.subject(), opts.Verifier)
 		if err != nil {
 			return results, fmt.Errorf("pushing the signatures of %s:%s: %w", r.Repository, r.Version, explain(err))
 		}
 		carried = append(carried, ws...)
 		if opts.SigningKey != nil {
-			_, w, err := sign.Attach(ctx, st, r.Repository, r.manifest, opts.SigningKey)
+			_, w, err := sign.Attach(ctx, st, r.subject(), opts.SigningKey)
 			if err != nil {
 				return results, fmt.Errorf("signing %s:%s: %w", r.Repository, r.Version, explain(err))
 			}
@@ -106,7 +106,7 @@ func verifyLayout(ctx context.Context, l Source, results []Result, v *sign.Verif
 		if err != nil {
 			return err
 		}
-		if err := v.Check(ctx, src.(sign.Target), r.manifest); err != nil {
+		if err := v.Check(ctx, src.(sign.Target), r.subject()); err != nil {
 			if !errors.Is(err, sign.ErrUnsigned) && !errors.Is(err, sign.ErrBadSignature) {
 				return err
 			}

@@ -52,7 +52,7 @@ func checkSigned(t *testing.T, store Store, v *sign.Verifier, repo, version stri
 	require.NoError(t, err)
 	desc, err := r.Resolve(ctx, version)
 	require.NoError(t, err)
-	return v.Check(ctx, r.(sign.Target), desc)
+	return v.Check(ctx, r.(sign.Target), sign.Subject{Repository: repo, Version: version, Manifest: desc})
 }
 
 // TestSignedLayout: a layout keeps the signatures of its versions (in its

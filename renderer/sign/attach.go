@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sync/errgroup"
 	"oras.land/oras-go/v2"
@@ -25,48 +26,76 @@ type Target interface {
 	content.ReadOnlyGraphStorage
 }
 
-// Attach signs subject (a chart manifest in t, named name) with k: it
-// writes the bundle, the empty config and the referrer, unless t already
+// Attach signs s (a chart manifest in t, and where it is published) with
+// k: it writes the bundle, the empty config and the referrer, unless t already
 // has that referrer (Ed25519: the same chart, the same referrer), in which
 // case it writes nothing and returns a nil Written. It returns the
 // referrer's descriptor either way. What it wrote is to be confirmed
 // (Confirm): a registry without the referrers API keeps referrers in one
 // index under the tag sha256-<hex>, which each writer reads, changes and
 // writes back, so a concurrent writer's change can be lost.
-func Attach(ctx context.Context, t Target, name string, subject ocispec.Descriptor, k *Key) (ocispec.Descriptor, *Written, error) {
-	return attach(ctx, t, name, subject, k, true)
+func Attach(ctx context.Context, t Target, s Subject, k *Key) (ocispec.Descriptor, *Written, error) {
+	return attach(ctx, t, s, k, true)
 }
 
 // Write is Attach for a manifest just written, which nothing can have
 // signed yet: it does not ask first.
-func Write(ctx context.Context, t Target, name string, subject ocispec.Descriptor, k *Key) (ocispec.Descriptor, *Written, error) {
-	return attach(ctx, t, name, subject, k, false)
+func Write(ctx context.Context, t Target, s Subject, k *Key) (ocispec.Descriptor, *Written, error) {
+	return attach(ctx, t, s, k, false)
 }
 
-func attach(ctx context.Context, t Target, name string, subject ocispec.Descriptor, k *Key, ask bool) (ocispec.Descriptor, *Written, error) {
-	b, err := k.Bundle(name, subject.Digest)
+// made is k's signature of s as Attach writes it: the referrer's
+// descriptor and bytes, the bundle and its layer descriptor.
+type made struct {
+	desc, layer ocispec.Descriptor
+	raw, bundle []byte
+}
+
+func makeSignature(s Subject, k *Key) (*made, error) {
+	b, err := k.SubjectBundle(s)
 	if err != nil {
-		return ocispec.Descriptor{}, nil, err
+		return nil, err
 	}
-	raw, layer, err := Referrer(b, subject)
+	raw, layer, err := Referrer(b, s.Manifest)
 	if err != nil {
-		return ocispec.Descriptor{}, nil, err
+		return nil, err
 	}
 	desc := content.NewDescriptorFromBytes(ocispec.MediaTypeImageManifest, raw)
 	desc.ArtifactType = BundleMediaType
+	return &made{desc: desc, layer: layer, raw: raw, bundle: b}, nil
+}
+
+// SignatureDigest is the digest of the referrer Attach writes for s with
+// k, made without a store: Ed25519 makes the same at every run, so a
+// signature digest recorded earlier (a namespace index's) is k's
+// signature of s exactly when it equals this one.
+func SignatureDigest(s Subject, k *Key) (digest.Digest, error) {
+	sg, err := makeSignature(s, k)
+	if err != nil {
+		return "", err
+	}
+	return sg.desc.Digest, nil
+}
+
+func attach(ctx context.Context, t Target, s Subject, k *Key, ask bool) (ocispec.Descriptor, *Written, error) {
+	sg, err := makeSignature(s, k)
+	if err != nil {
+		return ocispec.Descriptor{}, nil, err
+	}
+	subject, desc := s.Manifest, sg.desc
 	if ask {
 		if ok, err := attached(ctx, t, subject, desc); err != nil || ok {
 			return desc, nil, err
 		}
 	}
 	// The bundle is new where the signature is: pushed without asking.
-	if err := t.Push(ctx, layer, bytes.NewReader(b)); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
+	if err := t.Push(ctx, sg.layer, bytes.NewReader(sg.bundle)); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
 		return desc, nil, err
 	}
 	if err := pushIfMissing(ctx, t, ocispec.DescriptorEmptyJSON, ocispec.DescriptorEmptyJSON.Data); err != nil {
 		return desc, nil, err
 	}
-	w := &Written{t: t, Subject: subject, Desc: desc, raw: raw}
+	w := &Written{t: t, Subject: subject, Desc: desc, raw: sg.raw}
 	return desc, w, w.push(ctx)
 }
 
@@ -141,12 +170,13 @@ func Confirm(ctx context.Context, ws []*Written) error {
 	return nil
 }
 
-// Carry copies the signatures of subject that src holds and dst lacks
-// into dst (a reviewed layout's into a registry), to be confirmed as
+// Carry copies the signatures of s's manifest that src holds and dst
+// lacks into dst (a reviewed layout's into a registry), to be confirmed as
 // Attach's are. Only signatures are carried: a referrer of the empty
-// config and one bundle layer, which v (when not nil) verifies; any other
-// referrer stays behind.
-func Carry(ctx context.Context, src, dst Target, subject ocispec.Descriptor, v *Verifier) ([]*Written, error) {
+// config and one bundle layer, which v (when not nil) verifies as s
+// (VerifySubject); any other referrer stays behind.
+func Carry(ctx context.Context, src, dst Target, s Subject, v *Verifier) ([]*Written, error) {
+	subject := s.Manifest
 	refs, err := referrers(ctx, src, subject)
 	if err != nil {
 		return nil, err
@@ -159,7 +189,7 @@ func Carry(ctx context.Context, src, dst Target, subject ocispec.Descriptor, v *
 			}
 			continue
 		}
-		w, err := carryOne(ctx, src, dst, subject, r, v)
+		w, err := carryOne(ctx, src, dst, s, r, v)
 		if errors.Is(err, errNotSignature) {
 			continue
 		}
@@ -171,9 +201,10 @@ func Carry(ctx context.Context, src, dst Target, subject ocispec.Descriptor, v *
 	return out, nil
 }
 
-// carryOne copies the signature r of subject from src into dst, if it is
-// one (and verifies with v); errNotSignature if not.
-func carryOne(ctx context.Context, src, dst Target, subject, r ocispec.Descriptor, v *Verifier) (*Written, error) {
+// carryOne copies the signature r of s from src into dst, if it is one
+// (and verifies with v); errNotSignature if not.
+func carryOne(ctx context.Context, src, dst Target, s Subject, r ocispec.Descriptor, v *Verifier) (*Written, error) {
+	subject := s.Manifest
 	sg, err := readSignature(ctx, src, r)
 	if errors.Is(err, errNotSignature) {
 		return nil, err
@@ -181,7 +212,7 @@ func carryOne(ctx context.Context, src, dst Target, subject, r ocispec.Descripto
 	if err != nil {
 		return nil, fmt.Errorf("reading the signature %s of %s: %w", r.Digest, subject.Digest, err)
 	}
-	if v != nil && v.VerifyBundle(sg.bundle, subject) != nil {
+	if v != nil && v.VerifySubject(sg.bundle, s) != nil {
 		return nil, errNotSignature
 	}
 	m := sg.m

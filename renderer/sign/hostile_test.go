@@ -70,7 +70,7 @@ func TestEndlessReferrers(t *testing.T) {
 		t.Fatal(err)
 	}
 	subject := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.FromString("x"), Size: 1}
-	err = v.Check(context.Background(), repo, subject)
+	err = v.Check(context.Background(), repo, Subject{Repository: "ns/app", Version: "0.0.1", Manifest: subject})
 	if !errors.Is(err, errTooMany) || pages.Load() > 1 {
 		t.Fatalf("after %d pages: %v", pages.Load(), err)
 	}

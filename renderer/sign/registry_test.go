@@ -34,6 +34,20 @@ func repoOf(t *testing.T, reg *testenv.Registry, name string) *remote.Repository
 	return r
 }
 
+// needRegistry skips a test that runs a real registry under -short.
+func needRegistry(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: this test runs a real registry (the Distribution registry)")
+	}
+}
+
+// chartSubject is what a signature of chart, pushed as ns/release-app:0.0.1,
+// signs.
+func chartSubject(chart ocispec.Descriptor) Subject {
+	return Subject{Repository: "ns/release-app", Version: "0.0.1", Manifest: chart}
+}
+
 // pushChart pushes a small artifact standing in for a chart, tagged 0.0.1.
 func pushChart(t *testing.T, r *remote.Repository) ocispec.Descriptor {
 	t.Helper()
@@ -62,6 +76,7 @@ func pushChart(t *testing.T, r *remote.Repository) ocispec.Descriptor {
 // has no referrers API: every signature is among the chart's referrers.
 // Signing again writes nothing.
 func TestConcurrentSigners(t *testing.T) {
+	needRegistry(t)
 	reg := testenv.StartRegistry(t, testenv.RegistryOptions{})
 	chart := pushChart(t, repoOf(t, reg, "ns/release-app"))
 	const writers = 6
@@ -72,7 +87,7 @@ func TestConcurrentSigners(t *testing.T) {
 	for i := range writers {
 		keys[i] = newKey(t)
 		wg.Go(func() {
-			_, w, err := Attach(context.Background(), repoOf(t, reg, "ns/release-app"), "ns/release-app", chart, keys[i])
+			_, w, err := Attach(context.Background(), repoOf(t, reg, "ns/release-app"), chartSubject(chart), keys[i])
 			if err == nil && w == nil {
 				err = errors.New("nothing written")
 			}
@@ -100,7 +115,7 @@ func TestConcurrentSigners(t *testing.T) {
 		t.Fatalf("%d signatures of %d are among the referrers (%d there)", writers-len(want), writers, len(refs))
 	}
 	for i, k := range keys {
-		if _, w, err := Attach(context.Background(), repoOf(t, reg, "ns/release-app"), "ns/release-app", chart, k); err != nil || w != nil {
+		if _, w, err := Attach(context.Background(), repoOf(t, reg, "ns/release-app"), chartSubject(chart), k); err != nil || w != nil {
 			t.Fatalf("signing again with key %d: written %v, %v", i, w != nil, err)
 		}
 	}
@@ -108,14 +123,16 @@ func TestConcurrentSigners(t *testing.T) {
 
 // TestCosignVerifies: the cosign CLI (scripts/install-tools.sh builds it)
 // verifies a signature Attach wrote, offline, with the public key; with
-// another key it refuses.
+// another key it refuses; with -a it checks the repository and version the
+// signature names.
 func TestCosignVerifies(t *testing.T) {
+	needRegistry(t)
 	cosign := testenv.Tool(t, "cosign")
 	reg := testenv.StartRegistry(t, testenv.RegistryOptions{})
 	r := repoOf(t, reg, "ns/release-app")
 	chart := pushChart(t, r)
 	k := newKey(t)
-	if _, _, err := Attach(context.Background(), r, "ns/release-app", chart, k); err != nil {
+	if _, _, err := Attach(context.Background(), r, chartSubject(chart), k); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
@@ -127,8 +144,12 @@ func TestCosignVerifies(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref := reg.Host + "/ns/release-app@" + chart.Digest.String()
-	verify := func(key string) (string, error) {
-		cmd := exec.Command(cosign, "verify", "--key", key, "--insecure-ignore-tlog", "--allow-http-registry", "--output", "text", ref)
+	verify := func(key string, annotations ...string) (string, error) {
+		args := []string{"verify", "--key", key, "--insecure-ignore-tlog", "--allow-http-registry", "--output", "text"}
+		for _, a := range annotations {
+			args = append(args, "-a", a)
+		}
+		cmd := exec.Command(cosign, append(args, ref)...)
 		cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+dir, "COSIGN_REPOSITORY=", "HOME="+dir)
 		login := exec.Command(cosign, "login", reg.Host, "-u", reg.Username, "-p", reg.Password)
 		login.Env = cmd.Env
@@ -148,12 +169,24 @@ func TestCosignVerifies(t *testing.T) {
 	} else {
 		t.Logf("cosign verify --key other.pub: %v\n%s", err, out)
 	}
+	// cosign verify -a checks the repository and version the signature
+	// names (the statement's subject annotations), as Solar does.
+	repo, version := AnnotationRepository+"=ns/release-app", AnnotationVersion+"=0.0.1"
+	if out, err := verify(pub, repo, version); err != nil {
+		t.Fatalf("cosign verify -a with the repository and version signed: %v\n%s", err, out)
+	}
+	for _, a := range []string{AnnotationVersion + "=0.0.2", AnnotationRepository + "=ns/other-app"} {
+		if out, err := verify(pub, a); err == nil || !strings.Contains(out, "missing or incorrect annotation") {
+			t.Fatalf("cosign verify -a %s: %v\n%s", a, err, out)
+		}
+	}
 }
 
 // TestCheckAndCarry: Check finds a chart's signature good with its key,
 // bad with another, missing on an unsigned chart; Carry copies it into
 // another registry, where it checks the same, and copies nothing twice.
 func TestCheckAndCarry(t *testing.T) {
+	needRegistry(t)
 	ctx := context.Background()
 	src, dst := testenv.StartRegistry(t, testenv.RegistryOptions{}), testenv.StartRegistry(t, testenv.RegistryOptions{})
 	from, to := repoOf(t, src, "ns/release-app"), repoOf(t, dst, "ns/release-app")
@@ -163,34 +196,34 @@ func TestCheckAndCarry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := v.Check(ctx, from, chart); !errors.Is(err, ErrUnsigned) {
+	if err := v.Check(ctx, from, chartSubject(chart)); !errors.Is(err, ErrUnsigned) {
 		t.Fatalf("an unsigned chart: %v", err)
 	}
-	_, w, err := Attach(ctx, from, "ns/release-app", chart, k)
+	_, w, err := Attach(ctx, from, chartSubject(chart), k)
 	if err != nil || Confirm(ctx, []*Written{w}) != nil {
 		t.Fatal(err)
 	}
-	if err := v.Check(ctx, from, chart); err != nil {
+	if err := v.Check(ctx, from, chartSubject(chart)); err != nil {
 		t.Fatalf("the signed chart: %v", err)
 	}
 	other, err := NewVerifier(newKey(t).PublicPEM())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := other.Check(ctx, from, chart); !errors.Is(err, ErrBadSignature) {
+	if err := other.Check(ctx, from, chartSubject(chart)); !errors.Is(err, ErrBadSignature) {
 		t.Fatalf("with another key: %v", err)
 	}
 	if _, err := oras.Copy(ctx, from, "0.0.1", to, "0.0.1", oras.DefaultCopyOptions); err != nil {
 		t.Fatal(err)
 	}
-	ws, err := Carry(ctx, from, to, chart, v)
+	ws, err := Carry(ctx, from, to, chartSubject(chart), v)
 	if err != nil || len(ws) != 1 || Confirm(ctx, ws) != nil {
 		t.Fatalf("carried %d: %v", len(ws), err)
 	}
-	if err := v.Check(ctx, to, chart); err != nil {
+	if err := v.Check(ctx, to, chartSubject(chart)); err != nil {
 		t.Fatalf("the carried signature: %v", err)
 	}
-	if ws, err := Carry(ctx, from, to, chart, v); err != nil || len(ws) != 0 {
+	if ws, err := Carry(ctx, from, to, chartSubject(chart), v); err != nil || len(ws) != 0 {
 		t.Fatalf("carrying again wrote %d: %v", len(ws), err)
 	}
 	if _, err := NewVerifier([]byte("-----BEGIN PRIVATE KEY-----\nAA==\n-----END PRIVATE KEY-----\n")); err == nil {

@@ -3,7 +3,10 @@
 // cosign CLI (cosign verify --key --insecure-ignore-tlog) accept them
 // offline, without a transparency log: a Sigstore bundle v0.3 whose DSSE
 // envelope holds an in-toto statement naming the manifest's digest, signed
-// with pure Ed25519, attached to the manifest as an OCI 1.1 referrer.
+// with pure Ed25519, attached to the manifest as an OCI 1.1 referrer. The
+// statement's subject also names the repository and version the chart is
+// published as (Subject), which Flux does not read and Solar checks, so
+// that a signed chart moved to another repository or version is refused.
 //
 // Ed25519 is deterministic: the same key and manifest give the same
 // bundle, byte for byte, and so the same referrer digest; an unchanged
@@ -46,6 +49,15 @@ const (
 	AnnotationPredicate = "dev.sigstore.bundle.predicateType"
 )
 
+// The annotations of a signed statement's subject that name where the
+// chart is published (Subject): what binds a signature to one repository
+// and one version, so that a signed chart moved to another (another
+// Target's, a newer version's tag) is refused.
+const (
+	AnnotationRepository = "solar.opendefense.cloud/repository"
+	AnnotationVersion    = "solar.opendefense.cloud/version"
+)
+
 // Key is an Ed25519 signing key.
 type Key struct {
 	priv ed25519.PrivateKey
@@ -85,15 +97,52 @@ func (k *Key) PublicPEM() []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: k.pub})
 }
 
-// Bundle is the bundle that signs the manifest of digest d (named name in
-// the statement, e.g. its repository), as compact JSON.
+// Subject is what a chart's signature signs: the manifest, and the
+// repository and version it is published as. Repository is the name under
+// the registry's prefix ("alpha/bootstrap-edge-1"), as Solar's results name
+// it: a tree of charts moved whole to another registry or prefix keeps its
+// signatures, a chart moved to another repository or version does not.
+type Subject struct {
+	Repository, Version string
+	Manifest            ocispec.Descriptor
+}
+
+func (s Subject) String() string { return s.Repository + ":" + s.Version }
+
+// Bundle is the bundle that signs the blob of digest d (named name in the
+// statement) and says nothing of where it is published: for what carries
+// its own identity, such as a namespace's index. Charts are signed with
+// SubjectBundle.
 func (k *Key) Bundle(name string, d digest.Digest) ([]byte, error) {
+	return k.bundle(name, d, nil)
+}
+
+// SubjectBundle is the bundle that signs s: its statement's subject is the
+// manifest's digest with s's repository and version as annotations
+// (AnnotationRepository, AnnotationVersion), where cosign sign -a puts its
+// annotations and cosign verify -a checks them. Flux and cosign verify the
+// key and the digest, as for any cosign v3 bundle; Verifier.VerifySubject
+// checks the names too.
+func (k *Key) SubjectBundle(s Subject) ([]byte, error) {
+	if s.Repository == "" || s.Version == "" {
+		return nil, fmt.Errorf("signing %s: a signature names a repository and a version", s)
+	}
+	return k.bundle(s.Repository, s.Manifest.Digest, map[string]string{AnnotationRepository: s.Repository, AnnotationVersion: s.Version})
+}
+
+// bundle signs the in-toto statement whose one subject is d, named name,
+// with annotations when given, as compact JSON.
+func (k *Key) bundle(name string, d digest.Digest, annotations map[string]string) ([]byte, error) {
 	if err := d.Validate(); err != nil || d.Algorithm() != digest.SHA256 {
 		return nil, fmt.Errorf("not a sha256 digest: %q", d)
 	}
+	subject := map[string]any{"name": name, "digest": map[string]string{"sha256": d.Encoded()}}
+	if annotations != nil {
+		subject["annotations"] = annotations
+	}
 	statement, err := json.Marshal(map[string]any{
 		"_type":         StatementType,
-		"subject":       []any{map[string]any{"name": name, "digest": map[string]string{"sha256": d.Encoded()}}},
+		"subject":       []any{subject},
 		"predicateType": PredicateType,
 		"predicate":     map[string]any{},
 	})

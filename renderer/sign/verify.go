@@ -21,10 +21,19 @@ import (
 	"oras.land/oras-go/v2/content"
 )
 
-// What Check finds wrong with a chart's signatures.
+// What Check finds wrong with a chart's signatures. ErrUnbound and
+// ErrElsewhere come wrapped in ErrBadSignature: the key signed the
+// manifest, but not as the repository and version it is found at.
 var (
 	ErrUnsigned     = errors.New("not signed")
 	ErrBadSignature = errors.New("no signature verifies with the keys given")
+	// ErrUnbound: signed before Solar named the repository and version
+	// in its signatures; publishing again signs it anew.
+	ErrUnbound = errors.New("signed by an older solar, without naming its repository and version: publish it again to sign it anew")
+	// ErrElsewhere: signed as another repository or version (a signed
+	// chart moved to another Target's repository, or an old version tagged
+	// as a newer one).
+	ErrElsewhere = errors.New("signed for another repository or version")
 )
 
 // maxBundle bounds a bundle read from a store.
@@ -102,57 +111,122 @@ func keyVerifier(pub crypto.PublicKey) (*verify.Verifier, error) {
 }
 
 // VerifyBundle says whether the bundle b signs the manifest subject with
-// one of the keys. Like cosign, which Flux uses, it takes only bundles of
-// version v0.3 or later.
+// one of the keys, which is all Flux and cosign verify --key check: the
+// key and the digest. Like cosign, it takes only bundles of version v0.3
+// or later. A chart's signature is checked with VerifySubject.
 func (v *Verifier) VerifyBundle(b []byte, subject ocispec.Descriptor) error {
+	_, err := v.verify(b, subject)
+	return err
+}
+
+// VerifySubject says whether the bundle b signs s: the manifest with one
+// of the keys (VerifyBundle), as the repository and the version s names
+// (ErrUnbound where the statement names none, ErrElsewhere where it names
+// others).
+func (v *Verifier) VerifySubject(b []byte, s Subject) error {
+	res, err := v.verify(b, s.Manifest)
+	if err != nil {
+		return err
+	}
+	return bound(res, s)
+}
+
+// verify checks b against subject's digest with each key in turn, and
+// returns what the first that verifies found.
+func (v *Verifier) verify(b []byte, subject ocispec.Descriptor) (*verify.VerificationResult, error) {
 	var bun bundle.Bundle
 	if err := bun.UnmarshalJSON(b); err != nil {
-		return fmt.Errorf("%w: a damaged bundle: %v", ErrBadSignature, err)
+		return nil, fmt.Errorf("%w: a damaged bundle: %v", ErrBadSignature, err)
 	}
 	if !bun.MinVersion("v0.3") {
-		return fmt.Errorf("%w: a bundle older than v0.3", ErrBadSignature)
+		return nil, fmt.Errorf("%w: a bundle older than v0.3", ErrBadSignature)
 	}
 	raw, err := hex.DecodeString(subject.Digest.Encoded())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	policy := verify.NewPolicy(verify.WithArtifactDigest(subject.Digest.Algorithm().String(), raw), verify.WithKey())
 	var last error
 	for _, k := range v.keys {
-		if _, last = k.Verify(&bun, policy); last == nil {
-			return nil
+		res, err := k.Verify(&bun, policy)
+		if err == nil {
+			return res, nil
 		}
+		last = err
 	}
-	return fmt.Errorf("%w: %v", ErrBadSignature, last)
+	return nil, fmt.Errorf("%w: %v", ErrBadSignature, last)
 }
 
-// Check says whether subject, a manifest in t, carries a signature that
-// verifies with one of the keys: ErrUnsigned without any, ErrBadSignature
-// when none verifies. It reads the signatures as Flux's cosign does (a
+// bound says whether the verified statement of res names s's repository
+// and version on the subject that is s's manifest.
+func bound(res *verify.VerificationResult, s Subject) error {
+	if res.Statement == nil {
+		return fmt.Errorf("%w: %w", ErrBadSignature, ErrUnbound)
+	}
+	for _, sub := range res.Statement.GetSubject() {
+		if sub.GetDigest()["sha256"] != s.Manifest.Digest.Encoded() {
+			continue
+		}
+		fields := sub.GetAnnotations().GetFields()
+		repo, okRepo := fields[AnnotationRepository]
+		version, okVersion := fields[AnnotationVersion]
+		switch {
+		case !okRepo && !okVersion:
+			return fmt.Errorf("%w: %w", ErrBadSignature, ErrUnbound)
+		case repo.GetStringValue() != s.Repository || version.GetStringValue() != s.Version:
+			return fmt.Errorf("%w: %w: %s:%s", ErrBadSignature, ErrElsewhere, repo.GetStringValue(), version.GetStringValue())
+		}
+		return nil
+	}
+	return fmt.Errorf("%w: the statement does not name %s", ErrBadSignature, s.Manifest.Digest)
+}
+
+// Check says whether s's manifest, in t, carries a signature that verifies
+// with one of the keys as s (VerifySubject): ErrUnsigned without any,
+// ErrBadSignature when none verifies (wrapping ErrElsewhere or ErrUnbound
+// where the key signed the manifest as something else, or before
+// signatures named it). It reads the signatures as Flux's cosign does (a
 // referrer of one bundle layer, else it is not a signature) and stops at
 // the first that verifies.
-func (v *Verifier) Check(ctx context.Context, t Target, subject ocispec.Descriptor) error {
-	refs, err := referrers(ctx, t, subject)
+func (v *Verifier) Check(ctx context.Context, t Target, s Subject) error {
+	refs, err := referrers(ctx, t, s.Manifest)
 	if err != nil {
 		return err
 	}
-	var last error
+	var found error
 	for _, r := range refs {
 		sg, err := readSignature(ctx, t, r)
 		if errors.Is(err, errNotSignature) {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("reading the signature %s of %s: %w", r.Digest, subject.Digest, err)
+			return fmt.Errorf("reading the signature %s of %s: %w", r.Digest, s.Manifest.Digest, err)
 		}
-		if last = v.VerifyBundle(sg.bundle, subject); last == nil {
+		err = v.VerifySubject(sg.bundle, s)
+		if err == nil {
 			return nil
 		}
+		if found == nil || rank(err) > rank(found) {
+			found = err
+		}
 	}
-	if last == nil {
+	if found == nil {
 		return ErrUnsigned
 	}
-	return last
+	return found
+}
+
+// rank orders what Check reports when no signature verifies: a signature
+// of the key for another repository or version says most, one from
+// before signatures named them next, one of another key least.
+func rank(err error) int {
+	switch {
+	case errors.Is(err, ErrElsewhere):
+		return 2
+	case errors.Is(err, ErrUnbound):
+		return 1
+	}
+	return 0
 }
 
 // errNotSignature: a referrer that is not a signature as cosign reads them.
