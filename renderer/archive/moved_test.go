@@ -95,7 +95,7 @@ func TestPushRefusesMovedSignature(t *testing.T) {
 			defer l.Close()
 			before, err := l.Repositories(ctx, "")
 			require.NoError(t, err)
-			_, err = publish.PushLayout(ctx, u.Layout, l, publish.Options{Verifier: v}, nil)
+			_, err = publish.PushLayout(ctx, u, l, publish.Options{Verifier: v}, nil)
 			require.ErrorIs(t, err, publish.ErrSignature)
 			assert.Contains(t, err.Error(), c.want)
 			after, err := l.Repositories(ctx, "")
@@ -118,7 +118,7 @@ func TestPushRefusesMovedSignature(t *testing.T) {
 	fresh, err := publish.OpenLayout(ctx, filepath.Join(t.TempDir(), "fresh"), publish.LayoutOptions{})
 	require.NoError(t, err)
 	defer fresh.Close()
-	_, err = publish.PushLayout(ctx, u.Layout, fresh, publish.Options{Verifier: v}, nil)
+	_, err = publish.PushLayout(ctx, u, fresh, publish.Options{Verifier: v}, nil)
 	require.NoError(t, err)
 	for _, repo := range repos {
 		r, err := fresh.Repository(ctx, repo)
