@@ -16,9 +16,9 @@ import (
 )
 
 // rivalStore is a store where another writer, with a key of its own,
-// writes its index of namespace "a" right after each write of this one,
-// before this one reads its write back: two publishers with different
-// keys (a key rotation) in step.
+// writes its index of namespace "a" (the next version) right after each
+// write of this one, before this one reads its write back: two publishers
+// with different keys (a key rotation) in step.
 type rivalStore struct {
 	Store
 	key    *sign.Key
@@ -41,12 +41,20 @@ type rivalRepo struct {
 }
 
 func (r rivalRepo) Tag(ctx context.Context, desc ocispec.Descriptor, tag string) error {
-	if err := r.Repository.Tag(ctx, desc, tag); err != nil {
-		return err
+	if err := r.Repository.Tag(ctx, desc, tag); err != nil || tag != IndexTag {
+		return err // a write ends with its IndexTag
 	}
 	r.s.writes++
+	tags, err := Tags(ctx, r.Repository)
+	if err != nil {
+		return err
+	}
+	next, err := nextIndexVersion("a", newestTag(tags))
+	if err != nil {
+		return err
+	}
 	e := Entry{Version: "0.0.1", Digest: digest.FromString("theirs").String(), Size: 100, Layers: []string{digest.FromString("l").String()}}
-	_, err := writeIndex(ctx, r.Repository, &Index{Schema: indexSchema, Namespace: "a", Repositories: map[string]Entry{"a/theirs": e}}, r.s.key)
+	_, err = writeIndex(ctx, r.Repository, &Index{Schema: indexSchema, Namespace: "a", Version: next, Repositories: map[string]Entry{"a/theirs": e}}, r.s.key)
 	return err
 }
 
