@@ -7,18 +7,29 @@ export SOLAR_TOOLS
 export PATH := $(SOLAR_TOOLS)/bin:$(PATH)
 FUZZTIME ?= 60s
 
-.PHONY: build test demo bench fuzz lint tools crds
+.PHONY: build solar test demo bench fuzz lint tools tools-quick crds
 
+## build: every command into bin/ (solar, the agents, the callout, the
+## updater); solar alone is `make solar`.
 build:
 	$(GO) build -o bin/ ./cmd/...
 
+solar:
+	$(GO) build -o bin/ ./cmd/solar
+
+## tools: every CLI and service the tests use (scripts/install-tools.sh);
+## tools-quick: only what the README's commands need to be tried by hand (a
+## registry, NATS, and the oras and helm CLIs to look at what solar published).
 tools:
 	scripts/install-tools.sh >/dev/null
+
+tools-quick:
+	scripts/install-tools.sh registry nats-server oras helm >/dev/null
 
 ## demo: the main job on the embedded default (an OCI layout in out/), no
 ## server needed (so the agents get no credential). Run it twice: the second
 ## time every chart is unchanged.
-demo: build
+demo: solar
 	bin/solar render --no-credentials examples/
 
 ## test: every test, with the real cue and helm CLIs. The time limit is set

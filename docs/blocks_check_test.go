@@ -75,7 +75,9 @@ func TestCheckFindsWhatSlipsIn(t *testing.T) {
 		"<!-- norun: x -->", "```yaml", "a: 1", "```", // norun on yaml
 		"<!-- run -->", "```sh", `solar publish --registry "$REGISTRY" x/`, "```", // not introduced yet
 		"<!-- env -->", "```sh", "export REGISTRY=r.example.com OTHER=1  # HOST=x", "```", // OTHER is not provided
-		"<!-- run -->", "```sh", `solar publish --registry "${REGISTRY}" x/`, "```", // fine now
+		"<!-- run -->", "```sh", `solar publish --registry "${REGISTRY}" x/`, "```", // solar is not on PATH
+		"<!-- run -->", "```sh", `bin/solar vet x/ && export PATH="$PWD/bin:$PATH"`, "```", // bin/solar is
+		"<!-- run -->", "```sh", `solar vet x/`, "```", // fine now
 	}, "\n")
 	blocks, err := parse("doc.md", doc)
 	require.NoError(t, err)
@@ -84,8 +86,10 @@ func TestCheckFindsWhatSlipsIn(t *testing.T) {
 		"doc.md:4: a ```console block without a marker: put <!-- run --> or <!-- norun: REASON --> on the line before it",
 		"doc.md:8: <!-- run --> on a ```console block: only sh, bash and shell blocks run",
 		"doc.md:12: <!-- norun --> on a ```yaml block, which never runs: leave it unmarked",
+		"doc.md:16: the block calls solar, which is not on a reader's PATH: run export PATH=\"$PWD/bin:$PATH\" in it or a block before it (or call bin/solar)",
 		"doc.md:16: the block uses $REGISTRY, which no <!-- env --> block before it introduces",
 		"doc.md:20: the env block sets OTHER, which the test does not provide (it provides DEVICE_KEY, NATS_URL, OIDC_CA, OIDC_ISSUER, PULL_PASSWORD, REGISTRY, REGISTRY_PASSWORD, REGISTRY_USER)",
+		"doc.md:24: the block calls solar, which is not on a reader's PATH: run export PATH=\"$PWD/bin:$PATH\" in it or a block before it (or call bin/solar)",
 	}, check(blocks))
 }
 

@@ -195,14 +195,27 @@ func uses(text, name string) bool {
 	return regexp.MustCompile(`\$\{?` + name + `\b`).MatchString(text)
 }
 
+// pathLine puts the solar that make build leaves in bin/ on PATH.
+const pathLine = `export PATH="$PWD/bin:$PATH"`
+
+// bareSolar finds a command solar (not bin/solar).
+var bareSolar = regexp.MustCompile(`(?m)(?:^|[\s|;&(])solar\s`)
+
 // check returns what is wrong with the markers of one document's blocks:
 // a shell block without a marker, a run marker on a block bash cannot run,
 // an env block setting a variable the test does not provide, a run block
-// using a provided variable that no env block before it introduced.
+// using a provided variable that no env block before it introduced, a run
+// block calling solar before a block put bin/ on PATH (make build leaves it
+// there, and nothing else puts it on a reader's PATH).
 func check(blocks []block) []string {
 	var problems []string
 	introduced := map[string]bool{}
+	onPath := false
 	for _, b := range blocks {
+		if b.mark.kind == "run" && slices.Contains([]string{"sh", "bash", "shell"}, b.lang) && !onPath && bareSolar.MatchString(b.text) && !strings.Contains(b.text, pathLine) {
+			problems = append(problems, fmt.Sprintf("%s: the block calls solar, which is not on a reader's PATH: run %s in it or a block before it (or call bin/solar)", b, pathLine))
+		}
+		onPath = onPath || b.mark.kind == "run" && strings.Contains(b.text, pathLine)
 		shell := slices.Contains(shellLangs, b.lang)
 		switch {
 		case b.mark.kind == "" && shell:

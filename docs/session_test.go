@@ -85,9 +85,13 @@ type session struct {
 	started map[string]bool
 }
 
-// newSession makes the scratch copy, with the solar binary at bin/solar and
-// on PATH, and a home folder of its own (no docker, helm or solar cache of
-// the user's is read or written).
+// newSession makes the scratch copy, with the solar binary at bin/solar as
+// make build leaves it, and a home folder of its own (no docker, helm or
+// solar cache of the user's is read or written). bin/ is not on PATH: a
+// document that calls solar puts it there as its reader would (README, Set
+// up), or its first command exits 127. The tools cache is the reader's
+// (SOLAR_TOOLS, which make exports), so that scripts/install-tools.sh NAME
+// finds what make tools built.
 func newSession(t *testing.T, root, solar string) *session {
 	t.Helper()
 	dir := t.TempDir()
@@ -109,12 +113,15 @@ func newSession(t *testing.T, root, solar string) *session {
 	state := filepath.Join(t.TempDir(), "exported")
 	require.NoError(t, os.WriteFile(state, nil, 0o600))
 	s := &session{t: t, dir: dir, started: map[string]bool{}, env: map[string]string{
-		"PATH":       filepath.Join(dir, "bin") + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"PATH":       os.Getenv("PATH"),
 		"HOME":       t.TempDir(),
 		"TMPDIR":     os.TempDir(),
 		"LANG":       "C.UTF-8",
 		"DOCS_STATE": state,
 	}}
+	if v := os.Getenv("SOLAR_TOOLS"); v != "" {
+		s.env["SOLAR_TOOLS"] = v
+	}
 	for _, k := range goEnv {
 		if v, err := exec.Command("go", "env", k).Output(); err == nil && strings.TrimSpace(string(v)) != "" {
 			s.env[k] = strings.TrimSpace(string(v))

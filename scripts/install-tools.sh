@@ -3,6 +3,8 @@
 # into a cache outside the repository, and reuses what is already there.
 #
 #   scripts/install-tools.sh          install everything missing, print the bin directory
+#   scripts/install-tools.sh NAME...  only those tools (and what they need), e.g.
+#                                     `registry nats-server` for the README's quick start
 #   SOLAR_TOOLS=/some/dir scripts/... use another cache (default ~/.cache/solar/tools)
 #
 # Every tool lives in $SOLAR_TOOLS/<name>-<version>/ and is linked into $SOLAR_TOOLS/bin,
@@ -15,10 +17,33 @@ mkdir -p "$BIN"
 
 log() { printf 'install-tools: %s\n' "$*" >&2; }
 
+# The names this script installs; with arguments, only those are built.
+KNOWN="registry solar-testpki nats-server cosign etcd kube-apiserver kube-controller-manager
+kube-scheduler kubectl kwok source-controller flux-crd controller-gen cue helm oras"
+ONLY=" $* "
+# What a tool needs: the registry's htpasswd and certificate (solar-testpki);
+# the Flux CRDs, source-controller's module and controller-gen.
+[[ "$ONLY" == *" registry "* ]] && ONLY+="solar-testpki "
+[[ "$ONLY" == *" flux-crd "* ]] && ONLY+="source-controller controller-gen "
+for n in "$@"; do
+  case " $(echo $KNOWN) " in *" $n "*) ;; *)
+    log "unknown tool $n; the names are: $(echo $KNOWN)"
+    exit 2 ;;
+  esac
+done
+# want NAME...: whether any of the names is wanted (every one without arguments).
+want() {
+  [ "$ONLY" = "  " ] && return 0
+  local n
+  for n in "$@"; do [[ "$ONLY" == *" $n "* ]] && return 0; done
+  return 1
+}
+
 # go_tool NAME MODULE/PATH VERSION: go install PATH@VERSION into its own versioned directory.
 go_tool() {
   local name=$1 pkg=$2 version=$3
   local dir="$TOOLS/$name-$version"
+  want "$name" || return 0
   if [ ! -x "$dir/$name" ]; then
     log "building $name $version (go install $pkg@$version)"
     rm -rf "$dir.tmp"
@@ -34,9 +59,11 @@ go_tool() {
 # like every other tool (no apt, no root); its htpasswd file and TLS
 # certificate are made in Go by solar-testpki (see scripts/start-registry.sh).
 go_tool registry github.com/distribution/distribution/v3/cmd/registry v3.1.2
-mkdir -p "$TOOLS/solar-testpki"
-(cd "$(dirname "$0")/.." && GOFLAGS=-buildvcs=false go build -o "$TOOLS/solar-testpki/solar-testpki" ./scripts/testpki)
-ln -sfn "$TOOLS/solar-testpki/solar-testpki" "$BIN/solar-testpki"
+if want solar-testpki; then
+  mkdir -p "$TOOLS/solar-testpki"
+  (cd "$(dirname "$0")/.." && GOFLAGS=-buildvcs=false go build -o "$TOOLS/solar-testpki/solar-testpki" ./scripts/testpki)
+  ln -sfn "$TOOLS/solar-testpki/solar-testpki" "$BIN/solar-testpki"
+fi
 
 # wrapped_tool NAME VERSION PKG LDFLAGS: go build PKG inside a throwaway wrapper
 # module, for tools whose own go.mod cannot be used with go install (replace
@@ -45,6 +72,7 @@ ln -sfn "$TOOLS/solar-testpki/solar-testpki" "$BIN/solar-testpki"
 wrapped_tool() {
   local name=$1 version=$2 pkg=$3 ldflags=${4:-}
   local dir="$TOOLS/$name-$version"
+  want "$name" || return 0
   if [ ! -x "$dir/$name" ]; then
     log "building $name $version (wrapper module around $pkg; slow the first time)"
     printf '//go:build tools\n\npackage tools\n\nimport _ "%s"\n' "$pkg" >"$WRAP/tools.go"
@@ -66,7 +94,7 @@ go_tool cosign github.com/sigstore/cosign/v3/cmd/cosign v3.1.3
 
 # etcd for the API server (Debian's 3.4 is too old).
 ETCD=v3.6.16
-if [ ! -x "$TOOLS/etcd-$ETCD/etcd" ]; then
+if want etcd && [ ! -x "$TOOLS/etcd-$ETCD/etcd" ]; then
   WRAP=$(mktemp -d)
   printf 'module solar.local/etcd\n\ngo 1.26.0\n\nrequire go.etcd.io/etcd/server/v3 %s\n' "$ETCD" >"$WRAP/go.mod"
 fi
@@ -78,7 +106,7 @@ wrapped_tool etcd "$ETCD" go.etcd.io/etcd/server/v3
 # an empty stub: nothing needs it). One wrapper module builds all four.
 KUBE=1.36.3
 for c in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
-  [ -x "$TOOLS/$c-v$KUBE/$c" ] && continue
+  { ! want "$c" || [ -x "$TOOLS/$c-v$KUBE/$c" ]; } && continue
   WRAP=$(mktemp -d)
   mkdir -p "$WRAP/sample-apiserver"
   printf 'module k8s.io/sample-apiserver\n\ngo 1.26.0\n' >"$WRAP/sample-apiserver/go.mod"
@@ -114,7 +142,7 @@ go_tool kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK"
 # found"): the default ones kwokctl gives its clusters (kustomize/stage:
 # node/fast, node/heartbeat-with-lease, pod/fast) are taken from the module as
 # they are, into stages.yaml beside the binary (internal/testkit/testenv reads it).
-if [ ! -s "$TOOLS/kwok-$KWOK/stages.yaml" ]; then
+if want kwok && [ ! -s "$TOOLS/kwok-$KWOK/stages.yaml" ]; then
   src=$(cd "$(mktemp -d)" && go mod download -json "sigs.k8s.io/kwok@$KWOK" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
   sep=""
   for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
@@ -129,7 +157,7 @@ fi
 # Flux source-controller (v1.10 needs Go 1.27), with its upstream go-digest
 # replace; its CRDs are copied from the module into crd/ beside the binary.
 SC=v1.9.6
-if [ ! -x "$TOOLS/source-controller-$SC/source-controller" ]; then
+if want source-controller && [ ! -x "$TOOLS/source-controller-$SC/source-controller" ]; then
   WRAP=$(mktemp -d)
   cat >"$WRAP/go.mod" <<GOMOD
 module solar.local/source-controller
@@ -155,7 +183,7 @@ HC=v1.6.5
 CG=v0.20.1
 go_tool controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen "$CG"
 HR_CRD="$TOOLS/source-controller-$SC/crd/helm.toolkit.fluxcd.io_helmreleases-$HC.yaml"
-if [ ! -s "$HR_CRD" ]; then
+if want flux-crd && [ ! -s "$HR_CRD" ]; then
   log "generating the HelmRelease CRD of github.com/fluxcd/helm-controller/api $HC (controller-gen $CG)"
   WRAP=$(mktemp -d)
   src=$(cd "$WRAP" && go mod download -json "github.com/fluxcd/helm-controller/api@$HC" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
@@ -167,7 +195,7 @@ if [ ! -s "$HR_CRD" ]; then
   cp "$WRAP/crd/helm.toolkit.fluxcd.io_helmreleases.yaml" "$HR_CRD"
   rm -rf "$WRAP"
 fi
-ln -sfn "$TOOLS/source-controller-$SC/crd" "$TOOLS/flux-crd"
+want flux-crd && ln -sfn "$TOOLS/source-controller-$SC/crd" "$TOOLS/flux-crd"
 
 go_tool cue cuelang.org/go/cmd/cue v0.17.1
 go_tool helm helm.sh/helm/v4/cmd/helm v4.3.2
