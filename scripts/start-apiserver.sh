@@ -13,6 +13,12 @@
 # same DIR and ports, it restarts the API server on the same data, keys and
 # certificate (the tests stop it in the middle of a credentials sync).
 set -euo pipefail
+# The tools it runs: built by scripts/install-tools.sh the first time (only
+# those), found on PATH or in its cache after that.
+need="etcd kube-apiserver"
+for tool in $need; do
+  command -v "$tool" >/dev/null || { PATH=$("$(dirname "$0")/install-tools.sh" $need):$PATH; break; }
+done
 dir=${1:?usage: start-apiserver.sh DIR ETCD_PORT API_PORT}
 etcd_port=${2:?usage: start-apiserver.sh DIR ETCD_PORT API_PORT}
 api_port=${3:?usage: start-apiserver.sh DIR ETCD_PORT API_PORT}

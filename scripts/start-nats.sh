@@ -22,6 +22,12 @@
 # connection is sent to the callout, whose account key is NATS_CALLOUT_ISSUER
 # (and curve key NATS_CALLOUT_XKEY, if set: requests are then encrypted).
 set -euo pipefail
+# The tools it runs: built by scripts/install-tools.sh the first time (only
+# those), found on PATH or in its cache after that.
+need="nats-server"
+for tool in $need; do
+  command -v "$tool" >/dev/null || { PATH=$("$(dirname "$0")/install-tools.sh" $need):$PATH; break; }
+done
 dir=${1:?usage: start-nats.sh DIR PORT [NAME CLUSTER_PORT ROUTE...]}
 port=${2:?usage: start-nats.sh DIR PORT [NAME CLUSTER_PORT ROUTE...]}
 args=(-a 127.0.0.1 -p "$port" -js -sd "$dir")

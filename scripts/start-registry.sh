@@ -18,6 +18,12 @@
 # REGISTRY_BIN runs another registry binary of the same lineage with the same
 # config (scripts/bench compares Debian's docker-registry 2.8 with it).
 set -euo pipefail
+# The tools it runs: built by scripts/install-tools.sh the first time (only
+# those), found on PATH or in its cache after that.
+need="registry solar-testpki"
+for tool in $need; do
+  command -v "$tool" >/dev/null || { PATH=$("$(dirname "$0")/install-tools.sh" $need):$PATH; break; }
+done
 usage="usage: start-registry.sh DIR PORT [--tls] [--no-cache]"
 dir=${1:?$usage}
 port=${2:?$usage}
