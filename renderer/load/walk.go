@@ -213,11 +213,24 @@ func (w *walker) parse(files []file) []parsed {
 	return out
 }
 
-// decode decodes one file's content.
+// decode decodes one file's content. A walked file that holds no objects,
+// or that is a template which does not load, is skipped.
 func (w *walker) decode(name string, data []byte, walked bool) parsed {
 	objs, problems := Bytes(name, data, w.opts)
-	return parsed{name: name, objs: objs, problems: problems,
-		skip: walked && !w.opts.Strict && !holdsObjects(objs, problems, data)}
+	skip := !holdsObjects(objs, problems) || len(problems) > 0 && isTemplate(name, data)
+	return parsed{name: name, objs: objs, problems: problems, skip: walked && !w.opts.Strict && skip}
+}
+
+// isTemplate: the content has template actions ({{ }}: Helm, Go templates)
+// and does not name Solar's API group, or sits in a templates/ folder. A
+// Solar object may hold {{ }} (a valuesTemplate): a file that names the
+// group is read as objects, so that its mistakes are reported.
+func isTemplate(name string, data []byte) bool {
+	if !bytes.Contains(data, []byte("{{")) {
+		return false
+	}
+	inTemplates := slices.Contains(strings.Split(filepath.ToSlash(filepath.Dir(name)), "/"), "templates")
+	return inTemplates || !bytes.Contains(data, []byte(Group))
 }
 
 // keep keeps the Solar objects of one file.
@@ -242,22 +255,13 @@ func (w *walker) keep(p parsed) {
 }
 
 // holdsObjects: the content has a document with apiVersion or kind, or a
-// broken document (a syntax error in what is not a template with {{ }}, a
-// duplicate field, ...) rather than documents that are no objects at all.
-func holdsObjects(objs []*Object, problems diag.List, data []byte) bool {
+// broken document (a syntax error, a duplicate field, ...) rather than
+// documents that are no objects at all.
+func holdsObjects(objs []*Object, problems diag.List) bool {
 	if slices.ContainsFunc(objs, func(o *Object) bool { return o.APIVersion != "" || o.Kind != "" }) {
 		return true
 	}
-	template := bytes.Contains(data, []byte("{{"))
-	return slices.ContainsFunc(problems, func(p diag.Problem) bool {
-		switch {
-		case strings.HasPrefix(p.Message, notAnObject):
-			return false
-		case strings.HasPrefix(p.Message, "syntax error"):
-			return !template
-		}
-		return true
-	})
+	return slices.ContainsFunc(problems, func(p diag.Problem) bool { return !strings.HasPrefix(p.Message, notAnObject) })
 }
 
 // group is the API group of an apiVersion ("core" for v1).
