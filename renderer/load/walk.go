@@ -178,7 +178,7 @@ func (w *walker) stdin() {
 		w.problems.Errorf("-", 0, "", "reading standard input: %v", err)
 		return
 	}
-	w.keep(w.decode("<stdin>", data, false))
+	w.keep(w.decode(file{path: "<stdin>"}, data))
 }
 
 // parsed is one file read and decoded.
@@ -205,7 +205,7 @@ func (w *walker) parse(files []file) []parsed {
 					out[i] = parsed{name: f.path, err: err}
 					continue
 				}
-				out[i] = w.decode(f.path, data, f.walked)
+				out[i] = w.decode(f, data)
 			}
 		})
 	}
@@ -215,21 +215,23 @@ func (w *walker) parse(files []file) []parsed {
 
 // decode decodes one file's content. A walked file that holds no objects,
 // or that is a template which does not load, is skipped.
-func (w *walker) decode(name string, data []byte, walked bool) parsed {
-	objs, problems := Bytes(name, data, w.opts)
-	skip := !holdsObjects(objs, problems) || len(problems) > 0 && isTemplate(name, data)
-	return parsed{name: name, objs: objs, problems: problems, skip: walked && !w.opts.Strict && skip}
+func (w *walker) decode(f file, data []byte) parsed {
+	objs, problems := Bytes(f.path, data, w.opts)
+	skip := !holdsObjects(objs, problems) || len(problems) > 0 && isTemplate(f, data)
+	return parsed{name: f.path, objs: objs, problems: problems, skip: f.walked && !w.opts.Strict && skip}
 }
 
 // isTemplate: the content has template actions ({{ }}: Helm, Go templates)
-// and does not name Solar's API group, or sits in a templates/ folder. A
-// Solar object may hold {{ }} (a valuesTemplate): a file that names the
-// group is read as objects, so that its mistakes are reported.
-func isTemplate(name string, data []byte) bool {
+// and does not name Solar's API group, or sits in a templates/ folder below
+// the walked directory. A Solar object may hold {{ }} (a valuesTemplate): a
+// file that names the group is read as objects, so that its mistakes are
+// reported.
+func isTemplate(f file, data []byte) bool {
 	if !bytes.Contains(data, []byte("{{")) {
 		return false
 	}
-	inTemplates := slices.Contains(strings.Split(filepath.ToSlash(filepath.Dir(name)), "/"), "templates")
+	rel, err := filepath.Rel(f.root, filepath.Dir(f.path))
+	inTemplates := err == nil && slices.Contains(strings.Split(filepath.ToSlash(rel), "/"), "templates")
 	return inTemplates || !bytes.Contains(data, []byte(Group))
 }
 

@@ -115,6 +115,12 @@ func TestWalkSkipsTemplates(t *testing.T) {
 	_, problems, _ = Paths([]string{filepath.Join(dir, "app/templates/configmap.yaml"), cv}, Options{})
 	assert.Len(t, lines(problems), 3, "named files are read: %v", lines(problems))
 
+	_, problems, skipped = Paths([]string{filepath.Join(dir, "app/templates")}, Options{})
+	assert.Equal(t, 1, skipped.Files, "configmap.yaml")
+	got = lines(problems)
+	require.Len(t, got, 1, "only a templates/ folder below the walked one counts")
+	assert.True(t, strings.HasPrefix(got[0], "app/templates/target.yaml:4: "), got[0])
+
 	_, problems, skipped = Paths([]string{dir}, Options{Strict: true})
 	assert.Zero(t, skipped.Files)
 	for _, f := range []string{"app/templates/configmap.yaml:4: ", "app/templates/target.yaml:", "kustomize/cm.yaml:"} {
