@@ -31,7 +31,7 @@ type loadFlags struct {
 func (f *loadFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVar(&f.policyDirs, "policy", nil, "directory of CUE policies (package policy) to add; repeatable")
 	cmd.Flags().StringArrayVar(&f.exclude, "exclude", nil, "leave out files and folders matching this pattern (.solarignore syntax) below each directory; repeatable")
-	cmd.Flags().BoolVar(&f.strict, "strict", false, "make objects of other API groups, and walked files that hold none, errors instead of skipping them")
+	cmd.Flags().BoolVar(&f.strict, "strict", false, "make objects of other API groups, and walked files that hold none, errors instead of skipping them; and a Profile that matches no Target, and a Target that gets no release, errors instead of warnings")
 	cmd.Flags().StringVar(&f.maxFileSize, "max-file-size", "16Mi", "largest input file read (a size such as 512Ki, 16Mi, 1Gi)")
 	cache := ""
 	if dir, err := os.UserCacheDir(); err == nil {

@@ -178,7 +178,7 @@ func (w *walker) stdin() {
 		w.problems.Errorf("-", 0, "", "reading standard input: %v", err)
 		return
 	}
-	w.keep(w.decode("<stdin>", data, false))
+	w.keep(w.decode(file{path: "<stdin>"}, data))
 }
 
 // parsed is one file read and decoded.
@@ -205,7 +205,7 @@ func (w *walker) parse(files []file) []parsed {
 					out[i] = parsed{name: f.path, err: err}
 					continue
 				}
-				out[i] = w.decode(f.path, data, f.walked)
+				out[i] = w.decode(f, data)
 			}
 		})
 	}
@@ -213,11 +213,26 @@ func (w *walker) parse(files []file) []parsed {
 	return out
 }
 
-// decode decodes one file's content.
-func (w *walker) decode(name string, data []byte, walked bool) parsed {
-	objs, problems := Bytes(name, data, w.opts)
-	return parsed{name: name, objs: objs, problems: problems,
-		skip: walked && !w.opts.Strict && !holdsObjects(objs, problems, data)}
+// decode decodes one file's content. A walked file that holds no objects,
+// or that is a template which does not load, is skipped.
+func (w *walker) decode(f file, data []byte) parsed {
+	objs, problems := Bytes(f.path, data, w.opts)
+	skip := !holdsObjects(objs, problems) || len(problems) > 0 && isTemplate(f, data)
+	return parsed{name: f.path, objs: objs, problems: problems, skip: f.walked && !w.opts.Strict && skip}
+}
+
+// isTemplate: the content has template actions ({{ }}: Helm, Go templates)
+// and does not name Solar's API group, or sits in a templates/ folder below
+// the walked directory. A Solar object may hold {{ }} (a valuesTemplate): a
+// file that names the group is read as objects, so that its mistakes are
+// reported.
+func isTemplate(f file, data []byte) bool {
+	if !bytes.Contains(data, []byte("{{")) {
+		return false
+	}
+	rel, err := filepath.Rel(f.root, filepath.Dir(f.path))
+	inTemplates := err == nil && slices.Contains(strings.Split(filepath.ToSlash(rel), "/"), "templates")
+	return inTemplates || !bytes.Contains(data, []byte(Group))
 }
 
 // keep keeps the Solar objects of one file.
@@ -242,22 +257,13 @@ func (w *walker) keep(p parsed) {
 }
 
 // holdsObjects: the content has a document with apiVersion or kind, or a
-// broken document (a syntax error in what is not a template with {{ }}, a
-// duplicate field, ...) rather than documents that are no objects at all.
-func holdsObjects(objs []*Object, problems diag.List, data []byte) bool {
+// broken document (a syntax error, a duplicate field, ...) rather than
+// documents that are no objects at all.
+func holdsObjects(objs []*Object, problems diag.List) bool {
 	if slices.ContainsFunc(objs, func(o *Object) bool { return o.APIVersion != "" || o.Kind != "" }) {
 		return true
 	}
-	template := bytes.Contains(data, []byte("{{"))
-	return slices.ContainsFunc(problems, func(p diag.Problem) bool {
-		switch {
-		case strings.HasPrefix(p.Message, notAnObject):
-			return false
-		case strings.HasPrefix(p.Message, "syntax error"):
-			return !template
-		}
-		return true
-	})
+	return slices.ContainsFunc(problems, func(p diag.Problem) bool { return !strings.HasPrefix(p.Message, notAnObject) })
 }
 
 // group is the API group of an apiVersion ("core" for v1).

@@ -3,6 +3,7 @@ package load
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -81,4 +82,48 @@ func TestReadsRegularFilesOnly(t *testing.T) {
 	_, problems, _ = Paths([]string{"-"}, Options{Stdin: strings.NewReader(strings.Repeat("x", 2000)), MaxFileSize: 1000})
 	require.Len(t, problems, 1)
 	assert.Equal(t, "-: reading standard input: more than the limit of 1000 bytes (--max-file-size)", problems[0].String())
+}
+
+// TestWalkSkipsTemplates: a walked file with {{ }} that does not load (a
+// Helm template outside a chart folder) is skipped and counted; one that
+// names Solar's group outside templates/ (a valuesTemplate beside a
+// mistake) is read, as is a template named on the command line or any file
+// with Strict.
+func TestWalkSkipsTemplates(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "app/templates/configmap.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  values.json: {{ toJson .Values | quote }}\n")
+	write(t, dir, "app/templates/target.yaml", "apiVersion: solar.opendefense.cloud/v1alpha1\nkind: Target\nmetadata:\n  name: {{ .Values.name }}\n")
+	write(t, dir, "kustomize/cm.yaml", "{{- if .Values.x }}\nkind: ConfigMap\n{{- end }}\n")
+	write(t, dir, "plain/merge.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata:\n  <<: {x: y}\n")
+	cv := write(t, dir, "catalog/cv.yaml", "apiVersion: solar.opendefense.cloud/v1alpha1\nkind: ComponentVersion\nmetadata: {name: app-1}\n"+
+		"spec:\n  resources:\n    chart:\n      helm: {valuesTemplate: \"name: {{ .Target.Name }}\"}\n      {a: b}: c\n")
+	lines := func(problems diag.List) []string {
+		var out []string
+		for _, p := range problems {
+			out = append(out, strings.TrimPrefix(p.String(), dir+"/"))
+		}
+		return out
+	}
+
+	_, problems, skipped := Paths([]string{dir}, Options{})
+	assert.Equal(t, 3, skipped.Files, "the three templates")
+	got := lines(problems)
+	require.Len(t, got, 2)
+	assert.True(t, strings.HasPrefix(got[0], "catalog/cv.yaml:"), "a Solar object with {{ }} and a mistake is read: %s", got[0])
+	assert.True(t, strings.HasPrefix(got[1], "plain/merge.yaml:5: "), "a file without {{ }} is no template: %s", got[1])
+
+	_, problems, _ = Paths([]string{filepath.Join(dir, "app/templates/configmap.yaml"), cv}, Options{})
+	assert.Len(t, lines(problems), 3, "named files are read: %v", lines(problems))
+
+	_, problems, skipped = Paths([]string{filepath.Join(dir, "app/templates")}, Options{})
+	assert.Equal(t, 1, skipped.Files, "configmap.yaml")
+	got = lines(problems)
+	require.Len(t, got, 1, "only a templates/ folder below the walked one counts")
+	assert.True(t, strings.HasPrefix(got[0], "app/templates/target.yaml:4: "), got[0])
+
+	_, problems, skipped = Paths([]string{dir}, Options{Strict: true})
+	assert.Zero(t, skipped.Files)
+	for _, f := range []string{"app/templates/configmap.yaml:4: ", "app/templates/target.yaml:", "kustomize/cm.yaml:"} {
+		assert.True(t, slices.ContainsFunc(lines(problems), func(l string) bool { return strings.HasPrefix(l, f) }), "--strict reads %s: %v", f, lines(problems))
+	}
 }

@@ -195,10 +195,7 @@ func (s *Set) Bindings() ([]Binding, error) {
 
 func (s *Set) bind() ([]Binding, error) {
 	var out []Binding
-	byNamespace := map[string][]*Target{}
-	for _, t := range s.Targets {
-		byNamespace[t.Namespace] = append(byNamespace[t.Namespace], t)
-	}
+	byNamespace, reach := s.targetsByNamespace(), s.profileReach()
 	for _, p := range s.Profiles {
 		r := Get[Release](s, KindRelease, p.Namespace, p.Spec.ReleaseRef.Name)
 		if r == nil {
@@ -208,10 +205,13 @@ func (s *Set) bind() ([]Binding, error) {
 		if err != nil {
 			return nil, fmt.Errorf("Profile %s/%s: spec.targetSelector: %w", p.Namespace, p.Name, err)
 		}
-		// A Profile only ever matches Targets of its own namespace.
-		for _, t := range byNamespace[p.Namespace] {
-			if sel.Matches(labels.Set(t.Labels)) {
-				out = append(out, Binding{Target: t, Release: r, Via: load.ID{Kind: KindProfile, Namespace: p.Namespace, Name: p.Name}})
+		// Only the namespaces that may hold its Targets: matching every
+		// Target against every Profile is quadratic.
+		for _, ns := range append([]string{p.Namespace}, reach[p.Namespace]...) {
+			for _, t := range byNamespace[ns] {
+				if sel.Matches(labels.Set(t.Labels)) && s.ProfileGranted(p.Namespace, t) {
+					out = append(out, Binding{Target: t, Release: r, Via: load.ID{Kind: KindProfile, Namespace: p.Namespace, Name: p.Name}})
+				}
 			}
 		}
 	}

@@ -61,7 +61,8 @@ type Target struct {
 	} `json:"spec"`
 }
 
-// Profile binds its Release to the Targets of its namespace its selector matches.
+// Profile binds its Release to the Targets its selector matches: of its
+// namespace, and of those whose grants let it in (Set.ProfileGranted).
 type Profile struct {
 	Meta `json:"metadata"`
 	Spec struct {

@@ -59,7 +59,8 @@ func scope(ns string, objs []*load.Object, problems diag.List) diag.List {
 }
 
 // usedBy is every object the namespace's Targets depend on: its own objects,
-// the bindings from other namespaces that name its Targets, what all of them
+// the bindings from other namespaces that name its Targets and the Profiles
+// of other namespaces its grants let match them, what all of them
 // refer to (Registries, Releases, ComponentVersions, Components), the grants
 // of the namespaces they live in, and the PipelineConfig.
 func usedBy(ns string, objs []*load.Object) map[load.ID]bool {
@@ -83,7 +84,7 @@ func usedBy(ns string, objs []*load.Object) map[load.ID]bool {
 	}
 	for _, o := range objs {
 		if o.Namespace == ns || o.Kind == model.KindPipelineConfig ||
-			namesTargetOf(o, ns, grants) {
+			namesTargetOf(o, ns, grants) || matchesTargetsOf(o, ns, grants) {
 			use(o.ID())
 		}
 	}
@@ -116,6 +117,16 @@ func namesTargetOf(o *load.Object, ns string, grants []*load.Object) bool {
 		}
 	}
 	return false
+}
+
+// matchesTargetsOf says whether o is a Profile of another namespace that
+// the grants of ns let match its Targets (model.Set.ProfileGranted): it may
+// bind its Release to them.
+func matchesTargetsOf(o *load.Object, ns string, grants []*load.Object) bool {
+	granted := func(kind string) bool {
+		return slices.ContainsFunc(grants, func(g *load.Object) bool { return allows(g, kind, o.Namespace) })
+	}
+	return o.Kind == model.KindProfile && o.Namespace != ns && granted(model.KindProfile) && granted(model.KindReleaseBinding)
 }
 
 // allows says whether grant g lets objects of kind from namespace ns refer

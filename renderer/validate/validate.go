@@ -30,6 +30,9 @@ type Options struct {
 	CacheDir string
 	// CacheReadOnly uses the cache without writing it (a dry run).
 	CacheReadOnly bool
+	// Strict makes a Profile that matches no Target and a Target that gets
+	// no release errors; else they are warnings.
+	Strict bool
 }
 
 // Validator holds the compiled schemas and policies. It is not safe for
@@ -40,6 +43,7 @@ type Validator struct {
 	policies []policy
 	cache    *cache
 	readOnly bool
+	strict   bool
 }
 
 // policy is one compiled policy directory.
@@ -55,7 +59,8 @@ func New(opts Options) (*Validator, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &Validator{ctx: ctx, kindSchemas: ks, cache: openCache(opts.CacheDir, opts.PolicyDirs), readOnly: opts.CacheReadOnly}
+	v := &Validator{ctx: ctx, kindSchemas: ks, cache: openCache(opts.CacheDir, opts.PolicyDirs), readOnly: opts.CacheReadOnly,
+		strict: opts.Strict}
 
 	contract, err := fs.ReadFile(policies.FS, policies.Contract)
 	if err != nil {
@@ -140,6 +145,7 @@ func (v *Validator) Validate(objs []*load.Object) (*model.Set, diag.List) {
 		return nil, problems
 	}
 	problems = append(problems, references(set, invalid)...)
+	problems = append(problems, unbound(set, invalid, v.strict)...)
 	if keyless {
 		keys = nil
 	}

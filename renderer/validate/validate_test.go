@@ -60,7 +60,7 @@ func TestExamplesWarnOnSharedAgentNamespace(t *testing.T) {
 		"beta/plant-1 <- alpha/metrics via ReleaseBinding alpha/plant-1-metrics",
 		"beta/plant-1 <- beta/podinfo via Profile beta/devices",
 		"beta/plant-2 <- beta/podinfo via Profile beta/devices",
-	}, got, "Profiles match only Targets of their own namespace; the empty selector matches all of them")
+	}, got, "Profiles match Targets of another namespace only where a grant there allows them (none does here); the empty selector matches all of them")
 }
 
 func TestPolicyAllowsInsecureWhenConfigured(t *testing.T) {
@@ -97,7 +97,10 @@ deny: "target-owner": [
 `), 0o644))
 	src := head + "kind: Registry\nmetadata: {name: r}\nspec: {hostname: registry.example.com}\n---\n" +
 		head + "kind: Target\nmetadata:\n  name: a\n  labels: {env: prod}\nspec: {renderRegistryRef: {name: r}}\n---\n" +
-		head + "kind: Target\nmetadata:\n  name: b\n  labels: {owner: team-b}\nspec: {renderRegistryRef: {name: r}}\n"
+		head + "kind: Target\nmetadata:\n  name: b\n  labels: {owner: team-b}\nspec: {renderRegistryRef: {name: r}}\n" +
+		// Both get a release: a Target without one is a warning of its own.
+		"---\n" + head + "kind: Release\nmetadata: {name: app}\nspec: {chart: {repository: ghcr.io/org/app, tag: \"1.0.0\"}}\n" +
+		"---\n" + head + "kind: Profile\nmetadata: {name: all}\nspec: {releaseRef: {name: app}}\n"
 	assert.Equal(t, []string{"in.yaml:10: metadata.labels: Target has no owner label (policy target-owner)"}, vet(t, Options{PolicyDirs: []string{dir}}, src))
 	assert.Empty(t, vet(t, Options{}, src), "without the directory the policy does not apply")
 }
