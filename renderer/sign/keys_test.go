@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/opencontainers/go-digest"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 )
 
@@ -107,5 +108,40 @@ func TestParseKey(t *testing.T) {
 		case tc.pub != nil && !bytes.Equal(k.PublicPEM(), tc.pub):
 			t.Errorf("%s: another key parsed", tc.name)
 		}
+	}
+}
+
+// TestVerifyOtherKey: a signature made with another key says so plainly,
+// naming the keys tried (their files, else their fingerprints), not
+// sigstore's "accepted signatures do not match threshold"; it is an
+// ErrBadSignature all the same.
+func TestVerifyOtherKey(t *testing.T) {
+	signer, a, b := newECKey(t), newKey(t), newECKey(t)
+	s := edge1(digest.FromString("chart"))
+	bun, err := signer.SubjectBundle(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	named, err := NewNamedVerifier([]string{"a.pub", "b.pub"}, a.PublicPEM(), b.PublicPEM())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = named.VerifySubject(bun, s)
+	if !errors.Is(err, ErrBadSignature) || err.Error() != "the signature does not verify with a.pub or b.pub" {
+		t.Fatalf("%v", err)
+	}
+	unnamed, err := NewVerifier(a.PublicPEM())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = unnamed.VerifySubject(bun, s)
+	if err == nil || !strings.HasPrefix(err.Error(), "the signature does not verify with the key sha256:") || strings.Contains(err.Error(), "threshold") {
+		t.Fatalf("%v", err)
+	}
+	// The right key, another manifest: not a question of keys.
+	right, _ := NewNamedVerifier([]string{"signer.pub"}, signer.PublicPEM())
+	err = right.VerifySubject(bun, edge1(digest.FromString("other")))
+	if !errors.Is(err, ErrBadSignature) || strings.Contains(err.Error(), "does not verify with signer.pub") {
+		t.Fatalf("%v", err)
 	}
 }
