@@ -13,6 +13,7 @@ func newRegistryCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "registry",
 		Short: "Log in to a registry, or out, in the docker config that solar, oras and helm read",
+		RunE:  commandGroup,
 	}
 	cmd.AddCommand(newRegistryLoginCmd(g), newRegistryLogoutCmd(g))
 	return cmd
