@@ -93,7 +93,7 @@ func TestRegistryLogin(t *testing.T) {
 	assert.Contains(t, stderr, "not logged in to "+reg.Host)
 	code, _, stderr = cli("", append(publish, "--dry-run")...)
 	assert.Equal(t, 1, code, "logged out, publish is denied: %s", stderr)
-	assert.Contains(t, stderr, "no credentials for it")
+	assert.Contains(t, stderr, "no credentials for it: none given and none in the docker config (solar registry login HOST -u USER --password-stdin writes one)")
 	out, err = tool(helm, "pull", "oci://"+reg.Host+"/solar/beta/bootstrap-plant-1", "--version", "0.0.1", "--plain-http")
 	assert.Error(t, err, "logged out, helm is denied: %s", out)
 }

@@ -173,7 +173,7 @@ func explain(err error) error {
 	var opErr *net.OpError
 	switch {
 	case errors.Is(err, auth.ErrBasicCredentialNotFound):
-		return &registryError{kind: ErrDenied, msg: "no credentials for it: none given and none in the docker config", err: err}
+		return &registryError{kind: ErrDenied, msg: "no credentials for it: none given and none in the docker config (solar registry login HOST -u USER --password-stdin writes one)", err: err}
 	case errors.As(err, &resp) && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden):
 		return &registryError{kind: ErrDenied, msg: answer(resp), err: err}
 	case errors.As(err, &unknownCA), errors.As(err, &hostname):
