@@ -23,8 +23,8 @@ const registryLoginLong = `login checks the user and password (read from stdin, 
 against the registry and stores them for its host in the docker config:
 $DOCKER_CONFIG/config.json, else ~/.docker/config.json (mode 0600), or the
 credential helper the file names (credsStore, credHelpers). solar reads
-that config whenever --username is not given; oras reads it, and helm reads
-it after its own registry config. HOST may carry the registry prefix
+that config whenever --username is not given (then the file helm registry
+login writes); oras reads it, and helm reads it after its own. HOST may carry the registry prefix
 (HOST[:PORT]/PREFIX, as --registry takes it): the login is the host's.`
 
 // loginResult is what login and logout print with -o json|yaml.

@@ -93,7 +93,36 @@ func TestRegistryLogin(t *testing.T) {
 	assert.Contains(t, stderr, "not logged in to "+reg.Host)
 	code, _, stderr = cli("", append(publish, "--dry-run")...)
 	assert.Equal(t, 1, code, "logged out, publish is denied: %s", stderr)
-	assert.Contains(t, stderr, "no credentials for it: none given and none in the docker config (solar registry login HOST -u USER --password-stdin writes one)")
+	assert.Contains(t, stderr, "no credentials for it: none given and none in the docker config or helm's registry config (solar registry login HOST -u USER --password-stdin writes one)")
 	out, err = tool(helm, "pull", "oci://"+reg.Host+"/solar/beta/bootstrap-plant-1", "--version", "0.0.1", "--plain-http")
 	assert.Error(t, err, "logged out, helm is denied: %s", out)
+}
+
+// TestHelmRegistryLoginIsRead: a login helm registry login wrote (helm's
+// own registry config, not the docker config) serves solar publish too,
+// as helm reads the docker config after its own.
+func TestHelmRegistryLoginIsRead(t *testing.T) {
+	needRegistry(t)
+	helm := testenv.Tool(t, "helm")
+	reg := testenv.StartRegistry(t, testenv.RegistryOptions{})
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("DOCKER_CONFIG", filepath.Join(home, "docker"))
+	t.Setenv("HELM_CONFIG_HOME", filepath.Join(home, "helm"))
+	t.Setenv("HELM_REGISTRY_CONFIG", "")
+	require.NoError(t, os.Unsetenv("HELM_REGISTRY_CONFIG"))
+	publish := []string{"publish", "--plain-http", "--no-credentials", "--registry", reg.Host + "/solar", "-n", "beta", "../../examples"}
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), append(publish, "--dry-run"), strings.NewReader(""), &stdout, &stderr)
+	require.Equal(t, 1, code, "no login yet: %s", stderr.String())
+
+	login := exec.Command(helm, "registry", "login", reg.Host, "-u", reg.Username, "--password-stdin", "--plain-http")
+	login.Stdin = strings.NewReader(reg.Password)
+	out, err := login.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.FileExists(t, filepath.Join(home, "helm", "registry", "config.json"), "helm's own file, where it writes")
+	require.NoFileExists(t, filepath.Join(home, "docker", "config.json"))
+	stderr.Reset()
+	code = run(context.Background(), publish, strings.NewReader(""), &stdout, &stderr)
+	assert.Equal(t, 0, code, "publish reads helm's login: %s", stderr.String())
 }

@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+
+	"helm.sh/helm/v4/pkg/helmpath"
 
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/auth"
@@ -22,6 +26,35 @@ func dockerStore() (*credentials.DynamicStore, error) {
 		return nil, fmt.Errorf("reading the docker config: %w", err)
 	}
 	return store, nil
+}
+
+// helmRegistryConfigEnv names helm's registry config file, as helm reads
+// it.
+const helmRegistryConfigEnv = "HELM_REGISTRY_CONFIG"
+
+// loginStore is where Remote finds a login: the docker config
+// (dockerStore), then helm's registry config, where helm registry login
+// writes ($HELM_REGISTRY_CONFIG, else registry/config.json in helm's
+// configuration directory): helm reads the two the other way round, so a
+// login with either tool serves both.
+func loginStore() (credentials.Store, error) {
+	docker, err := credentials.NewStoreFromDocker(credentials.StoreOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("reading the docker config: %w", err)
+	}
+	file := os.Getenv(helmRegistryConfigEnv)
+	if file == "" {
+		file = helmpath.ConfigPath("registry", "config.json")
+	}
+	if !filepath.IsAbs(file) {
+		// No home directory (a controller's container): no helm login.
+		return docker, nil
+	}
+	helm, err := credentials.NewStore(file, credentials.StoreOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("reading helm's registry config %s: %w", file, err)
+	}
+	return credentials.NewStoreWithFallbacks(docker, helm), nil
 }
 
 // Login checks opts' Username and Password against the registry opts.Host
