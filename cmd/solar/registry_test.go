@@ -72,6 +72,10 @@ func TestRegistryLogin(t *testing.T) {
 	require.NoError(t, json.Unmarshal(raw, &file))
 	assert.Contains(t, file.Auths, reg.Host, "the host's login, whatever the prefix: %s", raw)
 
+	code, stdout, stderr = cli(reg.Password, "registry", "login", reg.Host, "-u", reg.Username, "--password-stdin", "--plain-http", "-o", "json")
+	require.Equal(t, 0, code, stderr)
+	assert.JSONEq(t, `{"host":"`+reg.Host+`","config":"`+filepath.Join(config, "config.json")+`","loggedIn":true}`, stdout)
+
 	code, _, stderr = cli("", publish...)
 	require.Equal(t, 0, code, "publish reads the login: %s", stderr)
 	out, err := tool(oras, "repo", "tags", "--plain-http", reg.Host+"/solar/beta/bootstrap-plant-1")
