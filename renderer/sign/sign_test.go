@@ -3,7 +3,9 @@ package sign
 import (
 	"bytes"
 	"crypto"
+	"crypto/ecdsa"
 	"crypto/ed25519"
+	"crypto/elliptic"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -147,20 +149,28 @@ func TestReferrer(t *testing.T) {
 }
 
 // BenchmarkBundle: what signing costs per chart, in process (the statement,
-// the Ed25519 signature, the bundle's JSON).
+// the signature, the bundle's JSON), for each kind of key.
 func BenchmarkBundle(b *testing.B) {
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		b.Fatal(err)
 	}
-	k, err := NewKey(priv)
+	ec, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		b.Fatal(err)
 	}
-	d := digest.FromString("a chart manifest")
-	for b.Loop() {
-		if _, err := k.Bundle("ns/bootstrap-edge-1", d); err != nil {
+	for _, signer := range []crypto.Signer{priv, ec} {
+		k, err := NewKey(signer)
+		if err != nil {
 			b.Fatal(err)
 		}
+		b.Run(keypair{k}.GetKeyAlgorithm(), func(b *testing.B) {
+			d := digest.FromString("a chart manifest")
+			for b.Loop() {
+				if _, err := k.Bundle("ns/bootstrap-edge-1", d); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
