@@ -57,7 +57,7 @@ func TestCompletion(t *testing.T) {
 // TestCommandGroupTypo: a mistyped subcommand fails with exit 1 and says
 // so; the group alone prints its help.
 func TestCommandGroupTypo(t *testing.T) {
-	for _, group := range []string{"fleet", "credentials"} {
+	for _, group := range []string{"fleet", "credentials", "registry"} {
 		code, _, stderr := solar(t, group, "aply")
 		assert.Equal(t, 1, code, group)
 		assert.Contains(t, stderr, `unknown command "aply" for "solar `+group+`"`)

@@ -85,8 +85,9 @@ that version with other content, solar pushes at the next version, so neither
 update is lost.
 
 Credentials: --username with --password-stdin, else the docker config
-($DOCKER_CONFIG/config.json, with credsStore and credHelpers). A registry that
-refuses them fails the run; solar never falls back to anonymous.
+($DOCKER_CONFIG/config.json, with credsStore and credHelpers; solar registry
+login writes it), else helm's registry config. A registry that refuses them
+fails the run; solar never falls back to anonymous.
 
 Use -n NS to publish one namespace: one CI job per namespace, sharing nothing
 but the registry. Exit code 0: success; 1: invalid input, a Target failed or the

@@ -14,6 +14,10 @@ import (
 // signingKeyEnv holds the signing key's PEM itself, for CI secrets.
 const signingKeyEnv = "SOLAR_SIGNING_KEY"
 
+// keyPasswordEnv holds the password of an encrypted signing key, as for
+// cosign.
+const keyPasswordEnv = "COSIGN_PASSWORD"
+
 // maxKeyFile bounds a key file read.
 const maxKeyFile = 64 << 10
 
@@ -23,7 +27,7 @@ type signFlags struct {
 }
 
 func (f *signFlags) register(fl *pflag.FlagSet) {
-	fl.StringVar(&f.keyFile, "signing-key", "", "sign every chart written with this Ed25519 private key (PEM, PKCS #8: openssl genpkey -algorithm ed25519); default: the PEM in $"+signingKeyEnv+", if set. Flux and cosign verify with the public key (docs/signing.md)")
+	fl.StringVar(&f.keyFile, "signing-key", "", "sign every chart written with this private key: cosign generate-key-pair's (its password in $"+keyPasswordEnv+"), or an Ed25519 or ECDSA P-256 key, PEM (openssl genpkey -algorithm ed25519); default: the PEM in $"+signingKeyEnv+", if set. Flux and cosign verify with the public key (docs/signing.md)")
 }
 
 // key reads the signing key: nil when none is given.
@@ -42,11 +46,23 @@ func (f *signFlags) key(g *globals) (*pipeline.SigningKey, error) {
 	default:
 		return nil, nil
 	}
-	k, err := pipeline.ParseSigningKey(pemBytes)
-	if err != nil {
+	k, err := pipeline.ParseSigningKey(pemBytes, keyPassword)
+	switch {
+	case errors.Is(err, pipeline.ErrKeyNoPassword):
+		return nil, fmt.Errorf("%s: the key is encrypted: set $%s to its password", from, keyPasswordEnv)
+	case errors.Is(err, pipeline.ErrKeyWrongPassword):
+		return nil, fmt.Errorf("%s: $%s does not decrypt the key", from, keyPasswordEnv)
+	case err != nil:
 		return nil, fmt.Errorf("%s: %w", from, err)
 	}
 	return k, nil
+}
+
+// keyPassword is $COSIGN_PASSWORD, where set (also when empty: cosign
+// encrypts with an empty password too).
+func keyPassword() ([]byte, bool) {
+	p, ok := os.LookupEnv(keyPasswordEnv)
+	return []byte(p), ok
 }
 
 // readKeyFile reads a private key file, bounded; one that others may read
@@ -83,7 +99,7 @@ func verifier(files []string) (*pipeline.Verifier, error) {
 	if err != nil {
 		return nil, err
 	}
-	return pipeline.NewVerifier(pems...)
+	return pipeline.NewVerifier(files, pems...)
 }
 
 // readPublicKeys reads PEM public key files, one key each, and returns

@@ -108,7 +108,7 @@ func TestPublishSigned(t *testing.T) {
 	assert.Contains(t, stderr, "checked the signatures of 10 versions")
 	code, stdout, _ := cli("verify", "--key", newPub)
 	assert.Equal(t, 1, code)
-	assert.Equal(t, 10, strings.Count(stdout, "no signature verifies with the keys given"), stdout)
+	assert.Equal(t, 10, strings.Count(stdout, "the signature does not verify with "+newPub), stdout)
 
 	newSecret, err := os.ReadFile(newKey)
 	require.NoError(t, err)

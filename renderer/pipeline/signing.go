@@ -16,11 +16,28 @@ type (
 	Verifier   = sign.Verifier
 )
 
-// ParseSigningKey reads an Ed25519 private key, PEM (PKCS #8).
-func ParseSigningKey(pem []byte) (*SigningKey, error) { return sign.ParseKey(pem) }
+// KeyPassword gives the password of an encrypted signing key (a cosign
+// key pair's); ErrKeyNoPassword and ErrKeyWrongPassword say what is wrong
+// with it, for the caller to name where the password comes from.
+type KeyPassword = sign.Password
 
-// NewVerifier verifies with public keys, one PEM block each.
-func NewVerifier(pems ...[]byte) (*Verifier, error) { return sign.NewVerifier(pems...) }
+var (
+	ErrKeyNoPassword    = sign.ErrNoPassword
+	ErrKeyWrongPassword = sign.ErrWrongPassword
+)
+
+// ParseSigningKey reads an Ed25519 or ECDSA P-256 private key, PEM: PKCS
+// #8, SEC 1, or encrypted as cosign generate-key-pair writes it, with the
+// password pass gives (sign.ParseKey).
+func ParseSigningKey(pem []byte, pass KeyPassword) (*SigningKey, error) {
+	return sign.ParseKey(pem, pass)
+}
+
+// NewVerifier verifies with public keys, one PEM block each, named (by
+// their files) where a signature verifies with none of them.
+func NewVerifier(names []string, pems ...[]byte) (*Verifier, error) {
+	return sign.NewNamedVerifier(names, pems...)
+}
 
 // PublicKey checks that p is one PEM public key and returns the key alone,
 // re-encoded: what a Secret of keys gets, never whatever else p holds.

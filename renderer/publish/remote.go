@@ -40,7 +40,7 @@ type RemoteOptions struct {
 
 // Remote is a registry reached over HTTP(S) with oras-go: credentials from
 // the options or from the docker config (DOCKER_CONFIG, credsStore,
-// credHelpers), retries with backoff on 429, 5xx and connection errors.
+// credHelpers), else helm's registry config (loginStore), retries with backoff on 429, 5xx and connection errors.
 type Remote struct {
 	host, prefix string
 	client       *auth.Client
@@ -73,9 +73,9 @@ func NewRemote(opts RemoteOptions) (*Remote, error) {
 	if opts.Username != "" || opts.Password != "" {
 		cred = auth.StaticCredential(host, auth.Credential{Username: opts.Username, Password: opts.Password})
 	} else {
-		store, err := credentials.NewStoreFromDocker(credentials.StoreOptions{})
+		store, err := loginStore()
 		if err != nil {
-			return nil, fmt.Errorf("reading the docker config: %w", err)
+			return nil, err
 		}
 		cred = credentials.Credential(store)
 	}
@@ -173,7 +173,7 @@ func explain(err error) error {
 	var opErr *net.OpError
 	switch {
 	case errors.Is(err, auth.ErrBasicCredentialNotFound):
-		return &registryError{kind: ErrDenied, msg: "no credentials for it: none given and none in the docker config", err: err}
+		return &registryError{kind: ErrDenied, msg: "no credentials for it: none given and none in the docker config or helm's registry config (solar registry login HOST -u USER --password-stdin writes one)", err: err}
 	case errors.As(err, &resp) && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden):
 		return &registryError{kind: ErrDenied, msg: answer(resp), err: err}
 	case errors.As(err, &unknownCA), errors.As(err, &hostname):

@@ -27,9 +27,10 @@ type Target interface {
 }
 
 // Attach signs s (a chart manifest in t, and where it is published) with
-// k: it writes the bundle, the empty config and the referrer, unless t already
-// has that referrer (Ed25519: the same chart, the same referrer), in which
-// case it writes nothing and returns a nil Written. It returns the
+// k: it writes the bundle, the empty config and the referrer, unless t
+// already has that referrer (Key signs deterministically: the same chart,
+// the same referrer), in which case it writes nothing and returns a nil
+// Written. It returns the
 // referrer's descriptor either way. What it wrote is to be confirmed
 // (Confirm): a registry without the referrers API keeps referrers in one
 // index under the tag sha256-<hex>, which each writer reads, changes and
@@ -66,7 +67,7 @@ func makeSignature(s Subject, k *Key) (*made, error) {
 }
 
 // SignatureDigest is the digest of the referrer Attach writes for s with
-// k, made without a store: Ed25519 makes the same at every run, so a
+// k, made without a store: Key signs the same way at every run, so a
 // signature digest recorded earlier (a namespace index's) is k's
 // signature of s exactly when it equals this one.
 func SignatureDigest(s Subject, k *Key) (digest.Digest, error) {

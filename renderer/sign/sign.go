@@ -3,36 +3,29 @@
 // cosign CLI (cosign verify --key --insecure-ignore-tlog) accept them
 // offline, without a transparency log: a Sigstore bundle v0.3 whose DSSE
 // envelope holds an in-toto statement naming the manifest's digest, signed
-// with pure Ed25519, attached to the manifest as an OCI 1.1 referrer. The
-// statement's subject also names the repository and version the chart is
-// published as (Subject), which Flux does not read and Solar checks, so
-// that a signed chart moved to another repository or version is refused.
+// with pure Ed25519 or ECDSA P-256 with SHA-256 (Key), attached to the
+// manifest as an OCI 1.1 referrer. The statement's subject also names the
+// repository and version the chart is published as (Subject), which Flux
+// does not read and Solar checks, so that a signed chart moved to another
+// repository or version is refused.
 //
-// Ed25519 is deterministic: the same key and manifest give the same
-// bundle, byte for byte, and so the same referrer digest; an unchanged
-// chart is never signed anew. Both verifiers load an Ed25519 key as a
-// pure Ed25519 verifier (sigstore's signature.LoadVerifier); the cosign
-// CLI itself signs Ed25519ph, which is why Solar signs on its own, with
-// sigstore-go's bundle code.
+// Signatures are deterministic: Ed25519 by design, ECDSA because Solar
+// signs it as RFC 6979 says (cosign signs ECDSA at random). The same key
+// and manifest give the same bundle, byte for byte, and so the same
+// referrer digest; an unchanged chart is never signed anew. Both verifiers
+// load an Ed25519 key as a pure Ed25519 verifier (sigstore's
+// signature.LoadVerifier); the cosign CLI itself signs Ed25519ph, which is
+// why Solar signs on its own, with sigstore-go's bundle code.
 package sign
 
 import (
 	"bytes"
-	"context"
-	"crypto"
-	"crypto/ed25519"
-	"crypto/sha256"
-	"crypto/x509"
-	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
-	"errors"
 	"fmt"
 
 	"github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
-	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
 	sgsign "github.com/sigstore/sigstore-go/pkg/sign"
 	"google.golang.org/protobuf/encoding/protojson"
 )
@@ -57,45 +50,6 @@ const (
 	AnnotationRepository = "solar.opendefense.cloud/repository"
 	AnnotationVersion    = "solar.opendefense.cloud/version"
 )
-
-// Key is an Ed25519 signing key.
-type Key struct {
-	priv ed25519.PrivateKey
-	pub  []byte // PKIX DER
-}
-
-// ParseKey reads an Ed25519 private key, PEM "PRIVATE KEY" (PKCS #8), as
-// `openssl genpkey -algorithm ed25519` writes it.
-func ParseKey(pemBytes []byte) (*Key, error) {
-	b, _ := pem.Decode(pemBytes)
-	if b == nil || b.Type != "PRIVATE KEY" {
-		return nil, errors.New("not a PEM PRIVATE KEY (PKCS #8): make one with openssl genpkey -algorithm ed25519")
-	}
-	k, err := x509.ParsePKCS8PrivateKey(b.Bytes)
-	if err != nil {
-		return nil, fmt.Errorf("the signing key: %w", err)
-	}
-	priv, ok := k.(ed25519.PrivateKey)
-	if !ok {
-		return nil, fmt.Errorf("the signing key is a %T: Solar signs with Ed25519 (deterministic signatures)", k)
-	}
-	return NewKey(priv)
-}
-
-// NewKey is the Key of priv.
-func NewKey(priv ed25519.PrivateKey) (*Key, error) {
-	pub, err := x509.MarshalPKIXPublicKey(priv.Public())
-	if err != nil {
-		return nil, err
-	}
-	return &Key{priv: priv, pub: pub}, nil
-}
-
-// PublicPEM is the public key, PEM "PUBLIC KEY": what a Flux Secret's
-// *.pub entry and cosign verify --key take.
-func (k *Key) PublicPEM() []byte {
-	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: k.pub})
-}
 
 // Subject is what a chart's signature signs: the manifest, and the
 // repository and version it is published as. Repository is the name under
@@ -164,33 +118,6 @@ func (k *Key) bundle(name string, d digest.Digest, annotations map[string]string
 		return nil, err
 	}
 	return out.Bytes(), nil
-}
-
-// keypair is sigstore-go's sign.Keypair for a Key: pure Ed25519, and a
-// hint that is the key's SHA-256 fingerprint (no key id in the envelope,
-// which both verifiers want empty).
-type keypair struct{ k *Key }
-
-func (p keypair) GetHashAlgorithm() protocommon.HashAlgorithm {
-	return protocommon.HashAlgorithm_SHA2_512
-}
-
-func (p keypair) GetSigningAlgorithm() protocommon.PublicKeyDetails {
-	return protocommon.PublicKeyDetails_PKIX_ED25519
-}
-
-func (p keypair) GetHint() []byte {
-	sum := sha256.Sum256(p.k.pub)
-	return []byte(base64.StdEncoding.EncodeToString(sum[:]))
-}
-
-func (p keypair) GetKeyAlgorithm() string        { return "ED25519" }
-func (p keypair) GetPublicKey() crypto.PublicKey { return p.k.priv.Public() }
-
-func (p keypair) GetPublicKeyPem() (string, error) { return string(p.k.PublicPEM()), nil }
-
-func (p keypair) SignData(_ context.Context, data []byte) ([]byte, []byte, error) {
-	return ed25519.Sign(p.k.priv, data), data, nil
 }
 
 // Referrer is the OCI image manifest that attaches the bundle b to

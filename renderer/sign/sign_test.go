@@ -3,7 +3,9 @@ package sign
 import (
 	"bytes"
 	"crypto"
+	"crypto/ecdsa"
 	"crypto/ed25519"
+	"crypto/elliptic"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -64,70 +66,48 @@ func verifyAs(t *testing.T, b []byte, pubPEM []byte, d digest.Digest) error {
 }
 
 // TestBundleVerifies: the bundle verifies with the public key against the
-// digest it names; not against another digest, not with another key.
+// digest it names; not against another digest, not with another key; for
+// each kind of key.
 func TestBundleVerifies(t *testing.T) {
-	k := newKey(t)
-	d := digest.FromString("a chart manifest")
-	b, err := k.Bundle("ns/release-app", d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := verifyAs(t, b, k.PublicPEM(), d); err != nil {
-		t.Fatalf("the bundle does not verify: %v\n%s", err, b)
-	}
-	if err := verifyAs(t, b, k.PublicPEM(), digest.FromString("another")); err == nil {
-		t.Fatal("verified against another digest")
-	}
-	if err := verifyAs(t, b, newKey(t).PublicPEM(), d); err == nil {
-		t.Fatal("verified with another key")
-	}
-	if strings.Contains(string(b), `"keyid":"`) && !strings.Contains(string(b), `"keyid":""`) {
-		t.Fatalf("the envelope names a key id (both verifiers want none): %s", b)
+	for name, k := range kinds(t) {
+		d := digest.FromString("a chart manifest")
+		b, err := k.Bundle("ns/release-app", d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := verifyAs(t, b, k.PublicPEM(), d); err != nil {
+			t.Fatalf("%s: the bundle does not verify: %v\n%s", name, err, b)
+		}
+		if err := verifyAs(t, b, k.PublicPEM(), digest.FromString("another")); err == nil {
+			t.Fatalf("%s: verified against another digest", name)
+		}
+		if err := verifyAs(t, b, kinds(t)[name].PublicPEM(), d); err == nil {
+			t.Fatalf("%s: verified with another key", name)
+		}
+		if strings.Contains(string(b), `"keyid":"`) && !strings.Contains(string(b), `"keyid":""`) {
+			t.Fatalf("%s: the envelope names a key id (both verifiers want none): %s", name, b)
+		}
 	}
 }
 
 // TestBundleIsDeterministic: the same key and digest give the same bytes,
-// so an unchanged chart's signature is not written again.
+// so an unchanged chart's signature is not written again: also with ECDSA,
+// which Solar signs as RFC 6979 says (cosign signs it at random).
 func TestBundleIsDeterministic(t *testing.T) {
-	k := newKey(t)
-	d := digest.FromString("a chart manifest")
-	first, err := k.Bundle("ns/release-app", d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 20 {
-		again, err := k.Bundle("ns/release-app", d)
+	for name, k := range kinds(t) {
+		d := digest.FromString("a chart manifest")
+		first, err := k.Bundle("ns/release-app", d)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(first, again) {
-			t.Fatalf("two bundles differ:\n%s\n%s", first, again)
-		}
-	}
-}
-
-// TestParseKey: PKCS #8 Ed25519 only.
-func TestParseKey(t *testing.T) {
-	k := newKey(t)
-	der, err := x509MarshalPKCS8(k.priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	parsed, err := ParseKey(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(parsed.PublicPEM(), k.PublicPEM()) {
-		t.Fatal("another key parsed")
-	}
-	for name, in := range map[string]string{
-		"not PEM":     "hello",
-		"public key":  string(k.PublicPEM()),
-		"an EC key":   ecKeyPEM(t),
-		"garbage DER": "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
-	} {
-		if _, err := ParseKey([]byte(in)); err == nil {
-			t.Errorf("%s: parsed", name)
+		for range 20 {
+			again, err := k.Bundle("ns/release-app", d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(first, again) {
+				t.Fatalf("%s: two bundles differ:\n%s\n%s", name, first, again)
+			}
 		}
 	}
 }
@@ -169,20 +149,28 @@ func TestReferrer(t *testing.T) {
 }
 
 // BenchmarkBundle: what signing costs per chart, in process (the statement,
-// the Ed25519 signature, the bundle's JSON).
+// the signature, the bundle's JSON), for each kind of key.
 func BenchmarkBundle(b *testing.B) {
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		b.Fatal(err)
 	}
-	k, err := NewKey(priv)
+	ec, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		b.Fatal(err)
 	}
-	d := digest.FromString("a chart manifest")
-	for b.Loop() {
-		if _, err := k.Bundle("ns/bootstrap-edge-1", d); err != nil {
+	for _, signer := range []crypto.Signer{priv, ec} {
+		k, err := NewKey(signer)
+		if err != nil {
 			b.Fatal(err)
 		}
+		b.Run(keypair{k}.GetKeyAlgorithm(), func(b *testing.B) {
+			d := digest.FromString("a chart manifest")
+			for b.Loop() {
+				if _, err := k.Bundle("ns/bootstrap-edge-1", d); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

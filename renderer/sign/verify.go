@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto"
+	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/pem"
@@ -44,25 +45,46 @@ const maxBundle = 1 << 20
 // loaded by signature.LoadVerifier, no transparency log or timestamps, the
 // statement's subject digest compared with the manifest's.
 type Verifier struct {
-	keys []*verify.Verifier
+	keys []verifierKey
+}
+
+// verifierKey is one key of a Verifier: its name (the file it came from),
+// the verifier of whole bundles, and the key as trusted material (to tell
+// a signature of another key from other faults).
+type verifierKey struct {
+	name     string
+	bundles  *verify.Verifier
+	material root.TrustedMaterial
 }
 
 // NewVerifier verifies with the public keys, each one PEM "PUBLIC KEY"
 // block, as each *.pub entry of Flux's Secret holds one (source-controller
 // reads the first block of an entry and nothing else: a second key in one
-// file would pass here and fail there, so it is refused).
+// file would pass here and fail there, so it is refused). A signature that
+// no key verifies names each key by its fingerprint; NewNamedVerifier
+// names them.
 func NewVerifier(pemBytes ...[]byte) (*Verifier, error) {
+	return NewNamedVerifier(nil, pemBytes...)
+}
+
+// NewNamedVerifier is NewVerifier with a name for each key, such as the
+// file it was read from: a signature that no key verifies says "the
+// signature does not verify with NAME" (ErrOtherKey).
+func NewNamedVerifier(names []string, pemBytes ...[]byte) (*Verifier, error) {
 	v := &Verifier{}
-	for _, p := range pemBytes {
+	for i, p := range pemBytes {
 		pub, err := ParsePublicKey(p)
 		if err != nil {
 			return nil, err
 		}
-		sv, err := keyVerifier(pub)
+		k, err := newVerifierKey(pub)
 		if err != nil {
 			return nil, err
 		}
-		v.keys = append(v.keys, sv)
+		if i < len(names) && names[i] != "" {
+			k.name = names[i]
+		}
+		v.keys = append(v.keys, k)
 	}
 	if len(v.keys) == 0 {
 		return nil, errors.New("no public key given")
@@ -99,15 +121,24 @@ func PublicPEM(pub crypto.PublicKey) ([]byte, error) {
 	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), nil
 }
 
-func keyVerifier(pub crypto.PublicKey) (*verify.Verifier, error) {
+func newVerifierKey(pub crypto.PublicKey) (verifierKey, error) {
 	lv, err := signature.LoadVerifier(pub, crypto.SHA256)
 	if err != nil {
-		return nil, fmt.Errorf("the public key: %w", err)
+		return verifierKey{}, fmt.Errorf("the public key: %w", err)
 	}
 	material := root.NewTrustedPublicKeyMaterial(func(string) (root.TimeConstrainedVerifier, error) {
 		return root.NewExpiringKey(lv, time.Time{}, time.Time{}), nil
 	})
-	return verify.NewVerifier(material, verify.WithNoObserverTimestamps())
+	bundles, err := verify.NewVerifier(material, verify.WithNoObserverTimestamps())
+	if err != nil {
+		return verifierKey{}, err
+	}
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		return verifierKey{}, err
+	}
+	sum := sha256.Sum256(der)
+	return verifierKey{name: "the key sha256:" + hex.EncodeToString(sum[:8]), bundles: bundles, material: material}, nil
 }
 
 // VerifyBundle says whether the bundle b signs the manifest subject with
@@ -148,14 +179,55 @@ func (v *Verifier) verify(b []byte, subject ocispec.Descriptor) (*verify.Verific
 	policy := verify.NewPolicy(verify.WithArtifactDigest(subject.Digest.Algorithm().String(), raw), verify.WithKey())
 	var last error
 	for _, k := range v.keys {
-		res, err := k.Verify(&bun, policy)
+		res, err := k.bundles.Verify(&bun, policy)
 		if err == nil {
 			return res, nil
 		}
 		last = err
 	}
+	if v.otherKey(&bun) {
+		return nil, &OtherKeyError{Keys: v.names()}
+	}
 	return nil, fmt.Errorf("%w: %v", ErrBadSignature, last)
 }
+
+// otherKey says whether b's signature itself verifies with none of the
+// keys: it was made with another key (sigstore says so only as "accepted
+// signatures do not match threshold").
+func (v *Verifier) otherKey(b *bundle.Bundle) bool {
+	sig, err := b.SignatureContent()
+	if err != nil {
+		return false
+	}
+	vc, err := b.VerificationContent()
+	if err != nil {
+		return false
+	}
+	for _, k := range v.keys {
+		if verify.VerifySignature(sig, vc, k.material) == nil {
+			return false
+		}
+	}
+	return true
+}
+
+func (v *Verifier) names() []string {
+	var out []string
+	for _, k := range v.keys {
+		out = append(out, k.name)
+	}
+	return out
+}
+
+// OtherKeyError: a signature that none of Keys (their names) verifies,
+// made with another key. It is an ErrBadSignature.
+type OtherKeyError struct{ Keys []string }
+
+func (e *OtherKeyError) Error() string {
+	return "the signature does not verify with " + strings.Join(e.Keys, " or ")
+}
+
+func (e *OtherKeyError) Is(target error) bool { return target == ErrBadSignature }
 
 // bound says whether the verified statement of res names s's repository
 // and version on the subject that is s's manifest.

@@ -2,7 +2,10 @@ package chaintest
 
 import (
 	"context"
+	"crypto"
+	"crypto/ecdsa"
 	"crypto/ed25519"
+	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
 	"encoding/pem"
@@ -50,7 +53,9 @@ import (
 func TestVerifiedChain(t *testing.T) {
 	start := time.Now()
 	dir := t.TempDir()
-	oldKey, newKey, otherKey := newTestKey(t, dir, "old"), newTestKey(t, dir, "new"), newTestKey(t, dir, "other")
+	// The new key is ECDSA P-256, the kind cosign generate-key-pair makes:
+	// the rotation shows source-controller verifying it.
+	oldKey, newKey, otherKey := newTestKey(t, dir, "old", false), newTestKey(t, dir, "new", true), newTestKey(t, dir, "other", false)
 	e := startChain(t, chainOptions{publish: oldKey.signing(), bootstrap: verifyKeys(oldKey)})
 	v := &verifyEnv{chainEnv: e, tg: e.targets[0], key: "alpha/edge-1"}
 	require.Equal(t, "flux-alpha-edge-1", v.tg.flux)
@@ -348,15 +353,21 @@ func (v *verifyEnv) setVerifyKeys(keys ...testKey) {
 	require.NoError(t, err)
 }
 
-// testKey is an Ed25519 signing key as openssl genpkey writes it, and its
-// public key, as files.
+// testKey is an Ed25519 or ECDSA P-256 signing key as openssl genpkey
+// writes it (PKCS #8), and its public key, as files.
 type testKey struct {
 	priv, pub string
 	key       *sign.Key
 }
 
-func newTestKey(t *testing.T, dir, name string) testKey {
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
+func newTestKey(t *testing.T, dir, name string, ec bool) testKey {
+	var priv crypto.Signer
+	var err error
+	if ec {
+		priv, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	} else {
+		_, priv, err = ed25519.GenerateKey(rand.Reader)
+	}
 	require.NoError(t, err)
 	der, err := x509.MarshalPKCS8PrivateKey(priv)
 	require.NoError(t, err)
