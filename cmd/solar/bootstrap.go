@@ -136,7 +136,7 @@ func (g *globals) checkPublished(ctx context.Context, rf *registryFlags, l login
 	if len(tags) == 0 {
 		return fmt.Errorf("no Target %s/%s: %s holds no bootstrap chart (publish it first, check TARGET and -n)%s", ns, target, where, instead)
 	}
-	g.say("Target %s/%s: its bootstrap chart is in %s (%d versions)", ns, target, where, len(tags))
+	g.say("Target %s/%s: its bootstrap chart is in %s (%s)", ns, target, where, plural(len(tags), "version"))
 	return nil
 }
 

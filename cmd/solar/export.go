@@ -82,7 +82,8 @@ func (g *globals) printExport(s *pipeline.ArchiveSummary, out string) error {
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(g.stdout, "wrote %s: %d versions, %d signatures, %d blobs, %s, %s\n",
-		out, len(s.Versions), signatures, s.Blobs, bytesHuman(s.Size), s.SHA256)
+	// The table is the result; what was written is conversation.
+	g.say("wrote %s: %s, %s, %s, %s, %s", out, plural(len(s.Versions), "version"), plural(signatures, "signature"),
+		plural(s.Blobs, "blob"), bytesHuman(s.Size), s.SHA256)
 	return nil
 }

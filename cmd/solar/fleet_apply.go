@@ -113,7 +113,7 @@ func (g *globals) printFleet(results []pipeline.DeviceResult, problems diag.List
 		return err
 	}
 	if len(results) > 0 {
-		fmt.Fprintf(g.stderr, "%d devices: %d failed\n", len(results), failed)
+		g.say("%s: %d failed", plural(len(results), "device"), failed)
 	}
 	return nil
 }

@@ -94,13 +94,14 @@ func (g *globals) printGC(res pipeline.GCResult, keep int, dryRun bool) error {
 	for _, h := range res.Held {
 		fmt.Fprintf(g.stdout, "%s %s, older than --keep %d: %s names it\n", kept, h.Version, keep, strings.Join(h.By, ", "))
 	}
+	// The lines above are the result; the summary is conversation.
 	signatures := ""
 	if res.Signatures > 0 {
-		signatures = fmt.Sprintf(" with their %d signatures", res.Signatures)
+		signatures = " with their " + plural(res.Signatures, "signature")
 	}
-	fmt.Fprintf(g.stdout, "%s %d versions%s, %d blobs (%s)\n", verb, len(res.Versions), signatures, res.Blobs, bytesHuman(res.Bytes))
+	g.say("%s %s%s, %s (%s)", verb, plural(len(res.Versions), "version"), signatures, plural(res.Blobs, "blob"), bytesHuman(res.Bytes))
 	if len(res.Skipped) > 0 {
-		g.say("left %d repositories that are not solar's charts: %s", len(res.Skipped), strings.Join(res.Skipped, ", "))
+		g.say("left %s alone, not solar's charts: %s", plural(len(res.Skipped), "repository"), strings.Join(res.Skipped, ", "))
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/solar-pipeline/solar/internal/english"
 	"github.com/solar-pipeline/solar/renderer/diag"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 	"github.com/solar-pipeline/solar/renderer/publish"
@@ -32,6 +33,9 @@ func (g *globals) finish(report *pipeline.Report, registry string, err error) er
 		err = hint(g.interruption(err), registry)
 		report.Error = err.Error()
 	}
+	// A dry run stays one when the input stopped it before any store was
+	// asked: its summary still says that nothing was written.
+	report.DryRun = report.DryRun || g.dryRun
 	g.endBar()
 	if perr := g.printReport(report, chartsTable); perr != nil && err == nil {
 		err = perr
@@ -186,6 +190,12 @@ func hint(err error, registry string) error {
 		return fmt.Errorf("registry %s: %w", registry, err)
 	}
 	return err
+}
+
+// plural is "1 Target", "2 Targets", "2 repositories": every count solar
+// prints is said with it.
+func plural(n int, noun string) string {
+	return english.Count(n, noun)
 }
 
 // say writes a line of the conversation on stderr, unless -q.

@@ -87,12 +87,12 @@ func credentialHint(plan *pipeline.Plan, f planFlags, err error) error {
 	if n == 0 {
 		return err
 	}
-	targets := fmt.Sprintf("%d Targets get", n)
+	get := "get"
 	if n == 1 {
-		targets = "1 Target gets"
+		get = "gets"
 	}
-	return fmt.Errorf("%s the agent but no credential: pass --kubeconfig FILE (or set $KUBECONFIG), the kubeconfig "+
-		"of the SolAr API server where agent credentials are minted, or --no-credentials to render agents without a token", targets)
+	return fmt.Errorf("%s %s the agent but no credential: pass --kubeconfig FILE (or set $KUBECONFIG), the kubeconfig "+
+		"of the SolAr API server where agent credentials are minted, or --no-credentials to render agents without a token", plural(n, "Target"), get)
 }
 
 const renderLong = `render validates the objects (as vet does), resolves what every Target gets, and
