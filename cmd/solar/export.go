@@ -59,19 +59,25 @@ func newExportCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if g.output != "text" {
+			if g.structured() {
 				return g.printData(s)
 			}
 			return g.printExport(s, out)
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "the archive file to write (replaced whole)")
-	return cmd
+	return listOutputs(cmd, "name")
 }
 
 // printExport writes the table of the versions an archive holds, then what
 // was written.
 func (g *globals) printExport(s *pipeline.ArchiveSummary, out string) error {
+	if g.output == "name" {
+		for _, v := range s.Versions {
+			fmt.Fprintf(g.stdout, "%s:%s\n", v.Repository, v.Version)
+		}
+		return nil
+	}
 	w := newTable(g.stdout)
 	g.header(w, "REPOSITORY\tVERSION\tMANIFEST\tSIGNATURES")
 	signatures := 0

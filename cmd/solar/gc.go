@@ -72,12 +72,12 @@ func newGCCmd(g *globals) *cobra.Command {
 	rf.registerClient(g, fl, "to collect")
 	fl.IntVar(&keep, "keep", 3, "newest versions kept per repository (at least 1)")
 	fl.BoolVar(&dryRun, "dry-run", false, "list what would be removed, remove nothing")
-	return cmd
+	return listOutputs(cmd, "name")
 }
 
 // printGC prints what gc removed and kept (or, in a dry run, would).
 func (g *globals) printGC(res pipeline.GCResult, keep int, dryRun bool) error {
-	if g.output != "text" {
+	if g.structured() {
 		res.Versions, res.Skipped = orEmpty(res.Versions), orEmpty(res.Skipped)
 		if res.Held == nil {
 			res.Held = []pipeline.Held{}
@@ -89,9 +89,16 @@ func (g *globals) printGC(res pipeline.GCResult, keep int, dryRun bool) error {
 		verb, kept = "would remove", "would keep"
 	}
 	for _, v := range res.Versions {
-		fmt.Fprintf(g.stdout, "%s %s\n", verb, v)
+		if g.output == "name" {
+			fmt.Fprintln(g.stdout, v)
+		} else {
+			fmt.Fprintf(g.stdout, "%s %s\n", verb, v)
+		}
 	}
 	for _, h := range res.Held {
+		if g.output == "name" {
+			break
+		}
 		fmt.Fprintf(g.stdout, "%s %s, older than --keep %d: %s names it\n", kept, h.Version, keep, strings.Join(h.By, ", "))
 	}
 	// The lines above are the result; the summary is conversation.

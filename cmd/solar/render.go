@@ -66,13 +66,14 @@ func newRenderCmd(g *globals) *cobra.Command {
 		},
 	}
 	f.register(cmd)
+	f.registerChanged(cmd)
 	f.selectFlags.register(cmd)
 	f.registerPrune(cmd, "for every orphan (the bootstrap repository of a Target no longer in the input), write a version without releases")
 	cmd.Flags().StringVar(&out, "out", "out", "directory of the OCI image layout")
 	rf.registerClient(g, cmd.Flags(), "to compute versions against (read only), named by the bootstrap charts")
 	sf.register(cmd.Flags())
 	cmd.Flags().DurationVar(&lockTimeout, "lock-timeout", 5*time.Minute, "how long to wait while another solar run holds the layout")
-	return cmd
+	return listOutputs(cmd, "name", "wide")
 }
 
 // credentialHint names the flags that answer a run which failed (exit 1)

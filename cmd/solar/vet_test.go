@@ -178,7 +178,7 @@ func TestUsageErrors(t *testing.T) {
 
 	code, _, stderr = solar(t, "vet", "-o", "xml", ".")
 	assert.Equal(t, 1, code)
-	assert.Contains(t, stderr, `invalid --output "xml": want text, json or yaml`)
+	assert.Contains(t, stderr, `invalid --output "xml" for solar vet: want text, json or yaml`)
 
 	code, _, stderr = solar(t, "vet", "-v", "-q", "../../examples")
 	assert.Equal(t, 1, code)
