@@ -61,11 +61,13 @@ beta/bootstrap-plant-2:0.0.1
 `, stdout)
 	assert.Contains(t, stderr, "4 Targets: 10 charts created", "the summary stays the conversation")
 
-	// A no-op with --changed names nothing.
-	code, stdout, stderr = solar(t, "render", "--no-credentials", "--changed", "-o", "name", "--out", out, examples)
-	require.Equal(t, 0, code, stderr)
-	assert.Empty(t, stdout)
-	assert.Contains(t, stderr, "4 unchanged Targets not shown (--changed)\n")
+	// A no-op with --changed shows nothing: no row, no header, no name.
+	for _, o := range []string{"text", "wide", "name"} {
+		code, stdout, stderr = solar(t, "render", "--no-credentials", "--changed", "-o", o, "--out", out, examples)
+		require.Equal(t, 0, code, stderr)
+		assert.Empty(t, stdout, o)
+		assert.Contains(t, stderr, "4 unchanged Targets not shown (--changed)\n", o)
+	}
 
 	code, stdout, stderr = solar(t, "export", out, "--out", filepath.Join(dir, "site.tar"), "-o", "name")
 	require.Equal(t, 0, code, stderr)

@@ -27,7 +27,7 @@ func (g *globals) printReport(r *pipeline.Report, table int) error {
 	out := bufio.NewWriter(g.stdout)
 	if g.output == "name" {
 		g.printReportNames(out, r, table)
-	} else if len(r.Targets) > 0 {
+	} else if slices.ContainsFunc(r.Targets, g.shown) {
 		w := newTable(out)
 		if table == credentialsTable {
 			g.header(w, "TARGET\tSTATUS\tREASON\tMESSAGE")
