@@ -54,7 +54,7 @@ func newFleetApplyCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			results, problems, err := pipeline.ApplyFleet(ctx, opts, pipeline.FleetOptions{Store: remote, NATS: nf.nats(g), Concurrency: concurrency, Progress: g.meter("devices")})
+			results, problems, err := pipeline.ApplyFleet(ctx, opts, pipeline.FleetOptions{Store: remote, NATS: nf.nats(g), Concurrency: concurrency, Progress: g.meter("device")})
 			if err != nil {
 				return hint(pipeline.Explain(err), rf.registry)
 			}

@@ -34,7 +34,7 @@ func newPushCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			popts.DryRun, popts.Reviewed, popts.Progress = dryRun, reviewed, g.meter("repositories")
+			popts.DryRun, popts.Reviewed, popts.Progress = dryRun, reviewed, g.meter("repository")
 			remote, err := rf.remote(cmd.Context(), cmd.InOrStdin())
 			if err != nil {
 				return err

@@ -54,7 +54,7 @@ func newVerifyCmd(g *globals) *cobra.Command {
 			}
 			defer store.Close()
 			g.dryRun = true // verify writes nothing
-			opts := pipeline.VerifyOptions{Deep: deep, Progress: g.meter("repositories"), Concurrency: concurrency}
+			opts := pipeline.VerifyOptions{Deep: deep, Progress: g.meter("repository"), Concurrency: concurrency}
 			if opts.Verifier, err = verifier(keys); err != nil {
 				return err
 			}
