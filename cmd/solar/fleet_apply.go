@@ -81,13 +81,13 @@ func newFleetApplyCmd(g *globals) *cobra.Command {
 	fl.BoolVar(&dryRun, "dry-run", false, "read the registry and the bucket, write nothing, show what would change")
 	fl.BoolVar(&exitCode, "exit-code", false, "exit 2 when attempts changed or (with --dry-run) would change, 0 when not")
 	fl.IntVar(&concurrency, "concurrency", 8, "devices applied at once")
-	return cmd
+	return listOutputs(cmd, "name")
 }
 
-// printFleet prints apply's results: a table, or one JSON/YAML document
-// {"devices": [...], "problems": [...]}.
+// printFleet prints apply's results: a table, the devices' ids (-o name),
+// or one JSON/YAML document {"devices": [...], "problems": [...]}.
 func (g *globals) printFleet(results []pipeline.DeviceResult, problems diag.List, dryRun bool) error {
-	if g.output != "text" {
+	if g.structured() {
 		if problems == nil {
 			problems = diag.List{}
 		}
@@ -98,13 +98,17 @@ func (g *globals) printFleet(results []pipeline.DeviceResult, problems diag.List
 	}
 	failed := 0
 	w := newTable(g.stdout)
-	if slices.ContainsFunc(results, func(r pipeline.DeviceResult) bool { return r.Error == "" }) {
+	if g.output != "name" && slices.ContainsFunc(results, func(r pipeline.DeviceResult) bool { return r.Error == "" }) {
 		g.header(w, "DEVICE\tVERSION\tPLATFORM\tATTEMPT\tDIGEST\tACTION")
 	}
 	for _, r := range results {
 		if r.Error != "" {
 			failed++
 			fmt.Fprintf(g.stderr, "solar: %s\n", r.Error)
+			continue
+		}
+		if g.output == "name" {
+			fmt.Fprintln(w, r.DeviceID)
 			continue
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.DeviceID, r.TargetVersion, r.Platform, r.UUID, short(r.Digest), would(dryRun, r.Action))

@@ -77,8 +77,8 @@ documents one after another, as jq reads them; YAML documents separated by
 		},
 	}
 	nf.register(cmd.Flags())
-	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "after the table, print a device's row (-o json|yaml: a document) each time it changes, until interrupted")
-	return cmd
+	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "after the table, print a device's row (-o json|yaml: a document; -o name: its id) each time it changes, until interrupted")
+	return listOutputs(cmd, "name")
 }
 
 func newFleetRepairCmd(g *globals) *cobra.Command {
@@ -116,9 +116,14 @@ error.`,
 func (g *globals) printStatus(st []pipeline.DeviceStatus, bucket string) error {
 	known, bad, notFound := splitStatus(st)
 	var err error
-	if g.output != "text" {
+	switch g.output {
+	case "json", "yaml":
 		err = g.printData(map[string]any{"devices": orEmpty(known), "notFound": orEmpty(notFound)})
-	} else {
+	case "name":
+		for _, s := range known {
+			fmt.Fprintln(g.stdout, printable(s.DeviceID))
+		}
+	default:
 		err = g.statusTable(known, time.Now())
 	}
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/solar-pipeline/solar/device/wire"
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 )
 
@@ -27,7 +28,8 @@ func TestOutputFormats(t *testing.T) {
 		"verify":              "text\njson\nyaml\n",
 		"diff":                "text\njson\nyaml\n",
 		"version":             "text\njson\nyaml\n",
-		"fleet status":        "text\njson\nyaml\n",
+		"fleet status":        "text\njson\nyaml\nname\n",
+		"fleet apply":         "text\njson\nyaml\nname\n",
 		"bootstrap-manifests": "text\njson\nyaml\n",
 	} {
 		args := append([]string{"__complete"}, strings.Fields(cmd)...)
@@ -78,6 +80,17 @@ beta/bootstrap-plant-2:0.0.1
 	require.Equal(t, 0, code, stderr)
 	assert.Empty(t, stdout, "nothing to remove")
 	assert.Contains(t, stderr, "would remove 0 versions, 0 blobs")
+}
+
+// TestFleetStatusName: fleet status -o name prints the ids of the devices
+// the bucket knows, one a line.
+func TestFleetStatusName(t *testing.T) {
+	ns, _, put := fleetBucket(t)
+	put("attempt.dev-1", current("dev-1", "1.4.0"))
+	put("state.dev-2", wire.DeviceState{State: "committed", Version: "1.4.0"})
+	code, stdout, stderr := solar(t, "fleet", "status", "--nats", ns.URL, "-o", "name")
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, "dev-1\ndev-2\n", stdout)
 }
 
 // TestKubeconfigRequiredInHelp: the help of a command that cannot do
