@@ -138,7 +138,7 @@ func (f *planFlags) registerResolve(cmd *cobra.Command) {
 // without. It is not marked required for cobra: $KUBECONFIG stands in for
 // it, as for kubectl.
 func requiredKubeconfig(what string) string {
-	return "kubeconfig of " + what + "; required: this flag or $KUBECONFIG"
+	return "the kubeconfig `FILE` of " + what + "; required: this flag or $KUBECONFIG"
 }
 
 // options are the pipeline options of the flags; SOURCE_DATE_EPOCH, the

@@ -101,6 +101,6 @@ func TestKubeconfigRequiredInHelp(t *testing.T) {
 		require.Equal(t, 0, code)
 		assert.NotContains(t, stdout, "[--kubeconfig", cmd)
 		assert.Contains(t, stdout, " --kubeconfig FILE", cmd)
-		assert.Regexp(t, `--kubeconfig string +.*; required: this flag or \$KUBECONFIG`, stdout, cmd)
+		assert.Regexp(t, `--kubeconfig FILE +the kubeconfig FILE of .*; required: this flag or \$KUBECONFIG`, stdout, cmd)
 	}
 }
