@@ -155,12 +155,12 @@ func splitStatus(st []pipeline.DeviceStatus) (known []pipeline.DeviceStatus, bad
 func statusErrors(bucket string, bad, notFound []string, n int) error {
 	var errs []error
 	if len(bad) > 0 {
-		errs = append(errs, fmt.Errorf("could not read what the bucket %s holds about %s (%d of %d devices: see their REASON, or attemptError and stateError with -o json)",
-			bucket, strings.Join(bad, ", "), len(bad), n))
+		errs = append(errs, fmt.Errorf("could not read what the bucket %s holds about %s (%d of %s: see their REASON, or attemptError and stateError with -o json)",
+			bucket, strings.Join(bad, ", "), len(bad), plural(n, "device")))
 	}
 	if len(notFound) > 0 {
-		errs = append(errs, fmt.Errorf("not found in the bucket %s: %s (%d of %d devices: it holds no attempt for them and no state they reported; check the device ids and --bucket)",
-			bucket, strings.Join(notFound, ", "), len(notFound), n))
+		errs = append(errs, fmt.Errorf("not found in the bucket %s: %s (%d of %s: it holds no attempt for them and no state they reported; check the device ids and --bucket)",
+			bucket, strings.Join(notFound, ", "), len(notFound), plural(n, "device")))
 	}
 	return errors.Join(errs...)
 }

@@ -91,6 +91,11 @@ func TestFleetStatusName(t *testing.T) {
 	code, stdout, stderr := solar(t, "fleet", "status", "--nats", ns.URL, "-o", "name")
 	require.Equal(t, 0, code, stderr)
 	assert.Equal(t, "dev-1\ndev-2\n", stdout)
+
+	code, stdout, stderr = solar(t, "fleet", "status", "dev-9", "--nats", ns.URL, "-o", "name")
+	assert.Equal(t, 1, code)
+	assert.Empty(t, stdout)
+	assert.Contains(t, stderr, "not found in the bucket solar-fleet: dev-9 (1 of 1 device: ", "a count agrees with its number")
 }
 
 // TestKubeconfigRequiredInHelp: the help of a command that cannot do
