@@ -306,12 +306,12 @@ func checkCredential(set *model.Set, t *Target, opts Options) {
 	if opts.NoCredentials {
 		// The user chose this: say what it costs and what mints one, not
 		// the flag they already gave.
-		why := "no --kubeconfig of the SolAr API server was given to mint one"
+		why := " until a run with --kubeconfig mints one"
 		if c != nil {
-			why = "the agent credential is " + c.Reason + ": " + c.Message
+			why = "; the agent credential is " + c.Reason + ": " + c.Message
 		}
 		t.Problems.Warnf(o.File, o.LineOf("metadata.name"), "metadata.name",
-			"Target %s/%s: its agent gets no token (--no-credentials) and cannot report to the SolAr API server; %s", t.Namespace, t.Name, why)
+			"Target %s/%s: its agent gets no token (--no-credentials), so it cannot report to the SolAr API server%s", t.Namespace, t.Name, why)
 		return
 	}
 	why := "unknown: pass --kubeconfig of the SolAr API server, or --no-credentials"
