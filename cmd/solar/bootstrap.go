@@ -113,7 +113,7 @@ func checkBootstrapTarget(g *globals, ns, fluxNS string, args []string) error {
 		return exitError{code: 1}
 	}
 	if !pipeline.HasTarget(set, ns, args[0]) {
-		return fmt.Errorf("no Target %s/%s in %s", ns, args[0], strings.Join(args[1:], " "))
+		return fmt.Errorf("no Target %s/%s in %s%s", ns, args[0], strings.Join(args[1:], " "), elsewhere(args[0], pipeline.TargetNamespaces(set, args[0])))
 	}
 	g.say("Target %s/%s: found in %s", ns, args[0], strings.Join(args[1:], " "))
 	return nil
@@ -134,10 +134,28 @@ func (g *globals) checkPublished(ctx context.Context, rf *registryFlags, l login
 		return fmt.Errorf("checking that Target %s/%s is published: %w%s", ns, target, hint(err, rf.registry), instead)
 	}
 	if len(tags) == 0 {
+		// Best effort: a registry may not list its catalog.
+		namespaces, _ := pipeline.PublishedNamespaces(ctx, r, target)
+		if hint := elsewhere(target, namespaces); hint != "" {
+			return fmt.Errorf("no Target %s/%s: %s holds no bootstrap chart%s", ns, target, where, hint)
+		}
 		return fmt.Errorf("no Target %s/%s: %s holds no bootstrap chart (publish it first, check TARGET and -n)%s", ns, target, where, instead)
 	}
-	g.say("Target %s/%s: its bootstrap chart is in %s (%d versions)", ns, target, where, len(tags))
+	g.say("Target %s/%s: its bootstrap chart is in %s (%s)", ns, target, where, plural(len(tags), "version"))
 	return nil
+}
+
+// elsewhere says in which other namespaces a Target called target is, for
+// a TARGET not found in the namespace of -n (often none given): "" when
+// none.
+func elsewhere(target string, namespaces []string) string {
+	switch len(namespaces) {
+	case 0:
+		return ""
+	case 1:
+		return fmt.Sprintf("; %s exists in namespace %s (pass -n %s)", target, namespaces[0], namespaces[0])
+	}
+	return fmt.Sprintf("; %s exists in namespaces %s (pass -n with one of them)", target, strings.Join(namespaces, ", "))
 }
 
 // printManifests prints the first-contact objects: a List with -o json|yaml,

@@ -119,6 +119,12 @@ func TestBootstrapManifestsAuth(t *testing.T) {
 	pulled := testenv.Helm(t, "pull", url, "--version", ">=0.0.0", "--ca-file", reg.CAFile,
 		"--username", reg.Username, "--password", reg.Password, "-d", t.TempDir())
 	assert.Contains(t, pulled, "bootstrap-plant-1:0.0.1")
+
+	// Without -n, the Target is looked for in namespace default; the
+	// registry's catalog says where it is.
+	code, _, errOut = solar(t, "bootstrap-manifests", "plant-1", "--registry", reg.Host, "--ca-file", reg.CAFile)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "no Target default/plant-1: "+reg.Host+"/default/bootstrap-plant-1 holds no bootstrap chart; plant-1 exists in namespace beta (pass -n beta)\n")
 }
 
 // TestBootstrapManifestsServerDryRun: every object printed is valid for the
@@ -178,6 +184,11 @@ func TestBootstrapManifestsChecksItsInput(t *testing.T) {
 	code, _, stderr = solar(t, append([]string{"bootstrap-manifests", "edge-9", "../../examples", "-n", "alpha"}, reg...)...)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, "no Target alpha/edge-9 in ../../examples")
+	// Without -n, the Target is looked for in namespace default: the error
+	// says where it is.
+	code, _, stderr = solar(t, append([]string{"bootstrap-manifests", "edge-1", "../../examples"}, reg...)...)
+	assert.Equal(t, 1, code)
+	assert.Equal(t, "solar: no Target default/edge-1 in ../../examples; edge-1 exists in namespace alpha (pass -n alpha)\n", stderr)
 
 	code, stdout, stderr := solar(t, append([]string{"bootstrap-manifests", "plant-1", "../../examples", "-n", "beta", "-o", "json"}, reg...)...)
 	require.Equal(t, 0, code, stderr)

@@ -61,6 +61,7 @@ not be minted (the others are still synced); a revoked one is not a failure. See
 		},
 	}
 	f.registerResolve(sync)
-	cmd.AddCommand(sync)
+	sync.Flags().Lookup("kubeconfig").Usage = requiredKubeconfig("the SolAr API server to mint the credentials in")
+	cmd.AddCommand(listOutputs(sync, "name"))
 	return cmd
 }

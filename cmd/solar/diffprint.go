@@ -97,14 +97,6 @@ func diffSummary(d *pipeline.DiffReport, files bool) string {
 	return fmt.Sprintf("%s, %s, %s would change", plural(len(d.Charts), "chart"), plural(len(d.Objects), "object"), plural(len(targets), "Target"))
 }
 
-// plural is "1 chart", "2 charts".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}
-
 // painter colours a unified diff's lines when color is on.
 func painter(color bool) func(string) string {
 	return func(line string) string {

@@ -59,19 +59,25 @@ func newExportCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if g.output != "text" {
+			if g.structured() {
 				return g.printData(s)
 			}
 			return g.printExport(s, out)
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "the archive file to write (replaced whole)")
-	return cmd
+	return listOutputs(cmd, "name")
 }
 
 // printExport writes the table of the versions an archive holds, then what
 // was written.
 func (g *globals) printExport(s *pipeline.ArchiveSummary, out string) error {
+	if g.output == "name" {
+		for _, v := range s.Versions {
+			fmt.Fprintf(g.stdout, "%s:%s\n", v.Repository, v.Version)
+		}
+		return nil
+	}
 	w := newTable(g.stdout)
 	g.header(w, "REPOSITORY\tVERSION\tMANIFEST\tSIGNATURES")
 	signatures := 0
@@ -82,7 +88,8 @@ func (g *globals) printExport(s *pipeline.ArchiveSummary, out string) error {
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(g.stdout, "wrote %s: %d versions, %d signatures, %d blobs, %s, %s\n",
-		out, len(s.Versions), signatures, s.Blobs, bytesHuman(s.Size), s.SHA256)
+	// The table is the result; what was written is conversation.
+	g.say("wrote %s: %s, %s, %s, %s, %s", out, plural(len(s.Versions), "version"), plural(signatures, "signature"),
+		plural(s.Blobs, "blob"), bytesHuman(s.Size), s.SHA256)
 	return nil
 }

@@ -120,7 +120,7 @@ func TestExportPushArchive(t *testing.T) {
 	require.NoError(t, err)
 	code, stdout, stderr = cli("export", out, "--out", bundle)
 	require.Equal(t, 0, code, stderr)
-	assert.Contains(t, stdout, "wrote "+bundle+": ")
+	assert.Contains(t, stderr, "wrote "+bundle+": ", "the summary is conversation")
 	again, err := os.ReadFile(bundle)
 	require.NoError(t, err)
 	assert.True(t, bytes.Equal(first, again), "export is deterministic")

@@ -90,6 +90,12 @@ type planFlags struct {
 	noCredentials bool
 	prune         bool
 	full          bool
+	changedOnly   bool
+}
+
+// registerChanged adds --changed: render and publish take it.
+func (f *planFlags) registerChanged(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&f.changedOnly, "changed", false, "list only the Targets and charts that change (or would), and count the unchanged Targets on stderr; -o json and yaml still hold every Target")
 }
 
 // registerPrune adds --prune and --full: only render, publish and diff
@@ -128,6 +134,13 @@ func (f *planFlags) registerResolve(cmd *cobra.Command) {
 	})
 }
 
+// requiredKubeconfig is the help of a --kubeconfig that a command cannot do
+// without. It is not marked required for cobra: $KUBECONFIG stands in for
+// it, as for kubectl.
+func requiredKubeconfig(what string) string {
+	return "the kubeconfig `FILE` of " + what + "; required: this flag or $KUBECONFIG"
+}
+
 // options are the pipeline options of the flags; SOURCE_DATE_EPOCH, the
 // reproducible-builds convention, sets the manifests' created time.
 func (f *planFlags) options(g *globals, stdin io.Reader, paths []string) (pipeline.Options, error) {
@@ -137,7 +150,7 @@ func (f *planFlags) options(g *globals, stdin io.Reader, paths []string) (pipeli
 	}
 	opts.Target, opts.StrictRegistryBindings, opts.Kubeconfig, opts.DryRun = f.target, f.strictRegs, f.kubeconfig, f.dryRun
 	opts.NoCredentials, opts.Prune, opts.Full = f.noCredentials, f.prune, f.full
-	g.dryRun = f.dryRun
+	g.dryRun, g.changedOnly = f.dryRun, f.changedOnly
 	if err := f.selectFlags.apply(g, &opts); err != nil {
 		return opts, err
 	}

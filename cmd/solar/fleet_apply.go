@@ -54,7 +54,7 @@ func newFleetApplyCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			results, problems, err := pipeline.ApplyFleet(ctx, opts, pipeline.FleetOptions{Store: remote, NATS: nf.nats(g), Concurrency: concurrency, Progress: g.meter("devices")})
+			results, problems, err := pipeline.ApplyFleet(ctx, opts, pipeline.FleetOptions{Store: remote, NATS: nf.nats(g), Concurrency: concurrency, Progress: g.meter("device")})
 			if err != nil {
 				return hint(pipeline.Explain(err), rf.registry)
 			}
@@ -81,13 +81,13 @@ func newFleetApplyCmd(g *globals) *cobra.Command {
 	fl.BoolVar(&dryRun, "dry-run", false, "read the registry and the bucket, write nothing, show what would change")
 	fl.BoolVar(&exitCode, "exit-code", false, "exit 2 when attempts changed or (with --dry-run) would change, 0 when not")
 	fl.IntVar(&concurrency, "concurrency", 8, "devices applied at once")
-	return cmd
+	return listOutputs(cmd, "name")
 }
 
-// printFleet prints apply's results: a table, or one JSON/YAML document
-// {"devices": [...], "problems": [...]}.
+// printFleet prints apply's results: a table, the devices' ids (-o name),
+// or one JSON/YAML document {"devices": [...], "problems": [...]}.
 func (g *globals) printFleet(results []pipeline.DeviceResult, problems diag.List, dryRun bool) error {
-	if g.output != "text" {
+	if g.structured() {
 		if problems == nil {
 			problems = diag.List{}
 		}
@@ -98,7 +98,7 @@ func (g *globals) printFleet(results []pipeline.DeviceResult, problems diag.List
 	}
 	failed := 0
 	w := newTable(g.stdout)
-	if slices.ContainsFunc(results, func(r pipeline.DeviceResult) bool { return r.Error == "" }) {
+	if g.output != "name" && slices.ContainsFunc(results, func(r pipeline.DeviceResult) bool { return r.Error == "" }) {
 		g.header(w, "DEVICE\tVERSION\tPLATFORM\tATTEMPT\tDIGEST\tACTION")
 	}
 	for _, r := range results {
@@ -107,13 +107,17 @@ func (g *globals) printFleet(results []pipeline.DeviceResult, problems diag.List
 			fmt.Fprintf(g.stderr, "solar: %s\n", r.Error)
 			continue
 		}
+		if g.output == "name" {
+			fmt.Fprintln(w, r.DeviceID)
+			continue
+		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.DeviceID, r.TargetVersion, r.Platform, r.UUID, short(r.Digest), would(dryRun, r.Action))
 	}
 	if err := w.Flush(); err != nil {
 		return err
 	}
 	if len(results) > 0 {
-		fmt.Fprintf(g.stderr, "%d devices: %d failed\n", len(results), failed)
+		g.say("%s: %d failed", plural(len(results), "device"), failed)
 	}
 	return nil
 }

@@ -77,8 +77,8 @@ documents one after another, as jq reads them; YAML documents separated by
 		},
 	}
 	nf.register(cmd.Flags())
-	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "after the table, print a device's row (-o json|yaml: a document) each time it changes, until interrupted")
-	return cmd
+	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "after the table, print a device's row (-o json|yaml: a document; -o name: its id) each time it changes, until interrupted")
+	return listOutputs(cmd, "name")
 }
 
 func newFleetRepairCmd(g *globals) *cobra.Command {
@@ -116,9 +116,14 @@ error.`,
 func (g *globals) printStatus(st []pipeline.DeviceStatus, bucket string) error {
 	known, bad, notFound := splitStatus(st)
 	var err error
-	if g.output != "text" {
+	switch g.output {
+	case "json", "yaml":
 		err = g.printData(map[string]any{"devices": orEmpty(known), "notFound": orEmpty(notFound)})
-	} else {
+	case "name":
+		for _, s := range known {
+			fmt.Fprintln(g.stdout, printable(s.DeviceID))
+		}
+	default:
 		err = g.statusTable(known, time.Now())
 	}
 	if err != nil {
@@ -150,12 +155,12 @@ func splitStatus(st []pipeline.DeviceStatus) (known []pipeline.DeviceStatus, bad
 func statusErrors(bucket string, bad, notFound []string, n int) error {
 	var errs []error
 	if len(bad) > 0 {
-		errs = append(errs, fmt.Errorf("could not read what the bucket %s holds about %s (%d of %d devices: see their REASON, or attemptError and stateError with -o json)",
-			bucket, strings.Join(bad, ", "), len(bad), n))
+		errs = append(errs, fmt.Errorf("could not read what the bucket %s holds about %s (%d of %s: see their REASON, or attemptError and stateError with -o json)",
+			bucket, strings.Join(bad, ", "), len(bad), plural(n, "device")))
 	}
 	if len(notFound) > 0 {
-		errs = append(errs, fmt.Errorf("not found in the bucket %s: %s (%d of %d devices: it holds no attempt for them and no state they reported; check the device ids and --bucket)",
-			bucket, strings.Join(notFound, ", "), len(notFound), n))
+		errs = append(errs, fmt.Errorf("not found in the bucket %s: %s (%d of %s: it holds no attempt for them and no state they reported; check the device ids and --bucket)",
+			bucket, strings.Join(notFound, ", "), len(notFound), plural(n, "device")))
 	}
 	return errors.Join(errs...)
 }

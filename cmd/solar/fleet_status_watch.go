@@ -28,7 +28,12 @@ type statusWatch struct {
 // not fail the watch.
 func (p *statusWatch) listed(st []pipeline.DeviceStatus) error {
 	known, bad, notFound := splitStatus(st)
-	if p.g.output == "text" {
+	switch p.g.output {
+	case "name":
+		for _, s := range known {
+			fmt.Fprintln(p.g.stdout, printable(s.DeviceID))
+		}
+	case "text":
 		now := time.Now()
 		if err := p.g.statusTable(known, now); err != nil {
 			return err
@@ -40,7 +45,7 @@ func (p *statusWatch) listed(st []pipeline.DeviceStatus) error {
 		for _, s := range known {
 			p.grow(statusRow(s, now))
 		}
-	} else {
+	default:
 		for _, s := range known {
 			if err := p.document(s); err != nil {
 				return err
@@ -56,7 +61,11 @@ func (p *statusWatch) listed(st []pipeline.DeviceStatus) error {
 // changed prints a device that changed: its row, aligned with the table
 // (and after a header, if none was printed yet), or its document.
 func (p *statusWatch) changed(s pipeline.DeviceStatus) error {
-	if p.g.output != "text" {
+	switch p.g.output {
+	case "name":
+		_, err := fmt.Fprintln(p.g.stdout, printable(s.DeviceID))
+		return err
+	case "json", "yaml":
 		return p.document(s)
 	}
 	row := statusRow(s, time.Now())

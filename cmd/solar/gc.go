@@ -72,12 +72,12 @@ func newGCCmd(g *globals) *cobra.Command {
 	rf.registerClient(g, fl, "to collect")
 	fl.IntVar(&keep, "keep", 3, "newest versions kept per repository (at least 1)")
 	fl.BoolVar(&dryRun, "dry-run", false, "list what would be removed, remove nothing")
-	return cmd
+	return listOutputs(cmd, "name")
 }
 
 // printGC prints what gc removed and kept (or, in a dry run, would).
 func (g *globals) printGC(res pipeline.GCResult, keep int, dryRun bool) error {
-	if g.output != "text" {
+	if g.structured() {
 		res.Versions, res.Skipped = orEmpty(res.Versions), orEmpty(res.Skipped)
 		if res.Held == nil {
 			res.Held = []pipeline.Held{}
@@ -89,18 +89,26 @@ func (g *globals) printGC(res pipeline.GCResult, keep int, dryRun bool) error {
 		verb, kept = "would remove", "would keep"
 	}
 	for _, v := range res.Versions {
-		fmt.Fprintf(g.stdout, "%s %s\n", verb, v)
+		if g.output == "name" {
+			fmt.Fprintln(g.stdout, v)
+		} else {
+			fmt.Fprintf(g.stdout, "%s %s\n", verb, v)
+		}
 	}
 	for _, h := range res.Held {
+		if g.output == "name" {
+			break
+		}
 		fmt.Fprintf(g.stdout, "%s %s, older than --keep %d: %s names it\n", kept, h.Version, keep, strings.Join(h.By, ", "))
 	}
+	// The lines above are the result; the summary is conversation.
 	signatures := ""
 	if res.Signatures > 0 {
-		signatures = fmt.Sprintf(" with their %d signatures", res.Signatures)
+		signatures = " with their " + plural(res.Signatures, "signature")
 	}
-	fmt.Fprintf(g.stdout, "%s %d versions%s, %d blobs (%s)\n", verb, len(res.Versions), signatures, res.Blobs, bytesHuman(res.Bytes))
+	g.say("%s %s%s, %s (%s)", verb, plural(len(res.Versions), "version"), signatures, plural(res.Blobs, "blob"), bytesHuman(res.Bytes))
 	if len(res.Skipped) > 0 {
-		g.say("left %d repositories that are not solar's charts: %s", len(res.Skipped), strings.Join(res.Skipped, ", "))
+		g.say("left %s alone, not solar's charts: %s", plural(len(res.Skipped), "repository"), strings.Join(res.Skipped, ", "))
 	}
 	return nil
 }

@@ -72,8 +72,8 @@ func TestGCLayout(t *testing.T) {
 
 	code, stdout, stderr = solar(t, "gc", "--out", out, "--keep", "1")
 	require.Equal(t, 0, code, stderr)
-	assert.Contains(t, stdout, "removed 4 versions, ")
-	assert.Contains(t, stderr, "left 1 repositories that are not solar's charts: fleet/agent\n")
+	assert.Contains(t, stderr, "removed 4 versions, ", "the summary is conversation")
+	assert.Contains(t, stderr, "left 1 repository alone, not solar's charts: fleet/agent\n")
 	assert.Equal(t, agent, countFiles(t, filepath.Join(out, "fleet", "agent")), "the agent binaries are left whole")
 	code, stdout, stderr = solar(t, "verify", "--out", out)
 	assert.Equal(t, 0, code, stdout)

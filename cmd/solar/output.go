@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,15 +12,10 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/solar-pipeline/solar/internal/english"
 	"github.com/solar-pipeline/solar/renderer/diag"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 	"github.com/solar-pipeline/solar/renderer/publish"
-)
-
-// The tables a report prints as.
-const (
-	chartsTable      = iota // per Target its charts and excluded releases
-	credentialsTable        // per Target its credential's condition
 )
 
 // finish prints the report (even a partial one, so nothing done goes unsaid)
@@ -32,6 +26,9 @@ func (g *globals) finish(report *pipeline.Report, registry string, err error) er
 		err = hint(g.interruption(err), registry)
 		report.Error = err.Error()
 	}
+	// A dry run stays one when the input stopped it before any store was
+	// asked: its summary still says that nothing was written.
+	report.DryRun = report.DryRun || g.dryRun
 	g.endBar()
 	if perr := g.printReport(report, chartsTable); perr != nil && err == nil {
 		err = perr
@@ -46,55 +43,6 @@ func (g *globals) finish(report *pipeline.Report, registry string, err error) er
 	if report.Problems.HasErrors() {
 		return exitError{code: 1}
 	}
-	return nil
-}
-
-// printReport writes the report as the JSON document of the CLI contract, or
-// as a table followed by the problems.
-func (g *globals) printReport(r *pipeline.Report, table int) error {
-	if g.output != "text" {
-		return g.printData(r)
-	}
-	if len(r.Targets) > 0 {
-		// tabwriter writes each cell on its own: buffered, a table of
-		// 10,000 Targets is a few writes, not 60,000.
-		out := bufio.NewWriter(g.stdout)
-		w := newTable(out)
-		if table == credentialsTable {
-			g.header(w, "TARGET\tSTATUS\tREASON\tMESSAGE")
-			for _, t := range r.Targets {
-				fmt.Fprintf(w, "%s/%s\t%s\t%s\t%s\n", t.Namespace, t.Name, t.Credential.Status, t.Credential.Reason, t.Credential.Message)
-			}
-		} else {
-			g.header(w, "TARGET\tCHART\tVERSION\tDIGEST\tACTION")
-			for _, t := range r.Targets {
-				fmt.Fprintf(w, "%s/%s\t%s\t%s\t%s\t%s\n", t.Namespace, t.Name, t.Repository, t.Version, short(t.Digest), would(r.DryRun, t.Action))
-				if c := t.Credential; c != nil {
-					fmt.Fprintf(w, "  credential\t%s\t-\t-\t%s\n", c.Reason, c.Message)
-				}
-				for _, rel := range t.Releases {
-					fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\n", rel.Key, rel.Repository, rel.Version, short(rel.Digest), would(r.DryRun, rel.Action))
-				}
-				for _, e := range t.Excluded {
-					fmt.Fprintf(w, "  excluded\t%s\t-\t-\t%s\n", e.Release, e.Reason)
-				}
-			}
-		}
-		if err := w.Flush(); err != nil {
-			return err
-		}
-		if err := out.Flush(); err != nil {
-			return err
-		}
-	}
-	for _, o := range r.Orphans {
-		if o.Pruned != nil {
-			fmt.Fprintf(g.stdout, "orphan %s/bootstrap-%s: the Target is gone; pruned to %s without releases (%s)\n", o.Namespace, o.Name, o.Pruned.Version, would(r.DryRun, o.Pruned.Action))
-		} else if !g.quiet {
-			fmt.Fprintf(g.stderr, "orphan %s/bootstrap-%s: the Target is gone, Flux keeps applying its last version; --prune uninstalls its releases\n", o.Namespace, o.Name)
-		}
-	}
-	g.printProblems(r.Problems)
 	return nil
 }
 
@@ -186,6 +134,12 @@ func hint(err error, registry string) error {
 		return fmt.Errorf("registry %s: %w", registry, err)
 	}
 	return err
+}
+
+// plural is "1 Target", "2 Targets", "2 repositories": every count solar
+// prints is said with it.
+func plural(n int, noun string) string {
+	return english.Count(n, noun)
 }
 
 // say writes a line of the conversation on stderr, unless -q.

@@ -27,7 +27,7 @@ type meter struct {
 
 // progress reports each finished Target (render, publish).
 func (g *globals) progress() func(done, total int, t pipeline.TargetReport) {
-	step := g.meter("Targets")
+	step := g.meter("Target")
 	return func(done, total int, t pipeline.TargetReport) {
 		if g.verbose && !isTerminal(g.stderr) {
 			fmt.Fprintf(g.stderr, "[%d/%d] %s/%s %s %s\n", done, total, t.Namespace, t.Name, t.Version, would(g.dryRun, t.Action))
@@ -36,8 +36,8 @@ func (g *globals) progress() func(done, total int, t pipeline.TargetReport) {
 	}
 }
 
-// meter starts counting work in unit ("repositories" for verify and push,
-// "devices" for fleet apply); the func it returns is called with each step.
+// meter starts counting work in unit, singular ("repository" for verify
+// and push, "device" for fleet apply); the func it returns is called with each step.
 func (g *globals) meter(unit string) func(done, total int) {
 	m := &meter{unit: unit}
 	g.work = m
@@ -66,7 +66,7 @@ func (g *globals) meter(unit string) func(done, total int) {
 func (m *meter) line(now time.Time) string {
 	const width = 30
 	n := width * m.done / m.total
-	line := fmt.Sprintf("[%s%s] %d/%d %s", strings.Repeat("#", n), strings.Repeat(".", width-n), m.done, m.total, m.unit)
+	line := fmt.Sprintf("[%s%s] %d/%s", strings.Repeat("#", n), strings.Repeat(".", width-n), m.done, plural(m.total, m.unit))
 	elapsed := now.Sub(m.first).Seconds()
 	if m.done == m.firstDone || elapsed <= 0 {
 		return line + "\x1b[K"
@@ -111,7 +111,7 @@ func (g *globals) interrupted() string {
 	if m.total == 0 {
 		return "interrupted: " + what
 	}
-	return fmt.Sprintf("interrupted after %d of %d %s: %s", m.done, m.total, m.unit, what)
+	return fmt.Sprintf("interrupted after %d of %s: %s", m.done, plural(m.total, m.unit), what)
 }
 
 // endBar ends a bar left unfinished (an error, an interrupt), so that what

@@ -19,12 +19,14 @@ func TestInterruption(t *testing.T) {
 
 	var stderr bytes.Buffer
 	g := &globals{ctx: ctx, stderr: &stderr}
-	step := g.meter("Targets")
+	step := g.meter("Target")
 	step(120, 1000)
 	assert.EqualError(t, g.interruption(cut), "interrupted after 120 of 1000 Targets: what was finished stays; run again to continue")
+	step(0, 1)
+	assert.EqualError(t, g.interruption(cut), "interrupted after 0 of 1 Target: what was finished stays; run again to continue", "a count agrees with its number")
 
 	g = &globals{ctx: ctx, stderr: &stderr, dryRun: true}
-	g.meter("Targets")
+	g.meter("Target")
 	assert.EqualError(t, g.interruption(cut), "interrupted: nothing was written", "nothing counted yet, and a dry run")
 
 	g = &globals{ctx: context.Background(), stderr: &stderr}

@@ -59,6 +59,7 @@ func newPublishCmd(g *globals) *cobra.Command {
 		},
 	}
 	f.register(cmd)
+	f.registerChanged(cmd)
 	f.selectFlags.register(cmd)
 	f.registerPrune(cmd, "for every orphan (the bootstrap repository of a Target no longer in the input), push a version without releases: Flux then uninstalls them")
 	fl := cmd.Flags()
@@ -66,7 +67,7 @@ func newPublishCmd(g *globals) *cobra.Command {
 	sf.register(fl)
 	fl.BoolVar(&exitCode, "exit-code", false, "exit 2 when charts changed or got a signature or (with --dry-run) would change, 0 when not")
 	fl.IntVar(&concurrency, "concurrency", 4, "charts pushed at once")
-	return cmd
+	return listOutputs(cmd, "name", "wide")
 }
 
 const publishLong = `publish does what render does, against a registry instead of a directory:

@@ -223,7 +223,7 @@ func TestPublishConcurrentWriters(t *testing.T) {
 			code := run(ctx, []string{"verify", "--registry", registry, "--plain-http", "--username", reg.Username, "--password-stdin"},
 				strings.NewReader(reg.Password+"\n"), &stdout, &stderr)
 			assert.Equal(t, 0, code, "verify:\n%s\n%s", stdout.String(), stderr.String())
-			assert.Contains(t, stderr.String(), "checked 1 namespace indexes", "the index the writers merged holds")
+			assert.Contains(t, stderr.String(), "checked 1 namespace index", "the index the writers merged holds")
 
 			// What the index the writers merged says is what the
 			// repositories say: for each input, a dry run that trusts it

@@ -34,7 +34,7 @@ func newPushCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			popts.DryRun, popts.Reviewed, popts.Progress = dryRun, reviewed, g.meter("repositories")
+			popts.DryRun, popts.Reviewed, popts.Progress = dryRun, reviewed, g.meter("repository")
 			remote, err := rf.remote(cmd.Context(), cmd.InOrStdin())
 			if err != nil {
 				return err
@@ -48,7 +48,7 @@ func newPushCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return hint(err, rf.registry)
 			}
-			if g.output != "text" {
+			if g.structured() {
 				return g.printData(map[string]any{"charts": results})
 			}
 			return g.printPushed(results, dryRun)
@@ -60,17 +60,31 @@ func newPushCmd(g *globals) *cobra.Command {
 	fl.StringArrayVar(&keys, "key", nil, "push nothing unless every version to push carries a signature that verifies with this public key (PEM); repeatable: any of the keys")
 	fl.BoolVar(&dryRun, "dry-run", false, "check and list what would be pushed, push nothing")
 	fl.StringVar(&reviewedFile, "reviewed", "", "the reviewed list (solar diff --write-reviewed): push only if the layout is exactly that, else push nothing")
-	return cmd
+	return listOutputs(cmd, "name", "wide")
 }
 
-// printPushed writes the table of what push pushed, or with dryRun would.
+// printPushed writes the table of what push pushed, or with dryRun would
+// (-o wide: with the digests), or -o name, REPOSITORY:VERSION each.
 func (g *globals) printPushed(results []pipeline.PushResult, dryRun bool) error {
+	if g.output == "name" {
+		for _, r := range results {
+			fmt.Fprintf(g.stdout, "%s:%s\n", r.Repository, r.Version)
+		}
+		return nil
+	}
+	wide := g.output == "wide"
 	w := newTable(g.stdout)
-	if len(results) > 0 {
+	if len(results) > 0 && wide {
+		g.header(w, "REPOSITORY\tVERSION\tACTION\tDIGEST\tSIGNATURE")
+	} else if len(results) > 0 {
 		g.header(w, "REPOSITORY\tVERSION\tACTION")
 	}
 	for _, r := range results {
-		fmt.Fprintf(w, "%s\t%s\t%s\n", r.Repository, r.Version, would(dryRun, r.Action))
+		fmt.Fprintf(w, "%s\t%s\t%s", r.Repository, r.Version, would(dryRun, r.Action))
+		if wide {
+			fmt.Fprintf(w, "\t%s\t%s", r.Digest, dash(r.Signature))
+		}
+		fmt.Fprintln(w)
 	}
 	return w.Flush()
 }

@@ -66,13 +66,14 @@ func newRenderCmd(g *globals) *cobra.Command {
 		},
 	}
 	f.register(cmd)
+	f.registerChanged(cmd)
 	f.selectFlags.register(cmd)
 	f.registerPrune(cmd, "for every orphan (the bootstrap repository of a Target no longer in the input), write a version without releases")
 	cmd.Flags().StringVar(&out, "out", "out", "directory of the OCI image layout")
 	rf.registerClient(g, cmd.Flags(), "to compute versions against (read only), named by the bootstrap charts")
 	sf.register(cmd.Flags())
 	cmd.Flags().DurationVar(&lockTimeout, "lock-timeout", 5*time.Minute, "how long to wait while another solar run holds the layout")
-	return cmd
+	return listOutputs(cmd, "name", "wide")
 }
 
 // credentialHint names the flags that answer a run which failed (exit 1)
@@ -87,12 +88,12 @@ func credentialHint(plan *pipeline.Plan, f planFlags, err error) error {
 	if n == 0 {
 		return err
 	}
-	targets := fmt.Sprintf("%d Targets get", n)
+	get := "get"
 	if n == 1 {
-		targets = "1 Target gets"
+		get = "gets"
 	}
-	return fmt.Errorf("%s the agent but no credential: pass --kubeconfig FILE (or set $KUBECONFIG), the kubeconfig "+
-		"of the SolAr API server where agent credentials are minted, or --no-credentials to render agents without a token", targets)
+	return fmt.Errorf("%s %s the agent but no credential: pass --kubeconfig FILE (or set $KUBECONFIG), the kubeconfig "+
+		"of the SolAr API server where agent credentials are minted, or --no-credentials to render agents without a token", plural(n, "Target"), get)
 }
 
 const renderLong = `render validates the objects (as vet does), resolves what every Target gets, and

@@ -136,7 +136,8 @@ func TestRenderJSONContract(t *testing.T) {
 	for _, p := range doc.Problems {
 		assert.Equal(t, "warning", p["severity"])
 	}
-	assert.Contains(t, doc.Problems[0]["message"], "Target alpha/edge-1: its agent gets no credential (--no-credentials)")
+	assert.Contains(t, doc.Problems[0]["message"], "Target alpha/edge-1: its agent gets no token (--no-credentials), so it cannot report to the SolAr API server until a run with --kubeconfig mints one")
+	assert.NotContains(t, doc.Problems[0]["message"], "or --no-credentials", "the warning of --no-credentials never asks for --no-credentials")
 
 	// Without --no-credentials and without --kubeconfig, the alpha Targets
 	// keep their previous bootstrap charts and the run fails.

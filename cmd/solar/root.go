@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -55,6 +57,8 @@ type globals struct {
 	// dryRun: the command writes nothing (a dry run, diff, verify), and its
 	// tables say "would".
 	dryRun bool
+	// changedOnly (--changed): the tables leave out what is unchanged.
+	changedOnly bool
 	// work is the progress of the command's long work, if any; ctx the
 	// command's context, done when a signal stopped it.
 	work   *meter
@@ -104,14 +108,14 @@ one upgrade attempt per device into a NATS bucket the devices watch.`,
 	root.SetVersionTemplate("solar {{.Version}}\n")
 	root.PersistentFlags().StringVarP(&g.namespace, "namespace", "n", "", `namespace of objects that do not set metadata.namespace (default "default");
 render and publish also work on the Targets of this namespace only`)
-	root.PersistentFlags().StringVarP(&g.output, "output", "o", "text", "output format: text, json or yaml")
+	root.PersistentFlags().StringVarP(&g.output, "output", "o", "text", "output format: text, json or yaml; name and wide where a command prints a table")
 	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "log what each stage does on stderr")
 	root.PersistentFlags().BoolVarP(&g.debug, "debug", "d", false, "what -v logs, and every request to the registry and the API server: method, URL, status, duration (never a credential)")
 	root.PersistentFlags().BoolVarP(&g.quiet, "quiet", "q", false, "print only errors on stderr: no progress, no summary")
 	root.PersistentFlags().BoolVar(&g.noHeaders, "no-headers", false, "print tables without their header line (text output)")
 	// What every command checks first, once.
-	root.PersistentPreRunE = func(*cobra.Command, []string) error {
-		if err := g.checkOutput(); err != nil {
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if err := g.checkOutput(cmd); err != nil {
 			return err
 		}
 		switch {
@@ -130,6 +134,10 @@ render and publish also work on the Targets of this namespace only`)
 		}
 		return nil
 	}
+	// Completion of -o with the formats of the command typed.
+	_ = root.RegisterFlagCompletionFunc("output", func(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+		return outputFormats(cmd), cobra.ShellCompDirectiveNoFileComp
+	})
 	// Completion of -n from the namespaces of the Targets of the PATHs.
 	_ = root.RegisterFlagCompletionFunc("namespace", func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 		seen := map[string]bool{}
@@ -179,9 +187,42 @@ func commandGroup(cmd *cobra.Command, args []string) error {
 	return fmt.Errorf("unknown command %q for %q: run '%s --help' for its commands", args[0], cmd.CommandPath(), cmd.CommandPath())
 }
 
-func (g *globals) checkOutput() error {
-	if g.output != "text" && g.output != "json" && g.output != "yaml" {
-		return fmt.Errorf("invalid --output %q: want text, json or yaml", g.output)
+// checkOutput checks -o against the formats of the command.
+func (g *globals) checkOutput(cmd *cobra.Command) error {
+	formats := outputFormats(cmd)
+	if !slices.Contains(formats, g.output) {
+		last := len(formats) - 1
+		return fmt.Errorf("invalid --output %q for %s: want %s or %s", g.output, cmd.CommandPath(), strings.Join(formats[:last], ", "), formats[last])
 	}
 	return nil
+}
+
+// structured says whether -o asks for one document (json or yaml) instead
+// of text, a table or names.
+func (g *globals) structured() bool {
+	return g.output == "json" || g.output == "yaml"
+}
+
+// outputsAnnotation lists, on a command that prints a table or a list, the
+// -o formats it takes beyond text, json and yaml (name, wide), as kubectl.
+const outputsAnnotation = "solar.output"
+
+// listOutputs marks cmd as printing a table or a list: -o takes extra
+// (name, and wide where it adds columns) besides text, json and yaml.
+func listOutputs(cmd *cobra.Command, extra ...string) *cobra.Command {
+	if cmd.Annotations == nil {
+		cmd.Annotations = map[string]string{}
+	}
+	cmd.Annotations[outputsAnnotation] = strings.Join(extra, ",")
+	return cmd
+}
+
+// outputFormats are the -o formats of cmd: text, json and yaml, and name
+// and wide where it prints a table.
+func outputFormats(cmd *cobra.Command) []string {
+	formats := []string{"text", "json", "yaml"}
+	if extra := cmd.Annotations[outputsAnnotation]; extra != "" {
+		formats = append(formats, strings.Split(extra, ",")...)
+	}
+	return formats
 }

@@ -71,6 +71,7 @@ func TestSolarFormat(t *testing.T) {
 	assert.Equal(t, `../../testdata/solar-format/components.yaml:90: spec.entrypoint.type: warning: Release fleet/cluster-addons for Target fleet/edge-a: entrypoint type "kro" of ComponentVersion catalog/cluster-addons-1-0-0 is not supported by solar yet
 ../../testdata/solar-format/components.yaml:90: spec.entrypoint.type: warning: Release fleet/cluster-addons for Target fleet/edge-b: entrypoint type "kro" of ComponentVersion catalog/cluster-addons-1-0-0 is not supported by solar yet
 ../../testdata/solar-format/components.yaml:101: spec.from[1].kind: warning: solar does not process RenderTask of group "solar.opendefense.cloud": this entry grants nothing here
+18 objects valid, 3 warnings
 `, stderr)
 
 	out := filepath.Join(t.TempDir(), "out")

@@ -38,7 +38,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 	var maxAge, interval time.Duration
 	var watch, exitCode bool
 	cmd := &cobra.Command{
-		Use:   "status PATH... (--registry HOST[:PORT][/PREFIX] | --out DIR) [--kubeconfig FILE]",
+		Use:   "status PATH... (--registry HOST[:PORT][/PREFIX] | --out DIR) --kubeconfig FILE",
 		Short: "Compare what solar published with what each Target's cluster runs",
 		Long:  statusLong,
 		Example: `  solar status examples/ --registry registry.example.com/solar --kubeconfig solar.yaml
@@ -103,17 +103,17 @@ func newStatusCmd(g *globals) *cobra.Command {
 	fl.StringVar(&out, "out", "", "directory of the OCI image layout to compare with")
 	rf.registerClient(g, fl, "to compare with")
 	fl.StringVar(&target, "target", "", "the Target of this name only (with -n, of that namespace)")
-	fl.StringVar(&kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the SolAr API server (default $KUBECONFIG)")
+	fl.StringVar(&kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), requiredKubeconfig("the SolAr API server the agents report to"))
 	fl.DurationVar(&maxAge, "max-age", pipeline.DefaultMaxAge, "a report older than this is stale (solar-agent's --max-age)")
 	fl.BoolVar(&watch, "watch", false, "ask again every --interval while a Target is progressing")
 	fl.DurationVar(&interval, "interval", 5*time.Second, "time between two looks with --watch")
 	fl.BoolVar(&exitCode, "exit-code", false, "exit 0 when converged, 2 while progressing, 1 when failed, stale or unknown")
-	return cmd
+	return listOutputs(cmd, "name")
 }
 
 // printStatusProblems prints what makes the input invalid and fails.
 func (g *globals) printStatusProblems(problems diag.List) error {
-	if g.output != "text" {
+	if g.structured() {
 		if err := g.printData(map[string]any{"targets": []any{}, "problems": problems}); err != nil {
 			return err
 		}
@@ -128,17 +128,17 @@ func (g *globals) printStatusProblems(problems diag.List) error {
 // printTargetStatus prints one row per release of each Target (one for a
 // Target without), or one JSON/YAML document {"targets": [...]}.
 func (g *globals) printTargetStatus(st []pipeline.TargetStatus) error {
-	if g.output != "text" {
+	if g.structured() {
 		return g.printData(map[string]any{"targets": st, "problems": []any{}})
+	}
+	if g.output == "name" {
+		for _, s := range st {
+			fmt.Fprintf(g.stdout, "%s/%s\n", s.Namespace, s.Name)
+		}
+		return nil
 	}
 	w := newTable(g.stdout)
 	g.header(w, "NAMESPACE\tTARGET\tSTATE\tBOOTSTRAP\tREPORT-AGE\tRELEASE\tDESIRED\tRUNNING\tPHASE\tMESSAGE")
-	dash := func(s string) string {
-		if s == "" {
-			return "-"
-		}
-		return s
-	}
 	now := time.Now()
 	for _, s := range st {
 		reported := "-"

@@ -54,7 +54,7 @@ func newVerifyCmd(g *globals) *cobra.Command {
 			}
 			defer store.Close()
 			g.dryRun = true // verify writes nothing
-			opts := pipeline.VerifyOptions{Deep: deep, Progress: g.meter("repositories"), Concurrency: concurrency}
+			opts := pipeline.VerifyOptions{Deep: deep, Progress: g.meter("repository"), Concurrency: concurrency}
 			if opts.Verifier, err = verifier(keys); err != nil {
 				return err
 			}
@@ -76,13 +76,14 @@ func newVerifyCmd(g *globals) *cobra.Command {
 					fmt.Fprintln(g.stdout, x)
 				}
 			}
-			g.say("verified %d repositories, %d versions, %d blobs (%s read) in %s: %d violations",
-				v.Repositories, v.Versions, v.Blobs, bytesHuman(v.Bytes), time.Since(start).Round(time.Millisecond), len(v.Violations))
+			g.say("verified %s, %s, %s (%s read) in %s: %s",
+				plural(v.Repositories, "repository"), plural(v.Versions, "version"), plural(v.Blobs, "blob"), bytesHuman(v.Bytes),
+				time.Since(start).Round(time.Millisecond), plural(len(v.Violations), "violation"))
 			if v.Signed > 0 {
-				g.say("checked the signatures of %d versions", v.Signed)
+				g.say("checked the signatures of %s", plural(v.Signed, "version"))
 			}
 			if v.Indexes > 0 {
-				g.say("checked %d namespace indexes against the repositories", v.Indexes)
+				g.say("checked %s against the repositories", plural(v.Indexes, "namespace index"))
 			}
 			if len(v.Skipped) > 0 {
 				g.say("not checked, not solar's charts: %s", strings.Join(v.Skipped, ", "))

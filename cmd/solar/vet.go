@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/solar-pipeline/solar/renderer/diag"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 )
 
@@ -29,7 +30,7 @@ Warnings do not change the exit code. Exit code 0: valid; 1: invalid.`,
 			if err != nil {
 				return err
 			}
-			_, problems, err := pipeline.Load(opts)
+			set, problems, err := pipeline.Load(opts)
 			if err != nil {
 				return err
 			}
@@ -39,6 +40,9 @@ Warnings do not change the exit code. Exit code 0: valid; 1: invalid.`,
 			if problems.HasErrors() {
 				return exitError{code: 1}
 			}
+			// Silence would not say whether anything was read: the summary
+			// says how much passed (conversation, on stderr).
+			g.say("%s valid, %s", plural(len(set.Objects()), "object"), plural(problems.Count(diag.Warning), "warning"))
 			return nil
 		},
 	}

@@ -120,9 +120,14 @@ func TestVetExamples(t *testing.T) {
 	code, stdout, stderr := solar(t, "vet", "../../examples")
 	assert.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	assert.Empty(t, stdout)
-	for _, line := range strings.Split(strings.TrimSpace(stderr), "\n") {
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	for _, line := range lines[:len(lines)-1] {
 		assert.Contains(t, line, "warning:", "examples/ must have no errors")
 	}
+	assert.Regexp(t, `^\d+ objects valid, \d+ warnings?$`, lines[len(lines)-1], "a vet that passes says so, on stderr")
+	code, stdout, stderr = solar(t, "vet", "-q", "../../examples")
+	assert.Equal(t, 0, code)
+	assert.Empty(t, stdout+stderr, "-q: errors only")
 }
 
 func TestVetJSON(t *testing.T) {
@@ -173,7 +178,7 @@ func TestUsageErrors(t *testing.T) {
 
 	code, _, stderr = solar(t, "vet", "-o", "xml", ".")
 	assert.Equal(t, 1, code)
-	assert.Contains(t, stderr, `invalid --output "xml": want text, json or yaml`)
+	assert.Contains(t, stderr, `invalid --output "xml" for solar vet: want text, json or yaml`)
 
 	code, _, stderr = solar(t, "vet", "-v", "-q", "../../examples")
 	assert.Equal(t, 1, code)

@@ -1,6 +1,9 @@
 package pipeline
 
 import (
+	"context"
+	"slices"
+
 	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/chart"
 	"github.com/solar-pipeline/solar/renderer/credential"
@@ -20,6 +23,37 @@ func FirstContactManifests(fc FirstContact) ([]map[string]any, error) {
 // HasTarget says whether the set holds Target ns/name.
 func HasTarget(set *model.Set, ns, name string) bool {
 	return model.Get[model.Target](set, model.KindTarget, ns, name) != nil
+}
+
+// TargetNamespaces are the namespaces, sorted, in which the set holds a
+// Target called name: where a Target the user named without -n may be.
+func TargetNamespaces(set *model.Set, name string) []string {
+	var out []string
+	for _, o := range set.Objects() {
+		if o.Kind == model.KindTarget && o.Name == name && !slices.Contains(out, o.Namespace) {
+			out = append(out, o.Namespace)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// PublishedNamespaces are the namespaces, sorted, whose bootstrap chart
+// repository of Target name the store lists (a registry's catalog): where a
+// Target the user named without -n may be.
+func PublishedNamespaces(ctx context.Context, s *Store, name string) ([]string, error) {
+	repos, err := s.Repositories(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, r := range repos {
+		if ns, target, ok := chain.BootstrapTarget(r); ok && target == name && !slices.Contains(out, ns) {
+			out = append(out, ns)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // BootstrapRepository is where Target ns/target's bootstrap chart lives in

@@ -306,14 +306,20 @@ func checkCredential(set *model.Set, t *Target, opts Options) {
 			"Target %s/%s: %s; its agent release is left out, and Flux uninstalls the agent, until the annotation goes", t.Namespace, t.Name, reason)
 		return
 	}
+	if opts.NoCredentials {
+		// The user chose this: say what it costs and what mints one, not
+		// the flag they already gave.
+		why := " until a run with --kubeconfig mints one"
+		if c != nil {
+			why = "; the agent credential is " + c.Reason + ": " + c.Message
+		}
+		t.Problems.Warnf(o.File, o.LineOf("metadata.name"), "metadata.name",
+			"Target %s/%s: its agent gets no token (--no-credentials), so it cannot report to the SolAr API server%s", t.Namespace, t.Name, why)
+		return
+	}
 	why := "unknown: pass --kubeconfig of the SolAr API server, or --no-credentials"
 	if c != nil {
 		why = c.Reason + ": " + c.Message
-	}
-	if opts.NoCredentials {
-		t.Problems.Warnf(o.File, o.LineOf("metadata.name"), "metadata.name",
-			"Target %s/%s: its agent gets no credential (--no-credentials); the agent credential is %s", t.Namespace, t.Name, why)
-		return
 	}
 	t.Problems.Errorf(o.File, o.LineOf("metadata.name"), "metadata.name",
 		"Target %s/%s: its agent credential is not issued (%s); the Target keeps its previous bootstrap chart", t.Namespace, t.Name, why)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/solar-pipeline/solar/internal/english"
 	"github.com/solar-pipeline/solar/renderer/credential"
 	"github.com/solar-pipeline/solar/renderer/diag"
 	"github.com/solar-pipeline/solar/renderer/publish"
@@ -118,20 +119,19 @@ func (r *Report) Changed() bool {
 	return false
 }
 
-// SummaryLine is Summary in words, for the end of a run.
+// SummaryLine is Summary in words, for the end of a run: "4 Targets: 2 charts
+// created, 1 updated, 7 unchanged; 1 problem (0 errors)".
 func (r *Report) SummaryLine() string {
 	a := r.Summary()
-	errs := 0
-	for _, p := range r.Problems {
-		if p.Severity == diag.Error {
-			errs++
-		}
-	}
-	format := "%d Targets: %d charts created, %d updated, %d unchanged; %d problems (%d errors)"
+	created := "created"
 	if r.DryRun {
-		format = "dry run, nothing written: %d Targets: %d charts would be created, %d updated, %d unchanged; %d problems (%d errors)"
+		created = "would be created"
 	}
-	line := fmt.Sprintf(format, a[1], a[3], a[5], a[7], len(r.Problems), errs)
+	line := fmt.Sprintf("%s: %s %s, %d updated, %d unchanged; %s (%s)", english.Count(a[1].(int), "Target"),
+		english.Count(a[3].(int), "chart"), created, a[5], a[7], english.Count(len(r.Problems), "problem"), english.Count(r.Problems.Count(diag.Error), "error"))
+	if r.DryRun {
+		line = "dry run, nothing written: " + line
+	}
 	if r.Error != "" {
 		line += "; stopped by an error: " + r.Error
 	}

@@ -211,7 +211,8 @@ func (b *bench) size(n, per int) error {
 	return nil
 }
 
-var summary = regexp.MustCompile(`(\d+) Targets: (\d+) charts created, (\d+) updated, (\d+) unchanged`)
+// The summary line of render and publish; a count of one is singular.
+var summary = regexp.MustCompile(`(\d+) Targets?: (\d+) charts? created, (\d+) updated, (\d+) unchanged`)
 
 // row runs solar once against reg and prints its line of the table.
 func (b *bench) row(n int, reg *registry, step, what string, args ...string) {
