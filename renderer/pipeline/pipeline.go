@@ -59,6 +59,8 @@ type LoadOptions struct {
 	// Exclude, Strict, Stdin and MaxFileSize are load.Options': what to
 	// leave out of walked directories, whether objects of other API groups
 	// are errors, what the path "-" reads, and the largest file read.
+	// Strict also makes validation's warnings about numbers that read
+	// otherwise than written errors (validate.Options).
 	Exclude     []string
 	Strict      bool
 	Stdin       io.Reader
@@ -174,7 +176,7 @@ func Load(opts Options) (*model.Set, diag.List, error) {
 // loadSet is Load; scoped, the problems of objects that opts.Namespace does
 // not use are warnings.
 func loadSet(opts Options, scoped bool) (*model.Set, diag.List, error) {
-	v, err := validate.New(validate.Options{PolicyDirs: opts.PolicyDirs, CacheDir: opts.CacheDir, CacheReadOnly: opts.DryRun})
+	v, err := validate.New(validate.Options{PolicyDirs: opts.PolicyDirs, CacheDir: opts.CacheDir, CacheReadOnly: opts.DryRun, Strict: opts.Strict})
 	if err != nil {
 		return nil, nil, err
 	}

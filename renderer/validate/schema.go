@@ -22,7 +22,8 @@ import (
 // kindSchemas are the compiled schemas of every kind, in one CUE context. A
 // context is not safe for concurrent use: each worker of check has its own.
 type kindSchemas struct {
-	kinds map[string]cue.Value
+	kinds  map[string]cue.Value
+	strict bool // Options.Strict
 }
 
 // compileSchemas compiles the embedded schemas in ctx.
@@ -80,6 +81,7 @@ func (v *Validator) check(objs []*load.Object) []checked {
 		// The embedded schemas compiled once already: this cannot fail, and
 		// if it did the other workers would do the work.
 		if ks, err := compileSchemas(cuecontext.New()); err == nil {
+			ks.strict = v.strict
 			wg.Go(func() { work(ks) })
 		}
 	}
@@ -100,7 +102,7 @@ func (ks kindSchemas) check(o *load.Object) diag.List {
 		problems.Errorf(o.File, o.LineOf("kind"), "kind", "unknown kind %q; want one of %s", o.Kind, strings.Join(ks.kindNames(), ", "))
 		return problems
 	}
-	fields, problems := withoutOpaque(o)
+	fields, problems := withoutOpaque(o, ks.strict)
 	for _, f := range faults(def, fields, o) {
 		line, col := o.PosOf(f.path)
 		problems.Addf(diag.Error, o.File, line, col, f.path, "%s", say(f))

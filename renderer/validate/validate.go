@@ -30,6 +30,9 @@ type Options struct {
 	CacheDir string
 	// CacheReadOnly uses the cache without writing it (a dry run).
 	CacheReadOnly bool
+	// Strict makes errors of the warnings about data that reads otherwise
+	// than written: an unquoted 1.10 in a Release's values is the number 1.1.
+	Strict bool
 }
 
 // Validator holds the compiled schemas and policies. It is not safe for
@@ -55,6 +58,7 @@ func New(opts Options) (*Validator, error) {
 	if err != nil {
 		return nil, err
 	}
+	ks.strict = opts.Strict
 	v := &Validator{ctx: ctx, kindSchemas: ks, cache: openCache(opts.CacheDir, opts.PolicyDirs), readOnly: opts.CacheReadOnly}
 
 	contract, err := fs.ReadFile(policies.FS, policies.Contract)
@@ -121,17 +125,19 @@ func (v *Validator) Validate(objs []*load.Object) (*model.Set, diag.List) {
 	)
 	for i, c := range v.check(objs) {
 		o := objs[i]
-		if len(c.problems) > 0 {
+		problems = append(problems, c.problems...)
+		if c.problems.HasErrors() {
 			invalid[o.ID()] = o
-			problems = append(problems, c.problems...)
 			continue
 		}
+		// A warning leaves the object valid; the cache keeps only objects
+		// without any problem, so that each run reports the warning again.
 		valid = append(valid, o)
-		if c.hasKey {
+		if c.hasKey && len(c.problems) == 0 {
 			keys = append(keys, c.key)
 			v.cache.keep(c.key)
 		}
-		keyless = keyless || !c.hasKey
+		keyless = keyless || !c.hasKey || len(c.problems) > 0
 	}
 	set, err := model.NewSet(valid)
 	if err != nil {
