@@ -3,6 +3,7 @@ package validate
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"cuelang.org/go/cue"
@@ -17,11 +18,21 @@ func faults(def cue.Value, fields map[string]any, o *load.Object) []fault {
 	// One error per field: a value that breaks two constraints makes CUE report
 	// the second as a consequence of the first; the shortest message is the cause.
 	byPath := map[string]fieldError{}
-	for _, e := range fieldErrors(def.Unify(def.Context().Encode(fields)), fields) {
+	errs := fieldErrors(def.Unify(def.Context().Encode(fields)), fields)
+	for _, e := range errs {
 		e.path = e.path[min(prefix, len(e.path)):]
 		path := cuePath(e.path)
 		if old, ok := byPath[path]; !ok || len(text(e)) < len(text(old)) {
 			byPath[path] = e
+		}
+	}
+	if len(errs) > 0 {
+		// CUE reports the unknown fields of a closed struct only when
+		// nothing else in it is wrong; users want every problem at once.
+		for _, e := range unknownFields(def, fields, nil) {
+			if path := cuePath(e.path); byPath[path].format == "" {
+				byPath[path] = e
+			}
 		}
 	}
 	var out []fault
@@ -45,6 +56,32 @@ func faults(def cue.Value, fields map[string]any, o *load.Object) []fault {
 		out = append(out, f)
 	}
 	return withoutMisspelled(out)
+}
+
+// unknownFields returns a "field not allowed" error for each field of data,
+// at path inside it, that its schema v does not allow.
+func unknownFields(v cue.Value, data any, path []string) []fieldError {
+	var out []fieldError
+	switch d := data.(type) {
+	case map[string]any:
+		for k, e := range d {
+			p := append(slices.Clip(path), strconv.Quote(k))
+			if !v.Allows(cue.Str(k)) {
+				out = append(out, fieldError{path: p, format: "field not allowed"})
+				continue
+			}
+			if f := schemaAt(v, []label{{name: k, index: -1}}); f.Exists() {
+				out = append(out, unknownFields(f, e, p)...)
+			}
+		}
+	case []any:
+		if f := v.LookupPath(cue.MakePath(cue.AnyIndex)); f.Exists() {
+			for i, e := range d {
+				out = append(out, unknownFields(f, e, append(slices.Clip(path), strconv.Itoa(i)))...)
+			}
+		}
+	}
+	return out
 }
 
 func text(e fieldError) string { return fmt.Sprintf(e.format, e.args...) }

@@ -29,6 +29,11 @@ func TestSchemaErrorsInPlainWords(t *testing.T) {
 			}},
 		"misspelled field": {head + "kind: Registry\nmetadata: {name: r}\nspec:\n  hostnmae: registry.example.com\n",
 			[]string{`in.yaml:5:3: spec.hostnmae: unknown field; did you mean hostname?`}},
+		"unknown field beside another error": {head + "kind: Registry\nmetadata: {name: r}\nspec:\n  hostname: registry.example.com\n  plainHttp: true\n  scanInterval: 1 day\n",
+			[]string{
+				`in.yaml:6:3: spec.plainHttp: unknown field; did you mean plainHTTP?`,
+				`in.yaml:7:3: spec.scanInterval: "1 day" is not a duration; want a Go duration such as 90s, 10m or 24h`,
+			}},
 		"unknown field far from any": {head + "kind: Registry\nmetadata: {name: r}\nspec:\n  hostname: registry.example.com\n  colour: blue\n",
 			[]string{`in.yaml:6:3: spec.colour: unknown field`}},
 		// SolAr's test/fixtures/e2e/cross-ns-cv-grant.yaml: a placeholder
