@@ -270,7 +270,9 @@ func (c *converter) scalar(n *yaml.Node, path string) (any, bool) {
 	case "!!int":
 		var i int64
 		if err := n.Decode(&i); err == nil {
-			c.literal(path, n.Value, strconv.FormatInt(i, 10))
+			if !plainInt(n.Value) { // 0x1F, 0o17, +5: rare, and worth a word
+				c.literal(path, n.Value, strconv.FormatInt(i, 10))
+			}
 			return i, true
 		}
 	case "!!float":
@@ -311,6 +313,20 @@ func (c *converter) literal(path, written, read string) {
 		c.literals = map[string]string{}
 	}
 	c.literals[path] = written
+}
+
+// plainInt reports whether s is an integer as strconv.FormatInt writes it.
+func plainInt(s string) bool {
+	s = strings.TrimPrefix(s, "-")
+	if s == "" || s[0] == '0' && len(s) > 1 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 func kindName(v any) string {

@@ -259,3 +259,22 @@ func TestDuplicatePosition(t *testing.T) {
 	require.Len(t, problems, 1)
 	assert.Equal(t, second+":5:3: metadata.name: duplicate Target default/edge-1, first defined at "+first+":5", problems[0].String())
 }
+
+// TestLiteral: a number that reads as another number than written keeps its
+// text, for messages; one that reads as written does not.
+func TestLiteral(t *testing.T) {
+	objs, problems := Bytes("a.yaml", []byte("kind: Release\nspec:\n  tag: 1.10\n  hex: 0x1F\n  n: 5\n  neg: -3\n  f: 0.5\n  list: [2.0, 3]\n"), Options{})
+	require.Empty(t, problems)
+	o := objs[0]
+	for path, want := range map[string]string{"spec.tag": "1.10", "spec.hex": "0x1F", "spec.list[0]": "2.0"} {
+		got, ok := o.Literal(path)
+		assert.True(t, ok, path)
+		assert.Equal(t, want, got, path)
+	}
+	for _, path := range []string{"spec.n", "spec.neg", "spec.f", "spec.list[1]", "spec.missing"} {
+		_, ok := o.Literal(path)
+		assert.False(t, ok, path)
+	}
+	line, col := o.PosOf("spec.list[0]")
+	assert.Equal(t, []int{8, 10}, []int{line, col})
+}
