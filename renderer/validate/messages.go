@@ -74,6 +74,10 @@ func wrongKind(f fault) (string, bool) {
 		}
 		return fmt.Sprintf("%s is %s; quote it: %s: %q", written, kindWord(f.data), f.field, written), true
 	}
+	switch f.data.(type) {
+	case map[string]any, []any:
+		return fmt.Sprintf("is %s; want %s", kindWord(f.data), wanted(f)), true
+	}
 	return fmt.Sprintf("%s is %s; want %s", show(f.data), kindWord(f.data), wanted(f)), true
 }
 
@@ -217,6 +221,9 @@ func wanted(f fault) string {
 	case k == cue.BoolKind:
 		return fmt.Sprintf("true or false, e.g. %s: true", f.field)
 	case k == cue.StringKind:
+		if s, err := f.schema.String(); err == nil && f.schema.IsConcrete() {
+			return fmt.Sprintf("%s: %s", f.field, s)
+		}
 		return "a string"
 	case k == cue.ListKind:
 		return "a list"

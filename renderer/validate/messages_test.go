@@ -34,6 +34,10 @@ func TestSchemaErrorsInPlainWords(t *testing.T) {
 				`in.yaml:6:3: spec.plainHttp: unknown field; did you mean plainHTTP?`,
 				`in.yaml:7:3: spec.scanInterval: "1 day" is not a duration; want a Go duration such as 90s, 10m or 24h`,
 			}},
+		"missing apiVersion": {"kind: Registry\nmetadata: {name: r}\nspec: {hostname: registry.example.com}\n",
+			[]string{`in.yaml:1: apiVersion: is required but missing; want apiVersion: solar.opendefense.cloud/v1alpha1`}},
+		"list for an object": {head + "kind: Profile\nmetadata: {name: p}\nspec:\n  releaseRef: [r]\n",
+			[]string{`in.yaml:5:3: spec.releaseRef: is a list; want an object with name (releaseRef: {name: my-release})`}},
 		"unknown field far from any": {head + "kind: Registry\nmetadata: {name: r}\nspec:\n  hostname: registry.example.com\n  colour: blue\n",
 			[]string{`in.yaml:6:3: spec.colour: unknown field`}},
 		// SolAr's test/fixtures/e2e/cross-ns-cv-grant.yaml: a placeholder
