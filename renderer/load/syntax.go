@@ -21,11 +21,14 @@ import (
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
-// maxSearchLines and maxSearchColumns bound the search for the failing prefix;
-// beyond them, the decoder's line is reported without a column.
+// nearLines are the lines after the decoder's that are tried one by one;
+// beyond them a binary search finds the line. maxSearchColumns and
+// maxSearchBytes (decoded in all) bound the search; beyond them, the line
+// found so far, or the decoder's, is reported without a column.
 const (
-	maxSearchLines   = 200
+	nearLines        = 20
 	maxSearchColumns = 1000
+	maxSearchBytes   = 8 << 20
 )
 
 // syntaxError returns the 1-based line and column (0: unknown) of a syntax
@@ -55,23 +58,52 @@ func locate(data []byte, reported int, msg string) (line, col int) {
 	starts := lineStarts(data)
 	first := max(1, reported-1)
 	doc := docStart(data, starts, first)
-	for l := first; l <= len(starts) && l < first+maxSearchLines; l++ {
-		end := len(data)
+	budget := maxSearchBytes
+	// fails reports whether the document up to the end of line l fails.
+	fails := func(end int) bool {
+		budget -= end - doc
+		return failsWith(data[doc:end], msg)
+	}
+	lineEnd := func(l int) int {
 		if l < len(starts) {
-			end = starts[l]
+			return starts[l]
 		}
-		if !failsWith(data[doc:end], msg) {
-			continue
+		return len(data)
+	}
+	line = 0
+	for l := first; l <= len(starts) && l < first+nearLines; l++ {
+		if fails(lineEnd(l)) {
+			line = l
+			break
 		}
-		start := starts[l-1]
-		for c := 1; c <= min(end-start, maxSearchColumns); c++ {
-			if failsWith(data[doc:start+c], msg) {
-				return l, c
+	}
+	if line == 0 && first+nearLines <= len(starts) {
+		// The decoder named the start of a long construct: the first
+		// failing line is further on. A prefix that fails keeps failing as
+		// it grows, as the errors users make go.
+		lo, hi := first+nearLines, len(starts)
+		for lo < hi && budget > 0 {
+			mid := lo + (hi-lo)/2
+			if fails(lineEnd(mid)) {
+				hi = mid
+			} else {
+				lo = mid + 1
 			}
 		}
-		return l, 0
+		if budget > 0 && fails(lineEnd(lo)) {
+			line = lo
+		}
 	}
-	return 0, 0
+	if line == 0 || budget <= 0 {
+		return 0, 0
+	}
+	start := starts[line-1]
+	for c := 1; c <= min(lineEnd(line)-start, maxSearchColumns) && budget > 0; c++ {
+		if fails(start + c) {
+			return line, c
+		}
+	}
+	return line, 0
 }
 
 // docStart returns the offset of the document that holds line: the line of its
