@@ -70,9 +70,9 @@ func wrongKind(f fault) (string, bool) {
 	if want == cue.StringKind && (got&cue.NumberKind != 0 || got == cue.BoolKind) {
 		written := show(f.data)
 		if lit, ok := f.obj.Literal(f.path); ok {
-			return fmt.Sprintf("%s is %s (read as %s); quote it: %s: %q", lit, kindWord(f.data), written, f.field, lit), true
+			return fmt.Sprintf("%s is %s (read as %s); quote it: %s", lit, kindWord(f.data), written, writeAt(f.path, strconv.Quote(lit))), true
 		}
-		return fmt.Sprintf("%s is %s; quote it: %s: %q", written, kindWord(f.data), f.field, written), true
+		return fmt.Sprintf("%s is %s; quote it: %s", written, kindWord(f.data), writeAt(f.path, strconv.Quote(written))), true
 	}
 	switch f.data.(type) {
 	case map[string]any, []any:
@@ -215,14 +215,14 @@ func wanted(f fault) string {
 	k := f.schema.IncompleteKind() &^ (cue.BottomKind | cue.NullKind)
 	switch {
 	case k == cue.IntKind:
-		return fmt.Sprintf("an integer%s, e.g. %s: 10", intType(f), f.field)
+		return fmt.Sprintf("an integer%s, e.g. %s", intType(f), writeAt(f.path, "10"))
 	case k&cue.NumberKind != 0 && k&^cue.NumberKind == 0:
-		return fmt.Sprintf("a number, e.g. %s: 10", f.field)
+		return fmt.Sprintf("a number, e.g. %s", writeAt(f.path, "10"))
 	case k == cue.BoolKind:
-		return fmt.Sprintf("true or false, e.g. %s: true", f.field)
+		return fmt.Sprintf("true or false, e.g. %s", writeAt(f.path, "true"))
 	case k == cue.StringKind:
 		if s, err := f.schema.String(); err == nil && f.schema.IsConcrete() {
-			return fmt.Sprintf("%s: %s", f.field, s)
+			return writeAt(f.path, s)
 		}
 		return "a string"
 	case k == cue.ListKind:
@@ -230,13 +230,13 @@ func wanted(f fault) string {
 	case k == cue.StructKind:
 		fields := requiredFields(f.schema)
 		if len(fields) == 0 {
-			return fmt.Sprintf("an object (%s: {key: value})", f.field)
+			return fmt.Sprintf("an object (%s)", writeAt(f.path, "{key: value}"))
 		}
 		var ex []string
 		for _, name := range fields {
 			ex = append(ex, name+": "+example(f.field, name))
 		}
-		return fmt.Sprintf("an object with %s (%s: {%s})", strings.Join(fields, " and "), f.field, strings.Join(ex, ", "))
+		return fmt.Sprintf("an object with %s (%s)", strings.Join(fields, " and "), writeAt(f.path, "{"+strings.Join(ex, ", ")+"}"))
 	}
 	return "another kind of value"
 }
@@ -251,6 +251,25 @@ func intType(f fault) string {
 		}
 	}
 	return ""
+}
+
+// writeAt writes value as a user would at path: "tag: 10", or "10" for an
+// element of a list.
+func writeAt(path, value string) string {
+	if strings.HasSuffix(path, "]") {
+		if i := strings.LastIndexByte(path, '['); i >= 0 {
+			if _, err := strconv.Atoi(path[i+1 : len(path)-1]); err == nil {
+				return value
+			}
+		}
+	}
+	key := path[strings.LastIndexByte(path, '.')+1:]
+	if i := strings.LastIndex(path, `["`); strings.HasSuffix(path, `"]`) && i >= 0 {
+		if u, err := strconv.Unquote(path[i+1 : len(path)-1]); err == nil {
+			key = u
+		}
+	}
+	return key + ": " + value
 }
 
 // example is a value for field name of the object field parent, from its

@@ -5,7 +5,6 @@ import (
 	"math/big"
 	"regexp"
 	"strconv"
-	"strings"
 
 	"github.com/solar-pipeline/solar/renderer/diag"
 	"github.com/solar-pipeline/solar/renderer/load"
@@ -88,7 +87,7 @@ func checkData(o *load.Object, path string, v any, strict bool, problems *diag.L
 			sev := map[bool]diag.Severity{false: diag.Warning, true: diag.Error}[strict]
 			line, col := o.PosOf(path)
 			problems.Addf(sev, o.File, line, col, path, "%s is a number (read as %s): the chart gets %s; if it is a version or other text, quote it: %s",
-				lit, show(v), show(v), quoted(path, lit))
+				lit, show(v), show(v), writeAt(path, strconv.Quote(lit)))
 		}
 	case int64:
 		if v > 1<<53 || v < -(1<<53) {
@@ -97,25 +96,6 @@ func checkData(o *load.Object, path string, v any, strict bool, problems *diag.L
 	case *big.Int:
 		tooBig(o, path, v, problems)
 	}
-}
-
-// quoted is how to write lit quoted at path: tag: "1.10", or "1.10" for an
-// element of a list.
-func quoted(path, lit string) string {
-	if strings.HasSuffix(path, "]") {
-		if i := strings.LastIndexByte(path, '['); i >= 0 {
-			if _, err := strconv.Atoi(path[i+1 : len(path)-1]); err == nil {
-				return strconv.Quote(lit)
-			}
-		}
-	}
-	key := path[strings.LastIndexByte(path, '.')+1:]
-	if i := strings.LastIndex(path, `["`); strings.HasSuffix(path, `"]`) && i >= 0 {
-		if u, err := strconv.Unquote(path[i+1 : len(path)-1]); err == nil {
-			key = u
-		}
-	}
-	return key + ": " + strconv.Quote(lit)
 }
 
 func tooBig(o *load.Object, path string, n *big.Int, problems *diag.List) {
