@@ -229,6 +229,10 @@ func FuzzBytes(f *testing.F) {
 		"kind: Target\nspec: {userdata: {a: .nan, b: -.inf, c: .NaN}}\n",
 		"kind: Release\nspec: {values: {id: 9007199254740993, big: 123456789012345678901234567890}}\n",
 		strings.Repeat("[", 1200) + strings.Repeat("]", 1200),
+		// Syntax errors whose position is searched for.
+		"a: 1\n---\nb:\n  c: \"d\n  e: f\n",
+		"a:\n  b: c\n d: e\n\tf: g\n",
+		"a: {b: [1, 2\nc: d\n",
 	} {
 		f.Add([]byte(seed))
 	}
