@@ -120,7 +120,7 @@ func (v *Validator) Validate(objs []*load.Object) (*model.Set, diag.List) {
 		problems diag.List
 		valid    []*load.Object
 		keys     []key // of the valid objects
-		keyless  bool  // a valid object has no key
+		keyless  bool  // a valid object has no key, or has warnings: the policy results are not cached
 		invalid  = map[load.ID]*load.Object{}
 	)
 	for i, c := range v.check(objs) {
