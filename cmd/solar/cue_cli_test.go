@@ -60,6 +60,7 @@ func TestCueCLIRejectsSchemaErrors(t *testing.T) {
 		"selector-bad-label-key", "selector-bad-operator", "selector-exists-with-values",
 		"selector-in-without-values", "target-name-too-long", "unknown-kind",
 		"unknown-spec-field", "unknown-top-field", "userdata-not-object", "wrong-apiversion",
+		"empty-reference", "field-typo", "grant-invalid-entry", "unquoted-version",
 	} {
 		t.Run(name, func(t *testing.T) {
 			ar, err := txtar.ParseFile(filepath.Join("testdata/vet", name+".txtar"))

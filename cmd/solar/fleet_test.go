@@ -285,7 +285,7 @@ func TestFleetBadDeviceIDsSendNothing(t *testing.T) {
 		"--registry", proxy.Host+"/solar", "--plain-http", "--username", reg.Username, "--password-stdin")
 	assert.Equal(t, 1, code)
 	assert.Equal(t, len(bad)+1, strings.Count(stderr, "must be a device id"), stderr)
-	assert.Contains(t, stderr, "bad.yaml:5: spec.deviceId: must be a device id")
+	assert.Contains(t, stderr, `bad.yaml:5:8: spec.deviceId: "a.b" must be a device id`)
 	assert.Zero(t, listener.Connections(), "no connection to NATS")
 	assert.Empty(t, proxy.Take(), "no request to the registry")
 }

@@ -183,7 +183,7 @@ spec: {chart: {repository: ghcr.io/x/y, tag: "1"}}
 `), 0o644))
 	code, _, stderr := solar(t, "render", "--no-credentials", "--out", out, filepath.Join(dir, "examples"))
 	assert.Equal(t, 1, code)
-	assert.Contains(t, stderr, "bad.yaml:3: metadata.name:")
+	assert.Contains(t, stderr, "bad.yaml:3:12: metadata.name:")
 	assert.NoDirExists(t, out, "invalid input writes nothing")
 }
 

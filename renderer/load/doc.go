@@ -2,8 +2,9 @@
 //
 // It takes file and directory paths (directories are walked recursively for .yaml,
 // .yml and .json files) and returns every object with its file, its line, and the
-// line of each of its fields, plus the problems found: YAML syntax errors,
-// documents that are not objects, duplicate kind/namespace/name. Multi-document
+// line and column of each of its fields, plus the problems found: YAML syntax
+// errors (at the line and column where the file stops being YAML), documents
+// that are not objects, duplicate kind/namespace/name (at metadata.name). Multi-document
 // files and kind: List (as kubectl get -o yaml prints it) are read object by
 // object. Objects without metadata.namespace take Options.Namespace, as kubectl
 // does; server-set fields of exported objects (status, metadata.uid,
@@ -11,6 +12,6 @@
 //
 //	objs, problems := load.Paths([]string{"examples/"}, load.Options{Namespace: "default"})
 //	for _, p := range problems {
-//		fmt.Println(p) // examples/a.yaml:3: metadata.name: ...
+//		fmt.Println(p) // examples/a.yaml:3:3: metadata.name: ...
 //	}
 package load

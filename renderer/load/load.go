@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"math/big"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -52,7 +51,9 @@ func duplicates(objs []*Object) diag.List {
 			continue
 		}
 		if first, ok := seen[o.ID()]; ok {
-			problems.Errorf(o.File, o.Line, "metadata.name", "duplicate %s, first defined at %s", o.ID(), first.Pos())
+			line, col := o.PosOf("metadata.name")
+			firstLine, _ := first.PosOf("metadata.name")
+			problems.Addf(diag.Error, o.File, line, col, "metadata.name", "duplicate %s, first defined at %s:%d", o.ID(), first.File, firstLine)
 			continue
 		}
 		seen[o.ID()] = o
@@ -77,8 +78,8 @@ func Bytes(name string, data []byte, opts Options) ([]*Object, diag.List) {
 			break
 		}
 		if err != nil {
-			line, msg := syntaxError(err)
-			problems.Errorf(name, line, "", "syntax error: %s", msg)
+			line, col, msg := syntaxError(data, err)
+			problems.Addf(diag.Error, name, line, col, "", "syntax error: %s", msg)
 			// The decoder cannot resume after a syntax error.
 			break
 		}
@@ -90,17 +91,6 @@ func Bytes(name string, data []byte, opts Options) ([]*Object, diag.List) {
 	return objs, append(problems, c.problems...)
 }
 
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-
-func syntaxError(err error) (int, string) {
-	msg := err.Error()
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		return line, m[2]
-	}
-	return 0, strings.TrimPrefix(msg, "yaml: ")
-}
-
 // maxDepth bounds how deeply values nest.
 const maxDepth = 1000
 
@@ -108,7 +98,8 @@ const maxDepth = 1000
 type converter struct {
 	file     string
 	budget   int
-	lines    map[string]int
+	lines    map[string]pos
+	literals map[string]string
 	problems diag.List
 	// expanding are the anchored values being converted: an alias to one
 	// of them is inside the value it refers to.
@@ -162,7 +153,7 @@ const notAnObject = "not an object"
 // object converts the node of one object; where names it in problems (items[N] of
 // a List, or empty for a whole document).
 func (c *converter) object(n *yaml.Node, where string, namespace string) *Object {
-	c.lines = map[string]int{}
+	c.lines, c.literals = map[string]pos{}, nil
 	v, ok := c.value(n, "")
 	if !ok || v == nil {
 		return nil // broken (already reported), or a document holding only null
@@ -172,7 +163,7 @@ func (c *converter) object(n *yaml.Node, where string, namespace string) *Object
 		c.problems.Errorf(c.file, n.Line, where, notAnObject+" (found %s)", kindName(v))
 		return nil
 	}
-	o := &Object{File: c.file, Line: n.Line, Fields: m, lines: c.lines}
+	o := &Object{File: c.file, Line: n.Line, Fields: m, lines: c.lines, literals: c.literals}
 	o.APIVersion, _ = m["apiVersion"].(string)
 	o.Kind, _ = m["kind"].(string)
 	delete(m, "status")
@@ -206,7 +197,7 @@ func (c *converter) value(n *yaml.Node, path string) (any, bool) {
 		return nil, false
 	}
 	if _, seen := c.lines[path]; !seen {
-		c.lines[path] = n.Line
+		c.lines[path] = pos{n.Line, n.Column}
 	}
 	c.depth++
 	defer func() { c.depth-- }()
@@ -250,7 +241,7 @@ func (c *converter) value(n *yaml.Node, path string) (any, bool) {
 			}
 			keyLines[k.Value] = k.Line
 			fp := Key(path, k.Value)
-			c.lines[fp] = k.Line
+			c.lines[fp] = pos{k.Line, k.Column}
 			fv, fok := c.value(v, fp)
 			ok = ok && fok
 			m[k.Value] = fv
@@ -279,6 +270,9 @@ func (c *converter) scalar(n *yaml.Node, path string) (any, bool) {
 	case "!!int":
 		var i int64
 		if err := n.Decode(&i); err == nil {
+			if !plainInt(n.Value) { // 0x1F, 0o17, +5: rare, and worth a word
+				c.literal(path, n.Value, strconv.FormatInt(i, 10))
+			}
 			return i, true
 		}
 	case "!!float":
@@ -293,6 +287,7 @@ func (c *converter) scalar(n *yaml.Node, path string) (any, bool) {
 				c.problems.Errorf(c.file, n.Line, path, "%s is not a number JSON can carry: write a finite number, or quote it as a string", n.Value)
 				return nil, false
 			}
+			c.literal(path, n.Value, strconv.FormatFloat(f, 'g', -1, 64))
 			return f, true
 		}
 	case "!!bool":
@@ -306,6 +301,32 @@ func (c *converter) scalar(n *yaml.Node, path string) (any, bool) {
 	}
 	c.problems.Errorf(c.file, n.Line, path, "invalid %s %q", strings.TrimPrefix(n.ShortTag(), "!!"), n.Value)
 	return nil, false
+}
+
+// literal remembers the text of a number that reads as another number than
+// written (1.10 as 1.1): errors and warnings about it show both.
+func (c *converter) literal(path, written, read string) {
+	if written == read {
+		return
+	}
+	if c.literals == nil {
+		c.literals = map[string]string{}
+	}
+	c.literals[path] = written
+}
+
+// plainInt reports whether s is an integer as strconv.FormatInt writes it.
+func plainInt(s string) bool {
+	s = strings.TrimPrefix(s, "-")
+	if s == "" || s[0] == '0' && len(s) > 1 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 func kindName(v any) string {

@@ -127,7 +127,7 @@ func TestBytesProblems(t *testing.T) {
 		src  string
 		want []string
 	}{
-		"syntax":        {"a: b\n c: d\n", []string{"f.yaml:2: syntax error: mapping values are not allowed in this context"}},
+		"syntax":        {"a: b\n c: d\n", []string{"f.yaml:2:3: syntax error: mapping values are not allowed in this context"}},
 		"not an object": {"- a\n- b\n", []string{"f.yaml:1: not an object (found a list)"}},
 		"duplicate key": {"a: 1\nb: 2\na: 3\n", []string{"f.yaml:3: a: duplicate field, first set at line 1"}},
 		"merge key":     {"base: &b {x: 1}\nother:\n  <<: *b\n", []string{"f.yaml:3: other: unsupported mapping key (keys must be plain strings; merge keys << are not supported)"}},
@@ -206,7 +206,7 @@ func TestPaths(t *testing.T) {
 	assert.Equal(t, []string{"Profile default/p", "Registry default/r", "Target default/t", "Target default/t", "Release default/x"}, ids,
 		"directories are walked in lexical order for .yaml, .yml and .json; an explicit file is read whatever its extension")
 	require.Len(t, problems, 1)
-	assert.Equal(t, filepath.Join(dir, "c/dup.yaml")+":1: metadata.name: duplicate Target default/t, first defined at "+filepath.Join(dir, "b/one.yaml")+":1", problems[0].String())
+	assert.Equal(t, filepath.Join(dir, "c/dup.yaml")+":3:12: metadata.name: duplicate Target default/t, first defined at "+filepath.Join(dir, "b/one.yaml")+":3", problems[0].String())
 
 	_, problems, _ = Paths([]string{filepath.Join(dir, "missing")}, Options{})
 	require.Len(t, problems, 1)
@@ -229,6 +229,10 @@ func FuzzBytes(f *testing.F) {
 		"kind: Target\nspec: {userdata: {a: .nan, b: -.inf, c: .NaN}}\n",
 		"kind: Release\nspec: {values: {id: 9007199254740993, big: 123456789012345678901234567890}}\n",
 		strings.Repeat("[", 1200) + strings.Repeat("]", 1200),
+		// Syntax errors whose position is searched for.
+		"a: 1\n---\nb:\n  c: \"d\n  e: f\n",
+		"a:\n  b: c\n d: e\n\tf: g\n",
+		"a: {b: [1, 2\nc: d\n",
 	} {
 		f.Add([]byte(seed))
 	}
@@ -245,4 +249,36 @@ func FuzzBytes(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDuplicatePosition: a duplicate object is reported at its metadata.name,
+// the field the message names, and the message names the first one's
+// metadata.name line.
+func TestDuplicatePosition(t *testing.T) {
+	dir := t.TempDir()
+	obj := "# %s\napiVersion: solar.opendefense.cloud/v1alpha1\nkind: Target\nmetadata:\n  name: edge-1\n"
+	first := write(t, dir, "a.yaml", fmt.Sprintf(obj, "first"))
+	second := write(t, dir, "b.yaml", fmt.Sprintf(obj, "second"))
+	_, problems, _ := Paths([]string{dir}, Options{})
+	require.Len(t, problems, 1)
+	assert.Equal(t, second+":5:3: metadata.name: duplicate Target default/edge-1, first defined at "+first+":5", problems[0].String())
+}
+
+// TestLiteral: a number that reads as another number than written keeps its
+// text, for messages; one that reads as written does not.
+func TestLiteral(t *testing.T) {
+	objs, problems := Bytes("a.yaml", []byte("kind: Release\nspec:\n  tag: 1.10\n  hex: 0x1F\n  n: 5\n  neg: -3\n  f: 0.5\n  list: [2.0, 3]\n"), Options{})
+	require.Empty(t, problems)
+	o := objs[0]
+	for path, want := range map[string]string{"spec.tag": "1.10", "spec.hex": "0x1F", "spec.list[0]": "2.0"} {
+		got, ok := o.Literal(path)
+		assert.True(t, ok, path)
+		assert.Equal(t, want, got, path)
+	}
+	for _, path := range []string{"spec.n", "spec.neg", "spec.f", "spec.list[1]", "spec.missing"} {
+		_, ok := o.Literal(path)
+		assert.False(t, ok, path)
+	}
+	line, col := o.PosOf("spec.list[0]")
+	assert.Equal(t, []int{8, 10}, []int{line, col})
 }

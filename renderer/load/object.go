@@ -21,8 +21,16 @@ type Object struct {
 	// server-set fields.
 	Fields map[string]any
 
-	lines map[string]int // field path (built by Key and Index) -> line of the field
+	// lines: field path (built by Key and Index) -> where the field is written:
+	// its key's position, or for a list element, the element's.
+	lines map[string]pos
+	// literals: field path -> the text of a number that reads as another
+	// number than written (1.10 reads as 1.1); see Literal.
+	literals map[string]string
 }
+
+// pos is a 1-based line and column.
+type pos struct{ line, col int }
 
 // ID is the identity of an object: two objects with the same ID are duplicates.
 type ID struct {
@@ -46,13 +54,28 @@ func (o *Object) Pos() string {
 // LineOf returns the line of the field at path (as built by Key and Index), or of
 // its nearest enclosing field that exists, or of the object itself.
 func (o *Object) LineOf(path string) int {
+	line, _ := o.PosOf(path)
+	return line
+}
+
+// PosOf returns the line and column of the field at path, as LineOf finds it;
+// the column is 0 when it falls back to the object itself.
+func (o *Object) PosOf(path string) (line, col int) {
 	for path != "" {
-		if l, ok := o.lines[path]; ok {
-			return l
+		if p, ok := o.lines[path]; ok {
+			return p.line, p.col
 		}
 		path = trimLast(path)
 	}
-	return o.Line
+	return o.Line, 0
+}
+
+// Literal returns the text of the number at path when it reads as another
+// number than written: 1.10 (read as 1.1), 0x1F, 1e3. A version or tag written
+// without quotes is such a number.
+func (o *Object) Literal(path string) (string, bool) {
+	s, ok := o.literals[path]
+	return s, ok
 }
 
 // trimLast drops the last segment of a path built by Key and Index: .name,

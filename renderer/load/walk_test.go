@@ -75,7 +75,7 @@ func TestReadsRegularFilesOnly(t *testing.T) {
 		"leak.yaml: a symlink to " + secret + ", outside " + dir + ": not read",
 		"pipe.yaml: not a regular file (p---------): not read",
 		"zero.yaml: a symlink to /dev/zero, outside " + dir + ": not read",
-		"inside.yaml:1: metadata.name: duplicate Target default/t, first defined at " + dir + "/a/target.yaml:1",
+		"inside.yaml:3:12: metadata.name: duplicate Target default/t, first defined at " + dir + "/a/target.yaml:3",
 	}, got)
 	assert.Len(t, objs, 2, "the symlink inside the tree is read")
 

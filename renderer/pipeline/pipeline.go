@@ -59,8 +59,9 @@ type LoadOptions struct {
 	// Exclude, Strict, Stdin and MaxFileSize are load.Options': what to
 	// leave out of walked directories, whether objects of other API groups
 	// are errors, what the path "-" reads, and the largest file read.
-	// Strict also makes a Profile that matches no Target and a Target that
-	// gets no release errors (validate.Options).
+	// Strict also makes validation's warnings errors (validate.Options): a
+	// Profile that matches no Target, a Target that gets no release, a
+	// number in values that reads otherwise than written.
 	Exclude     []string
 	Strict      bool
 	Stdin       io.Reader

@@ -17,6 +17,12 @@ func FuzzValidate(f *testing.F) {
 		"apiVersion: solar.opendefense.cloud/v1alpha1\nkind: ReferenceGrant\nmetadata: {name: g}\nspec: {from: [{group: x, kind: RenderTask, namespace: n}], to: [{group: solar.opendefense.cloud, kind: Target}]}\n",
 		"apiVersion: solar.opendefense.cloud/v1alpha1\nkind: ComponentVersion\nmetadata: {name: c}\nspec: {componentRef: {name: c}, tag: \"1\", resources: {x: {repository: r.io/a, tag: \"1\"}}, entrypoint: {resourceName: y, type: kro}}\n",
 		"kind: Widget\n",
+		// The shapes of messages.go: a wrong kind, an empty value, an unknown
+		// field beside another error, an unquoted version, a broken entry.
+		"apiVersion: solar.opendefense.cloud/v1alpha2\nkind: Registry\nmetadata: {name: r, labels: {a: 1.10}}\nspec: {hostnmae: h, plainHTTP: \"yes\", scanInterval: 1 day}\n",
+		"apiVersion: solar.opendefense.cloud/v1alpha1\nkind: Profile\nmetadata: {name: p}\nspec:\n  releaseRef:\n  targetSelector: [a]\n",
+		"apiVersion: solar.opendefense.cloud/v1alpha1\nkind: ReferenceGrant\nmetadata: {name: g}\nspec: {from: [{group: x, kind: Release, namespace: NS}], to: [{group: y, kind: 1.0}]}\n",
+		"apiVersion: solar.opendefense.cloud/v1alpha1\nkind: Release\nmetadata: {name: r}\nspec: {chart: {repository: r.io/a, tag: 6.10}, priority: high, values: {t: [1.10, 0x1F]}}\n",
 	} {
 		f.Add([]byte(seed))
 	}

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"math/big"
 	"regexp"
+	"strconv"
 
 	"github.com/solar-pipeline/solar/renderer/diag"
 	"github.com/solar-pipeline/solar/renderer/load"
@@ -24,8 +25,9 @@ var opaque = map[string][]string{
 var maxExact = big.NewInt(1 << 53)
 
 // withoutOpaque returns the object's fields with its opaque maps emptied (a
-// shallow copy; o.Fields is not changed), and the problems of their data.
-func withoutOpaque(o *load.Object) (map[string]any, diag.List) {
+// shallow copy; o.Fields is not changed), and the problems of their data;
+// strict makes errors of the warnings about numbers (see checkData).
+func withoutOpaque(o *load.Object, strict bool) (map[string]any, diag.List) {
 	fields := opaque[o.Kind]
 	spec, ok := o.Fields["spec"].(map[string]any)
 	if len(fields) == 0 || !ok {
@@ -37,7 +39,7 @@ func withoutOpaque(o *load.Object) (map[string]any, diag.List) {
 	out["spec"] = spec
 	for _, f := range fields {
 		if m, ok := spec[f].(map[string]any); ok {
-			checkData(o, load.Key("spec", f), m, &problems)
+			checkData(o, load.Key("spec", f), m, strict, &problems)
 			if f == "userdata" {
 				secretKeys(o, load.Key("spec", f), m, &problems)
 			}
@@ -65,16 +67,27 @@ func secretKeys(o *load.Object, path string, m map[string]any, problems *diag.Li
 	}
 }
 
-// checkData reports integers that do not survive Helm's values (float64).
-func checkData(o *load.Object, path string, v any, problems *diag.List) {
+// checkData reports integers that do not survive Helm's values (float64),
+// and warns of (with strict: rejects) numbers that read as another number
+// than written: tag: 1.10 reaches the chart as 1.1. Values are the chart's
+// data and solar cannot know whether the chart wants a number there (cpu:
+// 0.50 is fine), so by default this is a warning.
+func checkData(o *load.Object, path string, v any, strict bool, problems *diag.List) {
 	switch v := v.(type) {
 	case map[string]any:
 		for k, e := range v {
-			checkData(o, load.Key(path, k), e, problems)
+			checkData(o, load.Key(path, k), e, strict, problems)
 		}
 	case []any:
 		for i, e := range v {
-			checkData(o, load.Index(path, i), e, problems)
+			checkData(o, load.Index(path, i), e, strict, problems)
+		}
+	case float64:
+		if lit, ok := o.Literal(path); ok {
+			sev := map[bool]diag.Severity{false: diag.Warning, true: diag.Error}[strict]
+			line, col := o.PosOf(path)
+			problems.Addf(sev, o.File, line, col, path, "%s is a number (read as %s): the chart gets %s; if it is a version or other text, quote it: %s",
+				lit, show(v), show(v), writeAt(path, strconv.Quote(lit)))
 		}
 	case int64:
 		if v > 1<<53 || v < -(1<<53) {

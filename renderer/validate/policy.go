@@ -77,7 +77,7 @@ func policyInput(s *model.Set, valid []*load.Object, all bool) (map[string]any, 
 			objects[o.Kind][o.Namespace] = map[string]any{}
 		}
 		// Policies see the user's opaque data as empty: see opaque.
-		objects[o.Kind][o.Namespace][o.Name], _ = withoutOpaque(o)
+		objects[o.Kind][o.Namespace][o.Name], _ = withoutOpaque(o, false)
 	}
 	config := map[string]any{"metadata": map[string]any{"name": "", "namespace": ""}, "spec": map[string]any{}}
 	if len(s.PipelineConfigs) > 0 {

@@ -22,7 +22,8 @@ import (
 // kindSchemas are the compiled schemas of every kind, in one CUE context. A
 // context is not safe for concurrent use: each worker of check has its own.
 type kindSchemas struct {
-	kinds map[string]cue.Value
+	kinds  map[string]cue.Value
+	strict bool // Options.Strict
 }
 
 // compileSchemas compiles the embedded schemas in ctx.
@@ -80,6 +81,7 @@ func (v *Validator) check(objs []*load.Object) []checked {
 		// The embedded schemas compiled once already: this cannot fail, and
 		// if it did the other workers would do the work.
 		if ks, err := compileSchemas(cuecontext.New()); err == nil {
+			ks.strict = v.strict
 			wg.Go(func() { work(ks) })
 		}
 	}
@@ -100,19 +102,10 @@ func (ks kindSchemas) check(o *load.Object) diag.List {
 		problems.Errorf(o.File, o.LineOf("kind"), "kind", "unknown kind %q; want one of %s", o.Kind, strings.Join(ks.kindNames(), ", "))
 		return problems
 	}
-	prefix := len(def.Path().Selectors())
-	fields, problems := withoutOpaque(o)
-	// One problem per field: a value that breaks two constraints makes CUE report
-	// the second as a consequence of the first; the shortest message is the cause.
-	byPath := map[string]string{}
-	for _, e := range fieldErrors(def.Unify(def.Context().Encode(fields)), fields) {
-		path := cuePath(e.path[min(prefix, len(e.path)):])
-		if msg, ok := byPath[path]; !ok || len(e.msg) < len(msg) {
-			byPath[path] = e.msg
-		}
-	}
-	for path, msg := range byPath {
-		problems.Errorf(o.File, o.LineOf(path), path, "%s", msg)
+	fields, problems := withoutOpaque(o, ks.strict)
+	for _, f := range faults(def, fields, o) {
+		line, col := o.PosOf(f.path)
+		problems.Addf(diag.Error, o.File, line, col, f.path, "%s", say(f))
 	}
 	return problems
 }
@@ -126,10 +119,12 @@ func (ks kindSchemas) kindNames() []string {
 	return names
 }
 
-// fieldError is one schema violation at a CUE path.
+// fieldError is one schema violation at a CUE path (its selectors as
+// text), with CUE's message.
 type fieldError struct {
-	path []string
-	msg  string
+	path   []string
+	format string
+	args   []any
 }
 
 // fieldErrors returns the schema violations of v, the unification of a schema
@@ -147,7 +142,7 @@ func fieldErrors(v cue.Value, data any) []fieldError {
 	field := func(f cue.Value, data any) {
 		if e := f.Err(); e != nil && notAllowed(e, len(f.Path().Selectors())) {
 			// An unknown field: its own fields are not worth a word.
-			out = append(out, fieldError{path: selectors(f), msg: "field not allowed"})
+			out = append(out, fieldError{path: selectors(f), format: "field not allowed"})
 			return
 		}
 		out = append(out, fieldErrors(f, data)...)
@@ -166,7 +161,7 @@ func fieldErrors(v cue.Value, data any) []fieldError {
 				case cue.OptionalConstraint:
 					continue // optional and absent
 				case cue.RequiredConstraint:
-					out = append(out, fieldError{path: selectors(it.Value()), msg: "field is required but not present"})
+					out = append(out, fieldError{path: selectors(it.Value()), format: "field is required but not present"})
 					continue
 				}
 				seen[name] = true
@@ -198,7 +193,7 @@ func fieldErrors(v cue.Value, data any) []fieldError {
 	}
 	for _, e := range cueerrors.Errors(err) {
 		format, args := e.Msg()
-		out = append(out, fieldError{path: e.Path(), msg: fmt.Sprintf(format, args...)})
+		out = append(out, fieldError{path: e.Path(), format: format, args: args})
 	}
 	return out
 }
@@ -221,22 +216,36 @@ func selectors(v cue.Value) []string {
 	return out
 }
 
+// label is one selector of a CUE path as text: a field name, a list index,
+// or a hidden rule field (which reports on the struct that holds it).
+type label struct {
+	name   string
+	index  int // >= 0 for a list index
+	hidden bool
+}
+
+func parseLabel(s string) label {
+	s = strings.TrimRight(s, "?!")
+	if i, err := strconv.Atoi(s); err == nil {
+		return label{index: i}
+	}
+	if u, err := strconv.Unquote(s); err == nil {
+		s = u
+	}
+	return label{name: s, index: -1, hidden: strings.HasPrefix(s, "_")}
+}
+
 // cuePath converts the selectors of a CUE path to solar's field path.
 func cuePath(sels []string) string {
 	path := ""
 	for _, s := range sels {
-		if strings.HasPrefix(s, "_") {
-			continue // a hidden rule field reports on the struct that holds it
+		switch l := parseLabel(s); {
+		case l.hidden:
+		case l.index >= 0:
+			path = load.Index(path, l.index)
+		default:
+			path = load.Key(path, l.name)
 		}
-		s = strings.TrimRight(s, "?!")
-		if i, err := strconv.Atoi(s); err == nil {
-			path = load.Index(path, i)
-			continue
-		}
-		if u, err := strconv.Unquote(s); err == nil {
-			s = u
-		}
-		path = load.Key(path, s)
 	}
 	return path
 }

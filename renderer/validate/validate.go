@@ -30,8 +30,9 @@ type Options struct {
 	CacheDir string
 	// CacheReadOnly uses the cache without writing it (a dry run).
 	CacheReadOnly bool
-	// Strict makes a Profile that matches no Target and a Target that gets
-	// no release errors; else they are warnings.
+	// Strict makes errors of validation's warnings: a Profile that matches
+	// no Target, a Target that gets no release, data that reads otherwise
+	// than written (an unquoted 1.10 in a Release's values is the number 1.1).
 	Strict bool
 }
 
@@ -59,6 +60,7 @@ func New(opts Options) (*Validator, error) {
 	if err != nil {
 		return nil, err
 	}
+	ks.strict = opts.Strict
 	v := &Validator{ctx: ctx, kindSchemas: ks, cache: openCache(opts.CacheDir, opts.PolicyDirs), readOnly: opts.CacheReadOnly,
 		strict: opts.Strict}
 
@@ -121,22 +123,24 @@ func (v *Validator) Validate(objs []*load.Object) (*model.Set, diag.List) {
 		problems diag.List
 		valid    []*load.Object
 		keys     []key // of the valid objects
-		keyless  bool  // a valid object has no key
+		keyless  bool  // a valid object has no key, or has warnings: the policy results are not cached
 		invalid  = map[load.ID]*load.Object{}
 	)
 	for i, c := range v.check(objs) {
 		o := objs[i]
-		if len(c.problems) > 0 {
+		problems = append(problems, c.problems...)
+		if c.problems.HasErrors() {
 			invalid[o.ID()] = o
-			problems = append(problems, c.problems...)
 			continue
 		}
+		// A warning leaves the object valid; the cache keeps only objects
+		// without any problem, so that each run reports the warning again.
 		valid = append(valid, o)
-		if c.hasKey {
+		if c.hasKey && len(c.problems) == 0 {
 			keys = append(keys, c.key)
 			v.cache.keep(c.key)
 		}
-		keyless = keyless || !c.hasKey
+		keyless = keyless || !c.hasKey || len(c.problems) > 0
 	}
 	set, err := model.NewSet(valid)
 	if err != nil {
