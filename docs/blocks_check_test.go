@@ -15,11 +15,11 @@ func TestParseMarkers(t *testing.T) {
 		"# Title",
 		"<!-- run -->",
 		"```sh",
-		"solar vet examples/",
+		"bin/solar vet examples/",
 		"```",
 		"<!-- run exit=2 expect=\"would create\" -->",
 		"```sh",
-		"solar publish --dry-run --exit-code examples/",
+		"bin/solar publish --dry-run --exit-code examples/",
 		"```",
 		"- a list item:",
 		"  <!-- norun: needs a real cluster -->",
@@ -38,7 +38,7 @@ func TestParseMarkers(t *testing.T) {
 	blocks, err := parse("doc.md", doc)
 	require.NoError(t, err)
 	require.Len(t, blocks, 5)
-	assert.Equal(t, block{file: "doc.md", line: 3, lang: "sh", text: "solar vet examples/\n", mark: marker{kind: "run"}}, blocks[0])
+	assert.Equal(t, block{file: "doc.md", line: 3, lang: "sh", text: "bin/solar vet examples/\n", mark: marker{kind: "run"}}, blocks[0])
 	assert.Equal(t, marker{kind: "run", exit: 2, expect: "would create"}, blocks[1].mark)
 	assert.Equal(t, block{file: "doc.md", line: 12, lang: "sh", text: "kubectl apply -f x.yaml\n",
 		mark: marker{kind: "norun", reason: "needs a real cluster"}}, blocks[2])

@@ -73,7 +73,7 @@ func TestUnboundNoCascade(t *testing.T) {
 		want string
 	}{
 		"the Target fails its schema": {objs(registry, strings.Replace(cluster01, "cluster-01", "Cluster_01", 1), release, production),
-			"in.yaml:9: metadata.name: must be a DNS label"},
+			"in.yaml:9:3: metadata.name: \"Cluster_01\" must be a DNS label"},
 		"its ReleaseBinding is not granted": {objs(registry, cluster01, release,
 			"kind: ReleaseBinding\nmetadata: {name: b, namespace: provider}\nspec: {targetRef: {name: cluster-01, namespace: user}, releaseRef: {name: ocm-demo}}\n"),
 			"in.yaml:22: spec.targetRef: refers across namespaces without a grant"},

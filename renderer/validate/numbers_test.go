@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -55,7 +56,10 @@ func TestWarningKeepsObject(t *testing.T) {
 		head+"kind: Target\nmetadata: {name: t}\nspec:\n  renderRegistryRef: {name: r}\n  userdata: {dbPassword: x}\n"), load.Options{})
 	require.Empty(t, problems)
 	set, problems := v.Validate(objs)
-	require.Len(t, problems, 1)
-	assert.Equal(t, diag.Warning, problems[0].Severity)
+	require.Len(t, problems, 2) // the userdata key, and no release for the Target
+	for _, p := range problems {
+		assert.Equal(t, diag.Warning, p.Severity, p.String())
+	}
+	assert.Contains(t, fmt.Sprint(problems), "spec.userdata.dbPassword: warning: looks like a secret")
 	assert.Len(t, set.Targets, 1, "a warning does not drop the Target")
 }
