@@ -88,7 +88,7 @@ func newDiffCmd(g *globals) *cobra.Command {
 			}
 			d := &pipeline.DiffReport{Charts: []pipeline.ChartDiff{}, Problems: pipeline.NewReport(plan).Problems}
 			if len(plan.Targets) > 0 {
-				if d, err = pipeline.Diff(cmd.Context(), plan, store.Store, opts, objectOptions(files, noApp, fluxNS, g.requestLog())); err != nil {
+				if d, err = pipeline.Diff(cmd.Context(), plan, store.Store, opts, objectOptions(files, noApp, g.output != "text", fluxNS, g.requestLog())); err != nil {
 					return hint(err, rf.registry)
 				}
 			}
@@ -121,12 +121,13 @@ func newDiffCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// objectOptions ask pipeline.Diff for the objects, unless files.
-func objectOptions(files, noApp bool, fluxNS string, wrap func(http.RoundTripper) http.RoundTripper) *pipeline.ObjectOptions {
+// objectOptions ask pipeline.Diff for the objects, unless files; the
+// charts' files too only for data (-o json|yaml), which holds them.
+func objectOptions(files, noApp, data bool, fluxNS string, wrap func(http.RoundTripper) http.RoundTripper) *pipeline.ObjectOptions {
 	if files {
 		return nil
 	}
-	oo := &pipeline.ObjectOptions{FluxNamespace: fluxNS}
+	oo := &pipeline.ObjectOptions{FluxNamespace: fluxNS, NoFiles: !data}
 	if !noApp {
 		oo.App = (&objdiff.Fetcher{Wrap: wrap}).Fetch
 	}

@@ -89,7 +89,7 @@ func Diff(ctx context.Context, plan *Plan, store publish.Store, opts Options, ob
 			d.Charts[i].Targets = append(d.Charts[i].Targets, target)
 			return nil
 		}
-		files, err := fileDiffs(r.Old, r.New)
+		files, err := chartFileDiffs(r, objects == nil || !objects.NoFiles)
 		if err != nil {
 			return fmt.Errorf("comparing %s: %w", r.Repository, err)
 		}
@@ -180,6 +180,14 @@ func previous(r publish.Result) string {
 		return ""
 	}
 	return fmt.Sprintf("%d.%d.%d", major, minor, patch-1)
+}
+
+// chartFileDiffs compares the files of a changed chart's layers, when asked.
+func chartFileDiffs(r publish.Result, asked bool) ([]FileDiff, error) {
+	if !asked {
+		return nil, nil
+	}
+	return fileDiffs(r.Old, r.New)
 }
 
 // fileDiffs compares the files of two chart layers (.tgz).

@@ -24,6 +24,9 @@ type ObjectOptions struct {
 	// App reads an application chart from its registry; nil: application
 	// charts are not rendered (their HelmRelease's change shows).
 	App func(ctx context.Context, ref objdiff.Ref) ([]byte, error)
+	// NoFiles leaves the charts' files uncompared (ChartDiff.Files empty):
+	// what a view of the objects alone does not show.
+	NoFiles bool
 }
 
 // ObjectChange is one object that changes, the same way on every Target
@@ -66,6 +69,12 @@ func (s *chainState) add(target string, r publish.Result) {
 	}
 }
 
+// renderCacheSize bounds the renders and charts a diff keeps to share
+// between Targets: Targets are walked in order, so a chart the Targets of a
+// namespace share, or a release the same on Targets of other namespaces, is
+// used again within a few hundred renders.
+const renderCacheSize = 1024
+
 // objects renders, for every bootstrap chart that changes, the chain before
 // and after (objdiff.Changes; the Targets at once, GOMAXPROCS at a time), and
 // lists the objects that change; a change that is the same on several
@@ -85,6 +94,7 @@ func (s *chainState) objects(ctx context.Context, plan *Plan, store publish.Stor
 		notes   []objdiff.Note
 	}
 	results := make([]result, len(s.boots))
+	cache := objdiff.NewCache(renderCacheSize)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i, b := range s.boots {
@@ -94,8 +104,8 @@ func (s *chainState) objects(ctx context.Context, plan *Plan, store publish.Stor
 			if !ok {
 				reg = fallback
 			}
-			before := &objdiff.Walker{Registry: reg, FluxNamespace: flux, Store: read, App: oo.App}
-			after := &objdiff.Walker{Registry: reg, FluxNamespace: flux, Store: fresh, App: oo.App}
+			before := &objdiff.Walker{Registry: reg, FluxNamespace: flux, Store: read, App: oo.App, Cache: cache}
+			after := &objdiff.Walker{Registry: reg, FluxNamespace: flux, Store: fresh, App: oo.App, Cache: cache}
 			changes, err := objdiff.Changes(gctx, before, after, b.old, b.new)
 			if err != nil {
 				return fmt.Errorf("%s: %w", b.target, err)
