@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net/http"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -88,7 +87,7 @@ func newDiffCmd(g *globals) *cobra.Command {
 			}
 			d := &pipeline.DiffReport{Charts: []pipeline.ChartDiff{}, Problems: pipeline.NewReport(plan).Problems}
 			if len(plan.Targets) > 0 {
-				if d, err = pipeline.Diff(cmd.Context(), plan, store.Store, opts, objectOptions(files, noApp, g.output != "text", fluxNS, g.requestLog())); err != nil {
+				if d, err = pipeline.Diff(cmd.Context(), plan, store.Store, opts, g.objectOptions(files, noApp, fluxNS)); err != nil {
 					return hint(err, rf.registry)
 				}
 			}
@@ -122,14 +121,22 @@ func newDiffCmd(g *globals) *cobra.Command {
 }
 
 // objectOptions ask pipeline.Diff for the objects, unless files; the
-// charts' files too only for data (-o json|yaml), which holds them.
-func objectOptions(files, noApp, data bool, fluxNS string, wrap func(http.RoundTripper) http.RoundTripper) *pipeline.ObjectOptions {
+// charts' files too only for data (-o json|yaml), which holds them. A bar on
+// a terminal shows the chains rendered, once the charts are compared.
+func (g *globals) objectOptions(files, noApp bool, fluxNS string) *pipeline.ObjectOptions {
 	if files {
 		return nil
 	}
-	oo := &pipeline.ObjectOptions{FluxNamespace: fluxNS, NoFiles: !data}
+	oo := &pipeline.ObjectOptions{FluxNamespace: fluxNS, NoFiles: g.output == "text"}
 	if !noApp {
-		oo.App = (&objdiff.Fetcher{Wrap: wrap}).Fetch
+		oo.App = (&objdiff.Fetcher{Wrap: g.requestLog()}).Fetch
+	}
+	var step func(done, total int)
+	oo.Progress = func(done, total int) {
+		if step == nil {
+			step = g.meter("Target chains rendered")
+		}
+		step(done, total)
 	}
 	return oo
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/solar-pipeline/solar/renderer/pipeline"
@@ -46,19 +47,27 @@ func (g *globals) printChartDiffs(d *pipeline.DiffReport, paint func(string) str
 		case "new":
 			token = "; new token"
 		}
-		fmt.Fprintln(g.stdout, paint(fmt.Sprintf("# %s %s -> %s, reaches %s%s", c.Repository, from, c.To, strings.Join(c.Targets, ", "), token)))
+		fmt.Fprintln(g.stdout, paint(fmt.Sprintf("# %s %s -> %s, reaches %s%s", c.Repository, from, c.To, g.someTargets(c.Targets, len(c.Targets), false), token)))
+		if g.verbose {
+			g.listTargets(c.Targets[min(1, len(c.Targets)):], paint)
+		}
 		for _, f := range c.Files {
 			writeDiff(g.stdout, f.Diff, paint)
 		}
 	}
 }
 
-// printObjectDiffs writes per object that changes the diff of its YAML; a
-// token minted at publish, which shows only as a Secret's new fingerprint,
-// is said on stderr.
+// printObjectDiffs writes per object that changes the diff of its YAML,
+// once for the Targets it changes alike on (pipeline.GroupChanges); a token
+// minted at publish, which shows only as a Secret's new fingerprint, is said
+// on stderr.
 func (g *globals) printObjectDiffs(d *pipeline.DiffReport, paint func(string) string) {
-	for _, o := range d.Objects {
-		fmt.Fprintln(g.stdout, paint(fmt.Sprintf("# %s %s (level %d) on %s", o.Action, printable(o.Object.String()), o.Level, strings.Join(o.Targets, ", "))))
+	for _, grp := range pipeline.GroupChanges(d.Objects) {
+		o := grp.Shown
+		fmt.Fprintln(g.stdout, paint(fmt.Sprintf("# %s %s (level %d) on %s", o.Action, printable(o.Object.String()), o.Level, g.someTargets(o.Targets, grp.Targets(), len(grp.Others) > 0))))
+		if g.verbose {
+			g.listTargets(alikeTargets(grp), paint)
+		}
 		writeDiff(g.stdout, o.Diff, paint)
 	}
 	for _, c := range d.Charts {
@@ -68,6 +77,63 @@ func (g *globals) printObjectDiffs(d *pipeline.DiffReport, paint func(string) st
 		case "new":
 			g.say("%s: the agent gets its first token at publish (%s)", strings.Join(c.Targets, ", "), c.Repository)
 		}
+	}
+}
+
+// someTargets names the Targets of a change, all of them up to three, else
+// the first and how many more (--verbose lists them on lines of their own):
+// no header line with 500 names. n counts the Targets alike (with their own
+// names) too.
+func (g *globals) someTargets(targets []string, n int, alike bool) string {
+	if n <= 3 && !alike {
+		return strings.Join(targets, ", ")
+	}
+	out := fmt.Sprintf("%s and %s", printable(targets[0]), plural(n-1, "more Target"))
+	if alike {
+		out += ", the same but for each Target's name and namespace"
+	}
+	if !g.verbose {
+		out += "; --verbose lists them"
+	}
+	return out
+}
+
+// alikeTargets are the Targets of a group but the first: those of the change
+// shown, then each of the others, with its object where that is named
+// otherwise.
+func alikeTargets(grp pipeline.ChangeGroup) []string {
+	out := slices.Clone(grp.Shown.Targets[1:])
+	for _, o := range grp.Others {
+		for _, t := range o.Targets {
+			if o.Object.String() != grp.Shown.Object.String() {
+				t += " (" + o.Object.String() + ")"
+			}
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// listTargets writes Targets as comment lines of at most about 100
+// characters.
+func (g *globals) listTargets(targets []string, paint func(string) string) {
+	line := ""
+	for i, t := range targets {
+		t = printable(t)
+		if i < len(targets)-1 {
+			t += ","
+		}
+		if line != "" && len(line)+1+len(t) > 100 {
+			fmt.Fprintln(g.stdout, paint(line))
+			line = ""
+		}
+		if line == "" {
+			line = "#  "
+		}
+		line += " " + t
+	}
+	if line != "" {
+		fmt.Fprintln(g.stdout, paint(line))
 	}
 }
 

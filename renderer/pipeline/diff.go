@@ -69,7 +69,7 @@ func (d *DiffReport) Changed() bool {
 // the store and the new content (at the same version, so only content shows)
 // and, with objects, the Kubernetes objects that change.
 func Diff(ctx context.Context, plan *Plan, store publish.Store, opts Options, objects *ObjectOptions) (*DiffReport, error) {
-	opts.DryRun, opts.Compare, opts.Progress = true, true, nil
+	opts.DryRun, opts.Compare = true, true
 	report, err := Run(ctx, plan, store, opts)
 	d := &DiffReport{Charts: []ChartDiff{}, Orphans: report.Orphans, Problems: report.Problems}
 	if err != nil {

@@ -27,6 +27,9 @@ type ObjectOptions struct {
 	// NoFiles leaves the charts' files uncompared (ChartDiff.Files empty):
 	// what a view of the objects alone does not show.
 	NoFiles bool
+	// Progress, when set, is called after each changed Target's chain is
+	// rendered, one call at a time: done of total.
+	Progress func(done, total int)
 }
 
 // ObjectChange is one object that changes, the same way on every Target
@@ -95,6 +98,16 @@ func (s *chainState) objects(ctx context.Context, plan *Plan, store publish.Stor
 	}
 	results := make([]result, len(s.boots))
 	cache := objdiff.NewCache(renderCacheSize)
+	var mu sync.Mutex
+	done := 0
+	step := func() {
+		if oo.Progress != nil {
+			mu.Lock()
+			defer mu.Unlock()
+			done++
+			oo.Progress(done, len(s.boots))
+		}
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i, b := range s.boots {
@@ -111,6 +124,7 @@ func (s *chainState) objects(ctx context.Context, plan *Plan, store publish.Stor
 				return fmt.Errorf("%s: %w", b.target, err)
 			}
 			results[i] = result{changes, append(before.Notes, after.Notes...)}
+			step()
 			return nil
 		})
 	}
