@@ -19,11 +19,13 @@ engine as Flux installs them, level by level: the bootstrap chart (level 1),
 the release charts its HelmReleases install with the values they pass
 (level 2), and the application charts (level 3) where their registry can be
 reached anonymously (--no-app-charts: not asked; a note says what was not
-rendered). A Secret's values show as fingerprints.
+rendered). A Secret's values show as fingerprints. The same change on many
+Targets shows once, also where each Target's object is named after it: the
+header names the first Target and how many more, --verbose lists them.
 
 --files shows the charts' files instead: per chart a unified diff of its files
 (Chart.yaml, values.yaml, templates), the versions, and the Targets each chart
-reaches (a release chart the Targets of a namespace share lists them all).
+reaches (up to three named, else the first and how many more).
 The summary on stderr says how many charts, objects and Targets change.
 Tokens and passwords show as
 <redacted sha256:...>: a reviewer sees that a token changed, never the token.
