@@ -21,7 +21,8 @@ the release charts its HelmReleases install with the values they pass
 reached anonymously (--no-app-charts: not asked; a note says what was not
 rendered). A Secret's values show as fingerprints. The same change on many
 Targets shows once, also where each Target's object is named after it: the
-header names the first Target and how many more, --verbose lists them.
+header names up to three Targets, else the first and how many more (--verbose
+lists them).
 
 --files shows the charts' files instead: per chart a unified diff of its files
 (Chart.yaml, values.yaml, templates), the versions, and the Targets each chart

@@ -47,9 +47,10 @@ func (g *globals) printChartDiffs(d *pipeline.DiffReport, paint func(string) str
 		case "new":
 			token = "; new token"
 		}
-		fmt.Fprintln(g.stdout, paint(fmt.Sprintf("# %s %s -> %s, reaches %s%s", c.Repository, from, c.To, g.someTargets(c.Targets, len(c.Targets), false), token)))
+		reaches, others := g.targetsOf(c.Targets, false)
+		fmt.Fprintln(g.stdout, paint(fmt.Sprintf("# %s %s -> %s, reaches %s%s", c.Repository, from, c.To, printable(reaches), token)))
 		if g.verbose {
-			g.listTargets(c.Targets[min(1, len(c.Targets)):], paint)
+			g.listTargets(others, paint)
 		}
 		for _, f := range c.Files {
 			writeDiff(g.stdout, f.Diff, paint)
@@ -64,9 +65,10 @@ func (g *globals) printChartDiffs(d *pipeline.DiffReport, paint func(string) str
 func (g *globals) printObjectDiffs(d *pipeline.DiffReport, paint func(string) string) {
 	for _, grp := range pipeline.GroupChanges(d.Objects) {
 		o := grp.Shown
-		fmt.Fprintln(g.stdout, paint(fmt.Sprintf("# %s %s (level %d) on %s", o.Action, printable(o.Object.String()), o.Level, g.someTargets(o.Targets, grp.Targets(), len(grp.Others) > 0))))
+		on, others := g.targetsOf(alikeTargets(grp), len(grp.Others) > 0)
+		fmt.Fprintln(g.stdout, paint(fmt.Sprintf("# %s %s (level %d) on %s", o.Action, printable(o.Object.String()), o.Level, printable(on))))
 		if g.verbose {
-			g.listTargets(alikeTargets(grp), paint)
+			g.listTargets(others, paint)
 		}
 		writeDiff(g.stdout, o.Diff, paint)
 	}
@@ -80,29 +82,29 @@ func (g *globals) printObjectDiffs(d *pipeline.DiffReport, paint func(string) st
 	}
 }
 
-// someTargets names the Targets of a change, all of them up to three, else
-// the first and how many more (--verbose lists them on lines of their own):
-// no header line with 500 names. n counts the Targets alike (with their own
-// names) too.
-func (g *globals) someTargets(targets []string, n int, alike bool) string {
-	if n <= 3 && !alike {
-		return strings.Join(targets, ", ")
+// targetsOf names the Targets of a change: all of them up to three, else
+// the first and how many more, the others listed (with --verbose) on lines
+// of their own: no header line with 500 names. entries are the Targets,
+// each with its object where that is named otherwise than the first's;
+// alike, whether some are.
+func (g *globals) targetsOf(entries []string, alike bool) (header string, list []string) {
+	if len(entries) <= 3 {
+		return strings.Join(entries, ", "), nil
 	}
-	out := fmt.Sprintf("%s and %s", printable(targets[0]), plural(n-1, "more Target"))
+	header = fmt.Sprintf("%s and %s", entries[0], plural(len(entries)-1, "more Target"))
 	if alike {
-		out += ", the same but for each Target's name and namespace"
+		header += ", the same but for each Target's name and namespace"
 	}
 	if !g.verbose {
-		out += "; --verbose lists them"
+		header += "; --verbose lists them"
 	}
-	return out
+	return header, entries[1:]
 }
 
-// alikeTargets are the Targets of a group but the first: those of the change
-// shown, then each of the others, with its object where that is named
-// otherwise.
+// alikeTargets are the Targets of a group: those of the change shown, then
+// each of the others, with its object where that is named otherwise.
 func alikeTargets(grp pipeline.ChangeGroup) []string {
-	out := slices.Clone(grp.Shown.Targets[1:])
+	out := slices.Clone(grp.Shown.Targets)
 	for _, o := range grp.Others {
 		for _, t := range o.Targets {
 			if o.Object.String() != grp.Shown.Object.String() {
