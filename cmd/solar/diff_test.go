@@ -127,6 +127,7 @@ func TestDiffTokenRotates(t *testing.T) {
 // naming the first Target and how many more, never all 20; each Target's
 // HelmRelease is named after it, and the same change to it is the same group.
 // --verbose lists the others on lines of their own, each with its object.
+// --files: one diff per chart alike on many Targets.
 func TestDiffGroupsAlikeChanges(t *testing.T) {
 	dir := t.TempDir()
 	tree, changed, out := filepath.Join(dir, "tree"), filepath.Join(dir, "changed"), filepath.Join(dir, "out")
@@ -168,4 +169,19 @@ func TestDiffGroupsAlikeChanges(t *testing.T) {
 			}
 		}
 	}
+
+	// --files: the release chart of each namespace, and each Target's
+	// bootstrap chart, alike: two diffs.
+	code, stdout, stderr = solar(t, "diff", "--files", "--no-credentials", "--out", out, changed)
+	require.Equal(t, 0, code, stderr)
+	headers = nil
+	for _, l := range strings.Split(stdout, "\n") {
+		if strings.HasPrefix(l, "#") {
+			headers = append(headers, l)
+		}
+	}
+	assert.Equal(t, []string{
+		"# ns-0000/ns-0000/release-release-0 0.0.1 -> 0.0.2, reaches ns-0000/target-0 and 19 more Targets, the same but for each Target's name and namespace; --verbose lists them",
+		"# ns-0000/bootstrap-target-0 0.0.1 -> 0.0.2, reaches ns-0000/target-0 and 19 more Targets, the same but for each Target's name and namespace; --verbose lists them",
+	}, headers)
 }

@@ -33,9 +33,11 @@ func (g *globals) printDiff(d *pipeline.DiffReport, files bool) error {
 	return nil
 }
 
-// printChartDiffs writes per chart the diff of its files.
+// printChartDiffs writes per chart the diff of its files, once for the
+// charts it is alike on (pipeline.GroupCharts).
 func (g *globals) printChartDiffs(d *pipeline.DiffReport, paint func(string) string) {
-	for _, c := range d.Charts {
+	for _, grp := range pipeline.GroupCharts(d.Charts) {
+		c := grp.Shown
 		from := c.From
 		if from == "" {
 			from = "(new)"
@@ -47,7 +49,13 @@ func (g *globals) printChartDiffs(d *pipeline.DiffReport, paint func(string) str
 		case "new":
 			token = "; new token"
 		}
-		reaches, others := g.targetsOf(c.Targets, false)
+		entries := slices.Clone(c.Targets)
+		for _, o := range grp.Others {
+			for _, t := range o.Targets {
+				entries = append(entries, t+" ("+o.Repository+")")
+			}
+		}
+		reaches, others := g.targetsOf(entries, len(grp.Others) > 0)
 		fmt.Fprintln(g.stdout, paint(fmt.Sprintf("# %s %s -> %s, reaches %s%s", c.Repository, from, c.To, printable(reaches), token)))
 		if g.verbose {
 			g.listTargets(others, paint)
@@ -72,12 +80,22 @@ func (g *globals) printObjectDiffs(d *pipeline.DiffReport, paint func(string) st
 		}
 		writeDiff(g.stdout, o.Diff, paint)
 	}
+	tokens := map[string][]pipeline.ChartDiff{}
 	for _, c := range d.Charts {
-		switch c.Token {
-		case "rotates":
-			g.say("%s: the agent token rotates at publish (%s)", strings.Join(c.Targets, ", "), c.Repository)
-		case "new":
-			g.say("%s: the agent gets its first token at publish (%s)", strings.Join(c.Targets, ", "), c.Repository)
+		tokens[c.Token] = append(tokens[c.Token], c)
+	}
+	for _, t := range []struct{ token, says string }{
+		{"rotates", "the agent token rotates at publish"},
+		{"new", "the agent gets its first token at publish"},
+	} {
+		charts := tokens[t.token]
+		if len(charts) > 3 {
+			// One line, not one per Target.
+			g.say("%s and %s: %s", strings.Join(charts[0].Targets, ", "), plural(len(charts)-1, "more Target"), t.says)
+			continue
+		}
+		for _, c := range charts {
+			g.say("%s: %s (%s)", strings.Join(c.Targets, ", "), t.says, c.Repository)
 		}
 	}
 }

@@ -32,7 +32,7 @@ func GroupChanges(changes []ObjectChange) []ChangeGroup {
 	var out []ChangeGroup
 	index := map[string]int{}
 	for _, c := range changes {
-		k := alikeKey(c)
+		k := alikeKey(fmt.Sprintf("%s\x00%s\x00%d\x00%s\x00%s", c.Action, c.Object.Key(), c.Level, c.APIVersion, c.Diff), c.Targets)
 		if i, ok := index[k]; ok {
 			out[i].Others = append(out[i].Others, c)
 			continue
@@ -43,12 +43,41 @@ func GroupChanges(changes []ObjectChange) []ChangeGroup {
 	return out
 }
 
-// alikeKey is a change as text, its Targets' name and namespace (where all
-// its Targets share them) put out of it.
-func alikeKey(c ObjectChange) string {
-	key := fmt.Sprintf("%s\x00%s\x00%d\x00%s\x00%s", c.Action, c.Object.Key(), c.Level, c.APIVersion, c.Diff)
+// ChartGroup is one change to a chart's files, alike on many charts: Shown
+// and Others, the charts whose repository, versions and diffs differ from
+// Shown's only where each names its own Target (a bootstrap chart's values).
+type ChartGroup struct {
+	Shown  ChartDiff
+	Others []ChartDiff
+}
+
+// GroupCharts groups chart diffs alike but for their Targets' names, in the
+// order of their first.
+func GroupCharts(charts []ChartDiff) []ChartGroup {
+	var out []ChartGroup
+	index := map[string]int{}
+	for _, c := range charts {
+		var text strings.Builder
+		fmt.Fprintf(&text, "%s\x00%s\x00%s\x00%s", c.Repository, c.From, c.To, c.Token)
+		for _, f := range c.Files {
+			fmt.Fprintf(&text, "\x00%s\x00%s", f.Name, f.Diff)
+		}
+		k := alikeKey(text.String(), c.Targets)
+		if i, ok := index[k]; ok {
+			out[i].Others = append(out[i].Others, c)
+			continue
+		}
+		index[k] = len(out)
+		out = append(out, ChartGroup{Shown: c})
+	}
+	return out
+}
+
+// alikeKey is text with the name and the namespace its Targets share (where
+// all of them share one) put out of it.
+func alikeKey(key string, targets []string) string {
 	var names, namespaces []string
-	for _, t := range c.Targets {
+	for _, t := range targets {
 		ns, name, _ := strings.Cut(t, "/")
 		if !slices.Contains(names, name) {
 			names = append(names, name)
