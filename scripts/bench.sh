@@ -8,7 +8,9 @@
 #  4. scripts/bench: vet, render and publish at SIZES Targets (100 per
 #     namespace, 5 Releases each) against the real registry behind a counting
 #     proxy, cold, no-op and 1 % changed, with the helm package + helm push
-#     loop as the baseline; then the 5-per-namespace shape at 1,000 Targets.
+#     loop as the baseline; then the 5-per-namespace shape at 1,000 Targets;
+#  5. solar diff of DIFF (500) Targets after a values change every Target
+#     gets, beside render --dry-run of the same change, with the ratios.
 #   scripts/bench.sh
 #   SIZES=100,1000,10000 scripts/bench.sh     (the 10,000 step takes minutes)
 #   SIZES=100000 scripts/bench.sh             (about an hour: the cold publish)
@@ -93,3 +95,5 @@ printf '\nEnd to end, 100 Targets per namespace, 5 Releases each:\n'
 go run ./scripts/bench -solar bin/solar -targets "$SIZES" -per 100 -helm 10
 printf '\nEnd to end, 5 Targets per namespace:\n'
 go run ./scripts/bench -solar bin/solar -targets 1000 -per 5 -helm 0 -skip vet
+printf '\nsolar diff beside render --dry-run of the same change, 100 Targets per namespace:\n'
+go run ./scripts/bench -solar bin/solar -diff "${DIFF:-500}" -per 100

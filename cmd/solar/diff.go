@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net/http"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -20,11 +19,14 @@ engine as Flux installs them, level by level: the bootstrap chart (level 1),
 the release charts its HelmReleases install with the values they pass
 (level 2), and the application charts (level 3) where their registry can be
 reached anonymously (--no-app-charts: not asked; a note says what was not
-rendered). A Secret's values show as fingerprints.
+rendered). A Secret's values show as fingerprints. The same change on many
+Targets shows once, also where each Target's object is named after it: the
+header names up to three Targets, else the first and how many more (--verbose
+lists them).
 
 --files shows the charts' files instead: per chart a unified diff of its files
 (Chart.yaml, values.yaml, templates), the versions, and the Targets each chart
-reaches (a release chart the Targets of a namespace share lists them all).
+reaches (up to three named, else the first and how many more).
 The summary on stderr says how many charts, objects and Targets change.
 Tokens and passwords show as
 <redacted sha256:...>: a reviewer sees that a token changed, never the token.
@@ -88,7 +90,7 @@ func newDiffCmd(g *globals) *cobra.Command {
 			}
 			d := &pipeline.DiffReport{Charts: []pipeline.ChartDiff{}, Problems: pipeline.NewReport(plan).Problems}
 			if len(plan.Targets) > 0 {
-				if d, err = pipeline.Diff(cmd.Context(), plan, store.Store, opts, objectOptions(files, noApp, fluxNS, g.requestLog())); err != nil {
+				if d, err = pipeline.Diff(cmd.Context(), plan, store.Store, opts, g.objectOptions(files, noApp, fluxNS)); err != nil {
 					return hint(err, rf.registry)
 				}
 			}
@@ -121,14 +123,23 @@ func newDiffCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// objectOptions ask pipeline.Diff for the objects, unless files.
-func objectOptions(files, noApp bool, fluxNS string, wrap func(http.RoundTripper) http.RoundTripper) *pipeline.ObjectOptions {
+// objectOptions ask pipeline.Diff for the objects, unless files; the
+// charts' files too only for data (-o json|yaml), which holds them. A bar on
+// a terminal shows the chains rendered, once the charts are compared.
+func (g *globals) objectOptions(files, noApp bool, fluxNS string) *pipeline.ObjectOptions {
 	if files {
 		return nil
 	}
-	oo := &pipeline.ObjectOptions{FluxNamespace: fluxNS}
+	oo := &pipeline.ObjectOptions{FluxNamespace: fluxNS, NoFiles: g.output == "text"}
 	if !noApp {
-		oo.App = (&objdiff.Fetcher{Wrap: wrap}).Fetch
+		oo.App = (&objdiff.Fetcher{Wrap: g.requestLog()}).Fetch
+	}
+	var step func(done, total int)
+	oo.Progress = func(done, total int) {
+		if step == nil {
+			step = g.meter("Target chains rendered")
+		}
+		step(done, total)
 	}
 	return oo
 }

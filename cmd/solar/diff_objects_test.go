@@ -141,7 +141,7 @@ func TestDiffObjectsPerRenderRegistry(t *testing.T) {
 
 	code, stdout, stderr := solar(t, "diff", "--no-app-charts", "--no-credentials", "--out", out, examples)
 	require.Equal(t, 0, code, stderr)
-	assert.Contains(t, stdout, "# update HelmRelease flux-system/plant-1-podinfo (level 2) on beta/plant-1\n")
+	assert.Contains(t, stdout, "# update HelmRelease flux-system/plant-1-podinfo (level 2) on beta/plant-1, beta/plant-2 (HelmRelease flux-system/plant-2-podinfo)\n")
 	assert.Contains(t, stdout, "-    replicaCount: 2\n+    replicaCount: 5\n")
 	assert.NotContains(t, stderr, "registry2.example.com", "no note of a chart not read: the store has it")
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -118,4 +120,68 @@ func TestDiffTokenRotates(t *testing.T) {
 		}
 	}
 	assert.Equal(t, map[string]string{"alpha/alpha/edge-1/release-solar-agent": "rotates"}, rotating)
+}
+
+// TestDiffGroupsAlikeChanges: one values change of a Release that 20
+// Targets in 4 namespaces get is one diff per object, shown once, its header
+// naming the first Target and how many more, never all 20; each Target's
+// HelmRelease is named after it, and the same change to it is the same group.
+// --verbose lists the others on lines of their own, each with its object.
+// --files: one diff per chart alike on many Targets.
+func TestDiffGroupsAlikeChanges(t *testing.T) {
+	dir := t.TempDir()
+	tree, changed, out := filepath.Join(dir, "tree"), filepath.Join(dir, "changed"), filepath.Join(dir, "out")
+	for _, g := range [][]string{{"-out", tree}, {"-out", changed, "-change-release"}} {
+		gen, err := exec.Command("go", append([]string{"run", "../../scripts/genobjects", "-targets", "20", "-per", "5"}, g...)...).CombinedOutput()
+		require.NoError(t, err, "%s", gen)
+	}
+	code, _, stderr := solar(t, "render", "--no-credentials", "--out", out, tree)
+	require.Equal(t, 0, code, stderr)
+
+	code, stdout, stderr := solar(t, "diff", "--no-credentials", "--no-app-charts", "--out", out, changed)
+	require.Equal(t, 0, code, stderr)
+	var headers []string
+	for _, l := range strings.Split(stdout, "\n") {
+		if strings.HasPrefix(l, "#") {
+			headers = append(headers, l)
+		}
+	}
+	assert.Equal(t, []string{
+		"# update OCIRepository flux-system/solar-bootstrap-app-0 (level 1) on ns-0000/target-0 and 19 more Targets, the same but for each Target's name and namespace; --verbose lists them",
+		"# update HelmRelease flux-system/target-0-app-0 (level 2) on ns-0000/target-0 and 19 more Targets, the same but for each Target's name and namespace; --verbose lists them",
+	}, headers)
+	assert.Contains(t, stdout, "-    replicaCount: 1\n+    replicaCount: 10\n")
+	assert.Contains(t, stderr, "24 charts, 9 objects, 20 Targets would change")
+
+	code, stdout, stderr = solar(t, "diff", "-v", "--no-credentials", "--no-app-charts", "--out", out, changed)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "# update HelmRelease flux-system/target-0-app-0 (level 2) on ns-0000/target-0 and 19 more Targets, the same but for each Target's name and namespace\n")
+	assert.Contains(t, stdout, "#   ns-0001/target-0, ns-0002/target-0, ns-0003/target-0,\n#   ns-0000/target-1 (HelmRelease flux-system/target-1-app-0),\n")
+	for _, l := range strings.Split(stdout, "\n") {
+		if strings.HasPrefix(l, "#   ") {
+			assert.LessOrEqual(t, len(l), 100, l)
+		}
+	}
+	for ns := range 4 {
+		for tg := range 5 {
+			if ns+tg > 0 {
+				assert.Contains(t, stdout, fmt.Sprintf("ns-%04d/target-%d", ns, tg))
+			}
+		}
+	}
+
+	// --files: the release chart of each namespace, and each Target's
+	// bootstrap chart, alike: two diffs.
+	code, stdout, stderr = solar(t, "diff", "--files", "--no-credentials", "--out", out, changed)
+	require.Equal(t, 0, code, stderr)
+	headers = nil
+	for _, l := range strings.Split(stdout, "\n") {
+		if strings.HasPrefix(l, "#") {
+			headers = append(headers, l)
+		}
+	}
+	assert.Equal(t, []string{
+		"# ns-0000/ns-0000/release-release-0 0.0.1 -> 0.0.2, reaches ns-0000/target-0 and 19 more Targets, the same but for each Target's name and namespace; --verbose lists them",
+		"# ns-0000/bootstrap-target-0 0.0.1 -> 0.0.2, reaches ns-0000/target-0 and 19 more Targets, the same but for each Target's name and namespace; --verbose lists them",
+	}, headers)
 }

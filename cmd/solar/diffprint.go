@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/solar-pipeline/solar/renderer/pipeline"
@@ -32,9 +33,11 @@ func (g *globals) printDiff(d *pipeline.DiffReport, files bool) error {
 	return nil
 }
 
-// printChartDiffs writes per chart the diff of its files.
+// printChartDiffs writes per chart the diff of its files, once for the
+// charts it is alike on (pipeline.GroupCharts).
 func (g *globals) printChartDiffs(d *pipeline.DiffReport, paint func(string) string) {
-	for _, c := range d.Charts {
+	for _, grp := range pipeline.GroupCharts(d.Charts) {
+		c := grp.Shown
 		from := c.From
 		if from == "" {
 			from = "(new)"
@@ -46,28 +49,111 @@ func (g *globals) printChartDiffs(d *pipeline.DiffReport, paint func(string) str
 		case "new":
 			token = "; new token"
 		}
-		fmt.Fprintln(g.stdout, paint(fmt.Sprintf("# %s %s -> %s, reaches %s%s", c.Repository, from, c.To, strings.Join(c.Targets, ", "), token)))
+		entries := slices.Clone(c.Targets)
+		for _, o := range grp.Others {
+			for _, t := range o.Targets {
+				entries = append(entries, t+" ("+o.Repository+")")
+			}
+		}
+		reaches, others := g.targetsOf(entries, len(grp.Others) > 0)
+		fmt.Fprintln(g.stdout, paint(fmt.Sprintf("# %s %s -> %s, reaches %s%s", c.Repository, from, c.To, printable(reaches), token)))
+		if g.verbose {
+			g.listTargets(others, paint)
+		}
 		for _, f := range c.Files {
 			writeDiff(g.stdout, f.Diff, paint)
 		}
 	}
 }
 
-// printObjectDiffs writes per object that changes the diff of its YAML; a
-// token minted at publish, which shows only as a Secret's new fingerprint,
-// is said on stderr.
+// printObjectDiffs writes per object that changes the diff of its YAML,
+// once for the Targets it changes alike on (pipeline.GroupChanges); a token
+// minted at publish, which shows only as a Secret's new fingerprint, is said
+// on stderr.
 func (g *globals) printObjectDiffs(d *pipeline.DiffReport, paint func(string) string) {
-	for _, o := range d.Objects {
-		fmt.Fprintln(g.stdout, paint(fmt.Sprintf("# %s %s (level %d) on %s", o.Action, printable(o.Object.String()), o.Level, strings.Join(o.Targets, ", "))))
+	for _, grp := range pipeline.GroupChanges(d.Objects) {
+		o := grp.Shown
+		on, others := g.targetsOf(alikeTargets(grp), len(grp.Others) > 0)
+		fmt.Fprintln(g.stdout, paint(fmt.Sprintf("# %s %s (level %d) on %s", o.Action, printable(o.Object.String()), o.Level, printable(on))))
+		if g.verbose {
+			g.listTargets(others, paint)
+		}
 		writeDiff(g.stdout, o.Diff, paint)
 	}
+	tokens := map[string][]pipeline.ChartDiff{}
 	for _, c := range d.Charts {
-		switch c.Token {
-		case "rotates":
-			g.say("%s: the agent token rotates at publish (%s)", strings.Join(c.Targets, ", "), c.Repository)
-		case "new":
-			g.say("%s: the agent gets its first token at publish (%s)", strings.Join(c.Targets, ", "), c.Repository)
+		tokens[c.Token] = append(tokens[c.Token], c)
+	}
+	for _, t := range []struct{ token, says string }{
+		{"rotates", "the agent token rotates at publish"},
+		{"new", "the agent gets its first token at publish"},
+	} {
+		charts := tokens[t.token]
+		if len(charts) > 3 {
+			// One line, not one per Target.
+			g.say("%s and %s: %s", strings.Join(charts[0].Targets, ", "), plural(len(charts)-1, "more Target"), t.says)
+			continue
 		}
+		for _, c := range charts {
+			g.say("%s: %s (%s)", strings.Join(c.Targets, ", "), t.says, c.Repository)
+		}
+	}
+}
+
+// targetsOf names the Targets of a change: all of them up to three, else
+// the first and how many more, the others listed (with --verbose) on lines
+// of their own: no header line with 500 names. entries are the Targets,
+// each with its object where that is named otherwise than the first's;
+// alike, whether some are.
+func (g *globals) targetsOf(entries []string, alike bool) (header string, list []string) {
+	if len(entries) <= 3 {
+		return strings.Join(entries, ", "), nil
+	}
+	header = fmt.Sprintf("%s and %s", entries[0], plural(len(entries)-1, "more Target"))
+	if alike {
+		header += ", the same but for each Target's name and namespace"
+	}
+	if !g.verbose {
+		header += "; --verbose lists them"
+	}
+	return header, entries[1:]
+}
+
+// alikeTargets are the Targets of a group: those of the change shown, then
+// each of the others, with its object where that is named otherwise.
+func alikeTargets(grp pipeline.ChangeGroup) []string {
+	out := slices.Clone(grp.Shown.Targets)
+	for _, o := range grp.Others {
+		for _, t := range o.Targets {
+			if o.Object.String() != grp.Shown.Object.String() {
+				t += " (" + o.Object.String() + ")"
+			}
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// listTargets writes Targets as comment lines of at most about 100
+// characters.
+func (g *globals) listTargets(targets []string, paint func(string) string) {
+	line := ""
+	for i, t := range targets {
+		t = printable(t)
+		if i < len(targets)-1 {
+			t += ","
+		}
+		if line != "" && len(line)+1+len(t) > 100 {
+			fmt.Fprintln(g.stdout, paint(line))
+			line = ""
+		}
+		if line == "" {
+			line = "#  "
+		}
+		line += " " + t
+	}
+	if line != "" {
+		fmt.Fprintln(g.stdout, paint(line))
 	}
 }
 

@@ -16,7 +16,11 @@ import (
 // chart was not read or rendered on either side is left out of both (a note
 // says why): half a release is not shown as deleted.
 func Changes(ctx context.Context, before, after *Walker, old, new []byte) ([]Change, error) {
-	objs, err := walkPair(ctx, walkers{before, after}, [2]*release{root(old, before), root(new, after)}, 1)
+	rs := [2]*release{root(old, before), root(new, after)}
+	if err := narrow(rs, after.Cache); err != nil {
+		return nil, err
+	}
+	objs, err := walkPair(ctx, walkers{before, after}, docs{}, rs, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -24,14 +28,15 @@ func Changes(ctx context.Context, before, after *Walker, old, new []byte) ([]Cha
 }
 
 // walkPair renders rs[0] (before) and rs[1] (after), either nil when absent,
-// at level, then the HelmReleases they render whose inputs differ.
-func walkPair(ctx context.Context, ws walkers, rs [2]*release, level int) ([2][]Object, error) {
+// at level, then the HelmReleases they render whose inputs differ; seen
+// holds the documents the walk decoded.
+func walkPair(ctx context.Context, ws walkers, seen docs, rs [2]*release, level int) ([2][]Object, error) {
 	var objs [2][]Object
 	for i, r := range rs {
 		if r == nil {
 			continue
 		}
-		o, err := render(ctx, *r, level)
+		o, err := render(ctx, *r, level, ws[i].Cache, seen)
 		if err != nil {
 			return objs, err
 		}
@@ -49,7 +54,7 @@ func walkPair(ctx context.Context, ws walkers, rs [2]*release, level int) ([2][]
 		if !ok {
 			continue
 		}
-		children, err := walkPair(ctx, ws, next, level+1)
+		children, err := walkPair(ctx, ws, seen, next, level+1)
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return out, ctx.Err()

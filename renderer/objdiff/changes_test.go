@@ -94,7 +94,7 @@ func TestRenderAsHelmInstalls(t *testing.T) {
 		"charts/db/Chart.yaml":       "apiVersion: v2\nname: db\nversion: 1.0.0\n",
 		"charts/db/templates/s.yaml": "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: db}\n",
 	})
-	objs, err := render(context.Background(), release{archive: app, values: map[string]any{}, name: "web", namespace: "apps", app: true}, 3)
+	objs, err := render(context.Background(), release{archive: app, values: map[string]any{}, name: "web", namespace: "apps", app: true}, 3, nil, nil)
 	require.NoError(t, err)
 	var got []string
 	for _, o := range objs {
@@ -110,7 +110,7 @@ func TestRenderAsHelmInstalls(t *testing.T) {
 		"templates/d.yaml": `{{ range until 100000 }}{{ range until 100000 }}{{ end }}{{ end }}`,
 	})
 	start := time.Now()
-	_, err = render(context.Background(), release{archive: loop, values: map[string]any{}, name: "web", namespace: "apps", app: true}, 3)
+	_, err = render(context.Background(), release{archive: loop, values: map[string]any{}, name: "web", namespace: "apps", app: true}, 3, nil, nil)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Less(t, time.Since(start), 5*time.Second)
 }

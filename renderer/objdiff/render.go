@@ -17,8 +17,8 @@
 package objdiff
 
 import (
-	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -28,7 +28,6 @@ import (
 	"helm.sh/helm/v4/pkg/chart/common"
 	"helm.sh/helm/v4/pkg/chart/common/util"
 	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
-	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 	"helm.sh/helm/v4/pkg/engine"
 	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
@@ -44,8 +43,10 @@ type Object struct {
 	Kind       string `json:"kind"`
 	Namespace  string `json:"namespace,omitempty"`
 	Name       string `json:"name"`
-	// body is the object, decoded.
+	// body is the object, decoded, and json the same as JSON (keys sorted):
+	// what is compared, never shown. Both are shared and never changed.
 	body map[string]any
+	json string
 }
 
 // Key names the object on a cluster: group, kind, namespace and name.
@@ -77,6 +78,8 @@ type release struct {
 	// from.
 	app bool
 	ref Ref
+	// chart, when set, is the archive loaded and narrowed (narrow).
+	chart *chartv2.Chart
 }
 
 // renderTimeout bounds rendering one chart: Helm's engine does not stop a
@@ -88,11 +91,19 @@ var renderTimeout = 30 * time.Second
 // capabilities) and returns its objects; NOTES.txt and empty documents are
 // left out, as Helm leaves them out of a release's manifest. An application
 // chart's values schema is not checked: its $refs could read files and URLs
-// of the machine the diff runs on.
-func render(ctx context.Context, r release, level int) ([]Object, error) {
-	ch, err := loader.LoadArchive(bytes.NewReader(r.archive))
-	if err != nil {
-		return nil, fmt.Errorf("loading the chart: %w", err)
+// of the machine the diff runs on. A release rendered before (cache) is not
+// rendered again; a document decoded before (seen) is not decoded again.
+func render(ctx context.Context, r release, level int, cache *Cache, seen docs) ([]Object, error) {
+	key, keyed := r.key(level)
+	if objs, ok := cache.rendered(key); ok && keyed {
+		return objs, nil
+	}
+	ch := r.chart
+	if ch == nil {
+		var err error
+		if ch, err = cache.load(r.archive, level > 1); err != nil {
+			return nil, err
+		}
 	}
 	if err := chartutil.ProcessDependencies(ch, r.values); err != nil {
 		return nil, fmt.Errorf("chart %s: %w", ch.Name(), err)
@@ -113,12 +124,23 @@ func render(ctx context.Context, r release, level int) ([]Object, error) {
 		}
 		docs := releaseutil.SplitManifests(files[name])
 		for _, k := range slices.SortedFunc(maps.Keys(docs), byNumber) {
-			objs, err := decode(docs[k], level, r.namespace)
-			if err != nil {
-				return nil, fmt.Errorf("chart %s: %s: %w", ch.Name(), name, err)
+			dk := docKey{docs[k], r.namespace, level}
+			objs, ok := seen[dk]
+			if !ok {
+				if objs, err = decode(docs[k], level, r.namespace); err != nil {
+					return nil, fmt.Errorf("chart %s: %s: %w", ch.Name(), name, err)
+				}
+				if seen != nil {
+					seen[dk] = objs
+				}
 			}
 			out = append(out, objs...)
 		}
+	}
+	// Clipped: who appends to a shared list copies it.
+	out = slices.Clip(out)
+	if keyed {
+		cache.keep(key, out)
 	}
 	return out, nil
 }
@@ -207,6 +229,11 @@ func object(body map[string]any, level int, namespace string) (Object, error) {
 	if o.Kind == "" || o.Name == "" {
 		return Object{}, fmt.Errorf("a document without kind or metadata.name")
 	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		return Object{}, err
+	}
+	o.json = string(b)
 	if o.Namespace == "" && !clusterScoped[o.Kind] && !strings.HasPrefix(o.Kind, "Cluster") {
 		o.Namespace = namespace
 	}

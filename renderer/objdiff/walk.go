@@ -49,6 +49,9 @@ type Walker struct {
 	// App reads an application chart from its registry; nil: application
 	// charts are not rendered.
 	App func(ctx context.Context, ref Ref) ([]byte, error)
+	// Cache, when set, shares what is loaded and rendered with the other
+	// Walkers of the same diff.
+	Cache *Cache
 	// Notes collects what was not rendered, and why.
 	Notes []Note
 }
@@ -59,7 +62,7 @@ type Walker struct {
 // (Notes) and its subtree left out; a chart of the store that does not
 // render is an error, and so is a cancelled ctx.
 func (w *Walker) Walk(ctx context.Context, bootstrap []byte) ([]Object, error) {
-	objs, err := walkPair(ctx, walkers{w, w}, [2]*release{nil, root(bootstrap, w)}, 1)
+	objs, err := walkPair(ctx, walkers{w, w}, docs{}, [2]*release{nil, root(bootstrap, w)}, 1)
 	return objs[1], err
 }
 
@@ -227,8 +230,12 @@ func fingerprints(v any) any {
 }
 
 // raw is an object as JSON (keys sorted), unmasked: what is compared,
-// never shown; JSON, as it is many times cheaper to make than YAML.
+// never shown; JSON, as it is many times cheaper to make than YAML. A
+// rendered object's was made when it was decoded.
 func raw(o Object) string {
+	if o.json != "" || o.body == nil {
+		return o.json
+	}
 	b, _ := json.Marshal(o.body)
 	return string(b)
 }

@@ -69,7 +69,7 @@ func (d *DiffReport) Changed() bool {
 // the store and the new content (at the same version, so only content shows)
 // and, with objects, the Kubernetes objects that change.
 func Diff(ctx context.Context, plan *Plan, store publish.Store, opts Options, objects *ObjectOptions) (*DiffReport, error) {
-	opts.DryRun, opts.Compare, opts.Progress = true, true, nil
+	opts.DryRun, opts.Compare = true, true
 	report, err := Run(ctx, plan, store, opts)
 	d := &DiffReport{Charts: []ChartDiff{}, Orphans: report.Orphans, Problems: report.Problems}
 	if err != nil {
@@ -89,7 +89,7 @@ func Diff(ctx context.Context, plan *Plan, store publish.Store, opts Options, ob
 			d.Charts[i].Targets = append(d.Charts[i].Targets, target)
 			return nil
 		}
-		files, err := fileDiffs(r.Old, r.New)
+		files, err := chartFileDiffs(r, objects == nil || !objects.NoFiles)
 		if err != nil {
 			return fmt.Errorf("comparing %s: %w", r.Repository, err)
 		}
@@ -180,6 +180,14 @@ func previous(r publish.Result) string {
 		return ""
 	}
 	return fmt.Sprintf("%d.%d.%d", major, minor, patch-1)
+}
+
+// chartFileDiffs compares the files of a changed chart's layers, when asked.
+func chartFileDiffs(r publish.Result, asked bool) ([]FileDiff, error) {
+	if !asked {
+		return nil, nil
+	}
+	return fileDiffs(r.Old, r.New)
 }
 
 // fileDiffs compares the files of two chart layers (.tgz).

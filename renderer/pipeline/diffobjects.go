@@ -24,6 +24,12 @@ type ObjectOptions struct {
 	// App reads an application chart from its registry; nil: application
 	// charts are not rendered (their HelmRelease's change shows).
 	App func(ctx context.Context, ref objdiff.Ref) ([]byte, error)
+	// NoFiles leaves the charts' files uncompared (ChartDiff.Files empty):
+	// what a view of the objects alone does not show.
+	NoFiles bool
+	// Progress, when set, is called after each changed Target's chain is
+	// rendered, one call at a time: done of total.
+	Progress func(done, total int)
 }
 
 // ObjectChange is one object that changes, the same way on every Target
@@ -66,6 +72,12 @@ func (s *chainState) add(target string, r publish.Result) {
 	}
 }
 
+// renderCacheSize bounds the renders and charts a diff keeps to share
+// between Targets: Targets are walked in order, so a chart the Targets of a
+// namespace share, or a release the same on Targets of other namespaces, is
+// used again within a few hundred renders.
+const renderCacheSize = 1024
+
 // objects renders, for every bootstrap chart that changes, the chain before
 // and after (objdiff.Changes; the Targets at once, GOMAXPROCS at a time), and
 // lists the objects that change; a change that is the same on several
@@ -85,6 +97,17 @@ func (s *chainState) objects(ctx context.Context, plan *Plan, store publish.Stor
 		notes   []objdiff.Note
 	}
 	results := make([]result, len(s.boots))
+	cache := objdiff.NewCache(renderCacheSize)
+	var mu sync.Mutex
+	done := 0
+	step := func() {
+		if oo.Progress != nil {
+			mu.Lock()
+			defer mu.Unlock()
+			done++
+			oo.Progress(done, len(s.boots))
+		}
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i, b := range s.boots {
@@ -94,13 +117,14 @@ func (s *chainState) objects(ctx context.Context, plan *Plan, store publish.Stor
 			if !ok {
 				reg = fallback
 			}
-			before := &objdiff.Walker{Registry: reg, FluxNamespace: flux, Store: read, App: oo.App}
-			after := &objdiff.Walker{Registry: reg, FluxNamespace: flux, Store: fresh, App: oo.App}
+			before := &objdiff.Walker{Registry: reg, FluxNamespace: flux, Store: read, App: oo.App, Cache: cache}
+			after := &objdiff.Walker{Registry: reg, FluxNamespace: flux, Store: fresh, App: oo.App, Cache: cache}
 			changes, err := objdiff.Changes(gctx, before, after, b.old, b.new)
 			if err != nil {
 				return fmt.Errorf("%s: %w", b.target, err)
 			}
 			results[i] = result{changes, append(before.Notes, after.Notes...)}
+			step()
 			return nil
 		})
 	}

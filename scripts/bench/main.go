@@ -50,15 +50,16 @@ func main() {
 	skip := flag.String("skip", "", "comma-separated steps to leave out: vet, render, publish, verify, full (the no-op rows with --full, which ask every repository as before the namespace index)")
 	auth := flag.Bool("auth", true, "the registry asks for basic auth (htpasswd, bcrypt), as the tests' does; false: none, to see the cost of auth")
 	signed := flag.Bool("sign", false, "also render and publish with --signing-key (an Ed25519 key made for the run), beside the unsigned runs")
+	diffTargets := flag.Int("diff", 0, "instead of the steps: solar diff of this many Targets after a values change every Target gets, beside render --dry-run of the same change")
 	registryBins := flag.String("registry-bin", "registry", "comma-separated registry binaries (Distribution's lineage, run by scripts/start-registry.sh with the same config) to publish to, each in turn; the first also serves the helm baseline")
 	flag.Parse()
-	if err := run(*solar, *sizes, *per, *helmTargets, *skip, *auth, *signed, strings.Split(*registryBins, ",")); err != nil {
+	if err := run(*solar, *sizes, *per, *helmTargets, *diffTargets, *skip, *auth, *signed, strings.Split(*registryBins, ",")); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(solar, sizes string, per, helmTargets int, skip string, auth, signed bool, bins []string) error {
+func run(solar, sizes string, per, helmTargets, diffTargets int, skip string, auth, signed bool, bins []string) error {
 	work, err := os.MkdirTemp("", "solar-bench-")
 	if err != nil {
 		return err
@@ -95,6 +96,9 @@ func run(solar, sizes string, per, helmTargets int, skip string, auth, signed bo
 	}
 	fmt.Printf("\n| Targets | step | run | wall s | solar CPU s | registry CPU s | peak RSS MB | charts new/unchanged | requests | per new chart | per unchanged Target | registry CPU ms per request |\n")
 	fmt.Printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	if diffTargets > 0 {
+		return b.diffRows(diffTargets, per)
+	}
 	for _, s := range strings.Split(sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil {
@@ -214,8 +218,9 @@ func (b *bench) size(n, per int) error {
 // The summary line of render and publish; a count of one is singular.
 var summary = regexp.MustCompile(`(\d+) Targets?: (\d+) charts? created, (\d+) updated, (\d+) unchanged`)
 
-// row runs solar once against reg and prints its line of the table.
-func (b *bench) row(n int, reg *registry, step, what string, args ...string) {
+// row runs solar once against reg, prints its line of the table and
+// returns its wall time.
+func (b *bench) row(n int, reg *registry, step, what string, args ...string) time.Duration {
 	reg.proxy.Take()
 	cpu0 := reg.cpu()
 	cmd := exec.Command(b.solar, args...)
@@ -262,6 +267,7 @@ func (b *bench) row(n int, reg *registry, step, what string, args ...string) {
 	}
 	fmt.Printf("| %d | %s | %s | %.2f | %.2f | %.2f | %.0f | %s | %s | %s | %s | %s |\n", n, step, what, wall.Seconds(),
 		(st.UserTime() + st.SystemTime()).Seconds(), regCPU.Seconds(), rss, charts, reqs, perNew, perUnchanged, perRequest)
+	return wall
 }
 
 func tail(s string) string {

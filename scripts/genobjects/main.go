@@ -11,6 +11,10 @@
 // with the same flags otherwise: the "1 % change" of scripts/bench.
 // -change-release gives release-0 other values, so its chart and every
 // bootstrap chart changes (the kill tests want both kinds of chart to change).
+// -app-registry HOST[:PORT] puts the application chart (app:1.0.0) there, a
+// plain-HTTP registry (a Registry with plainHTTP and a PipelineConfig that
+// allows it, in the first namespace), so that solar diff renders it (level 3):
+// scripts/bench pushes a chart of helm create's there.
 package main
 
 import (
@@ -28,6 +32,7 @@ func main() {
 	registry := flag.String("registry", "registry.example.com", "hostname of the render Registry")
 	change := flag.Int("change", 0, "percentage of Targets with other userdata (1 to 100)")
 	changeRelease := flag.Bool("change-release", false, "give release-0 other values")
+	appRegistry := flag.String("app-registry", "", "plain-HTTP registry (HOST[:PORT]) of the application chart charts/app:1.0.0; default registry.example.com")
 	out := flag.String("out", "", "directory to write to (required)")
 	flag.Parse()
 	if *out == "" {
@@ -46,7 +51,7 @@ func main() {
 	if *targets > 0 {
 		namespaces = (*targets + *per - 1) / *per
 	}
-	sh := shape{per: *per, registry: *registry, changeRelease: *changeRelease}
+	sh := shape{per: *per, registry: *registry, changeRelease: *changeRelease, appRegistry: *appRegistry}
 	if *change > 0 {
 		sh.every = 100 / min(*change, 100)
 	}
@@ -65,6 +70,7 @@ type shape struct {
 	registry      string // hostname of the render Registry
 	every         int    // every how many Targets one has other userdata; 0: none
 	changeRelease bool   // release-0 has other values
+	appRegistry   string // plain-HTTP registry of the application chart; "": registry.example.com
 }
 
 // namespace is the file of one namespace, whose first Target is the first-th
@@ -76,12 +82,20 @@ func namespace(ns string, first int, sh shape) string {
 	}
 	obj("Registry", "render", "spec:\n  hostname: "+sh.registry+"\n  targetPullSecretName: pull\n")
 	obj("Component", "app", "spec:\n  description: an app\n")
+	apps := "registry.example.com"
+	if sh.appRegistry != "" {
+		apps = sh.appRegistry
+		obj("Registry", "charts", "spec:\n  hostname: "+apps+"\n  plainHTTP: true\n")
+		if first == 0 {
+			obj("PipelineConfig", "bench", "spec:\n  registries: {allowInsecure: true}\n")
+		}
+	}
 	obj("ComponentVersion", "app-1-0-0", `spec:
   componentRef: {name: app}
   tag: 1.0.0
   resources:
     chart:
-      repository: registry.example.com/charts/app
+      repository: `+apps+`/charts/app
       tag: 1.0.0
       helm: {name: app, version: 1.0.0}
   entrypoint: {resourceName: chart, type: helm}
