@@ -17,12 +17,12 @@ build:
 solar:
 	$(GO) build -o bin/ ./cmd/solar
 
-## tools: every CLI and service the tests use (scripts/install-tools.sh);
-## tools-quick: only what the README's commands need to be tried by hand (a
-## registry, NATS, and the oras and helm CLIs to look at what solar published).
+## tools: every CLI and service the tests use (scripts/install-tools.sh).
 tools:
 	scripts/install-tools.sh >/dev/null
 
+## tools-quick: only what the README's commands need to be tried by hand (a
+## registry, NATS, and the oras and helm CLIs to look at what solar published).
 tools-quick:
 	scripts/install-tools.sh registry nats-server oras helm >/dev/null
 

@@ -18,7 +18,9 @@ import (
 func TestVetRepositoryRoot(t *testing.T) {
 	code, stdout, stderr := solar(t, "vet", testenv.Root(t))
 	assert.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
-	for _, line := range strings.Split(strings.TrimSpace(stderr), "\n") {
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	assert.Contains(t, lines[len(lines)-1], "objects valid", "vet's summary")
+	for _, line := range lines[:len(lines)-1] {
 		assert.Contains(t, line, "warning:", "the repository must vet without errors")
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/solar-pipeline/solar/internal/english"
 	"github.com/solar-pipeline/solar/renderer/diag"
 )
 
@@ -51,13 +52,15 @@ func (s Skipped) String() string {
 		for _, g := range slices.Sorted(maps.Keys(s.Groups)) {
 			groups = append(groups, fmt.Sprintf("%s %d", g, s.Groups[g]))
 		}
-		parts = append(parts, fmt.Sprintf("%d objects of other API groups (%s)", n, strings.Join(groups, ", ")))
+		parts = append(parts, fmt.Sprintf("%s of other API groups (%s)", english.Count(n, "object"), strings.Join(groups, ", ")))
 	}
-	if s.Files > 0 {
+	if s.Files == 1 {
+		parts = append(parts, "1 file that holds no Kubernetes objects")
+	} else if s.Files > 1 {
 		parts = append(parts, fmt.Sprintf("%d files that hold no Kubernetes objects", s.Files))
 	}
 	if s.Folders > 0 {
-		parts = append(parts, fmt.Sprintf("%d Helm chart or OCI layout folders", s.Folders))
+		parts = append(parts, english.Count(s.Folders, "Helm chart or OCI layout folder"))
 	}
 	return strings.Join(parts, ", ")
 }

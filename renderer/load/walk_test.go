@@ -127,3 +127,11 @@ func TestWalkSkipsTemplates(t *testing.T) {
 		assert.True(t, slices.ContainsFunc(lines(problems), func(l string) bool { return strings.HasPrefix(l, f) }), "--strict reads %s: %v", f, lines(problems))
 	}
 }
+
+// TestSkippedSaysCountsInWords: one of each is singular, more plural.
+func TestSkippedSaysCountsInWords(t *testing.T) {
+	one := Skipped{Groups: map[string]int{"core": 1}, Files: 1, Folders: 1}
+	assert.Equal(t, "1 object of other API groups (core 1), 1 file that holds no Kubernetes objects, 1 Helm chart or OCI layout folder", one.String())
+	two := Skipped{Groups: map[string]int{"core": 2}, Files: 2, Folders: 2}
+	assert.Equal(t, "2 objects of other API groups (core 2), 2 files that hold no Kubernetes objects, 2 Helm chart or OCI layout folders", two.String())
+}

@@ -3,9 +3,11 @@ package sign
 import (
 	"context"
 	"crypto"
+	"crypto/ecdh"
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/elliptic"
+	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
@@ -75,7 +77,7 @@ func ParseKey(pemBytes []byte, pass Password) (*Key, error) {
 	}
 	signer, ok := k.(crypto.Signer)
 	if !ok {
-		return nil, fmt.Errorf("the signing key is a %T: Solar signs with Ed25519 or ECDSA P-256", k)
+		return nil, fmt.Errorf("the signing key is %s: Solar signs with Ed25519 or ECDSA P-256", keyKind(k))
 	}
 	return NewKey(signer)
 }
@@ -90,7 +92,7 @@ func NewKey(priv crypto.Signer) (*Key, error) {
 			return nil, fmt.Errorf("an ECDSA key on %s: Solar signs with Ed25519 or ECDSA P-256 (what Flux verifies with SHA-256)", k.Curve.Params().Name)
 		}
 	default:
-		return nil, fmt.Errorf("the signing key is a %T: Solar signs with Ed25519 or ECDSA P-256", priv)
+		return nil, fmt.Errorf("the signing key is %s: Solar signs with Ed25519 or ECDSA P-256", keyKind(priv))
 	}
 	pub, err := x509.MarshalPKIXPublicKey(priv.Public())
 	if err != nil {
@@ -154,4 +156,15 @@ func (p keypair) SignData(_ context.Context, data []byte) ([]byte, []byte, error
 	sum := sha256.Sum256(data)
 	sig, err := p.k.priv.Sign(nil, sum[:], crypto.SHA256)
 	return sig, sum[:], err
+}
+
+// keyKind names a key's algorithm in words: "an RSA key".
+func keyKind(k any) string {
+	switch k.(type) {
+	case *rsa.PrivateKey:
+		return "an RSA key"
+	case *ecdh.PrivateKey:
+		return "an ECDH key"
+	}
+	return fmt.Sprintf("a %T", k)
 }

@@ -92,7 +92,7 @@ func TestParseKey(t *testing.T) {
 		{name: "not PEM", pem: "hello", err: "no PEM private key found"},
 		{name: "public key", pem: string(ed.PublicPEM()), err: `a PEM "PUBLIC KEY" where a private key belongs`},
 		{name: "p384", pem: mustPEM(t, p384), err: "an ECDSA key on P-384: Solar signs with Ed25519 or ECDSA P-256"},
-		{name: "rsa", pem: mustPEM(t, rsaKey), err: "Solar signs with Ed25519 or ECDSA P-256"},
+		{name: "rsa", pem: mustPEM(t, rsaKey), err: "the signing key is an RSA key: Solar signs with Ed25519 or ECDSA P-256"},
 		{name: "garbage DER", pem: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n", err: "the signing key:"},
 	} {
 		k, err := ParseKey([]byte(tc.pem), tc.pass)

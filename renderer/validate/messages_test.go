@@ -27,6 +27,8 @@ func TestSchemaErrorsInPlainWords(t *testing.T) {
 				`in.yaml:6:3: spec.tag: 1.10 is a number (read as 1.1); quote it: tag: "1.10"`,
 				`in.yaml:8:44: spec.resources.chart.tag: 2.0 is a number (read as 2); quote it: tag: "2.0"`,
 			}},
+		"misspelled kind": {head + "kind: Relase\nmetadata: {name: r}\nspec: {}\n",
+			[]string{`in.yaml:2:1: kind: unknown kind "Relase"; did you mean Release?`}},
 		"misspelled field": {head + "kind: Registry\nmetadata: {name: r}\nspec:\n  hostnmae: registry.example.com\n",
 			[]string{`in.yaml:5:3: spec.hostnmae: unknown field; did you mean hostname?`}},
 		"unknown field beside another error": {head + "kind: Registry\nmetadata: {name: r}\nspec:\n  hostname: registry.example.com\n  plainHttp: true\n  scanInterval: 1 day\n",

@@ -99,7 +99,12 @@ func (ks kindSchemas) check(o *load.Object) diag.List {
 	}
 	def, ok := ks.kinds[o.Kind]
 	if !ok {
-		problems.Errorf(o.File, o.LineOf("kind"), "kind", "unknown kind %q; want one of %s", o.Kind, strings.Join(ks.kindNames(), ", "))
+		line, col := o.PosOf("kind")
+		msg := fmt.Sprintf("unknown kind %q; want one of %s", o.Kind, strings.Join(ks.kindNames(), ", "))
+		if c := closest(o.Kind, ks.kindNames()); c != "" {
+			msg = fmt.Sprintf("unknown kind %q; did you mean %s?", o.Kind, c)
+		}
+		problems.Addf(diag.Error, o.File, line, col, "kind", "%s", msg)
 		return problems
 	}
 	fields, problems := withoutOpaque(o, ks.strict)
