@@ -73,7 +73,7 @@ func TestFluxPullsExactlyWhatSolarPublishes(t *testing.T) {
 	code := run(context.Background(), []string{"bootstrap-manifests", "edge-1", "-n", "alpha", "--registry", registry,
 		"--username", reg.Username, "--password-stdin", "--ca-file", reg.CAFile}, strings.NewReader(reg.Password), &stdout, &stderr)
 	require.Equal(t, 0, code, stderr.String())
-	assert.Contains(t, stderr.String(), "Target alpha/edge-1: its bootstrap chart is in "+registry+"/alpha/bootstrap-edge-1 (1 versions)\n")
+	assert.Contains(t, stderr.String(), "Target alpha/edge-1: its bootstrap chart is in "+registry+"/alpha/bootstrap-edge-1 (1 version)\n")
 	require.Empty(t, f.Apply(stdout.String()))
 	helmRelease := docs(t, stdout.String())["HelmRelease/"+chain.Bootstrap]
 

@@ -19,6 +19,7 @@ func TestOperatorManual(t *testing.T) {
 	code, stdout, stderr := solar(t, "vet", "--strict", operatorManual)
 	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	assert.Equal(t, `../../testdata/operator-manual/grants.yaml:41: spec.from[1].kind: warning: solar does not process RenderArtifact of group "solar.opendefense.cloud": this entry grants nothing here
+12 objects valid, 1 warning
 `, stderr)
 
 	code, stdout, stderr = solar(t, "render", "-o", "json", "--out", filepath.Join(t.TempDir(), "out"), operatorManual)
@@ -62,6 +63,7 @@ func TestOperatorManualWithoutProfileGrant(t *testing.T) {
 	assert.Equal(t, `grants.yaml:35: spec.from[1].kind: warning: solar does not process RenderArtifact of group "solar.opendefense.cloud": this entry grants nothing here
 profile.yaml:14: spec.targetSelector: warning: Profile k8s-cluster-provider/ocm-demo-production matches no Target; Target k8s-cluster-user/cluster-01 has matching labels but `+why+`
 target.yaml:9: metadata.name: warning: Target k8s-cluster-user/cluster-01 gets no release: no Profile or ReleaseBinding binds one to it, so its bootstrap chart installs nothing; Profile k8s-cluster-provider/ocm-demo-production matches its labels but `+why+`
+12 objects valid, 3 warnings
 `, stderr)
 
 	code, _, stderr = solar(t, "vet", "--strict", ".")
