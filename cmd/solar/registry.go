@@ -78,7 +78,7 @@ func newRegistryLoginCmd(g *globals) *cobra.Command {
 func newRegistryLogoutCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:     "logout HOST[:PORT]",
-		Short:   "Remove the login to a registry from the docker config",
+		Short:   "Remove the login to a registry from the docker config and helm's registry config",
 		Example: `  solar registry logout registry.example.com`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -129,4 +129,13 @@ func TestHelmRegistryLoginIsRead(t *testing.T) {
 	stderr.Reset()
 	code = run(context.Background(), publish, strings.NewReader(""), &stdout, &stderr)
 	assert.Equal(t, 0, code, "publish reads helm's login: %s", stderr.String())
+
+	// solar registry logout forgets every login solar reads, helm's too.
+	stderr.Reset()
+	code = run(context.Background(), []string{"registry", "logout", reg.Host}, strings.NewReader(""), &stdout, &stderr)
+	require.Equal(t, 0, code, "%s", stderr.String())
+	assert.Contains(t, stderr.String(), filepath.Join(home, "helm", "registry", "config.json"))
+	stderr.Reset()
+	code = run(context.Background(), append(publish, "--dry-run"), strings.NewReader(""), &stdout, &stderr)
+	assert.Equal(t, 1, code, "logged out: %s", stderr.String())
 }

@@ -13,7 +13,8 @@ func RegistryLogin(ctx context.Context, opts RegistryOptions) (string, error) {
 	return publish.Login(ctx, opts)
 }
 
-// RegistryLogout removes the login to host from the docker config, saying
+// RegistryLogout removes the login to host from the docker config and helm's
+// registry config, saying
 // whether there was one (publish.Logout).
 func RegistryLogout(ctx context.Context, host string) (path string, found bool, err error) {
 	return publish.Logout(ctx, host)

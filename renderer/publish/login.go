@@ -42,19 +42,26 @@ func loginStore() (credentials.Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the docker config: %w", err)
 	}
-	file := os.Getenv(helmRegistryConfigEnv)
-	if file == "" {
-		file = helmpath.ConfigPath("registry", "config.json")
+	helm, err := helmStore()
+	if helm == nil || err != nil {
+		return docker, err
 	}
+	return credentials.NewStoreWithFallbacks(docker, helm), nil
+}
+
+// helmStore is helm's registry config, where helm registry login writes
+// ($HELM_REGISTRY_CONFIG, else registry/config.json in helm's configuration
+// directory); nil without a home directory (a controller's container).
+func helmStore() (*credentials.FileStore, error) {
+	file := helmConfigFile()
 	if !filepath.IsAbs(file) {
-		// No home directory (a controller's container): no helm login.
-		return docker, nil
+		return nil, nil
 	}
-	helm, err := credentials.NewStore(file, credentials.StoreOptions{})
+	helm, err := credentials.NewFileStore(file)
 	if err != nil {
 		return nil, fmt.Errorf("reading helm's registry config %s: %w", file, err)
 	}
-	return credentials.NewStoreWithFallbacks(docker, helm), nil
+	return helm, nil
 }
 
 // Login checks opts' Username and Password against the registry opts.Host
@@ -88,23 +95,52 @@ func Login(ctx context.Context, opts RemoteOptions) (string, error) {
 	return store.ConfigPath(), nil
 }
 
-// Logout removes the login to host from the docker config (dockerStore),
-// and says whether there was one. It returns the config file's path.
+// helmConfigFile is the path of helm's registry config.
+func helmConfigFile() string {
+	if file := os.Getenv(helmRegistryConfigEnv); file != "" {
+		return file
+	}
+	return helmpath.ConfigPath("registry", "config.json")
+}
+
+// Logout removes the login to host from every file Remote reads one from
+// (loginStore): the docker config and helm's registry config, and says
+// whether there was one. It returns the path of the docker config, or of
+// helm's where only that one held the login.
 func Logout(ctx context.Context, host string) (path string, found bool, err error) {
-	store, err := dockerStore()
+	docker, err := dockerStore()
 	if err != nil {
 		return "", false, err
 	}
 	host = credentials.ServerAddressFromRegistry(host)
+	path = docker.ConfigPath()
+	if found, err = forget(ctx, docker, host, path); err != nil {
+		return path, found, err
+	}
+	helm, err := helmStore()
+	if helm == nil || err != nil {
+		return path, found, err
+	}
+	file := helmConfigFile()
+	inHelm, err := forget(ctx, helm, host, file)
+	if inHelm && !found {
+		path = file
+	}
+	return path, found || inHelm, err
+}
+
+// forget deletes the login to host from store (the file at path), saying
+// whether there was one.
+func forget(ctx context.Context, store credentials.Store, host, path string) (bool, error) {
 	cred, err := store.Get(ctx, host)
 	if err != nil {
-		return store.ConfigPath(), false, fmt.Errorf("reading the login to %s: %w", host, err)
+		return false, fmt.Errorf("reading the login to %s from %s: %w", host, path, err)
 	}
 	if cred == auth.EmptyCredential {
-		return store.ConfigPath(), false, nil
+		return false, nil
 	}
 	if err := store.Delete(ctx, host); err != nil {
-		return store.ConfigPath(), true, fmt.Errorf("removing the login to %s from %s: %w", host, store.ConfigPath(), err)
+		return true, fmt.Errorf("removing the login to %s from %s: %w", host, path, err)
 	}
-	return store.ConfigPath(), true, nil
+	return true, nil
 }
