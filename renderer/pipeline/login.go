@@ -14,8 +14,7 @@ func RegistryLogin(ctx context.Context, opts RegistryOptions) (string, error) {
 }
 
 // RegistryLogout removes the login to host from the docker config and helm's
-// registry config, saying
-// whether there was one (publish.Logout).
+// registry config, saying whether there was one (publish.Logout).
 func RegistryLogout(ctx context.Context, host string) (path string, found bool, err error) {
 	return publish.Logout(ctx, host)
 }
