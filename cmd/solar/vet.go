@@ -38,10 +38,11 @@ Warnings do not change the exit code. Exit code 0: valid; 1: invalid.`,
 				return err
 			}
 			if problems.HasErrors() {
+				g.say("%s, %s", plural(problems.Count(diag.Error), "error"), plural(problems.Count(diag.Warning), "warning"))
 				return exitError{code: 1}
 			}
 			// Silence would not say whether anything was read: the summary
-			// says how much passed (conversation, on stderr).
+			// says how much passed or failed (conversation, on stderr).
 			g.say("%s valid, %s", plural(len(set.Objects()), "object"), plural(problems.Count(diag.Warning), "warning"))
 			return nil
 		},
