@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/pmezard/go-difflib/difflib"
-	"sigs.k8s.io/yaml"
 
 	"github.com/solar-pipeline/solar/renderer/credential"
 )
@@ -118,7 +117,7 @@ func text(o Object, present bool) (string, error) {
 	if o.Kind == "Secret" {
 		body = maskSecret(body)
 	}
-	b, err := yaml.Marshal(body)
+	b, err := marshalYAML(body)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", o, err)
 	}

@@ -25,42 +25,67 @@ const (
 // Fetcher reads application charts from their registries, anonymously (as
 // an OCIRepository without secretRef does), each ref once; a registry that
 // cannot be reached (no connection, no TLS) is asked once per diff, not once
-// per chart.
+// per chart. A registry is asked one chart at a time; a chart read before,
+// or one of another registry, waits for no read in progress.
 type Fetcher struct {
 	// Wrap, when set, wraps the HTTP transport (solar --debug logs each
 	// request).
-	Wrap func(http.RoundTripper) http.RoundTripper
-	mu   sync.Mutex
-	seen map[string]fetched
-	down map[string]error // by registry host
+	Wrap  func(http.RoundTripper) http.RoundTripper
+	mu    sync.Mutex // guards the maps, never held while reading
+	seen  map[string]*fetched
+	down  map[string]error       // by registry host
+	hosts map[string]*sync.Mutex // by registry host: one read at a time
 }
 
+// fetched is a ref's read: done is closed when archive and err are set.
 type fetched struct {
+	done    chan struct{}
 	archive []byte
 	err     error
 }
 
 // Fetch reads the chart archive a ref points at.
 func (f *Fetcher) Fetch(ctx context.Context, ref Ref) ([]byte, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if r, ok := f.seen[ref.String()]; ok {
-		return r.archive, r.err
-	}
 	host, _, _ := strings.Cut(strings.TrimPrefix(ref.URL, "oci://"), "/")
-	if err := f.down[host]; err != nil {
-		return nil, err
-	}
-	archive, err := f.fetch(ctx, ref)
+	f.mu.Lock()
 	if f.seen == nil {
-		f.seen, f.down = map[string]fetched{}, map[string]error{}
+		f.seen, f.down, f.hosts = map[string]*fetched{}, map[string]error{}, map[string]*sync.Mutex{}
 	}
-	f.seen[ref.String()] = fetched{archive, err}
+	r, ok := f.seen[ref.String()]
+	if !ok {
+		r = &fetched{done: make(chan struct{})}
+		f.seen[ref.String()] = r
+		if f.hosts[host] == nil {
+			f.hosts[host] = &sync.Mutex{}
+		}
+	}
+	hostMu := f.hosts[host]
+	f.mu.Unlock()
+	if ok {
+		select {
+		case <-r.done:
+			return r.archive, r.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	defer close(r.done)
+	hostMu.Lock()
+	defer hostMu.Unlock()
+	f.mu.Lock()
+	r.err = f.down[host]
+	f.mu.Unlock()
+	if r.err != nil {
+		return nil, r.err
+	}
+	r.archive, r.err = f.fetch(ctx, ref)
 	var netErr net.Error
-	if errors.As(err, &netErr) && ctx.Err() == nil {
-		f.down[host] = err
+	if errors.As(r.err, &netErr) && ctx.Err() == nil {
+		f.mu.Lock()
+		f.down[host] = r.err
+		f.mu.Unlock()
 	}
-	return archive, err
+	return r.archive, r.err
 }
 
 func (f *Fetcher) fetch(ctx context.Context, ref Ref) ([]byte, error) {
