@@ -137,7 +137,7 @@ func (g *globals) objectOptions(files, noApp bool, fluxNS string) *pipeline.Obje
 	var step func(done, total int)
 	oo.Progress = func(done, total int) {
 		if step == nil {
-			step = g.meter("Target chains rendered")
+			step = g.meter("rendered Target chain")
 		}
 		step(done, total)
 	}
