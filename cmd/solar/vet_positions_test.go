@@ -48,6 +48,6 @@ func TestVetJSONPositions(t *testing.T) {
 	for _, p := range want {
 		lines = append(lines, p.String())
 	}
-	assert.Equal(t, strings.Join(lines, "\n")+"\n", stderr, "the text output shows the same")
+	assert.Equal(t, strings.Join(lines, "\n")+"\n3 errors, 0 warnings\n", stderr, "the text output shows the same, then the count")
 	assert.Contains(t, stdout, `"column": 3`)
 }
