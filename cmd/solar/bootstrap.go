@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
+	"github.com/solar-pipeline/solar/internal/english"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 )
 
@@ -141,7 +142,7 @@ func (g *globals) checkPublished(ctx context.Context, rf *registryFlags, l login
 		}
 		return fmt.Errorf("no Target %s/%s: %s holds no bootstrap chart (publish it first, check TARGET and -n)%s", ns, target, where, instead)
 	}
-	g.say("Target %s/%s: its bootstrap chart is in %s (%s)", ns, target, where, plural(len(tags), "version"))
+	g.say("Target %s/%s: its bootstrap chart is in %s (%s)", ns, target, where, english.Count(len(tags), "version"))
 	return nil
 }
 

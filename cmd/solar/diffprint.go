@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/solar-pipeline/solar/internal/english"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 )
 
@@ -91,7 +92,7 @@ func (g *globals) printObjectDiffs(d *pipeline.DiffReport, paint func(string) st
 		charts := tokens[t.token]
 		if len(charts) > 3 {
 			// One line, not one per Target.
-			g.say("%s and %s: %s", strings.Join(charts[0].Targets, ", "), plural(len(charts)-1, "more Target"), t.says)
+			g.say("%s and %s: %s", strings.Join(charts[0].Targets, ", "), english.Count(len(charts)-1, "more Target"), t.says)
 			continue
 		}
 		for _, c := range charts {
@@ -109,7 +110,7 @@ func (g *globals) targetsOf(entries []string, alike bool) (header string, list [
 	if len(entries) <= 3 {
 		return strings.Join(entries, ", "), nil
 	}
-	header = fmt.Sprintf("%s and %s", entries[0], plural(len(entries)-1, "more Target"))
+	header = fmt.Sprintf("%s and %s", entries[0], english.Count(len(entries)-1, "more Target"))
 	if alike {
 		header += ", the same but for each Target's name and namespace"
 	}
@@ -178,9 +179,9 @@ func diffSummary(d *pipeline.DiffReport, files bool) string {
 		return "no change: every chart is as the store has it"
 	}
 	if files {
-		return fmt.Sprintf("%s, %s would change", plural(len(d.Charts), "chart"), plural(len(targets), "Target"))
+		return fmt.Sprintf("%s, %s would change", english.Count(len(d.Charts), "chart"), english.Count(len(targets), "Target"))
 	}
-	return fmt.Sprintf("%s, %s, %s would change", plural(len(d.Charts), "chart"), plural(len(d.Objects), "object"), plural(len(targets), "Target"))
+	return fmt.Sprintf("%s, %s, %s would change", english.Count(len(d.Charts), "chart"), english.Count(len(d.Objects), "object"), english.Count(len(targets), "Target"))
 }
 
 // painter colours a unified diff's lines when color is on.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/solar-pipeline/solar/internal/english"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 )
 
@@ -89,7 +90,7 @@ func (g *globals) printExport(s *pipeline.ArchiveSummary, out string) error {
 		return err
 	}
 	// The table is the result; what was written is conversation.
-	g.say("wrote %s: %s, %s, %s, %s, %s", out, plural(len(s.Versions), "version"), plural(signatures, "signature"),
-		plural(s.Blobs, "blob"), bytesHuman(s.Size), s.SHA256)
+	g.say("wrote %s: %s, %s, %s, %s, %s", out, english.Count(len(s.Versions), "version"), english.Count(signatures, "signature"),
+		english.Count(s.Blobs, "blob"), bytesHuman(s.Size), s.SHA256)
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/solar-pipeline/solar/internal/english"
 	"github.com/solar-pipeline/solar/renderer/diag"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 )
@@ -117,7 +118,7 @@ func (g *globals) printFleet(results []pipeline.DeviceResult, problems diag.List
 		return err
 	}
 	if len(results) > 0 {
-		g.say("%s: %d failed", plural(len(results), "device"), failed)
+		g.say("%s: %d failed", english.Count(len(results), "device"), failed)
 	}
 	return nil
 }

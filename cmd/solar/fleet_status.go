@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/solar-pipeline/solar/device/wire"
+	"github.com/solar-pipeline/solar/internal/english"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 )
 
@@ -156,11 +157,11 @@ func statusErrors(bucket string, bad, notFound []string, n int) error {
 	var errs []error
 	if len(bad) > 0 {
 		errs = append(errs, fmt.Errorf("could not read what the bucket %s holds about %s (%d of %s: see their REASON, or attemptError and stateError with -o json)",
-			bucket, strings.Join(bad, ", "), len(bad), plural(n, "device")))
+			bucket, strings.Join(bad, ", "), len(bad), english.Count(n, "device")))
 	}
 	if len(notFound) > 0 {
 		errs = append(errs, fmt.Errorf("not found in the bucket %s: %s (%d of %s: it holds no attempt for them and no state they reported; check the device ids and --bucket)",
-			bucket, strings.Join(notFound, ", "), len(notFound), plural(n, "device")))
+			bucket, strings.Join(notFound, ", "), len(notFound), english.Count(n, "device")))
 	}
 	return errors.Join(errs...)
 }

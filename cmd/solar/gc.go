@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/solar-pipeline/solar/internal/english"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 )
 
@@ -104,11 +105,11 @@ func (g *globals) printGC(res pipeline.GCResult, keep int, dryRun bool) error {
 	// The lines above are the result; the summary is conversation.
 	signatures := ""
 	if res.Signatures > 0 {
-		signatures = " with their " + plural(res.Signatures, "signature")
+		signatures = " with their " + english.Count(res.Signatures, "signature")
 	}
-	g.say("%s %s%s, %s (%s)", verb, plural(len(res.Versions), "version"), signatures, plural(res.Blobs, "blob"), bytesHuman(res.Bytes))
+	g.say("%s %s%s, %s (%s)", verb, english.Count(len(res.Versions), "version"), signatures, english.Count(res.Blobs, "blob"), bytesHuman(res.Bytes))
 	if len(res.Skipped) > 0 {
-		g.say("left %s alone, not solar's charts: %s", plural(len(res.Skipped), "repository"), strings.Join(res.Skipped, ", "))
+		g.say("left %s alone, not solar's charts: %s", english.Count(len(res.Skipped), "repository"), strings.Join(res.Skipped, ", "))
 	}
 	return nil
 }

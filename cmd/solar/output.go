@@ -12,7 +12,6 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/solar-pipeline/solar/internal/english"
 	"github.com/solar-pipeline/solar/renderer/diag"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 	"github.com/solar-pipeline/solar/renderer/publish"
@@ -134,12 +133,6 @@ func hint(err error, registry string) error {
 		return fmt.Errorf("registry %s: %w", registry, err)
 	}
 	return err
-}
-
-// plural is "1 Target", "2 Targets", "2 repositories": every count solar
-// prints is said with it.
-func plural(n int, noun string) string {
-	return english.Count(n, noun)
 }
 
 // say writes a line of the conversation on stderr, unless -q.

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/solar-pipeline/solar/internal/english"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 )
 
@@ -66,7 +67,7 @@ func (g *globals) meter(unit string) func(done, total int) {
 func (m *meter) line(now time.Time) string {
 	const width = 30
 	n := width * m.done / m.total
-	line := fmt.Sprintf("[%s%s] %d/%s", strings.Repeat("#", n), strings.Repeat(".", width-n), m.done, plural(m.total, m.unit))
+	line := fmt.Sprintf("[%s%s] %d/%s", strings.Repeat("#", n), strings.Repeat(".", width-n), m.done, english.Count(m.total, m.unit))
 	elapsed := now.Sub(m.first).Seconds()
 	if m.done == m.firstDone || elapsed <= 0 {
 		return line + "\x1b[K"
@@ -111,7 +112,7 @@ func (g *globals) interrupted() string {
 	if m.total == 0 {
 		return "interrupted: " + what
 	}
-	return fmt.Sprintf("interrupted after %d of %s: %s", m.done, plural(m.total, m.unit), what)
+	return fmt.Sprintf("interrupted after %d of %s: %s", m.done, english.Count(m.total, m.unit), what)
 }
 
 // endBar ends a bar left unfinished (an error, an interrupt), so that what

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/solar-pipeline/solar/internal/english"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 )
 
@@ -93,7 +94,7 @@ func credentialHint(plan *pipeline.Plan, f planFlags, err error) error {
 		get = "gets"
 	}
 	return fmt.Errorf("%s %s the agent but no credential: pass --kubeconfig FILE (or set $KUBECONFIG), the kubeconfig "+
-		"of the SolAr API server where agent credentials are minted, or --no-credentials to render agents without a token", plural(n, "Target"), get)
+		"of the SolAr API server where agent credentials are minted, or --no-credentials to render agents without a token", english.Count(n, "Target"), get)
 }
 
 const renderLong = `render validates the objects (as vet does), resolves what every Target gets, and

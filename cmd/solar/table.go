@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 
+	"github.com/solar-pipeline/solar/internal/english"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
@@ -48,7 +49,7 @@ func (g *globals) printReport(r *pipeline.Report, table int) error {
 		return err
 	}
 	if hidden := g.hiddenUnchanged(r, table); hidden > 0 {
-		g.say("%s not shown (--changed)", plural(hidden, "unchanged Target"))
+		g.say("%s not shown (--changed)", english.Count(hidden, "unchanged Target"))
 	}
 	g.printProblems(r.Problems)
 	return nil

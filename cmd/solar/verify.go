@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/solar-pipeline/solar/internal/english"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 )
 
@@ -77,13 +78,13 @@ func newVerifyCmd(g *globals) *cobra.Command {
 				}
 			}
 			g.say("verified %s, %s, %s (%s read) in %s: %s",
-				plural(v.Repositories, "repository"), plural(v.Versions, "version"), plural(v.Blobs, "blob"), bytesHuman(v.Bytes),
-				time.Since(start).Round(time.Millisecond), plural(len(v.Violations), "violation"))
+				english.Count(v.Repositories, "repository"), english.Count(v.Versions, "version"), english.Count(v.Blobs, "blob"), bytesHuman(v.Bytes),
+				time.Since(start).Round(time.Millisecond), english.Count(len(v.Violations), "violation"))
 			if v.Signed > 0 {
-				g.say("checked the signatures of %s", plural(v.Signed, "version"))
+				g.say("checked the signatures of %s", english.Count(v.Signed, "version"))
 			}
 			if v.Indexes > 0 {
-				g.say("checked %s against the repositories", plural(v.Indexes, "namespace index"))
+				g.say("checked %s against the repositories", english.Count(v.Indexes, "namespace index"))
 			}
 			if len(v.Skipped) > 0 {
 				g.say("not checked, not solar's charts: %s", strings.Join(v.Skipped, ", "))

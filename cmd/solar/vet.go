@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/solar-pipeline/solar/internal/english"
 	"github.com/spf13/cobra"
 
 	"github.com/solar-pipeline/solar/renderer/diag"
@@ -38,12 +39,12 @@ Warnings do not change the exit code. Exit code 0: valid; 1: invalid.`,
 				return err
 			}
 			if problems.HasErrors() {
-				g.say("%s, %s", plural(problems.Count(diag.Error), "error"), plural(problems.Count(diag.Warning), "warning"))
+				g.say("%s, %s", english.Count(problems.Count(diag.Error), "error"), english.Count(problems.Count(diag.Warning), "warning"))
 				return exitError{code: 1}
 			}
 			// Silence would not say whether anything was read: the summary
 			// says how much passed or failed (conversation, on stderr).
-			g.say("%s valid, %s", plural(len(set.Objects()), "object"), plural(problems.Count(diag.Warning), "warning"))
+			g.say("%s valid, %s", english.Count(len(set.Objects()), "object"), english.Count(problems.Count(diag.Warning), "warning"))
 			return nil
 		},
 	}

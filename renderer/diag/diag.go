@@ -75,6 +75,18 @@ func (l *List) Addf(sev Severity, file string, line, col int, path, format strin
 	*l = append(*l, Problem{File: file, Line: line, Column: col, Path: path, Message: fmt.Sprintf(format, args...), Severity: sev})
 }
 
+// Count is the number of problems of severity s: the summaries' "3 problems
+// (1 error)", vet's "2 warnings".
+func (l List) Count(s Severity) int {
+	n := 0
+	for _, p := range l {
+		if p.Severity == s {
+			n++
+		}
+	}
+	return n
+}
+
 // HasErrors reports whether any problem is an error.
 func (l List) HasErrors() bool {
 	return slices.ContainsFunc(l, func(p Problem) bool { return p.Severity == Error })

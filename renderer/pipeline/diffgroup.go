@@ -30,15 +30,10 @@ func (g ChangeGroup) Targets() int {
 // order of their first.
 func GroupChanges(changes []ObjectChange) []ChangeGroup {
 	var out []ChangeGroup
-	index := map[string]int{}
-	for _, c := range changes {
-		k := alikeKey(fmt.Sprintf("%s\x00%s\x00%d\x00%s\x00%s", c.Action, c.Object.Key(), c.Level, c.APIVersion, c.Diff), c.Targets)
-		if i, ok := index[k]; ok {
-			out[i].Others = append(out[i].Others, c)
-			continue
-		}
-		index[k] = len(out)
-		out = append(out, ChangeGroup{Shown: c})
+	for _, g := range groupAlike(changes, func(c ObjectChange) string {
+		return alikeKey(fmt.Sprintf("%s\x00%s\x00%d\x00%s\x00%s", c.Action, c.Object.Key(), c.Level, c.APIVersion, c.Diff), c.Targets)
+	}) {
+		out = append(out, ChangeGroup{Shown: g[0], Others: g[1:]})
 	}
 	return out
 }
@@ -55,20 +50,32 @@ type ChartGroup struct {
 // order of their first.
 func GroupCharts(charts []ChartDiff) []ChartGroup {
 	var out []ChartGroup
-	index := map[string]int{}
-	for _, c := range charts {
+	for _, g := range groupAlike(charts, func(c ChartDiff) string {
 		var text strings.Builder
 		fmt.Fprintf(&text, "%s\x00%s\x00%s\x00%s", c.Repository, c.From, c.To, c.Token)
 		for _, f := range c.Files {
 			fmt.Fprintf(&text, "\x00%s\x00%s", f.Name, f.Diff)
 		}
-		k := alikeKey(text.String(), c.Targets)
+		return alikeKey(text.String(), c.Targets)
+	}) {
+		out = append(out, ChartGroup{Shown: g[0], Others: g[1:]})
+	}
+	return out
+}
+
+// groupAlike groups items by key, each group in the order of its first
+// item, the items of a group in their order.
+func groupAlike[T any](items []T, key func(T) string) [][]T {
+	var out [][]T
+	index := map[string]int{}
+	for _, it := range items {
+		k := key(it)
 		if i, ok := index[k]; ok {
-			out[i].Others = append(out[i].Others, c)
+			out[i] = append(out[i], it)
 			continue
 		}
 		index[k] = len(out)
-		out = append(out, ChartGroup{Shown: c})
+		out = append(out, []T{it})
 	}
 	return out
 }

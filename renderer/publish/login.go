@@ -42,7 +42,7 @@ func loginStore() (credentials.Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the docker config: %w", err)
 	}
-	helm, err := helmStore()
+	helm, _, err := helmStore()
 	if helm == nil || err != nil {
 		return docker, err
 	}
@@ -51,17 +51,18 @@ func loginStore() (credentials.Store, error) {
 
 // helmStore is helm's registry config, where helm registry login writes
 // ($HELM_REGISTRY_CONFIG, else registry/config.json in helm's configuration
-// directory); nil without a home directory (a controller's container).
-func helmStore() (*credentials.FileStore, error) {
+// directory), and its path; nil without a home directory (a controller's
+// container).
+func helmStore() (*credentials.FileStore, string, error) {
 	file := helmConfigFile()
 	if !filepath.IsAbs(file) {
-		return nil, nil
+		return nil, file, nil
 	}
 	helm, err := credentials.NewFileStore(file)
 	if err != nil {
-		return nil, fmt.Errorf("reading helm's registry config %s: %w", file, err)
+		return nil, file, fmt.Errorf("reading helm's registry config %s: %w", file, err)
 	}
-	return helm, nil
+	return helm, file, nil
 }
 
 // Login checks opts' Username and Password against the registry opts.Host
@@ -117,11 +118,10 @@ func Logout(ctx context.Context, host string) (path string, found bool, err erro
 	if found, err = forget(ctx, docker, host, path); err != nil {
 		return path, found, err
 	}
-	helm, err := helmStore()
+	helm, file, err := helmStore()
 	if helm == nil || err != nil {
 		return path, found, err
 	}
-	file := helmConfigFile()
 	inHelm, err := forget(ctx, helm, host, file)
 	if inHelm && !found {
 		path = file
