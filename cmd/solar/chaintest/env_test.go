@@ -2,7 +2,6 @@ package chaintest
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -28,32 +27,6 @@ import (
 	"github.com/solar-pipeline/solar/renderer/credential"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 )
-
-// pushChart packages dir as the chart name at version with the real helm CLI
-// and pushes it to oci://<reg.Host>/<path>/<name>.
-func pushChart(t *testing.T, reg *testenv.Registry, dir, path, name, version string) {
-	t.Helper()
-	work := t.TempDir()
-	require.NoError(t, os.CopyFS(filepath.Join(work, name), os.DirFS(dir)))
-	chartYAML := filepath.Join(work, name, "Chart.yaml")
-	if _, err := os.Stat(chartYAML); os.IsNotExist(err) {
-		require.NoError(t, os.WriteFile(chartYAML, fmt.Appendf(nil, "apiVersion: v2\nname: %s\nversion: %s\n", name, version), 0o644))
-	}
-	testenv.Helm(t, "package", filepath.Join(work, name), "-d", work)
-	testenv.Helm(t, "push", filepath.Join(work, fmt.Sprintf("%s-%s.tgz", name, version)), "oci://"+reg.Host+"/"+path,
-		"--username", reg.Username, "--password", reg.Password, "--ca-file", reg.CAFile)
-}
-
-// pullSecret is a dockerconfigjson Secret for reg.
-func pullSecret(reg *testenv.Registry, namespace, name string) *corev1.Secret {
-	auth := base64.StdEncoding.EncodeToString([]byte(reg.Username + ":" + reg.Password))
-	config := fmt.Sprintf(`{"auths":{%q:{"username":%q,"password":%q,"auth":%q}}}`, reg.Host, reg.Username, reg.Password, auth)
-	return &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
-		Type:       corev1.SecretTypeDockerConfigJson,
-		Data:       map[string][]byte{corev1.DockerConfigJsonKey: []byte(config)},
-	}
-}
 
 // chainTarget is one Target of examples/ as its cluster sees it.
 type chainTarget struct {
@@ -117,9 +90,9 @@ func startChain(t *testing.T, opts chainOptions) *chainEnv {
 		{"stefanprodan/charts", "podinfo", "6.8.0"},
 		{"prometheus-community/charts", "prometheus-node-exporter", "4.47.0"},
 	} {
-		pushChart(t, source, "testdata/app", c.path, c.name, c.version)
+		testenv.PushChart(t, source, "testdata/app", c.path, c.name, c.version)
 	}
-	pushChart(t, render, "../../../charts/solar-agent", "solar/charts", "solar-agent", "0.1.0")
+	testenv.PushChart(t, render, "../../../charts/solar-agent", "solar/charts", "solar-agent", "0.1.0")
 
 	// examples/, pointed at these registries and this API server.
 	dir := t.TempDir()
@@ -158,7 +131,7 @@ func startChain(t *testing.T, opts chainOptions) *chainEnv {
 	for _, tg := range e.targets {
 		_, err := api.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tg.flux}}, metav1.CreateOptions{})
 		require.NoError(t, err)
-		for _, s := range []*corev1.Secret{pullSecret(source, tg.flux, "ghcr-pull"), pullSecret(render, tg.flux, "render-pull")} {
+		for _, s := range []*corev1.Secret{testenv.PullSecret(source, tg.flux, "ghcr-pull"), testenv.PullSecret(render, tg.flux, "render-pull")} {
 			_, err := api.Client.CoreV1().Secrets(tg.flux).Create(ctx, s, metav1.CreateOptions{})
 			require.NoError(t, err)
 		}

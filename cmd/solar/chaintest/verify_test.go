@@ -130,7 +130,7 @@ func (v *verifyEnv) installsVerified(k testKey) {
 func (v *verifyEnv) refusesUnsignedTag(k testKey) {
 	t := v.t
 	rel := v.release(v.reports[v.key], "podinfo")
-	pushChart(t, v.render, "testdata/app", path.Join("solar", path.Dir(rel.Repository)), path.Base(rel.Repository), rel.Version)
+	testenv.PushChart(t, v.render, "testdata/app", path.Join("solar", path.Dir(rel.Repository)), path.Base(rel.Repository), rel.Version)
 	f := v.flux()
 	ready, verified := v.waitRefused(v.podinfo.Source.Name, f.Reconcile(v.podinfo.Source.Name))
 	t.Logf("unsigned %s:%s: Ready %+v; SourceVerified %+v", rel.Repository, rel.Version, ready, verified)

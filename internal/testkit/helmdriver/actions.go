@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"slices"
+	"strings"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	"helm.sh/helm/v4/pkg/action"
@@ -42,7 +44,7 @@ func (d *Driver) install(ctx context.Context, req *request) (*releasev1.Release,
 	in.CreateNamespace = req.spec.TargetNamespace != "" && req.spec.Install.CreateNamespace
 	rel, err := in.RunWithContext(ctx, req.chart, req.values)
 	if err != nil {
-		return nil, fmt.Errorf("installing %s: %w", req.name, err)
+		return nil, waitError(err)
 	}
 	return asRelease(rel)
 }
@@ -60,7 +62,7 @@ func (d *Driver) upgrade(ctx context.Context, req *request) (*releasev1.Release,
 	up.ResetValues, up.MaxHistory = true, 5
 	rel, err := up.RunWithContext(ctx, req.name, req.chart, req.values)
 	if err != nil {
-		return nil, fmt.Errorf("upgrading %s: %w", req.name, err)
+		return nil, waitError(err)
 	}
 	return asRelease(rel)
 }
@@ -138,4 +140,30 @@ func unchanged(last, next *chart.Chart, lastValues, nextValues map[string]any) b
 	a, errA := json.Marshal(lastValues)
 	b, errB := json.Marshal(nextValues)
 	return errA == nil && errB == nil && bytes.Equal(a, b)
+}
+
+// notReady is how Helm's kstatus watcher names an object that did not
+// become ready (pkg/kube/statuswait.go: "resource KIND/NAMESPACE/NAME not
+// ready. status: STATUS, message: ...").
+var notReady = regexp.MustCompile(`(?m)^resource ([^/\s]+/[^/\s]*/[^/\s]+) not ready\. status: (\w+), message: .*$`)
+
+// waitError writes a failed readiness wait as helm-controller's waiter does
+// (fluxcd/pkg/ssa v0.76.1, manager_wait.go, WaitForSetWithContext, lines
+// 160-200: "timeout waiting for: [KIND/NAMESPACE/NAME status: 'STATUS', ...]"
+// at the deadline, else "failed early due to stalled resources: [...]");
+// any other error is Helm's, as helm-controller writes it.
+func waitError(err error) error {
+	found := notReady.FindAllStringSubmatch(err.Error(), -1)
+	if len(found) == 0 {
+		return err
+	}
+	var objs []string
+	for _, m := range found {
+		objs = append(objs, fmt.Sprintf("%s status: '%s'", m[1], m[2]))
+	}
+	msg := "failed early due to stalled resources"
+	if errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), context.DeadlineExceeded.Error()) {
+		msg = "timeout waiting for"
+	}
+	return fmt.Errorf("%s: [%s]", msg, strings.Join(objs, ", "))
 }

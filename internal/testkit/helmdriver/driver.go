@@ -1,32 +1,44 @@
 // Package helmdriver stands in, in tests, for Flux's helm-controller, whose
 // module is not served here. It reconciles every HelmRelease of a real API
 // server with the Helm 4 SDK, under the rules of helm-controller v1.6
-// (github.com/fluxcd/helm-controller, read at tag v1.6.3; files cited below):
+// (github.com/fluxcd/helm-controller, read at tag v1.6.3; files cited below),
+// and writes the status helm-controller writes: TestConformance replays
+// scenarios recorded from the real helm-controller (testdata/helm-controller,
+// recorded with -record) and holds the driver to what it left.
 //
 //   - a fixed pool of workers (main.go: --concurrent, default 4) takes
 //     HelmReleases from a rate-limited work queue that hands a key to one
 //     worker at a time, as controller-runtime does; a worker is held for the
 //     whole of a Helm action, its readiness wait included;
+//   - the chart's version gets +<the first 12 hex digits of the artifact
+//     digest> appended, as for every chart loaded through an OCIRepository
+//     (mutateChartWithSourceRevision in internal/controller/
+//     helmrelease_controller.go): status.history[].chartVersion, the Helm
+//     release and .Chart.Version in templates carry it;
 //   - install and upgrade apply server-side (internal/action/install.go,
 //     upgrade.go) and wait with kstatus until every object of the release is
 //     ready, unless spec.install.disableWait or spec.upgrade.disableWait says
 //     to wait for hooks only (internal/action/wait.go, getWaitStrategy); the
 //     timeout is spec.timeout, default 5m (api/v2/helmrelease_types.go).
-//     helm-controller waits with its own kstatus poller (every 5s, failing
-//     as soon as an object is Failed); the driver with Helm's kstatus watcher:
-//     the same readiness rules, other timing;
+//     helm-controller waits with fluxcd/pkg/ssa's poller (every 5s, failing
+//     as soon as an object is Failed); the driver with Helm's kstatus
+//     watcher: the same readiness rules, other timing, and its timeout
+//     written as helm-controller writes it (waitError);
+//   - with spec.test.enable, Helm's tests run after every install and
+//     upgrade (internal/reconcile/test.go);
 //   - remediation (internal/reconcile/atomic_release.go): a failed install is
 //     uninstalled, a failed upgrade rolled back, each then requeued, until
 //     spec.{install,upgrade}.remediation.retries is exhausted; then Stalled
 //     (RetriesExceeded), the last failed install left in place; one action of
 //     each kind per reconcile;
-//   - status.history (api/v2 Snapshot: the newest Helm release, its chart
-//     version and status) and lastAttemptedRevision with every status;
-//   - status as kstatus reads it: Reconciling while an action runs, Ready
-//     True/False, Stalled, and status.observedGeneration set only once the
-//     HelmRelease is Ready or Stalled (a new one starts at the CRD's -1), so a
-//     parent that waits on a child sees it in progress until a worker has
-//     finished it;
+//   - the conditions Released, TestSuccess, Remediated, Drifted, Reconciling
+//     and Stalled with helm-controller's reasons and messages, and Ready
+//     summarized from them (status.go cites the lines); status.history
+//     (api/v2 Snapshots, truncated as its Truncate does), the failure
+//     counters, lastAttemptedRevision and its digest;
+//   - status.observedGeneration set only once the HelmRelease is Ready or
+//     Stalled (a new one starts at the CRD's -1), so a parent that waits on
+//     a child sees it in progress until a worker has finished it;
 //   - a HelmRelease whose source is not ready is looked at again after
 //     --requeue-dependency (30s) and whenever its source changes
 //     (internal/controller/helmrelease_controller.go);
@@ -40,11 +52,14 @@
 //   - an upgrade only when the chart's name or version or the values changed;
 //   - the finalizer: a deleted HelmRelease's Helm release is uninstalled.
 //
-// Not reproduced: Helm tests (solar's charts have none), drift detection,
-// dependsOn, suspend, the retry strategy, interval requeues (tests settle
-// instead, see Settle), valuesFrom targetPath. helm-controller takes
-// ownership of objects another Helm release owns; this driver does not, so
-// two levels naming one object fail the test instead of fighting over it.
+// Not reproduced: drift detection (the driver writes Drifted False, as
+// helm-controller does where nothing drifted: the tests change no object
+// behind Helm's back), dependsOn, suspend, the retry strategy, interval
+// requeues (tests settle instead, see Settle), valuesFrom targetPath, and the
+// digests of status.history's release objects and values (the driver's
+// own). helm-controller takes ownership of objects another Helm release
+// owns; this driver does not, so two levels naming one object fail the test
+// instead of fighting over it.
 package helmdriver
 
 import (
@@ -123,14 +138,13 @@ type Driver struct {
 	http       *http.Client
 	queue      workqueue.TypedRateLimitingInterface[string]
 
-	mu       sync.Mutex
-	events   []Event
-	busy     int
-	latest   map[string]string // key -> fingerprint the watch saw last
-	done     map[string]string // key -> fingerprint a worker finished with
-	stalled  map[string]string // key -> Stalled message
-	attempts map[string]*attempts
-	lastErr  map[string]string // key -> last error of a reconcile
+	mu      sync.Mutex
+	events  []Event
+	busy    int
+	latest  map[string]string // key -> fingerprint the watch saw last
+	done    map[string]string // key -> fingerprint a worker finished with
+	stalled map[string]string // key -> Stalled message
+	lastErr map[string]string // key -> last error of a reconcile
 }
 
 // New returns a driver for the API server of the kubeconfig file.
@@ -155,13 +169,12 @@ func New(kubeconfig string, opts Options) (*Driver, error) {
 	}
 	return &Driver{
 		kubeconfig: kubeconfig, opts: opts.withDefaults(), dyn: dyn, client: client,
-		http:     &http.Client{Timeout: 30 * time.Second},
-		queue:    workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
-		latest:   map[string]string{},
-		done:     map[string]string{},
-		stalled:  map[string]string{},
-		attempts: map[string]*attempts{},
-		lastErr:  map[string]string{},
+		http:    &http.Client{Timeout: 30 * time.Second},
+		queue:   workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
+		latest:  map[string]string{},
+		done:    map[string]string{},
+		stalled: map[string]string{},
+		lastErr: map[string]string{},
 	}, nil
 }
 

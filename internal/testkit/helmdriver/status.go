@@ -4,153 +4,130 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
-	"time"
 
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	"github.com/fluxcd/pkg/apis/meta"
-	"github.com/opencontainers/go-digest"
-	releasev1 "helm.sh/helm/v4/pkg/release/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// mark changes a HelmRelease's status conditions; observed says the status
-// now speaks for the current generation (status.observedGeneration).
-type mark struct {
-	set      []metav1.Condition
-	remove   []string
-	observed bool
-}
+// The conditions and messages below are helm-controller v1.6.3's, in its
+// internal/reconcile package: install.go (fmtInstallFailure,
+// fmtInstallSuccess, lines 135-140), upgrade.go (126-131), test.go
+// (121-127, success 164-180), uninstall_remediation.go (139-144),
+// rollback_remediation.go (123-128), atomic_release.go (Reconciling and
+// Stalled, 200-310) and release.go (summarize, 194-273). The traces in
+// testdata/helm-controller are what the real one wrote; TestConformance
+// holds the driver to them.
+const (
+	fmtInstallFailure  = "Helm install failed for release %s/%s with chart %s@%s: %s"
+	fmtInstallSuccess  = "Helm install succeeded for release %s with chart %s"
+	fmtUpgradeFailure  = "Helm upgrade failed for release %s/%s with chart %s@%s: %s"
+	fmtUpgradeSuccess  = "Helm upgrade succeeded for release %s with chart %s"
+	fmtTestPending     = "Helm release %s with chart %s is awaiting tests"
+	fmtTestFailure     = "Helm test failed for release %s with chart %s: %s"
+	fmtTestSuccess     = "Helm test succeeded for release %s with chart %s: %s"
+	fmtUninstallRemOK  = "Helm uninstall remediation for release %s with chart %s succeeded"
+	fmtUninstallRemErr = "Helm uninstall remediation for release %s with chart %s failed: %s"
+	fmtRollbackOK      = "Helm rollback to previous release %s with chart %s succeeded"
+	fmtRollbackErr     = "Helm rollback to previous release %s with chart %s failed: %s"
+)
 
-func markReconciling(msg string) mark {
-	return mark{set: []metav1.Condition{
-		{Type: meta.ReconcilingCondition, Status: metav1.ConditionTrue, Reason: meta.ProgressingReason, Message: msg},
-		{Type: meta.ReadyCondition, Status: metav1.ConditionUnknown, Reason: meta.ProgressingReason, Message: msg},
-	}}
-}
-
-func markFalse(reason, msg string) mark {
-	return mark{set: []metav1.Condition{{Type: meta.ReadyCondition, Status: metav1.ConditionFalse, Reason: reason, Message: msg}}}
-}
-
-// markSourceNotReady: Ready False and, as at the start of every reconcile of
-// helm-controller, Reconciling (kstatus: in progress).
-func markSourceNotReady(msg string) mark {
-	return mark{set: []metav1.Condition{
-		{Type: meta.ReconcilingCondition, Status: metav1.ConditionTrue, Reason: meta.ProgressingReason, Message: msg},
-		{Type: meta.ReadyCondition, Status: metav1.ConditionFalse, Reason: "SourceNotReady", Message: msg},
-	}}
-}
-
-func markReady(lastAction string) mark {
-	reason, msg := "InstallSucceeded", "Helm install succeeded"
-	switch lastAction {
-	case "upgrade":
-		reason, msg = "UpgradeSucceeded", "Helm upgrade succeeded"
-	case "":
-		msg = "Helm release is up to date"
-	}
-	return mark{
-		set:      []metav1.Condition{{Type: meta.ReadyCondition, Status: metav1.ConditionTrue, Reason: reason, Message: msg}},
-		remove:   []string{meta.ReconcilingCondition, meta.StalledCondition},
-		observed: true,
-	}
-}
-
-func markStalled(msg string) mark {
-	return mark{
-		set: []metav1.Condition{
-			{Type: meta.StalledCondition, Status: metav1.ConditionTrue, Reason: "RetriesExceeded", Message: msg},
-			{Type: meta.ReadyCondition, Status: metav1.ConditionFalse, Reason: "RetriesExceeded", Message: msg},
-		},
-		remove:   []string{meta.ReconcilingCondition},
-		observed: true,
-	}
-}
-
-// setStatus writes m into the HelmRelease's status. A HelmRelease gone is
-// left to the next reconcile, as a patch failure would.
-func (d *Driver) setStatus(ctx context.Context, req *request, m mark) {
-	hr := req.hr
-	conds, _, _ := unstructured.NestedSlice(hr.Object, "status", "conditions")
-	now := metav1.NewTime(time.Now().UTC().Truncate(time.Second)).Format(time.RFC3339)
-	for _, c := range m.set {
-		entry := map[string]any{
-			"type": c.Type, "status": string(c.Status), "reason": c.Reason, "message": c.Message,
-			"observedGeneration": hr.GetGeneration(), "lastTransitionTime": now,
-		}
-		replaced := false
-		for i, old := range conds {
-			if o, _ := old.(map[string]any); o["type"] == c.Type {
-				if o["status"] == string(c.Status) {
-					entry["lastTransitionTime"] = o["lastTransitionTime"]
-				}
-				conds[i], replaced = entry, true
-			}
-		}
-		if !replaced {
-			conds = append(conds, entry)
+// loadStatus is the HelmRelease's status as helm-controller's API type.
+func loadStatus(hr *unstructured.Unstructured) helmv2.HelmReleaseStatus {
+	var st helmv2.HelmReleaseStatus
+	if raw, ok := hr.Object["status"]; ok {
+		if b, err := json.Marshal(raw); err == nil {
+			_ = json.Unmarshal(b, &st) // a status the driver cannot read starts afresh
 		}
 	}
-	kept := conds[:0]
-	for _, c := range conds {
-		if o, _ := c.(map[string]any); !slices.Contains(m.remove, fmt.Sprint(o["type"])) {
-			kept = append(kept, c)
+	return st
+}
+
+// mark sets a condition about the HelmRelease's current generation.
+func (r *request) mark(typ string, status metav1.ConditionStatus, reason, format string, args ...any) {
+	apimeta.SetStatusCondition(&r.status.Conditions, metav1.Condition{
+		Type: typ, Status: status, Reason: reason, Message: fmt.Sprintf(format, args...),
+		ObservedGeneration: r.hr.GetGeneration(),
+	})
+}
+
+// unmark removes a condition.
+func (r *request) unmark(types ...string) {
+	for _, t := range types {
+		apimeta.RemoveStatusCondition(&r.status.Conditions, t)
+	}
+}
+
+// message is the message of the condition of type typ, "" without one.
+func (r *request) message(typ string) string {
+	if c := apimeta.FindStatusCondition(r.status.Conditions, typ); c != nil {
+		return c.Message
+	}
+	return ""
+}
+
+// summarize composes Ready from Remediated, TestSuccess (when tests are on)
+// and Released, the first of them that is set, as release.go's summarize
+// does: a Remediated one makes Ready False; a True Ready clears Stalled.
+func (r *request) summarize() {
+	order := []string{helmv2.RemediatedCondition, helmv2.ReleasedCondition}
+	if r.spec.Test.Enable && !r.spec.Test.IgnoreFailures {
+		order = []string{helmv2.RemediatedCondition, helmv2.TestSuccessCondition, helmv2.ReleasedCondition}
+	}
+	if !r.spec.Test.Enable {
+		r.unmark(helmv2.TestSuccessCondition)
+	}
+	for _, t := range order {
+		c := apimeta.FindStatusCondition(r.status.Conditions, t)
+		if c == nil {
+			continue
+		}
+		status := c.Status
+		if t == helmv2.RemediatedCondition {
+			status = metav1.ConditionFalse
+		}
+		if status == metav1.ConditionTrue {
+			r.unmark(meta.StalledCondition)
+		}
+		r.mark(meta.ReadyCondition, status, c.Reason, "%s", c.Message)
+		return
+	}
+}
+
+// write patches the HelmRelease's status with what r holds: a merge patch,
+// as helm-controller's patch helper (it does not depend on the object's
+// resourceVersion), in which a field r no longer has is removed. A
+// HelmRelease gone is left to the next reconcile, as a patch failure would.
+func (d *Driver) write(ctx context.Context, r *request) {
+	b, err := json.Marshal(r.status)
+	if err != nil {
+		return
+	}
+	var status map[string]any
+	if json.Unmarshal(b, &status) != nil {
+		return
+	}
+	old, _, _ := unstructured.NestedMap(r.hr.Object, "status")
+	for k := range old {
+		if _, ok := status[k]; !ok {
+			status[k] = nil
 		}
 	}
-	status := map[string]any{"conditions": kept}
-	if history := snapshot(req); history != nil {
-		status["history"] = history
-	}
-	if req.chart != nil && req.chart.Metadata != nil {
-		status["lastAttemptedRevision"] = req.chart.Metadata.Version
-	}
-	if m.observed {
-		status["observedGeneration"] = hr.GetGeneration()
-	}
-	// A merge patch of the status, as helm-controller's patch helper: it
-	// does not depend on the object's resourceVersion.
 	patch, err := json.Marshal(map[string]any{"status": status})
 	if err != nil {
 		return
 	}
-	updated, err := d.dyn.Resource(helmReleaseGVR).Namespace(hr.GetNamespace()).Patch(ctx, hr.GetName(), types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+	updated, err := d.dyn.Resource(helmReleaseGVR).Namespace(r.hr.GetNamespace()).Patch(ctx, r.hr.GetName(), types.MergePatchType, patch, metav1.PatchOptions{}, "status")
 	if err == nil {
-		req.hr = updated
+		r.hr = updated
 	}
 }
 
-// snapshot is status.history as helm-controller keeps it (api/v2's Snapshot,
-// newest first, written with every status): here the newest Helm release of
-// the HelmRelease only, with its chart's name and version, status and times;
-// the digests are the stand-in's own (of the release's name and version, and
-// of its values), in the same sha256 form. nil before the first release.
-func snapshot(req *request) []any {
-	last, err := req.cfg.Releases.Last(req.name)
-	if err != nil {
-		return nil
-	}
-	rel, ok := last.(*releasev1.Release)
-	if !ok || rel.Chart == nil || rel.Chart.Metadata == nil || rel.Info == nil {
-		return nil
-	}
-	config, _ := json.Marshal(rel.Config)
-	s := map[string]any{
-		"apiVersion":    "helm.sh/v4",
-		"name":          rel.Name,
-		"namespace":     rel.Namespace,
-		"version":       int64(rel.Version),
-		"status":        string(rel.Info.Status),
-		"chartName":     rel.Chart.Metadata.Name,
-		"chartVersion":  rel.Chart.Metadata.Version,
-		"digest":        digest.FromString(fmt.Sprintf("%s.v%d", rel.Name, rel.Version)).String(),
-		"configDigest":  digest.FromBytes(config).String(),
-		"firstDeployed": rel.Info.FirstDeployed.UTC().Format(time.RFC3339),
-		"lastDeployed":  rel.Info.LastDeployed.UTC().Format(time.RFC3339),
-	}
-	if v := rel.Chart.Metadata.AppVersion; v != "" {
-		s["appVersion"] = v
-	}
-	return []any{s}
+// observed says the status now speaks for the current generation
+// (status.observedGeneration), as helm-controller says once it is done.
+func (r *request) observed() {
+	r.status.ObservedGeneration = r.hr.GetGeneration()
 }
