@@ -146,7 +146,7 @@ func (g *globals) printTargetStatus(st []pipeline.TargetStatus) error {
 			reported = age(*s.LastReportTime, now)
 		}
 		if len(s.Releases) == 0 {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t-\t-\t-\t-\t%s\n", s.Namespace, s.Name, s.State, dash(s.Bootstrap), reported, cut(printable(s.Message), 80))
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t-\t-\t-\t-\t%s\n", s.Namespace, s.Name, s.State, dash(s.Bootstrap), reported, cell(s.Message, 80))
 			continue
 		}
 		for _, r := range s.Releases {
@@ -155,8 +155,17 @@ func (g *globals) printTargetStatus(st []pipeline.TargetStatus) error {
 				msg = s.Message
 			}
 			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Namespace, s.Name, s.State, dash(s.Bootstrap), reported,
-				r.Release, r.Desired, dash(cut(printable(r.Reported), 20)), dash(cut(printable(r.Phase), 12)), dash(cut(printable(msg), 80)))
+				r.Release, r.Desired, cell(r.Reported, 20), cell(r.Phase, 12), cell(msg, 80))
 		}
 	}
 	return w.Flush()
+}
+
+// cell is a table cell of what a cluster reported: "-" when empty, else
+// printable and cut to n characters.
+func cell(s string, n int) string {
+	if s == "" {
+		return "-"
+	}
+	return cut(printable(s), n)
 }

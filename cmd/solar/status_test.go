@@ -67,6 +67,12 @@ func TestStatusComparesArtifactDigests(t *testing.T) {
 		assert.Equal(t, digest.Digest(rel.Digest).Encoded()[:12], st.Releases[i].ReportedDigest)
 	}
 
+	code, stdout, stderr = status("--no-headers")
+	assert.Equal(t, 0, code, stderr)
+	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+		assert.Regexp(t, `^alpha +edge-1 +Converged +0\.0\.1 +\S+ +alpha/\S+ +0\.0\.1 +0\.0\.1\+[0-9a-f]{12} +Ready +-$`, line, "RUNNING as reported, no message")
+	}
+
 	// The first release's tag moved to another manifest after the cluster
 	// pulled it: same version, another artifact.
 	rel := published[0]
