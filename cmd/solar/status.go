@@ -13,14 +13,18 @@ import (
 
 const statusLong = `status compares, per Target of PATH (of -n, of --target, matching -l), what
 solar published with what the Target's cluster runs: the newest bootstrap chart
-in the store (--registry or --out) and the release chart versions it names,
-beside the TargetReport the Target's solar-agent writes into the SolAr API server
-(--kubeconfig): per release the version the cluster runs, Flux's phase
-(Pending, Progressing, Ready, Degraded, Failed) and the failing condition's
-message.
+in the store (--registry or --out), the release chart versions it names and
+their manifest digests, beside the TargetReport the Target's solar-agent
+writes into the SolAr API server (--kubeconfig): per release the version the
+cluster runs, Flux's phase (Pending, Progressing, Ready, Degraded, Failed)
+and the failing condition's message.
 
-A Target is Converged when every release is Ready at the version published;
-Progressing while Flux is on its way; Failed when a release is Degraded or
+A Target is Converged when every release is Ready at the version published
+and, where the cluster reports a digest (helm-controller appends the first 12
+hex digits of the manifest it pulled: 0.0.1+68ee5879e98f), from the very
+artifact published; Progressing while Flux is on its way, or while a release
+runs the published version from another artifact (a tag re-pointed or rolled
+back: the message names both digests); Failed when a release is Degraded or
 Failed; Stale when its report is older than --max-age (the agent writes at
 least that often, so it has stopped); Unknown when nothing was published
 for it or its agent has not reported.

@@ -173,7 +173,7 @@ func desiredReleases(ctx context.Context, digests *chartDigests, t load.ID, st *
 	}
 	out := []ReleaseStatus{}
 	for _, r := range refs {
-		d, err := digests.of(ctx, r)
+		d, err := digests.of(ctx, t.Namespace, r)
 		if err != nil {
 			return nil, fmt.Errorf("reading the release chart %s of %s/%s: %w", r.URL, t.Namespace, t.Name, err)
 		}

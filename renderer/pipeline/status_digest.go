@@ -11,6 +11,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	"oras.land/oras-go/v2/errdef"
 
+	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
@@ -63,9 +64,10 @@ type chartDigests struct {
 	known map[named]string
 }
 
-// of is the manifest digest of the release chart version ref names: ""
-// when the store does not have it.
-func (c *chartDigests) of(ctx context.Context, ref named) (string, error) {
+// of is the manifest digest of the release chart version ref names, which
+// the bootstrap chart of a Target of targetNS names: "" when the store does
+// not have it.
+func (c *chartDigests) of(ctx context.Context, targetNS string, ref named) (string, error) {
 	key := named{URL: ref.URL, Version: ref.Version}
 	if d, ok := c.known[key]; ok {
 		return d, nil
@@ -73,10 +75,15 @@ func (c *chartDigests) of(ctx context.Context, ref named) (string, error) {
 	var found digest.Digest
 	var failed error
 	// The URL carries the registry and prefix the charts were rendered for:
-	// its suffixes are tried, longest first, until one resolves. A suffix
-	// the registry refuses (not only 404) may still be followed by the
-	// right one, so an error counts only when none resolves.
+	// its suffixes are tried, longest first, until one resolves. Only the
+	// shape of a release chart repository of targetNS is asked for (with a
+	// registry prefix, the longer suffixes are not), and as a suffix the
+	// registry refuses (not only 404) may still be followed by the right
+	// one, an error counts only when none resolves.
 	repository(ref.URL, func(name string) bool {
+		if !chain.IsChartRepository(name) || !strings.HasPrefix(name, targetNS+"/") {
+			return false
+		}
 		repo, err := c.store.Repository(ctx, name)
 		if err == nil {
 			desc, rerr := repo.Resolve(ctx, ref.Version)
