@@ -13,14 +13,18 @@ import (
 
 const statusLong = `status compares, per Target of PATH (of -n, of --target, matching -l), what
 solar published with what the Target's cluster runs: the newest bootstrap chart
-in the store (--registry or --out) and the release chart versions it names,
-beside the TargetReport the Target's solar-agent writes into the SolAr API server
-(--kubeconfig): per release the version the cluster runs, Flux's phase
-(Pending, Progressing, Ready, Degraded, Failed) and the failing condition's
-message.
+in the store (--registry or --out), the release chart versions it names and
+their manifest digests, beside the TargetReport the Target's solar-agent
+writes into the SolAr API server (--kubeconfig): per release the version the
+cluster runs, Flux's phase (Pending, Progressing, Ready, Degraded, Failed)
+and the failing condition's message.
 
-A Target is Converged when every release is Ready at the version published;
-Progressing while Flux is on its way; Failed when a release is Degraded or
+A Target is Converged when every release is Ready at the version published
+and, where the cluster reports a digest (helm-controller appends the first 12
+hex digits of the manifest it pulled: 0.0.1+68ee5879e98f), from the very
+artifact published; Progressing while Flux is on its way, or while a release
+runs the published version from another artifact (a tag re-pointed or rolled
+back: the message names both digests); Failed when a release is Degraded or
 Failed; Stale when its report is older than --max-age (the agent writes at
 least that often, so it has stopped); Unknown when nothing was published
 for it or its agent has not reported.
@@ -146,7 +150,7 @@ func (g *globals) printTargetStatus(st []pipeline.TargetStatus) error {
 			reported = age(*s.LastReportTime, now)
 		}
 		if len(s.Releases) == 0 {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t-\t-\t-\t-\t%s\n", s.Namespace, s.Name, s.State, dash(s.Bootstrap), reported, cut(printable(s.Message), 80))
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t-\t-\t-\t-\t%s\n", s.Namespace, s.Name, s.State, dash(s.Bootstrap), reported, cell(s.Message, 80))
 			continue
 		}
 		for _, r := range s.Releases {
@@ -155,8 +159,17 @@ func (g *globals) printTargetStatus(st []pipeline.TargetStatus) error {
 				msg = s.Message
 			}
 			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Namespace, s.Name, s.State, dash(s.Bootstrap), reported,
-				r.Release, r.Desired, dash(cut(printable(r.Reported), 20)), dash(cut(printable(r.Phase), 12)), dash(cut(printable(msg), 80)))
+				r.Release, r.Desired, cell(r.Reported, 20), cell(r.Phase, 12), cell(msg, 80))
 		}
 	}
 	return w.Flush()
+}
+
+// cell is a table cell of what a cluster reported: "-" when empty, else
+// printable and cut to n characters.
+func cell(s string, n int) string {
+	if s == "" {
+		return "-"
+	}
+	return cut(printable(s), n)
 }

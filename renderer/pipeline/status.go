@@ -24,10 +24,11 @@ import (
 // The states of a Target in solar status, from best to worst.
 const (
 	// Converged: every release the newest bootstrap chart names is Ready at
-	// the version published, in a fresh report.
+	// the version published, from the artifact published where the report
+	// says which (helm-controller's digest suffix), in a fresh report.
 	Converged = "Converged"
 	// Progressing: Flux is on its way (a release not yet Ready, or not yet
-	// at the version published, none failed).
+	// at the version or artifact published, none failed).
 	Progressing = "Progressing"
 	// Failed: a release is Degraded or Failed.
 	Failed = "Failed"
@@ -79,13 +80,22 @@ type TargetStatus struct {
 type ReleaseStatus struct {
 	// Release is the SolAr Release, <namespace>/<name>.
 	Release string `json:"release"`
-	// Desired is the release chart version the newest bootstrap chart names.
-	Desired string `json:"desired"`
-	// Reported is the release chart version the cluster runs, and Phase
-	// what Flux says of it; empty when the report does not name it.
+	// Desired is the release chart version the newest bootstrap chart names,
+	// and DesiredDigest the manifest digest of that version in the store:
+	// the artifact Flux pulls ("" when the store does not have it).
+	Desired       string `json:"desired"`
+	DesiredDigest string `json:"desiredDigest,omitempty"`
+	// Reported is the release chart version the cluster runs, as the agent
+	// reports it, and Phase what Flux says of it; empty when the report
+	// does not name it.
 	Reported string `json:"reported,omitempty"`
 	Phase    string `json:"phase,omitempty"`
-	// Message is the failing condition's message.
+	// ReportedDigest is the start of the manifest digest the cluster
+	// installed: the 12 hex digits helm-controller appends to a chart's
+	// version (0.0.1+68ee5879e98f); empty when Reported has none.
+	ReportedDigest string `json:"reportedDigest,omitempty"`
+	// Message is the failing condition's message, else why the release
+	// is not the one published at its version (another artifact).
 	Message string `json:"message,omitempty"`
 }
 
@@ -109,8 +119,9 @@ func Status(ctx context.Context, targets []load.ID, store publish.Store, so Stat
 		so.Now = time.Now()
 	}
 	out := make([]TargetStatus, 0, len(targets))
+	digests := &chartDigests{store: store, known: map[named]string{}}
 	for _, t := range targets {
-		st, err := targetStatus(ctx, t, store, dyn, so)
+		st, err := targetStatus(ctx, t, digests, dyn, so)
 		if err != nil {
 			return out, err
 		}
@@ -120,9 +131,9 @@ func Status(ctx context.Context, targets []load.ID, store publish.Store, so Stat
 }
 
 // targetStatus is one Target's status.
-func targetStatus(ctx context.Context, t load.ID, store publish.Store, dyn dynamic.Interface, so StatusOptions) (TargetStatus, error) {
+func targetStatus(ctx context.Context, t load.ID, digests *chartDigests, dyn dynamic.Interface, so StatusOptions) (TargetStatus, error) {
 	st := TargetStatus{Namespace: t.Namespace, Name: t.Name, State: Unknown, Releases: []ReleaseStatus{}}
-	desired, err := desiredReleases(ctx, store, t, &st)
+	desired, err := desiredReleases(ctx, digests, t, &st)
 	if err != nil || desired == nil {
 		return st, err
 	}
@@ -140,9 +151,10 @@ func targetStatus(ctx context.Context, t load.ID, store publish.Store, dyn dynam
 }
 
 // desiredReleases reads the newest bootstrap chart of t: its version into
-// st.Bootstrap and its releases; nil when nothing is published.
-func desiredReleases(ctx context.Context, store publish.Store, t load.ID, st *TargetStatus) ([]ReleaseStatus, error) {
-	repo, err := store.Repository(ctx, chain.BootstrapRepository(t.Namespace, t.Name))
+// st.Bootstrap and its releases, each with its manifest digest in the store
+// digests reads; nil when nothing is published.
+func desiredReleases(ctx context.Context, digests *chartDigests, t load.ID, st *TargetStatus) ([]ReleaseStatus, error) {
+	repo, err := digests.store.Repository(ctx, chain.BootstrapRepository(t.Namespace, t.Name))
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +173,11 @@ func desiredReleases(ctx context.Context, store publish.Store, t load.ID, st *Ta
 	}
 	out := []ReleaseStatus{}
 	for _, r := range refs {
-		out = append(out, ReleaseStatus{Release: r.Release, Desired: r.Version})
+		d, err := digests.of(ctx, t.Namespace, r)
+		if err != nil {
+			return nil, fmt.Errorf("reading the release chart %s of %s/%s: %w", r.URL, t.Namespace, t.Name, err)
+		}
+		out = append(out, ReleaseStatus{Release: r.Release, Desired: r.Version, DesiredDigest: d})
 	}
 	return out, nil
 }
@@ -202,13 +218,10 @@ func compare(st *TargetStatus, report targetreport.Spec, so StatusOptions) {
 			why = append(why, rs.Release+": not on the cluster yet")
 			continue
 		}
-		rs.Reported, rs.Phase, rs.Message = r.Revision, string(r.Phase), failing(r)
-		switch {
-		case r.Phase == targetreport.Failed || r.Phase == targetreport.Degraded:
-			st.State = worse(st.State, Failed)
-			why = append(why, rs.Release+": "+string(r.Phase)+": "+rs.Message)
-		case r.Phase != targetreport.Ready || r.Revision != rs.Desired:
-			st.State = worse(st.State, Progressing)
+		state, msg := compareRelease(rs, r)
+		st.State = worse(st.State, state)
+		if msg != "" {
+			why = append(why, rs.Release+": "+msg)
 		}
 	}
 	if age > so.MaxAge {
@@ -216,6 +229,25 @@ func compare(st *TargetStatus, report targetreport.Spec, so StatusOptions) {
 		why = append([]string{fmt.Sprintf("the last report is %s old (more than %s): is the agent running?", st.Age, so.MaxAge)}, why...)
 	}
 	st.Message = strings.Join(why, "; ")
+}
+
+// compareRelease fills rs from the release r the report names and says
+// the release's state, and why when it is not Converged and can say.
+func compareRelease(rs *ReleaseStatus, r targetreport.Release) (state, why string) {
+	rs.Reported, rs.Phase, rs.Message = r.Revision, string(r.Phase), failing(r)
+	same, other := runsPublished(rs, r.Revision)
+	switch {
+	case r.Phase == targetreport.Failed || r.Phase == targetreport.Degraded:
+		return Failed, string(r.Phase) + ": " + rs.Message
+	case !same:
+		if rs.Message == "" {
+			rs.Message = other
+		}
+		return Progressing, other
+	case r.Phase != targetreport.Ready:
+		return Progressing, ""
+	}
+	return Converged, ""
 }
 
 // failing is the message of the first condition that is not True, the

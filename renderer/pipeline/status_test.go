@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -67,4 +68,41 @@ func TestCompareSameNames(t *testing.T) {
 	assert.Equal(t, Progressing, st.State)
 	assert.Empty(t, st.Releases[0].Reported, "apps/web is not on the cluster")
 	assert.Equal(t, "1.0.0", st.Releases[1].Reported)
+}
+
+// TestCompareDigests: helm-controller appends the first 12 hex digits of
+// the artifact's manifest digest to the version it reports; the release is
+// the one published when the version and that digest are, and a cluster
+// that runs the published version from another artifact is told apart.
+func TestCompareDigests(t *testing.T) {
+	now := time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
+	const published = "sha256:68ee5879e98f0e5b8f1c5a0f7d9e3b2a1c4d6e8f0a2b4c6d8e0f1a3b5c7d9e1f"
+	for _, tc := range []struct {
+		name, desiredDigest, reported  string
+		state, reportedDigest, message string
+	}{
+		{"the published artifact", published, "0.0.3+68ee5879e98f", Converged, "68ee5879e98f", ""},
+		{"the published version from another artifact", published, "0.0.3+1234abcd5678", Progressing, "1234abcd5678",
+			"apps/web: runs 0.0.3 from artifact sha256:1234abcd5678…, published is sha256:68ee5879e98f…: the version was re-tagged or rolled back; Flux pulls the published artifact at its next interval"},
+		{"no suffix: the version alone", published, "0.0.3", Converged, "", ""},
+		{"an older version from the published digest's prefix", published, "0.0.2+68ee5879e98f", Progressing, "", ""},
+		{"a suffix of 8 hex digits", published, "0.0.3+68ee5879", Progressing, "",
+			`apps/web: runs 0.0.3+68ee5879 with build metadata "68ee5879", not the 12 hex digits of an artifact digest helm-controller appends: which artifact it runs is unknown`},
+		{"a suffix in upper case", published, "0.0.3+68EE5879E98F", Progressing, "",
+			`apps/web: runs 0.0.3+68EE5879E98F with build metadata "68EE5879E98F", not the 12 hex digits of an artifact digest helm-controller appends: which artifact it runs is unknown`},
+		{"not a version", published, "latest", Progressing, "", `apps/web: reports "latest", not a chart version`},
+		{"the store lacks the chart: the version alone", "", "0.0.3+1234abcd5678", Converged, "1234abcd5678", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := TargetStatus{Namespace: "apps", Releases: []ReleaseStatus{{Release: "apps/web", Desired: "0.0.3", DesiredDigest: tc.desiredDigest}}}
+			compare(&st, targetreport.Spec{LastReportTime: metav1.NewTime(now), Releases: []targetreport.Release{
+				{Name: "web", Namespace: "flux-system", Phase: targetreport.Ready, Revision: tc.reported}}}, StatusOptions{MaxAge: DefaultMaxAge, Now: now})
+			assert.Equal(t, tc.state, st.State, st.Message)
+			assert.Equal(t, tc.message, st.Message)
+			rs := st.Releases[0]
+			assert.Equal(t, tc.reported, rs.Reported, "REPORTED is what the cluster reported")
+			assert.Equal(t, tc.reportedDigest, rs.ReportedDigest)
+			assert.Equal(t, strings.TrimPrefix(tc.message, "apps/web: "), rs.Message, "the release's own message")
+		})
+	}
 }

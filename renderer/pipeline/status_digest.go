@@ -1,0 +1,102 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/Masterminds/semver/v3"
+	"github.com/opencontainers/go-digest"
+	"oras.land/oras-go/v2/errdef"
+
+	"github.com/solar-pipeline/solar/renderer/chain"
+	"github.com/solar-pipeline/solar/renderer/publish"
+)
+
+// digestSuffix is the build metadata helm-controller appends to the version
+// of a chart it loads from an OCIRepository: the first 12 hex digits of the
+// artifact revision's digest, which for an OCIRepository is the manifest
+// digest of the tag it pulled (mutateChartWithSourceRevision and
+// extractDigestSubString in helm-controller's
+// internal/controller/helmrelease_controller.go). The agent reports that
+// version as it is, 0.0.1+68ee5879e98f.
+var digestSuffix = regexp.MustCompile(`^[0-9a-f]{12}$`)
+
+// runsPublished says whether reported, the version a cluster reports for a
+// release, is the release chart published: rs.Desired and, when the report
+// carries helm-controller's digest suffix and rs.DesiredDigest is known,
+// the same manifest. It fills rs.ReportedDigest; why says, for the
+// published version, why it is not the published artifact.
+func runsPublished(rs *ReleaseStatus, reported string) (same bool, why string) {
+	if reported == "" {
+		return false, ""
+	}
+	v, err := semver.StrictNewVersion(reported)
+	if err != nil {
+		return false, fmt.Sprintf("reports %q, not a chart version", reported)
+	}
+	if d, err := semver.StrictNewVersion(rs.Desired); err != nil || !v.Equal(d) {
+		return false, "" // another version: Flux is on its way
+	}
+	meta := v.Metadata()
+	switch {
+	case meta == "":
+		return true, "" // not from an OCIRepository: the version is all there is
+	case !digestSuffix.MatchString(meta):
+		return false, fmt.Sprintf("runs %s with build metadata %q, not the 12 hex digits of an artifact digest helm-controller appends: which artifact it runs is unknown", reported, meta)
+	}
+	rs.ReportedDigest = meta
+	want := digest.Digest(rs.DesiredDigest)
+	if want.Validate() != nil || strings.HasPrefix(want.Encoded(), meta) {
+		return true, "" // the published manifest unknown, or the one the cluster runs
+	}
+	return false, fmt.Sprintf("runs %s from artifact %s:%s…, published is %s:%s…: the version was re-tagged or rolled back; Flux pulls the published artifact at its next interval",
+		rs.Desired, want.Algorithm(), meta, want.Algorithm(), want.Encoded()[:len(meta)])
+}
+
+// chartDigests finds the manifest digests of release chart versions in a
+// store, once per oci:// URL and version (the Targets of a namespace share
+// their release charts).
+type chartDigests struct {
+	store publish.Store
+	known map[named]string
+}
+
+// of is the manifest digest of the release chart version ref names, which
+// the bootstrap chart of a Target of targetNS names: "" when the store does
+// not have it.
+func (c *chartDigests) of(ctx context.Context, targetNS string, ref named) (string, error) {
+	key := named{URL: ref.URL, Version: ref.Version}
+	if d, ok := c.known[key]; ok {
+		return d, nil
+	}
+	var found digest.Digest
+	var failed error
+	// The URL carries the registry and prefix the charts were rendered for:
+	// its suffixes are tried, longest first, until one resolves. Only the
+	// shape of a release chart repository of targetNS is asked for (with a
+	// registry prefix, the longer suffixes are not), and as a suffix the
+	// registry refuses (not only 404) may still be followed by the right
+	// one, an error counts only when none resolves.
+	repository(ref.URL, func(name string) bool {
+		if !chain.IsChartRepository(name) || !strings.HasPrefix(name, targetNS+"/") {
+			return false
+		}
+		repo, err := c.store.Repository(ctx, name)
+		if err == nil {
+			desc, rerr := repo.Resolve(ctx, ref.Version)
+			found, err = desc.Digest, rerr
+		}
+		if err != nil && !errors.Is(err, errdef.ErrNotFound) && failed == nil {
+			failed = fmt.Errorf("reading %s:%s: %w", name, ref.Version, publish.Explain(err))
+		}
+		return err == nil
+	})
+	if found == "" && failed != nil {
+		return "", failed
+	}
+	c.known[key] = string(found)
+	return string(found), nil
+}
