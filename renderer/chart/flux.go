@@ -30,8 +30,8 @@ func LayerSelector() *sourcev1.OCILayerSelector {
 }
 
 // Remediation is the install, upgrade, test and drift policy of every
-// HelmRelease: three retries, Helm tests, drift detection, and whether
-// helm-controller waits for the release's objects to become ready.
+// HelmRelease: its timeout and retries, Helm tests, drift detection, and
+// whether helm-controller waits for the release's objects to become ready.
 type Remediation struct {
 	// Timeout is spec.timeout; nil leaves helm-controller's default (5m).
 	Timeout        *metav1.Duration       `json:"timeout,omitempty"`
