@@ -35,7 +35,7 @@ func sources(p *resolve.Plan) map[string]*Source {
 	for _, tp := range p.Targets {
 		var refs []Ref
 		for i, sel := range tp.Releases {
-			out[fmt.Sprintf("release-%s", sel.Release.Name)] = Release(sel)
+			out[fmt.Sprintf("release-%s", sel.Release.Name)] = Release(sel, AppOptions{})
 			refs = append(refs, Ref{URL: chain.URL("registry.example.com/prefix", chain.ReleaseRepository(tp.Namespace, sel.Release.Namespace, sel.Release.Name)), Version: fmt.Sprintf("0.0.%d", i+1)})
 		}
 		b := Bootstrap(tp, refs)

@@ -8,7 +8,7 @@
 // byte-reproducible .tgz and the OCI config of that version; the same source and
 // version give the same bytes on any machine, in any time zone and directory.
 //
-//	src := chart.Release(sel)
+//	src := chart.Release(sel, chart.AppOptions{})
 //	pkg, err := src.Package("0.0.1", chart.Options{})
 //	fmt.Println(pkg.Layer.Digest)
 package chart

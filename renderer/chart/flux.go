@@ -30,9 +30,11 @@ func LayerSelector() *sourcev1.OCILayerSelector {
 }
 
 // Remediation is the install, upgrade, test and drift policy of every
-// HelmRelease: three retries, Helm tests, drift detection, and whether
-// helm-controller waits for the release's objects to become ready.
+// HelmRelease: its timeout and retries, Helm tests, drift detection, and
+// whether helm-controller waits for the release's objects to become ready.
 type Remediation struct {
+	// Timeout is spec.timeout; nil leaves helm-controller's default (5m).
+	Timeout        *metav1.Duration       `json:"timeout,omitempty"`
 	Install        *helmv2.Install        `json:"install"`
 	Upgrade        *helmv2.Upgrade        `json:"upgrade"`
 	Test           *helmv2.Test           `json:"test"`
@@ -54,23 +56,33 @@ type Remediation struct {
 // retries are spent. disableWait makes the action wait
 // for hooks only (HookOnlyStrategy). The parents' readiness is their
 // children's to report.
+//
+// The operator's AppOptions do not reach these levels: without a readiness
+// wait, and with charts that have neither hooks nor tests, spec.timeout bounds
+// nothing here; and a failure of these levels is a broken chart or cluster,
+// not an application starting slowly, so they keep DefaultRetries.
 func ChainPolicy() Remediation {
-	p := AppPolicy(false)
+	p := AppPolicy(false, AppOptions{})
 	p.Install.DisableWait = true
 	p.Upgrade.DisableWait = true
 	return p
 }
 
 // AppPolicy is the policy of the application's HelmRelease (level 3): Helm's
-// readiness wait and remediation stay on. createNamespace creates the
-// targetNamespace on install.
-func AppPolicy(createNamespace bool) Remediation {
-	return Remediation{
-		Install:        &helmv2.Install{CreateNamespace: createNamespace, Remediation: &helmv2.InstallRemediation{Retries: 3}},
-		Upgrade:        &helmv2.Upgrade{Remediation: &helmv2.UpgradeRemediation{Retries: 3}},
+// readiness wait and remediation stay on, with the operator's timeout and
+// retries (opts). createNamespace creates the targetNamespace on install.
+func AppPolicy(createNamespace bool, opts AppOptions) Remediation {
+	retries := opts.retries()
+	p := Remediation{
+		Install:        &helmv2.Install{CreateNamespace: createNamespace, Remediation: &helmv2.InstallRemediation{Retries: retries}},
+		Upgrade:        &helmv2.Upgrade{Remediation: &helmv2.UpgradeRemediation{Retries: retries}},
 		Test:           &helmv2.Test{Enable: true},
 		DriftDetection: &helmv2.DriftDetection{Mode: helmv2.DriftDetectionEnabled},
 	}
+	if opts.Timeout > 0 {
+		p.Timeout = &metav1.Duration{Duration: opts.Timeout}
+	}
+	return p
 }
 
 // interval is Interval as Flux objects spell it.

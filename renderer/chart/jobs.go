@@ -22,16 +22,16 @@ type Job struct {
 
 // ReleaseJob is the release chart of a selected release, which the Targets
 // of its namespace share.
-func ReleaseJob(t *resolve.Resolution, sel *resolve.Selected) Job {
+func ReleaseJob(t *resolve.Resolution, sel *resolve.Selected, opts AppOptions) Job {
 	r := sel.Release
-	return Job{chain.ReleaseRepository(t.Namespace, r.Namespace, r.Name), func() *Source { return Release(sel) }}
+	return Job{chain.ReleaseRepository(t.Namespace, r.Namespace, r.Name), func() *Source { return Release(sel, opts) }}
 }
 
 // AgentJob is a Target's own agent chart: an agent Release of a Target
 // whose credential was issued, with its kubeconfig.
-func AgentJob(t *resolve.Resolution, sel *resolve.Selected, kubeconfig []byte) Job {
+func AgentJob(t *resolve.Resolution, sel *resolve.Selected, opts AppOptions, kubeconfig []byte) Job {
 	r := sel.Release
-	return Job{chain.AgentRepository(t.Namespace, t.Name, r.Namespace, r.Name), func() *Source { return Agent(sel, t.Name, kubeconfig) }}
+	return Job{chain.AgentRepository(t.Namespace, t.Name, r.Namespace, r.Name), func() *Source { return Agent(sel, opts, t.Name, kubeconfig) }}
 }
 
 // BootstrapJob is the bootstrap chart of a Target, naming the release charts

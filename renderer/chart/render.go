@@ -13,14 +13,15 @@ const maxLabel = 63
 // Release is the release chart of a selected release. It holds nothing of the
 // Target: Targets that get the same Release share it, and what differs per
 // Target (the pull secret, the rendered valuesTemplate) comes through the
-// values the bootstrap chart passes (see TargetValues).
-func Release(sel *resolve.Selected) *Source {
+// values the bootstrap chart passes (see TargetValues). opts are the
+// operator's settings of its HelmRelease.
+func Release(sel *resolve.Selected, opts AppOptions) *Source {
 	r := sel.Release
 	name := resolve.Name(r)
 	values := map[string]any{
 		"interval":      Interval.String(),
 		"layerSelector": asValues(LayerSelector()),
-		"remediation":   asValues(AppPolicy(r.Spec.TargetNamespace != "")),
+		"remediation":   asValues(AppPolicy(r.Spec.TargetNamespace != "", opts)),
 		"chart": map[string]any{
 			"url":      "oci://" + sel.Chart.Repository,
 			"tag":      sel.Chart.Tag,
@@ -53,8 +54,8 @@ func Release(sel *resolve.Selected) *Source {
 // charts/solar-agent reads) as the credential. The chart puts them into a
 // Secret that its HelmRelease reads with valuesFrom: the token never sits in
 // a HelmRelease's spec on the cluster.
-func Agent(sel *resolve.Selected, target string, kubeconfig []byte) *Source {
-	src := Release(sel)
+func Agent(sel *resolve.Selected, opts AppOptions, target string, kubeconfig []byte) *Source {
+	src := Release(sel, opts)
 	src.Values["credential"] = map[string]any{"kubeconfig": string(kubeconfig), "target": target}
 	return src
 }

@@ -185,6 +185,12 @@ type PipelineConfig struct {
 			APIServerURL string `json:"apiserverURL,omitempty"`
 			TokenTTL     string `json:"tokenTTL,omitempty"`
 		} `json:"agent"`
+		// Flux is the policy of the application HelmReleases; see chart.AppOptions.
+		Flux struct {
+			Timeout string `json:"timeout,omitempty"`
+			// Retries is nil when unset (a default applies), 0 when set to 0.
+			Retries *int `json:"retries,omitempty"`
+		} `json:"flux"`
 		Registries struct {
 			AllowedHostnames []string `json:"allowedHostnames,omitempty"`
 			AllowInsecure    bool     `json:"allowInsecure,omitempty"`

@@ -141,7 +141,7 @@ func agentCharts(plan *Plan, opts Options) map[string]agentChart {
 	for _, t := range plan.Targets {
 		for _, sel := range t.Releases {
 			if t.kubeconfig(sel) != nil {
-				j := t.job(sel)
+				j := plan.job(t, sel)
 				agents[j.Repository] = agentChart{job: j.Publish(opts.Package), pending: t.Credential.Reason == credential.ReasonPending}
 			}
 		}

@@ -141,6 +141,9 @@ type Plan struct {
 	// all are the namespaces and names of every Target of the input,
 	// selected or not: a bootstrap repository of none of them is an orphan.
 	all map[load.ID]bool
+	// app are the PipelineConfig's settings of the application
+	// HelmReleases, which every release chart carries.
+	app chart.AppOptions
 }
 
 // Target is a resolved Target and its agent credential.
@@ -223,6 +226,9 @@ func NewPlan(ctx context.Context, opts Options) (*Plan, error) {
 	set, problems, err := loadSet(opts, true)
 	plan := &Plan{Problems: problems}
 	if err != nil || set == nil {
+		return plan, err
+	}
+	if plan.app, err = chart.AppOptionsFrom(set); err != nil {
 		return plan, err
 	}
 	_, prefix, _ := strings.Cut(opts.Registry, "/")
@@ -335,13 +341,13 @@ func (t *Target) kubeconfig(sel *resolve.Selected) []byte {
 	return t.Credential.Kubeconfig
 }
 
-// job is the chart of a selected release: the Target's own agent chart when
-// it carries a kubeconfig, else the release chart of the namespace.
-func (t *Target) job(sel *resolve.Selected) chart.Job {
+// job is the chart of a selected release of t: the Target's own agent chart
+// when it carries a kubeconfig, else the release chart of the namespace.
+func (p *Plan) job(t *Target, sel *resolve.Selected) chart.Job {
 	if kubeconfig := t.kubeconfig(sel); kubeconfig != nil {
-		return chart.AgentJob(t.Resolution, sel, kubeconfig)
+		return chart.AgentJob(t.Resolution, sel, p.app, kubeconfig)
 	}
-	return chart.ReleaseJob(t.Resolution, sel)
+	return chart.ReleaseJob(t.Resolution, sel, p.app)
 }
 
 // targetID is the identity of Target ns/name.

@@ -47,7 +47,7 @@ func Run(ctx context.Context, plan *Plan, store publish.Store, opts Options) (*R
 	repos := make([][]string, len(targets))
 	for i, t := range targets {
 		for _, sel := range t.Releases {
-			j := t.job(sel)
+			j := plan.job(t, sel)
 			if _, ok := index[j.Repository]; !ok {
 				index[j.Repository] = len(jobs)
 				jobs = append(jobs, j.Publish(opts.Package))
