@@ -85,7 +85,10 @@ func TestFluxChainToTheApplication(t *testing.T) {
 	assert.Equal(t, pipeline.Converged, st.State)
 	require.NotEmpty(t, st.Releases)
 	for _, r := range st.Releases {
-		assert.Equal(t, r.Desired, r.Reported, r.Release)
+		// helm-controller's version: the published one and the first 12 hex
+		// digits of the artifact it installed.
+		require.Len(t, r.DesiredDigest, len("sha256:")+64, r.Release)
+		assert.Equal(t, r.Desired+"+"+strings.TrimPrefix(r.DesiredDigest, "sha256:")[:12], r.Reported, r.Release)
 		assert.Equal(t, "Ready", r.Phase, r.Release)
 	}
 

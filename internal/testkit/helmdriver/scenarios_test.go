@@ -72,7 +72,7 @@ func (s *session) apply(name, version string, values map[string]any, timeout str
 			"layerSelector": asMap(s, chart.LayerSelector()),
 		},
 	}
-	spec := asMap(s, chart.AppPolicy(true))
+	spec := asMap(s, chart.AppPolicy(true, chart.AppOptions{}))
 	spec["chartRef"] = map[string]any{"kind": "OCIRepository", "name": "app"}
 	spec["interval"] = "10m"
 	spec["targetNamespace"] = s.ns + "-app"
