@@ -136,21 +136,25 @@ func TestAgentReportsFlux(t *testing.T) {
 
 	// The release chart installed, then the application.
 	setStatus(t, dyn, testenv.OCIRepositoryGVR, "edge-1-web", "", [4]string{"Ready", "True", "Succeeded", "stored artifact"})
-	setStatus(t, dyn, testenv.HelmReleaseGVR, "edge-1-web", "0.0.3", [4]string{"Ready", "True", "InstallSucceeded", "Helm install succeeded"})
+	// The conditions and versions are what helm-controller writes
+	// (internal/testkit/helmdriver/testdata/helm-controller).
+	setStatus(t, dyn, testenv.HelmReleaseGVR, "edge-1-web", "0.0.3+68ee5879e98f", [4]string{"Ready", "True", "TestSucceeded",
+		"Helm test succeeded for release flux-system/edge-1-web.v1 with chart web@0.0.3+68ee5879e98f: no test hooks"})
 	fluxPair(t, dyn, "edge-1-web-app", "", "")
 	setStatus(t, dyn, testenv.OCIRepositoryGVR, "edge-1-web-app", "", [4]string{"Ready", "True", "Succeeded", "stored artifact"})
 	setStatus(t, dyn, testenv.HelmReleaseGVR, "edge-1-web-app", "1.2.3",
 		[4]string{"Ready", "Unknown", "Progressing", "Fulfilling prerequisites"}, [4]string{"Reconciling", "True", "Progressing", "Running 'install'"})
 	spec, _ = report()
 	assert.Equal(t, targetreport.Progressing, spec.Releases[0].Phase)
-	assert.Equal(t, "0.0.3", spec.Releases[0].Revision, "the release chart version live")
-	setStatus(t, dyn, testenv.HelmReleaseGVR, "edge-1-web-app", "1.2.3", [4]string{"Ready", "True", "InstallSucceeded", "Helm install succeeded"})
+	assert.Equal(t, "0.0.3+68ee5879e98f", spec.Releases[0].Revision, "the release chart version live, as helm-controller writes it")
+	setStatus(t, dyn, testenv.HelmReleaseGVR, "edge-1-web-app", "1.2.3+49127895d5fc", [4]string{"Ready", "True", "TestSucceeded",
+		"Helm test succeeded for release web/web-edge-1-web-app.v1 with chart web@1.2.3+49127895d5fc: no test hooks"})
 	spec, _ = report()
 	assert.Equal(t, targetreport.Ready, spec.Releases[0].Phase)
 
-	const failed = "Failed to upgrade after 4 attempt(s): context deadline exceeded"
-	setStatus(t, dyn, testenv.HelmReleaseGVR, "edge-1-web-app", "1.2.3",
-		[4]string{"Ready", "False", "RetriesExceeded", failed}, [4]string{"Stalled", "True", "RetriesExceeded", failed})
+	const failed = "Helm upgrade failed for release web/web-edge-1-web-app with chart web@1.2.4+1a2b3c4d5e6f: timeout waiting for: [Deployment/web/web-edge-1-web-app status: 'InProgress']"
+	setStatus(t, dyn, testenv.HelmReleaseGVR, "edge-1-web-app", "1.2.3+49127895d5fc",
+		[4]string{"Ready", "False", "UpgradeFailed", failed}, [4]string{"Stalled", "True", "RetriesExceeded", "Failed to upgrade after 4 attempt(s)"})
 	spec, _ = report()
 	assert.Equal(t, targetreport.Failed, spec.Releases[0].Phase)
 	assert.Equal(t, failed, spec.Releases[0].HelmConditions[0].Message, "helm-controller's message, verbatim")

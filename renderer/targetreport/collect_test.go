@@ -31,7 +31,7 @@ func withHistory(o Object, version string) Object {
 // neighbour's left out.
 func TestCollect(t *testing.T) {
 	ok := func() Object { return hr(1, [4]any{"Ready", "True", "Succeeded", int64(1)}) }
-	failing := hr(2, [4]any{"Ready", "False", "RetriesExceeded", int64(2)}, [4]any{"Stalled", "True", "RetriesExceeded", int64(2)})
+	failing := hr(2, [4]any{"Ready", "False", "InstallFailed", int64(2)}, [4]any{"Stalled", "True", "RetriesExceeded", int64(2)})
 	sources := []Object{
 		named(ok(), "edge-1-web", "edge-1", "apps/web", ""),
 		named(ok(), "edge-1-web-app", "", "apps/web", ""),

@@ -67,7 +67,7 @@ func TestPhaseOf(t *testing.T) {
 		{"failed, helm-controller retrying", ready, hr(2, [4]any{"Ready", "False", "UpgradeFailed", int64(2)}, [4]any{"Reconciling", "True", "ProgressingWithRetry", int64(2)}), Degraded},
 		{"no source", nil, hr(2, [4]any{"Ready", "True", "UpgradeSucceeded", int64(2)}), Progressing},
 		{"rolled back", ready, hr(2, [4]any{"Ready", "False", "UpgradeFailed", int64(2)}, [4]any{"Remediated", "True", "RollbackSucceeded", int64(2)}), Degraded},
-		{"retries spent", ready, hr(2, [4]any{"Ready", "False", "RetriesExceeded", int64(2)}, [4]any{"Stalled", "True", "RetriesExceeded", int64(2)}), Failed},
+		{"retries spent", ready, hr(2, [4]any{"Ready", "False", "InstallFailed", int64(2)}, [4]any{"Stalled", "True", "RetriesExceeded", int64(2)}), Failed},
 		{"drifted is a flag", ready, hr(2, [4]any{"Ready", "True", "UpgradeSucceeded", int64(2)}, [4]any{"Drifted", "True", "DriftDetected", int64(2)}), Ready},
 		{"source cannot verify", hr(1, [4]any{"Ready", "False", "VerificationError", int64(1)}), hr(2, [4]any{"Ready", "True", "UpgradeSucceeded", int64(2)}), Degraded},
 		{"source stalled", hr(1, [4]any{"Ready", "False", "InvalidSTSConfiguration", int64(1)}, [4]any{"Stalled", "True", "InvalidSTSConfiguration", int64(1)}),
