@@ -250,15 +250,39 @@ func compareRelease(rs *ReleaseStatus, r targetreport.Release) (state, why strin
 	return Converged, ""
 }
 
-// failing is the message of the first condition that is not True, the
-// HelmRelease's first.
+// failing says why a release is not Ready: the message of the first Ready
+// condition that is not True, the HelmRelease's first. helm-controller
+// summarizes Ready from its last action, so after a rollback or an uninstall
+// Ready says only that the remediation succeeded; the failed release
+// action's message (Released False) goes before it, and a Stalled one
+// (retries spent) first, each part ended by "; ".
 func failing(r targetreport.Release) string {
+	var ready string
 	for _, c := range append(r.HelmConditions, r.SourceConditions...) {
 		if c.Type == "Ready" && c.Status != metav1.ConditionTrue {
-			return c.Message
+			ready = c.Message
+			break
 		}
 	}
-	return ""
+	if ready == "" {
+		return ""
+	}
+	var stalled, released string
+	for _, c := range r.HelmConditions {
+		switch {
+		case c.Type == "Stalled" && c.Status == metav1.ConditionTrue:
+			stalled = c.Message
+		case c.Type == "Released" && c.Status == metav1.ConditionFalse && c.Message != ready:
+			released = c.Message
+		}
+	}
+	var parts []string
+	for _, p := range []string{stalled, released, ready} {
+		if p != "" {
+			parts = append(parts, p)
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 var rank = map[string]int{Converged: 0, Progressing: 1, Unknown: 2, Failed: 3, Stale: 4}

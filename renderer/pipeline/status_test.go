@@ -106,3 +106,32 @@ func TestCompareDigests(t *testing.T) {
 		})
 	}
 }
+
+// TestFailingSaysWhy: after helm-controller rolled back a failed upgrade and
+// ran out of retries, its Ready says only that the rollback succeeded (as
+// recorded in internal/testkit/helmdriver/testdata/helm-controller/
+// timeout.json): the message says that retries ran out and why the upgrade
+// failed, then what Ready says.
+func TestFailingSaysWhy(t *testing.T) {
+	const (
+		rolledBack = "Helm rollback to previous release demo/demo-app.v7 with chart app@0.1.0+89799849ddd4 succeeded"
+		upgrade    = "Helm upgrade failed for release demo/demo-app with chart app@0.1.0+89799849ddd4: timeout waiting for: [Deployment/demo/demo-app status: 'InProgress']"
+	)
+	r := targetreport.Release{HelmConditions: []metav1.Condition{
+		{Type: "Drifted", Status: metav1.ConditionFalse, Reason: "NoDriftDetected", Message: "No drift detected against the cluster state"},
+		{Type: "Ready", Status: metav1.ConditionFalse, Reason: "RollbackSucceeded", Message: rolledBack},
+		{Type: "Released", Status: metav1.ConditionFalse, Reason: "UpgradeFailed", Message: upgrade},
+		{Type: "Remediated", Status: metav1.ConditionTrue, Reason: "RollbackSucceeded", Message: rolledBack},
+		{Type: "Stalled", Status: metav1.ConditionTrue, Reason: "RetriesExceeded", Message: "Failed to upgrade after 4 attempt(s)"},
+	}}
+	assert.Equal(t, "Failed to upgrade after 4 attempt(s); "+upgrade+"; "+rolledBack, failing(r))
+
+	// An install that failed and stalled: Ready is the failure itself.
+	const install = "Helm install failed for release demo/demo-app with chart app@0.1.0+89799849ddd4: server-side apply failed"
+	r.HelmConditions = []metav1.Condition{
+		{Type: "Ready", Status: metav1.ConditionFalse, Reason: "InstallFailed", Message: install},
+		{Type: "Released", Status: metav1.ConditionFalse, Reason: "InstallFailed", Message: install},
+		{Type: "Stalled", Status: metav1.ConditionTrue, Reason: "RetriesExceeded", Message: "Failed to install after 4 attempt(s)"},
+	}
+	assert.Equal(t, "Failed to install after 4 attempt(s); "+install, failing(r))
+}
