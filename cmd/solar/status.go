@@ -24,8 +24,9 @@ and, where the cluster reports a digest (helm-controller appends the first 12
 hex digits of the manifest it pulled: 0.0.1+68ee5879e98f), from the very
 artifact published; Progressing while Flux is on its way, or while a release
 runs the published version from another artifact (a tag re-pointed or rolled
-back: the message names both digests); Failed when a release is Degraded or
-Failed; Stale when its report is older than --max-age (the agent writes at
+back: the message names both digests), or while helm-controller will try a
+failed release again (the message starts "retrying:"); Failed when a release
+is Failed (retries spent) or Degraded with no retry coming; Stale when its report is older than --max-age (the agent writes at
 least that often, so it has stopped); Unknown when nothing was published
 for it or its agent has not reported.
 

@@ -237,6 +237,8 @@ func compareRelease(rs *ReleaseStatus, r targetreport.Release) (state, why strin
 	rs.Reported, rs.Phase, rs.Message = r.Revision, string(r.Phase), failing(r)
 	same, other := runsPublished(rs, r.Revision)
 	switch {
+	case r.Phase == targetreport.Degraded && retrying(r):
+		return Progressing, "retrying: " + rs.Message
 	case r.Phase == targetreport.Failed || r.Phase == targetreport.Degraded:
 		return Failed, string(r.Phase) + ": " + rs.Message
 	case !same:
@@ -248,6 +250,21 @@ func compareRelease(rs *ReleaseStatus, r targetreport.Release) (state, why strin
 		return Progressing, ""
 	}
 	return Converged, ""
+}
+
+// retrying says whether helm-controller will try the release again by
+// itself: between two attempts it keeps Reconciling=True with the reason
+// ProgressingWithRetry beside Ready=False (internal/reconcile/
+// atomic_release.go), until the retries are spent and it is Stalled. A
+// failing source (Degraded without it) is not: it retries on its interval
+// what failed, so a wait for a rollout stops there.
+func retrying(r targetreport.Release) bool {
+	for _, c := range r.HelmConditions {
+		if c.Type == "Reconciling" && c.Status == metav1.ConditionTrue && c.Reason == "ProgressingWithRetry" {
+			return true
+		}
+	}
+	return false
 }
 
 // failing says why a release is not Ready: the message of the first Ready

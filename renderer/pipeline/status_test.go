@@ -135,3 +135,26 @@ func TestFailingSaysWhy(t *testing.T) {
 	}
 	assert.Equal(t, "Failed to install after 4 attempt(s); "+install, failing(r))
 }
+
+// TestRetryingIsProgressing: between two attempts helm-controller writes
+// Ready=False beside Reconciling=True (ProgressingWithRetry); the agent
+// reports that Degraded, and solar status waits for the next attempt
+// (Progressing, exit 2) instead of failing a rollout that is still tried.
+func TestRetryingIsProgressing(t *testing.T) {
+	const failed = "Helm install failed for release demo/demo-app with chart app@0.1.0+89799849ddd4: timeout waiting for: [Deployment/demo/demo-app status: 'InProgress']"
+	r := targetreport.Release{Phase: targetreport.Degraded, Revision: "0.1.0", HelmConditions: []metav1.Condition{
+		{Type: "Ready", Status: metav1.ConditionFalse, Reason: "InstallFailed", Message: failed},
+		{Type: "Reconciling", Status: metav1.ConditionTrue, Reason: "ProgressingWithRetry", Message: failed},
+		{Type: "Released", Status: metav1.ConditionFalse, Reason: "InstallFailed", Message: failed},
+	}}
+	rs := ReleaseStatus{Release: "apps/demo", Desired: "0.1.0"}
+	state, why := compareRelease(&rs, r)
+	assert.Equal(t, Progressing, state)
+	assert.Equal(t, "retrying: "+failed, why)
+
+	// A source that cannot be read is Degraded without a retry coming soon.
+	r.HelmConditions = nil
+	r.SourceConditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionFalse, Reason: "AuthenticationFailed", Message: "401"}}
+	state, _ = compareRelease(&rs, r)
+	assert.Equal(t, Failed, state)
+}
