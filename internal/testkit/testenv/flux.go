@@ -70,8 +70,15 @@ func StartSourceController(t testing.TB, api *APIServer, trust ...string) *Sourc
 		require.NoError(t, os.WriteFile(file, bundle, 0o600))
 		cmd.Env = append(cmd.Env, "SSL_CERT_FILE="+file)
 	}
-	logs := startLogged(t, "source-controller", cmd)
-	waitUntil(t, "source-controller", 60*time.Second, logs, func() bool {
+	waitReadyz(t, "source-controller", health, startLogged(t, "source-controller", cmd))
+	return sc
+}
+
+// waitReadyz waits until the Flux controller name, whose health endpoint is
+// at health (host:port), answers /readyz with 200.
+func waitReadyz(t testing.TB, name, health string, logs *LockedBuffer) {
+	t.Helper()
+	waitUntil(t, name, 60*time.Second, logs, func() bool {
 		resp, err := http.Get("http://" + health + "/readyz")
 		if err != nil {
 			return false
@@ -79,5 +86,4 @@ func StartSourceController(t testing.TB, api *APIServer, trust ...string) *Sourc
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	})
-	return sc
 }

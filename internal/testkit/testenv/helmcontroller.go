@@ -3,12 +3,10 @@ package testenv
 import (
 	"encoding/base64"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -30,15 +28,7 @@ func StartHelmController(t testing.TB, api *APIServer, bin string) {
 		"--log-level", "info",
 	)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+api.Kubeconfig, "RUNTIME_NAMESPACE=flux-system")
-	logs := startLogged(t, "helm-controller", cmd)
-	waitUntil(t, "helm-controller", 60*time.Second, logs, func() bool {
-		resp, err := http.Get("http://" + health + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	waitReadyz(t, "helm-controller", health, startLogged(t, "helm-controller", cmd))
 }
 
 // PushChart packages dir as the chart name at version with the real helm CLI
