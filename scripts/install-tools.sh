@@ -5,6 +5,8 @@
 #   scripts/install-tools.sh          install everything missing, print the bin directory
 #   scripts/install-tools.sh NAME...  only those tools (and what they need), e.g.
 #                                     `registry nats-server` for the README's quick start
+#   scripts/install-tools.sh kubelet  the kubelet of a real node (scripts/start-node.sh),
+#                                     built only when named: it needs root, containerd and runc
 #   SOLAR_TOOLS=/some/dir scripts/... use another cache (default ~/.cache/solar/tools)
 #
 # Every tool lives in $SOLAR_TOOLS/<name>-<version>/ and is linked into $SOLAR_TOOLS/bin,
@@ -20,22 +22,27 @@ log() { printf 'install-tools: %s\n' "$*" >&2; }
 # The names this script installs; with arguments, only those are built.
 KNOWN="registry solar-testpki nats-server cosign etcd kube-apiserver kube-controller-manager
 kube-scheduler kubectl kwok source-controller flux-crd controller-gen cue helm oras"
+# Built only when named (not by `make tools`, not in CI's default set).
+NAMED_ONLY="kubelet"
 ONLY=" $* "
 # What a tool needs: the registry's htpasswd and certificate (solar-testpki);
 # the Flux CRDs, source-controller's module and controller-gen.
 [[ "$ONLY" == *" registry "* ]] && ONLY+="solar-testpki "
 [[ "$ONLY" == *" flux-crd "* ]] && ONLY+="source-controller controller-gen "
 for n in "$@"; do
-  case " $(echo $KNOWN) " in *" $n "*) ;; *)
-    log "unknown tool $n; the names are: $(echo $KNOWN)"
+  case " $(echo $KNOWN $NAMED_ONLY) " in *" $n "*) ;; *)
+    log "unknown tool $n; the names are: $(echo $KNOWN $NAMED_ONLY)"
     exit 2 ;;
   esac
 done
-# want NAME...: whether any of the names is wanted (every one without arguments).
+# want NAME...: whether any of the names is wanted (every one of KNOWN without
+# arguments; those of NAMED_ONLY only when named).
 want() {
-  [ "$ONLY" = "  " ] && return 0
   local n
-  for n in "$@"; do [[ "$ONLY" == *" $n "* ]] && return 0; done
+  for n in "$@"; do
+    [[ "$ONLY" == *" $n "* ]] && return 0
+    [ "$ONLY" = "  " ] && [[ " $NAMED_ONLY " != *" $n "* ]] && return 0
+  done
   return 1
 }
 
@@ -103,9 +110,11 @@ wrapped_tool etcd "$ETCD" go.etcd.io/etcd/server/v3
 # kube-apiserver, kube-controller-manager, kube-scheduler and kubectl (the docs'
 # commands use it, docs/docs_test.go runs them): k8s.io/kubernetes
 # with every staging module replaced by its release (k8s.io/sample-apiserver by
-# an empty stub: nothing needs it). One wrapper module builds all four.
+# an empty stub: nothing needs it). One wrapper module builds all four, and the
+# kubelet when named.
 KUBE=1.36.3
-for c in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+KUBE_TOOLS="kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet"
+for c in $KUBE_TOOLS; do
   { ! want "$c" || [ -x "$TOOLS/$c-v$KUBE/$c" ]; } && continue
   WRAP=$(mktemp -d)
   mkdir -p "$WRAP/sample-apiserver"
@@ -130,7 +139,7 @@ kv=""
 for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   kv="$kv -X $p.gitVersion=v$KUBE -X $p.gitMajor=1 -X $p.gitMinor=$minor"
 done
-for c in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+for c in $KUBE_TOOLS; do
   wrapped_tool "$c" "v$KUBE" "k8s.io/kubernetes/cmd/$c" "$kv"
 done
 
