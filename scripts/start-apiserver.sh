@@ -65,5 +65,6 @@ exec kube-apiserver \
   --service-account-key-file "$dir/sa.pub" \
   --service-account-signing-key-file "$dir/sa.key" \
   --service-cluster-ip-range 10.96.0.0/24 \
+  --kubelet-preferred-address-types InternalIP,ExternalIP,Hostname \
   --enable-priority-and-fairness=false \
   --v 0
