@@ -13,7 +13,8 @@ import (
 
 // A pod bound to the real node pulls its image from the test registry by
 // digest and its container really runs, as the user its securityContext
-// names: what kwok's Node can only pretend.
+// names, under the runtime's seccomp profile, reading the Secret it mounts:
+// what kwok's Node can only pretend.
 func TestPodRunsOnRealNode(t *testing.T) {
 	SkipUnlessNodeCan(t)
 	api := StartCluster(t)
@@ -25,15 +26,33 @@ func TestPodRunsOnRealNode(t *testing.T) {
 	const ns = "real"
 	api.CreateNamespaces(t, ns)
 
-	uid := int64(65532)
+	// The agent Deployment's security settings (charts/solar-agent), and a
+	// Secret mounted read-only as its kubeconfig is.
+	uid, no, yes := int64(65532), false, true
+	_, err := api.Client.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "kubeconfig", Namespace: ns},
+		StringData: map[string]string{"kubeconfig": "apiVersion: v1"},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: ns},
 		Spec: corev1.PodSpec{
-			NodeSelector:    map[string]string{"kubernetes.io/hostname": node.Name},
-			SecurityContext: &corev1.PodSecurityContext{RunAsUser: &uid, RunAsGroup: &uid},
+			NodeSelector: map[string]string{"kubernetes.io/hostname": node.Name},
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot: &yes, RunAsUser: &uid, RunAsGroup: &uid, FSGroup: &uid,
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
 			Containers: []corev1.Container{{
-				Name: "hello", Image: node.PodImage, Args: []string{"hello", "from", "a", "real", "node"},
+				Name: "hello", Image: node.PodImage, Args: []string{"hello", "read=/etc/solar/kubeconfig"},
+				SecurityContext: &corev1.SecurityContext{
+					AllowPrivilegeEscalation: &no, ReadOnlyRootFilesystem: &yes,
+					Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				},
+				VolumeMounts: []corev1.VolumeMount{{Name: "kubeconfig", MountPath: "/etc/solar", ReadOnly: true}},
 			}},
+			Volumes: []corev1.Volume{{Name: "kubeconfig", VolumeSource: corev1.VolumeSource{
+				Secret: &corev1.SecretVolumeSource{SecretName: "kubeconfig"},
+			}}},
 		},
 	}
 	// The namespace's default ServiceAccount comes from the controller
@@ -64,5 +83,7 @@ func TestPodRunsOnRealNode(t *testing.T) {
 		require.NoError(c, err)
 		require.NotEmpty(c, logs)
 	}, 30*time.Second, 200*time.Millisecond, "the container's log")
-	assert.Equal(t, `podbin: uid=65532 gid=65532 host=hello args=["hello" "from" "a" "real" "node"]`+"\n", string(logs))
+	// seccomp=2: the runtime's default profile filters the container's calls.
+	assert.Equal(t, `podbin: uid=65532 gid=65532 groups=[65532] host=hello seccomp=2 args=["hello" "read=/etc/solar/kubeconfig"]`+"\n"+
+		"podbin: /etc/solar/kubeconfig: apiVersion: v1\n", string(logs))
 }
