@@ -63,6 +63,7 @@ func StartNode(t testing.TB, api *APIServer, reg *Registry) *Node {
 		n.killTasks(t)
 		stopContainerd()
 		unmountUnder(t, n.Dir)
+		removeLogLinks(t, n.Dir)
 		if t.Failed() {
 			t.Logf("containerd output:\n%s\nkubelet output:\n%s", ctrLogs.String(), kubeletLogs.String())
 		}

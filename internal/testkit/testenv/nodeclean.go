@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
@@ -20,7 +21,10 @@ import (
 // namespaces and veth pairs, iptables rules, mounts. Deleting the pods
 // through the API while the kubelet still runs lets the kubelet stop them as
 // on any cluster (CNI teardown included); what is left after that is killed
-// through containerd and unmounted.
+// through containerd and unmounted. Outside the node's directory the kubelet
+// and containerd still leave, by fixed paths, the solar0 bridge, empty
+// kubepods cgroups, /var/lib/kubelet/device-plugins/kubelet.sock and
+// /run/containerd/s (shim sockets): harmless to the next node.
 
 // drain cordons the Node and deletes its pods, then waits (a minute at most)
 // until the kubelet has stopped them and they are gone.
@@ -70,6 +74,19 @@ func (n *Node) killTasks(t testing.TB) {
 	if out, err := c("containers", "ls", "-q"); err == nil {
 		for _, id := range strings.Fields(out) {
 			_, _ = c("containers", "delete", id)
+		}
+	}
+}
+
+// removeLogLinks removes the links the kubelet made in /var/log/containers
+// (a fixed path) to the container logs under dir.
+func removeLogLinks(t testing.TB, dir string) {
+	links, _ := filepath.Glob("/var/log/containers/*.log")
+	for _, l := range links {
+		if target, err := os.Readlink(l); err == nil && strings.HasPrefix(target, dir+"/") {
+			if err := os.Remove(l); err != nil {
+				t.Logf("removing %s: %v", l, err)
+			}
 		}
 	}
 }
