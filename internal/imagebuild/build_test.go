@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1/validate"
 	"github.com/stretchr/testify/require"
@@ -79,5 +78,4 @@ func TestBuildFollowsSource(t *testing.T) {
 	da, _ := a.Index.Digest()
 	db, _ := b.Index.Digest()
 	require.NotEqual(t, da, db)
-	_ = time.Now
 }

@@ -14,8 +14,8 @@ const SBOMMediaType = "application/vnd.cyclonedx+json"
 
 // SBOM is a CycloneDX 1.6 JSON document of the Go modules linked into the
 // binary, read from its build information: the main module as the described
-// component, every dependency as a library (a replaced module as its
-// replacement, which is what was linked), and the Go standard library as
+// component, every dependency as a library (see depComponent for replaced
+// modules), and the Go standard library as
 // "stdlib" at the toolchain's version. It has no timestamp and no serial
 // number, so the same binary gives the same bytes.
 func SBOM(binary string) ([]byte, error) {
@@ -31,10 +31,7 @@ func SBOM(binary string) ([]byte, error) {
 	comps := []cdx.Component{*moduleComponent(cdx.ComponentTypeLibrary,
 		debug.Module{Path: "stdlib", Version: bi.GoVersion})}
 	for _, m := range bi.Deps {
-		if m.Replace != nil {
-			m = m.Replace
-		}
-		comps = append(comps, *moduleComponent(cdx.ComponentTypeLibrary, *m))
+		comps = append(comps, depComponent(m))
 	}
 	bom.Components = &comps
 	var buf bytes.Buffer
@@ -43,6 +40,22 @@ func SBOM(binary string) ([]byte, error) {
 		return nil, fmt.Errorf("encoding the SBOM of %s: %w", binary, err)
 	}
 	return buf.Bytes(), nil
+}
+
+// depComponent is a linked module: a module replaced by another module is
+// that module, which is what was linked; a module replaced by a directory
+// keeps its path, without a version, and says which directory.
+func depComponent(m *debug.Module) cdx.Component {
+	r := m.Replace
+	if r == nil {
+		return *moduleComponent(cdx.ComponentTypeLibrary, *m)
+	}
+	if r.Version != "" && r.Version != "(devel)" {
+		return *moduleComponent(cdx.ComponentTypeLibrary, *r)
+	}
+	c := moduleComponent(cdx.ComponentTypeLibrary, debug.Module{Path: m.Path})
+	c.Properties = &[]cdx.Property{{Name: "go:replace", Value: r.Path}}
+	return *c
 }
 
 func moduleComponent(typ cdx.ComponentType, m debug.Module) *cdx.Component {
