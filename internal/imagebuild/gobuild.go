@@ -12,9 +12,13 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
-// versionVar is the variable the linker sets to the image's version, so that
-// `solar version` in the image says what the image is.
-const versionVar = "github.com/solar-pipeline/solar/internal/buildinfo.version"
+// The variables the linker sets to the image's version and revision, so that
+// `solar version` in the image says what the image is (a module without them
+// builds all the same: the linker ignores -X of a missing variable).
+const (
+	versionVar = "github.com/solar-pipeline/solar/internal/buildinfo.version"
+	commitVar  = "github.com/solar-pipeline/solar/internal/buildinfo.commit"
+)
 
 // goBuild compiles the main package for a platform into dir and returns the
 // binary's path. The flags and environment are those that make the binary
@@ -28,6 +32,9 @@ func goBuild(ctx context.Context, o Options, p v1.Platform, dir string) (string,
 	ldflags := "-buildid="
 	if o.Version != "" {
 		ldflags += " -X " + versionVar + "=" + o.Version
+	}
+	if o.Revision != "" {
+		ldflags += " -X " + commitVar + "=" + o.Revision
 	}
 	args := []string{"build", "-trimpath", "-buildvcs=false", "-ldflags=" + ldflags, "-o", out, o.Package}
 	cmd := exec.CommandContext(ctx, o.goCommand(), args...)
