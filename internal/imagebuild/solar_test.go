@@ -1,7 +1,9 @@
 package imagebuild_test
 
 import (
+	"bytes"
 	"context"
+	"debug/elf"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,8 +17,9 @@ import (
 	"github.com/solar-pipeline/solar/internal/imagebuild"
 )
 
-// The binary in Solar's own image says the image's version and revision,
-// though it is built without VCS stamping: both are linked in.
+// The binary in Solar's own image is static (no ELF interpreter: the image
+// has no libc) and says the image's version and revision, though it is built
+// without VCS stamping: both are linked in.
 func TestSolarImageSaysItsVersion(t *testing.T) {
 	if testing.Short() {
 		t.Skip("compiles solar-auth-callout; not in -short")
@@ -37,6 +40,11 @@ func TestSolarImageSaysItsVersion(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, bin, "no binary in the image's last layer")
+	exe, err := elf.NewFile(bytes.NewReader(bin))
+	require.NoError(t, err)
+	for _, p := range exe.Progs {
+		assert.NotEqual(t, elf.PT_INTERP, p.Type, "the binary is linked dynamically")
+	}
 	path := filepath.Join(t.TempDir(), "solar-auth-callout")
 	require.NoError(t, os.WriteFile(path, bin, 0o755))
 	out, err := exec.Command(path, "--version").Output()
