@@ -21,11 +21,13 @@ solar:
 ## for linux/amd64 and linux/arm64, one OCI layout each in out/images/, with
 ## a CycloneDX SBOM per platform as a referrer (scripts/images). No Docker:
 ## the same commit gives the same digests on any machine with the same Go;
-## created is SOURCE_DATE_EPOCH, else the commit's time.
+## created is SOURCE_DATE_EPOCH, else the commit's time. IMAGES="solar-agent"
+## builds only those.
 IMAGE_VERSION ?= 0.0.0-g$(shell git rev-parse --short=12 HEAD)
+IMAGES ?=
 images:
 	SOURCE_DATE_EPOCH=$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct)} \
-	  $(GO) run ./scripts/images -out out/images -version $(IMAGE_VERSION) -revision $$(git rev-parse HEAD)
+	  $(GO) run ./scripts/images -out out/images -version $(IMAGE_VERSION) -revision $$(git rev-parse HEAD) $(IMAGES)
 
 ## tools: every CLI and service the tests use (scripts/install-tools.sh).
 tools:
