@@ -100,7 +100,6 @@ func TestSBOMListsWhatGoVersionShows(t *testing.T) {
 	o := imagebuild.Options{Dir: writeWithDeps(t), Package: ".", Name: "withdeps", BinDir: bins,
 		Platforms: []v1.Platform{{OS: "linux", Architecture: runtime.GOARCH}}}
 	t.Setenv("GOPROXY", "off") // the module is in the cache: no network
-	t.Setenv("GOFLAGS", "-mod=mod")
 	res, err := imagebuild.Build(context.Background(), o)
 	require.NoError(t, err)
 	bin := filepath.Join(bins, "linux_"+runtime.GOARCH, "withdeps")
