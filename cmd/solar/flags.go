@@ -6,9 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -17,6 +15,7 @@ import (
 	"oras.land/oras-go/v2/registry"
 
 	"github.com/solar-pipeline/solar/renderer/pipeline"
+	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
 // loadFlags are the flags of every command that reads objects.
@@ -159,25 +158,11 @@ func (f *planFlags) options(g *globals, stdin io.Reader, paths []string) (pipeli
 	}
 	opts.WrapTransport = g.requestLog()
 	opts.Progress = g.progress()
-	created, ok, err := sourceDateEpoch()
+	created, ok, err := publish.SourceDateEpoch()
 	if ok {
 		opts.Package.Created = created
 	}
 	return opts, err
-}
-
-// sourceDateEpoch is SOURCE_DATE_EPOCH, the reproducible-builds convention
-// for the created time of what solar packs; ok is false when it is unset.
-func sourceDateEpoch() (created time.Time, ok bool, err error) {
-	v := os.Getenv("SOURCE_DATE_EPOCH")
-	if v == "" {
-		return time.Time{}, false, nil
-	}
-	sec, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || sec < 0 {
-		return time.Time{}, false, fmt.Errorf("invalid SOURCE_DATE_EPOCH %q: want seconds since 1970 as an integer", v)
-	}
-	return time.Unix(sec, 0).UTC(), true, nil
 }
 
 // registryFlags say where a registry is and how to log in.

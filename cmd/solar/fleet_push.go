@@ -3,8 +3,10 @@ package main
 import (
 	"fmt"
 
-	"github.com/solar-pipeline/solar/renderer/pipeline"
 	"github.com/spf13/cobra"
+
+	"github.com/solar-pipeline/solar/renderer/pipeline"
+	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
 func newFleetPushAgentCmd(g *globals) *cobra.Command {
@@ -39,7 +41,7 @@ downloads it from: https://HOST/v2/PREFIX/REPO/blobs/DIGEST.`,
 			if repository == "" {
 				return fmt.Errorf("--repository is required")
 			}
-			created, _, err := sourceDateEpoch() // zero when unset: the Unix epoch
+			created, _, err := publish.SourceDateEpoch() // zero when unset: the Unix epoch
 			if err != nil {
 				return err
 			}

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"runtime"
+	"strconv"
 	"sync"
 	"time"
 
@@ -26,6 +28,20 @@ const (
 // Epoch is the creation time of what solar packs when SOURCE_DATE_EPOCH
 // sets none: fixed, so that the same content gives the same digest.
 var Epoch = time.Unix(0, 0).UTC()
+
+// SourceDateEpoch is SOURCE_DATE_EPOCH, the reproducible-builds convention
+// for the created time of what solar packs; ok is false when it is unset.
+func SourceDateEpoch() (created time.Time, ok bool, err error) {
+	v := os.Getenv("SOURCE_DATE_EPOCH")
+	if v == "" {
+		return time.Time{}, false, nil
+	}
+	sec, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || sec < 0 {
+		return time.Time{}, false, fmt.Errorf("invalid SOURCE_DATE_EPOCH %q: want seconds since 1970 as an integer", v)
+	}
+	return time.Unix(sec, 0).UTC(), true, nil
+}
 
 // Created is the value of an artifact's creation-time annotation for t, or
 // for Epoch when t is zero.
