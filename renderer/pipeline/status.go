@@ -30,7 +30,8 @@ const (
 	// Progressing: Flux is on its way (a release not yet Ready, or not yet
 	// at the version or artifact published, none failed).
 	Progressing = "Progressing"
-	// Failed: a release is Degraded or Failed.
+	// Failed: a release is Failed (retries spent), or Degraded with no retry
+	// coming (helm-controller retrying is Progressing).
 	Failed = "Failed"
 	// Stale: the report is older than the maximum age: the agent stopped.
 	Stale = "Stale"
