@@ -8,7 +8,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-func testObject(t *testing.T, level int, doc string) Object {
+func testObject(t testing.TB, level int, doc string) Object {
 	t.Helper()
 	objs, err := decode(doc, level, "flux-system")
 	require.NoError(t, err)
