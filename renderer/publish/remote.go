@@ -95,13 +95,15 @@ func NewRemote(opts RemoteOptions) (*Remote, error) {
 // retryPolicy is oras-go's (5xx, 429 honouring Retry-After, 408, timeouts),
 // which also retries a refused connection (a registry restarting behind a
 // load balancer refuses for a moment) and a connection reset or closed before
-// the response (a proxy or load balancer dropping it). Every request solar
+// the response (a proxy or load balancer dropping it), also while the request
+// body is still being written (the transport then reports its own end of the
+// connection closed: net.ErrClosed). Every request solar
 // makes may be sent twice: reads, a new upload session, and writes of
 // content-addressed blobs and manifests.
 var retryPolicy = &retry.GenericPolicy{
 	Retryable: func(resp *http.Response, err error) (bool, error) {
 		if err != nil && (errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
-			errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
+			errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed)) {
 			return true, nil
 		}
 		return retry.DefaultPredicate(resp, err)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"syscall"
 	"testing"
@@ -23,6 +24,8 @@ func TestRetryPolicy(t *testing.T) {
 		{"a reset connection", nil, fmt.Errorf("read: %w", syscall.ECONNRESET), true},
 		{"a connection closed before the response", nil, fmt.Errorf("transport: %w", io.EOF), true},
 		{"a cut response", nil, io.ErrUnexpectedEOF, true},
+		{"a connection closed while the body is written", nil,
+			&net.OpError{Op: "write", Net: "tcp", Err: fmt.Errorf("readfrom: %w", net.ErrClosed)}, true},
 		{"a refused connection", nil, fmt.Errorf("dial: %w", syscall.ECONNREFUSED), true},
 		{"another error", nil, errors.New("x509: certificate signed by unknown authority"), false},
 		{"503", &http.Response{StatusCode: http.StatusServiceUnavailable}, nil, true},
