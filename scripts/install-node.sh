@@ -18,8 +18,11 @@ else
   if [ ${#missing[@]} -gt 0 ]; then
     echo "install-node: apt-get install ${missing[*]}" >&2
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq >&2
-    apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+    # Without them the real-node tests skip and say what is missing: a
+    # package source that cannot be reached fails nothing else.
+    if ! { apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >&2; then
+      echo "install-node: apt-get failed: the real-node tests will skip" >&2
+    fi
   fi
 fi
 scripts/install-tools.sh kubelet
