@@ -22,12 +22,15 @@ solar:
 ## a CycloneDX SBOM per platform as a referrer (scripts/images). No Docker:
 ## the same commit gives the same digests on any machine with the same Go;
 ## created is SOURCE_DATE_EPOCH, else the commit's time. IMAGES="solar-agent"
-## builds only those.
+## builds only those. IMAGES_FLAGS="-registry HOST/PREFIX -signing-key KEY"
+## also publishes them (versioned by content, signed as charts are; see
+## scripts/images for -plain-http, -ca-file, -platforms, -dry-run).
 IMAGE_VERSION ?= 0.0.0-g$(shell git rev-parse --short=12 HEAD)
 IMAGES ?=
+IMAGES_FLAGS ?=
 images:
 	SOURCE_DATE_EPOCH=$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct)} \
-	  $(GO) run ./scripts/images -out out/images -version $(IMAGE_VERSION) -revision $$(git rev-parse HEAD) $(IMAGES)
+	  $(GO) run ./scripts/images -out out/images -version $(IMAGE_VERSION) -revision $$(git rev-parse HEAD) $(IMAGES_FLAGS) $(IMAGES)
 
 ## tools: every CLI and service the tests use (scripts/install-tools.sh).
 tools:

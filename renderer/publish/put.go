@@ -7,6 +7,7 @@ import (
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2"
+	"oras.land/oras-go/v2/content"
 )
 
 // ErrImmutable: the tag holds other content. Under Put a tag is bound once:
@@ -14,12 +15,12 @@ import (
 var ErrImmutable = errors.New("holds other content: versions are immutable")
 
 // Put is the immutable-tag push, beside Publish's versioned one: it copies
-// the graph of root (a manifest or an index, and all it names), which src
-// holds under tag, into repo under the same tag, uploading only what repo does not have. The tag
+// the graph of root (a manifest or an index, and all it names) from src
+// into repo under tag, uploading only what repo does not have. The tag
 // already bound to root changes nothing (Unchanged); bound to other
 // content it is refused with ErrImmutable, also when another writer took
 // it while the copy ran (the later writer wins a tag: Put reads it back).
-func Put(ctx context.Context, src oras.ReadOnlyTarget, root ocispec.Descriptor, repo Repository, tag string) (string, error) {
+func Put(ctx context.Context, src content.ReadOnlyStorage, root ocispec.Descriptor, repo Repository, tag string) (string, error) {
 	desc, err := repo.Resolve(ctx, tag)
 	switch {
 	case err == nil && desc.Digest == root.Digest:
@@ -29,12 +30,15 @@ func Put(ctx context.Context, src oras.ReadOnlyTarget, root ocispec.Descriptor, 
 	case !isNotFound(err):
 		return "", fmt.Errorf("reading tag %s: %w", tag, explain(err))
 	}
-	_, err = oras.Copy(ctx, src, tag, repo, tag, oras.DefaultCopyOptions)
+	err = oras.CopyGraph(ctx, src, repo, root, oras.DefaultCopyGraphOptions)
 	for try := 1; BlobUnknown(err) && try < 3; try++ {
 		// Two writers uploaded one blob (a config the artifacts share) at
 		// once and the registry lost it: copy again, which uploads what is
 		// missing.
-		_, err = oras.Copy(ctx, src, tag, repo, tag, oras.DefaultCopyOptions)
+		err = oras.CopyGraph(ctx, src, repo, root, oras.DefaultCopyGraphOptions)
+	}
+	if err == nil {
+		err = repo.Tag(ctx, root, tag)
 	}
 	if err != nil {
 		return "", fmt.Errorf("pushing %s: %w", tag, explain(err))

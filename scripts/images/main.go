@@ -8,8 +8,18 @@
 //
 // NAMEs choose among the images (default: all three).
 //
-// It prints one line per image: its name, the index's digest and the layout.
-// The same commit gives the same digests on any machine with the same Go.
+// With -registry HOST[/PREFIX] it then publishes each image there with
+// Solar's publish path (renderer/publish.PublishImage): repository
+// PREFIX/NAME, version 0.0.1 and up, a new version only when the index's
+// digest changed, the SBOMs as referrers, and with -signing-key a cosign
+// signature of the index (the key and format `solar publish` signs charts
+// with; $COSIGN_PASSWORD decrypts an encrypted key). Credentials come from
+// `solar login` (the docker config).
+//
+// It prints one line per image: its name, the index's digest and the layout;
+// with -registry, the reference published (HOST/PREFIX/NAME:VERSION@DIGEST)
+// and the action. The same commit gives the same digests on any machine with
+// the same Go.
 package main
 
 import (
@@ -21,51 +31,138 @@ import (
 	"slices"
 	"strings"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/content/oci"
+
 	"github.com/solar-pipeline/solar/internal/imagebuild"
 	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/sign"
 )
 
 // images are Solar's main packages that run in containers.
 var images = []string{"solar", "solar-agent", "solar-auth-callout"}
 
+// options are the command's flags.
+type options struct {
+	out, version, revision, source string
+	registry, caFile, keyFile      string
+	plainHTTP, dryRun              bool
+	platforms                      string
+}
+
 func main() {
-	out := flag.String("out", "out/images", "the directory of the OCI layouts, one per image")
-	version := flag.String("version", "", "the images' version (annotation, and linked into the binaries)")
-	revision := flag.String("revision", "", "the source's commit (annotation)")
-	source := flag.String("source", "https://github.com/solar-pipeline/solar", "the source repository (annotation)")
+	var o options
+	flag.StringVar(&o.out, "out", "out/images", "the directory of the OCI layouts, one per image")
+	flag.StringVar(&o.version, "version", "", "the images' version (annotation, and linked into the binaries)")
+	flag.StringVar(&o.revision, "revision", "", "the source's commit (annotation)")
+	flag.StringVar(&o.source, "source", "https://github.com/solar-pipeline/solar", "the source repository (annotation)")
+	flag.StringVar(&o.platforms, "platforms", "linux/amd64,linux/arm64", "the platforms of each index, OS/ARCH, comma-separated")
+	flag.StringVar(&o.registry, "registry", "", "publish each image to HOST[/PREFIX]/NAME (default: only the layouts)")
+	flag.StringVar(&o.caFile, "ca-file", "", "with -registry: a PEM file of CAs to trust besides the system's")
+	flag.BoolVar(&o.plainHTTP, "plain-http", false, "with -registry: speak plain HTTP (a registry on 127.0.0.1)")
+	flag.StringVar(&o.keyFile, "signing-key", "", "with -registry: sign each index with this private key, as solar publish --signing-key signs charts")
+	flag.BoolVar(&o.dryRun, "dry-run", false, "with -registry: say which version each image would get, push nothing")
 	flag.Parse()
 	names := flag.Args()
 	if len(names) == 0 {
 		names = images
 	}
-	if err := run(names, *out, *version, *revision, *source); err != nil {
+	if err := run(context.Background(), names, o); err != nil {
 		fmt.Fprintln(os.Stderr, "images:", err)
 		os.Exit(1)
 	}
 }
 
-func run(names []string, out, version, revision, source string) error {
-	created, _, err := publish.SourceDateEpoch() // unset: imagebuild's default, 1970
-	if err != nil {
-		return err
-	}
+func run(ctx context.Context, names []string, o options) error {
 	for _, name := range names {
 		if !slices.Contains(images, name) {
 			return fmt.Errorf("no image %q: the images are %s", name, strings.Join(images, ", "))
 		}
-		res, err := imagebuild.Build(context.Background(), imagebuild.Options{
-			Package: "./cmd/" + name, Name: name, Version: version, Revision: revision,
-			Source: source, Created: created,
+	}
+	platforms, err := parsePlatforms(o.platforms)
+	if err != nil {
+		return err
+	}
+	created, _, err := publish.SourceDateEpoch() // unset: imagebuild's default, 1970
+	if err != nil {
+		return err
+	}
+	var dst publish.Store
+	var popts publish.Options
+	if o.registry != "" {
+		if dst, popts, err = openRegistry(o); err != nil {
+			return err
+		}
+	}
+	for _, name := range names {
+		res, err := imagebuild.Build(ctx, imagebuild.Options{
+			Package: "./cmd/" + name, Name: name, Version: o.version, Revision: o.revision,
+			Source: o.source, Created: created, Platforms: platforms,
 		})
 		if err != nil {
 			return err
 		}
-		dir := filepath.Join(out, name)
-		desc, err := imagebuild.WriteLayout(dir, version, res)
+		dir := filepath.Join(o.out, name)
+		desc, err := imagebuild.WriteLayout(dir, o.version, res)
 		if err != nil {
 			return err
 		}
 		fmt.Printf("%s\t%s\t%s\n", name, desc.Digest, dir)
+		if dst == nil {
+			continue
+		}
+		src, err := oci.NewFromFS(ctx, os.DirFS(dir))
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", dir, err)
+		}
+		root := ocispec.Descriptor{MediaType: string(desc.MediaType), Digest: ociDigest(desc), Size: desc.Size}
+		r, err := publish.PublishImage(ctx, src, root, dst, name, popts)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%s\t%s/%s:%s@%s\t%s\n", name, o.registry, name, r.Version, r.Digest, r.Action)
 	}
 	return nil
+}
+
+// openRegistry opens -registry and reads -signing-key.
+func openRegistry(o options) (publish.Store, publish.Options, error) {
+	host, prefix, _ := strings.Cut(o.registry, "/")
+	store, err := publish.NewRemote(publish.RemoteOptions{Host: host, Prefix: prefix, CAFile: o.caFile, PlainHTTP: o.plainHTTP})
+	if err != nil {
+		return nil, publish.Options{}, err
+	}
+	opts := publish.Options{DryRun: o.dryRun}
+	if o.keyFile != "" {
+		pem, err := os.ReadFile(o.keyFile)
+		if err != nil {
+			return nil, opts, err
+		}
+		if opts.SigningKey, err = sign.ParseKey(pem, func() ([]byte, bool) {
+			p, ok := os.LookupEnv("COSIGN_PASSWORD")
+			return []byte(p), ok
+		}); err != nil {
+			return nil, opts, fmt.Errorf("-signing-key %s: %w", o.keyFile, err)
+		}
+	}
+	return store, opts, nil
+}
+
+// parsePlatforms reads OS/ARCH[,OS/ARCH...].
+func parsePlatforms(s string) ([]v1.Platform, error) {
+	var out []v1.Platform
+	for _, p := range strings.Split(s, ",") {
+		os, arch, ok := strings.Cut(strings.TrimSpace(p), "/")
+		if !ok || os == "" || arch == "" {
+			return nil, fmt.Errorf("-platforms: %q is not OS/ARCH (linux/amd64)", p)
+		}
+		out = append(out, v1.Platform{OS: os, Architecture: arch})
+	}
+	return out, nil
+}
+
+func ociDigest(d v1.Descriptor) digest.Digest {
+	return digest.NewDigestFromEncoded(digest.Algorithm(d.Digest.Algorithm), d.Digest.Hex)
 }
