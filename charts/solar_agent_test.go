@@ -86,6 +86,13 @@ func TestSolarAgentChart(t *testing.T) {
 	binding := objs["ClusterRoleBinding"]
 	assert.Equal(t, []any{map[string]any{"kind": "ServiceAccount", "name": "solar-system-edge-1-solar-agent", "namespace": "solar-system"}}, binding["subjects"])
 
+	assert.Contains(t, string(deployment), "image: registry.example.com/solar/solar-agent:0.1.0", "by default the tag, the chart's appVersion")
+	const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	files, err = render(map[string]any{"kubeconfig": "x", "target": "edge-1",
+		"image": map[string]any{"repository": "127.0.0.1:5000/solar/solar-agent", "digest": digest}})
+	require.NoError(t, err)
+	assert.Contains(t, files["solar-agent/templates/deployment.yaml"], `image: "127.0.0.1:5000/solar/solar-agent@`+digest+`"`, "a digest names the image")
+
 	_, err = render(map[string]any{"target": "edge-1"})
 	assert.ErrorContains(t, err, "kubeconfig is set by solar for each Target")
 }

@@ -24,6 +24,10 @@ type AppOptions struct {
 	// Retries are the install and upgrade remediation retries; nil:
 	// DefaultRetries.
 	Retries *int
+	// AgentImage, REPOSITORY@sha256:HEX (the PipelineConfig's
+	// spec.agent.image), is the image of every agent release: its values'
+	// image.repository and image.digest, unless the Release sets them.
+	AgentImage string
 }
 
 func (o AppOptions) retries() int {
@@ -42,6 +46,7 @@ func AppOptionsFrom(s *model.Set) (AppOptions, error) {
 	}
 	flux := s.PipelineConfigs[0].Spec.Flux
 	opts.Retries = flux.Retries
+	opts.AgentImage = s.PipelineConfigs[0].Spec.Agent.Image
 	if flux.Timeout != "" {
 		d, err := time.ParseDuration(flux.Timeout)
 		if err != nil {

@@ -2,6 +2,8 @@ package chart
 
 import (
 	"cmp"
+	"maps"
+	"strings"
 
 	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/resolve"
@@ -56,8 +58,31 @@ func Release(sel *resolve.Selected, opts AppOptions) *Source {
 // a HelmRelease's spec on the cluster.
 func Agent(sel *resolve.Selected, opts AppOptions, target string, kubeconfig []byte) *Source {
 	src := Release(sel, opts)
+	if repo, dgst, ok := strings.Cut(opts.AgentImage, "@"); ok {
+		release := src.Values["release"].(map[string]any)
+		release["values"] = withImage(release["values"].(map[string]any), repo, dgst)
+	}
 	src.Values["credential"] = map[string]any{"kubeconfig": string(kubeconfig), "target": target}
 	return src
+}
+
+// withImage is values with image.repository and image.digest set where
+// values leave them unset (a copy: values are the Release's own).
+func withImage(values map[string]any, repo, dgst string) map[string]any {
+	out := maps.Clone(values)
+	image, _ := values["image"].(map[string]any)
+	image = maps.Clone(image)
+	if image == nil {
+		image = map[string]any{}
+	}
+	if _, set := image["repository"]; !set {
+		image["repository"] = repo
+		if _, set := image["digest"]; !set {
+			image["digest"] = dgst
+		}
+	}
+	out["image"] = image
+	return out
 }
 
 // TargetValues are the values the bootstrap chart gives the release chart of

@@ -184,6 +184,8 @@ type PipelineConfig struct {
 		Agent struct {
 			APIServerURL string `json:"apiserverURL,omitempty"`
 			TokenTTL     string `json:"tokenTTL,omitempty"`
+			// Image is the agent image by digest; see chart.AppOptions.AgentImage.
+			Image string `json:"image,omitempty"`
 		} `json:"agent"`
 		// Flux is the policy of the application HelmReleases; see chart.AppOptions.
 		Flux struct {

@@ -24,3 +24,22 @@ func TestFluxSettingsBounds(t *testing.T) {
 		assert.Equal(t, want, vet(t, Options{}, config+flux), flux)
 	}
 }
+
+// TestAgentImageByDigest: the PipelineConfig's agent image names an image by
+// digest; a tag alone is an error at its line.
+func TestAgentImageByDigest(t *testing.T) {
+	config := head + "kind: PipelineConfig\nmetadata: {name: c}\nspec:\n  agent:\n    image: "
+	const hex = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	bad := func(image string) []string {
+		return []string{`in.yaml:6:5: spec.agent.image: "` + image + `" must be REPOSITORY@sha256:DIGEST, an image by digest`}
+	}
+	for image, want := range map[string][]string{
+		"127.0.0.1:5000/solar/solar-agent@sha256:" + hex:       nil,
+		"registry.example.com/solar/solar-agent@sha256:" + hex: nil,
+		"solar-agent@sha256:" + hex:                            nil,
+		"registry.example.com/solar/solar-agent:0.0.3":         bad("registry.example.com/solar/solar-agent:0.0.3"),
+		"solar-agent@sha256:abc":                               bad("solar-agent@sha256:abc"),
+	} {
+		assert.Equal(t, want, vet(t, Options{}, config+image+"\n"), image)
+	}
+}
