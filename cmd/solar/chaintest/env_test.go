@@ -61,6 +61,9 @@ type chainOptions struct {
 	// publish and bootstrap are extra arguments of the first publish and
 	// of bootstrap-manifests (--signing-key, --verify-key).
 	publish, bootstrap []string
+	// prepare, when set, changes the environment (its examples) before the
+	// first publish.
+	prepare func(e *chainEnv)
 }
 
 func startChain(t *testing.T, opts chainOptions) *chainEnv {
@@ -102,6 +105,9 @@ func startChain(t *testing.T, opts chainOptions) *chainEnv {
 		e.edit(f, "ghcr.io", source.Host, "registry.example.com", render.Host)
 	}
 	e.edit("shared/pipeline.yaml", "https://solar.example.com:6443", api.URL)
+	if opts.prepare != nil {
+		opts.prepare(e)
+	}
 
 	// The SolAr side: the Targets the agents report on.
 	api.CreateNamespaces(t, "alpha", "beta")

@@ -40,7 +40,8 @@ type Node struct {
 // the CNI plugins (apt-get install containerd runc
 // containernetworking-plugins) not installed, no overlay filesystem, or
 // containerd or the kubelet exiting at start (the skip quotes their last
-// lines). The node's pods are deleted (gracefully) when the test ends, then
+// lines). Its pods reach the API server at KubernetesServiceIP, as in-cluster
+// clients do on a real cluster. The node's pods are deleted (gracefully) when the test ends, then
 // the kubelet and containerd are stopped and their mounts removed.
 func StartNode(t testing.TB, api *APIServer, reg *Registry) *Node {
 	t.Helper()
@@ -74,6 +75,7 @@ func StartNode(t testing.TB, api *APIServer, reg *Registry) *Node {
 		return err == nil && nodeReady(node)
 	})
 	untaintNotReady(t, api, n.Name)
+	proxyKubernetesService(t, api)
 	return n
 }
 
