@@ -35,7 +35,11 @@ type env struct {
 func startEnv(t *testing.T) *env { return startEnvWith(t, testenv.RegistryOptions{TLS: true}) }
 
 func startEnvWith(t *testing.T, ro testenv.RegistryOptions) *env {
-	api := testenv.StartAPIServer(t)
+	return startEnvOn(t, testenv.StartAPIServer(t), ro)
+}
+
+// startEnvOn is startEnvWith on an API server already started (a cluster's).
+func startEnvOn(t *testing.T, api *testenv.APIServer, ro testenv.RegistryOptions) *env {
 	reg := testenv.StartRegistry(t, ro)
 	dyn, err := dynamic.NewForConfig(api.Config)
 	require.NoError(t, err)
@@ -255,5 +259,5 @@ func (e *env) publishFiles(tb testing.TB, paths []string, dryRun bool) (*pipelin
 
 func (e *env) registryOptions() pipeline.RegistryOptions {
 	return pipeline.RegistryOptions{Host: e.registry.Host, Prefix: "solar", Username: e.registry.Username,
-		Password: e.registry.Password, CAFile: e.registry.CAFile}
+		Password: e.registry.Password, CAFile: e.registry.CAFile, PlainHTTP: e.registry.CAFile == ""}
 }

@@ -2,6 +2,7 @@ package imagebuild
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,6 +15,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/content/oci"
+
+	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
 // WriteLayout writes the result as a new OCI image layout in dir (replacing
@@ -97,4 +101,16 @@ func blob(p layout.Path, mediaType string, b []byte) (ocispec.Descriptor, error)
 
 func ocispecDigest(h v1.Hash) digest.Digest {
 	return digest.NewDigestFromEncoded(digest.Algorithm(h.Algorithm), h.Hex)
+}
+
+// Publish publishes the image WriteLayout wrote to dir (desc, its index)
+// into repository of dst with publish.PublishImage: versioned by content,
+// its SBOMs along, signed with opts.SigningKey.
+func Publish(ctx context.Context, dir string, desc v1.Descriptor, dst publish.Store, repository string, opts publish.Options) (publish.Result, error) {
+	src, err := oci.NewFromFS(ctx, os.DirFS(dir))
+	if err != nil {
+		return publish.Result{}, fmt.Errorf("reading %s: %w", dir, err)
+	}
+	root := ocispec.Descriptor{MediaType: string(desc.MediaType), Digest: ocispecDigest(desc.Digest), Size: desc.Size}
+	return publish.PublishImage(ctx, src, root, dst, repository, opts)
 }

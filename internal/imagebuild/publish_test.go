@@ -8,12 +8,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"oras.land/oras-go/v2/content"
-	"oras.land/oras-go/v2/content/oci"
 	"oras.land/oras-go/v2/registry/remote"
 
 	"github.com/solar-pipeline/solar/internal/imagebuild"
@@ -54,11 +52,7 @@ func TestPublishedImageIsSignedAndVersionedByContent(t *testing.T) {
 		layout := filepath.Join(t.TempDir(), "hello")
 		desc, err := imagebuild.WriteLayout(layout, version, res)
 		require.NoError(t, err)
-		oras, err := oci.NewFromFS(ctx, os.DirFS(layout))
-		require.NoError(t, err)
-		root := ocispec.Descriptor{MediaType: string(desc.MediaType),
-			Digest: digest.Digest(desc.Digest.String()), Size: desc.Size}
-		r, err := publish.PublishImage(ctx, oras, root, store, "hello", publish.Options{SigningKey: key})
+		r, err := imagebuild.Publish(ctx, layout, desc, store, "hello", publish.Options{SigningKey: key})
 		require.NoError(t, err)
 		assert.Equal(t, desc.Digest.String(), r.Digest)
 		return r

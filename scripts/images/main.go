@@ -17,8 +17,11 @@
 // `solar login` (the docker config).
 //
 // It prints one line per image: its name, the index's digest and the layout;
-// with -registry, the reference published (HOST/PREFIX/NAME:VERSION@DIGEST)
-// and the action. The same commit gives the same digests on any machine with
+// with -registry, a second: its name, the version, the image by digest
+// (HOST/PREFIX/NAME@sha256:HEX, what a PipelineConfig's spec.agent.image
+// takes) and the action. Publishing solar also writes
+// OUT/install/kustomization.yaml, config/controller with that image by
+// digest (kubectl apply -k OUT/install). It runs from the repository's root. The same commit gives the same digests on any machine with
 // the same Go.
 package main
 
@@ -32,9 +35,6 @@ import (
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/opencontainers/go-digest"
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
-	"oras.land/oras-go/v2/content/oci"
 
 	"github.com/solar-pipeline/solar/internal/imagebuild"
 	"github.com/solar-pipeline/solar/renderer/publish"
@@ -113,18 +113,52 @@ func run(ctx context.Context, names []string, o options) error {
 		if dst == nil {
 			continue
 		}
-		src, err := oci.NewFromFS(ctx, os.DirFS(dir))
-		if err != nil {
-			return fmt.Errorf("reading %s: %w", dir, err)
-		}
-		root := ocispec.Descriptor{MediaType: string(desc.MediaType), Digest: ociDigest(desc), Size: desc.Size}
-		r, err := publish.PublishImage(ctx, src, root, dst, name, popts)
+		r, err := imagebuild.Publish(ctx, dir, desc, dst, name, popts)
 		if err != nil {
 			return err
 		}
-		fmt.Printf("%s\t%s/%s:%s@%s\t%s\n", name, o.registry, name, r.Version, r.Digest, r.Action)
+		ref := o.registry + "/" + name + "@" + r.Digest
+		fmt.Printf("%s\t%s\t%s\t%s\n", name, r.Version, ref, r.Action)
+		if name == "solar" && !o.dryRun {
+			if err := writeInstall(filepath.Join(o.out, "install"), ref); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
+}
+
+// writeInstall writes dir/kustomization.yaml: config/controller with the
+// solar image ref (by digest) that was just published.
+func writeInstall(dir, ref string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	base, err := filepath.Abs(filepath.Join("config", "controller"))
+	if err != nil {
+		return err
+	}
+	rel, err := filepath.Rel(abs, base)
+	if err != nil {
+		return err
+	}
+	name, dgst, _ := strings.Cut(ref, "@")
+	k := fmt.Sprintf(`# Written by make images: solar controller's install manifests with the
+# image it published, by digest. kubectl apply -k %s
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - %s
+images:
+  - name: solar
+    newName: %s
+    digest: %s
+`, dir, filepath.ToSlash(rel), name, dgst)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644)
 }
 
 // openRegistry opens -registry and reads -signing-key.
@@ -161,8 +195,4 @@ func parsePlatforms(s string) ([]v1.Platform, error) {
 		out = append(out, v1.Platform{OS: os, Architecture: arch})
 	}
 	return out, nil
-}
-
-func ociDigest(d v1.Descriptor) digest.Digest {
-	return digest.NewDigestFromEncoded(digest.Algorithm(d.Digest.Algorithm), d.Digest.Hex)
 }

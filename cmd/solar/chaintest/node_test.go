@@ -2,7 +2,6 @@ package chaintest
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -10,14 +9,11 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/opencontainers/go-digest"
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"oras.land/oras-go/v2/content/oci"
 
 	"github.com/solar-pipeline/solar/internal/imagebuild"
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
@@ -111,12 +107,9 @@ func publishAgentImage(t *testing.T, reg *testenv.Registry) string {
 	dir := filepath.Join(t.TempDir(), "solar-agent")
 	desc, err := imagebuild.WriteLayout(dir, "0.0.0-test", res)
 	require.NoError(t, err)
-	src, err := oci.NewFromFS(ctx, os.DirFS(dir))
-	require.NoError(t, err)
 	store, err := publish.NewRemote(publish.RemoteOptions{Host: reg.Host, Prefix: "solar", PlainHTTP: true})
 	require.NoError(t, err)
-	r, err := publish.PublishImage(ctx, src, ocispec.Descriptor{MediaType: string(desc.MediaType),
-		Digest: digest.Digest(desc.Digest.String()), Size: desc.Size}, store, "solar-agent", publish.Options{})
+	r, err := imagebuild.Publish(ctx, dir, desc, store, "solar-agent", publish.Options{})
 	require.NoError(t, err)
 	return reg.Host + "/solar/solar-agent@" + r.Digest
 }
