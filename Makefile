@@ -25,12 +25,14 @@ solar:
 ## builds only those. IMAGES_FLAGS="-registry HOST/PREFIX -signing-key KEY"
 ## also publishes them (versioned by content, signed as charts are; see
 ## scripts/images for -plain-http, -ca-file, -platforms, -dry-run).
-IMAGE_VERSION ?= 0.0.0-g$(shell git rev-parse --short=12 HEAD)
+## Outside a git checkout the version is 0.0.0-dev and no revision is set.
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+IMAGE_VERSION ?= $(if $(REVISION),0.0.0-g$(shell git rev-parse --short=12 HEAD),0.0.0-dev)
 IMAGES ?=
 IMAGES_FLAGS ?=
 images:
-	SOURCE_DATE_EPOCH=$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct)} \
-	  $(GO) run ./scripts/images -out out/images -version $(IMAGE_VERSION) -revision $$(git rev-parse HEAD) $(IMAGES_FLAGS) $(IMAGES)
+	SOURCE_DATE_EPOCH=$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null)} \
+	  $(GO) run ./scripts/images -out out/images -version $(IMAGE_VERSION) -revision "$(REVISION)" $(IMAGES_FLAGS) $(IMAGES)
 
 ## tools: every CLI and service the tests use (scripts/install-tools.sh).
 tools:

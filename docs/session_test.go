@@ -67,9 +67,9 @@ func needs(b block) []string {
 
 // copied are the folders and files of the repository the documented
 // commands read; the Go source too, for the blocks that build the device
-// binaries with go build.
+// binaries with go build and Solar's images with make images.
 var copied = []string{"charts", "config", "examples", "policies", "schemas", "scripts",
-	"callout", "cmd", "device", "internal", "renderer", "go.mod", "go.sum", "Makefile"}
+	"callout", "cmd", "controller", "device", "internal", "renderer", "go.mod", "go.sum", "Makefile"}
 
 // goEnv are the go command's settings a block's go build keeps from the
 // test's: the module and build caches (the block's HOME is empty), the proxy.
