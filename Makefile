@@ -7,7 +7,7 @@ export SOLAR_TOOLS
 export PATH := $(SOLAR_TOOLS)/bin:$(PATH)
 FUZZTIME ?= 60s
 
-.PHONY: build solar images test demo bench fuzz lint tools tools-quick crds
+.PHONY: build solar images test demo bench fuzz lint tools tools-quick crds manifests
 
 ## build: every command into bin/ (solar, the agents, the callout, the
 ## updater); solar alone is `make solar`.
@@ -54,6 +54,12 @@ demo: solar
 ## packages (cmd/solar, cmd/solar/proctest) take about 5 minutes on 2 cores.
 test: tools
 	$(GO) test -timeout 15m ./...
+
+## manifests: regenerate config/controller's RBAC, Deployment and admission
+## policy from charts/solar-controller (after a chart change; a test fails
+## while they differ).
+manifests:
+	$(GO) test ./charts -run TestControllerManifestsAreTheChart -update
 
 ## crds: regenerate config/crd from the CUE schemas (after a schema change;
 ## a test fails while they differ).

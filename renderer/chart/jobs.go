@@ -68,13 +68,18 @@ func (s *Source) Artifact(version string, opts Options) (*publish.Artifact, erro
 	if err != nil {
 		return nil, err
 	}
+	return pkg.artifact(opts), nil
+}
+
+// artifact is the OCI artifact of the packaged chart.
+func (p *Packaged) artifact(opts Options) *publish.Artifact {
 	return &publish.Artifact{
-		Config: publish.Blob{Desc: pkg.ConfigDesc, Data: pkg.Config},
-		Layers: []publish.Blob{{Desc: pkg.Layer, Data: pkg.Archive}},
+		Config: publish.Blob{Desc: p.ConfigDesc, Data: p.Config},
+		Layers: []publish.Blob{{Desc: p.Layer, Data: p.Archive}},
 		Annotations: map[string]string{
 			ocispec.AnnotationCreated: publish.Created(opts.Created),
-			ocispec.AnnotationTitle:   pkg.Name,
-			ocispec.AnnotationVersion: pkg.Version,
+			ocispec.AnnotationTitle:   p.Name,
+			ocispec.AnnotationVersion: p.Version,
 		},
-	}, nil
+	}
 }

@@ -19,9 +19,12 @@
 // It prints one line per image: its name, the index's digest and the layout;
 // with -registry, a second: its name, the version, the image by digest
 // (HOST/PREFIX/NAME@sha256:HEX, what a PipelineConfig's spec.agent.image
-// takes) and the action. Publishing solar also writes
-// OUT/install/kustomization.yaml, config/controller with that image by
-// digest (kubectl apply -k OUT/install). It runs from the repository's root. The same commit gives the same digests on any machine with
+// takes) and the action. Publishing solar also publishes the controller's
+// chart, charts/solar-controller with that image by digest, as
+// PREFIX/charts/solar-controller (versioned by content, signed as the
+// images), and writes OUT/install/kustomization.yaml, config/controller with
+// that image by digest (kubectl apply -k OUT/install). It runs from the
+// repository's root. The same commit gives the same digests on any machine with
 // the same Go.
 package main
 
@@ -33,10 +36,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/solar-pipeline/solar/internal/imagebuild"
+	"github.com/solar-pipeline/solar/renderer/chart"
 	"github.com/solar-pipeline/solar/renderer/publish"
 	"github.com/solar-pipeline/solar/renderer/sign"
 )
@@ -119,12 +124,33 @@ func run(ctx context.Context, names []string, o options) error {
 		}
 		ref := o.registry + "/" + name + "@" + r.Digest
 		fmt.Printf("%s\t%s\t%s\t%s\n", name, r.Version, ref, r.Action)
-		if name == "solar" && !o.dryRun {
+		if name != "solar" {
+			continue
+		}
+		if err := publishControllerChart(ctx, dst, popts, o, created, r.Digest); err != nil {
+			return err
+		}
+		if !o.dryRun {
 			if err := writeInstall(filepath.Join(o.out, "install"), ref); err != nil {
 				return err
 			}
 		}
 	}
+	return nil
+}
+
+// publishControllerChart publishes charts/solar-controller as
+// PREFIX/charts/solar-controller, its image the solar image of digest,
+// versioned by content and signed as solar publish does.
+func publishControllerChart(ctx context.Context, dst publish.Store, popts publish.Options, o options, created time.Time, digest string) error {
+	dir := chart.Dir{FS: os.DirFS(filepath.Join("charts", "solar-controller")), AppVersion: o.version,
+		Set: map[string]string{"image.repository": o.registry + "/solar", "image.digest": digest, "image.tag": ""}}
+	const repo = "charts/solar-controller"
+	rs, err := publish.Publish(ctx, dst, []publish.Job{dir.Job(repo, chart.Options{Created: created})}, popts)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("solar-controller\t%s\toci://%s/%s\t%s\n", rs[0].Version, o.registry, repo, rs[0].Action)
 	return nil
 }
 
