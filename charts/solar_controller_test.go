@@ -74,8 +74,8 @@ func TestControllerChart(t *testing.T) {
 	}
 	const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 	files, err := renderController(t, "solar", map[string]any{
-		"image":     map[string]any{"repository": "127.0.0.1:5000/solar/solar", "digest": digest},
-		"registry":  "127.0.0.1:5000/charts", "pipelineConfigNamespace": "shared",
+		"image":    map[string]any{"repository": "127.0.0.1:5000/solar/solar", "digest": digest},
+		"registry": "127.0.0.1:5000/charts", "pipelineConfigNamespace": "shared",
 		"extraArgs": []any{"--plain-http"}, "replicas": 1,
 	})
 	require.NoError(t, err)
