@@ -25,7 +25,7 @@ import (
 const controllerUser = "system:serviceaccount:solar-system:solar-controller"
 
 // TestControllerRBAC: config/controller applies as the docs say (kubectl
-// apply -f config/controller/, a RoleBinding of solar-controller-tenant per
+// apply -k config/controller/, a RoleBinding of solar-controller-tenant per
 // served namespace). Acting as the controller's ServiceAccount on the real
 // API server, the steps that made the old ClusterRole cluster-admin in two
 // (read any namespace's Secrets; mint a token for flux-system's
@@ -40,7 +40,7 @@ func TestControllerRBAC(t *testing.T) {
 		out, err := exec.Command(testenv.Tool(t, "kubectl"), append([]string{"--kubeconfig", e.api.Kubeconfig}, args...)...).CombinedOutput()
 		require.NoError(t, err, "kubectl %s: %s", strings.Join(args, " "), out)
 	}
-	kubectl("apply", "-f", filepath.Join(testenv.Root(t), "config", "controller"))
+	kubectl("apply", "-k", filepath.Join(testenv.Root(t), "config", "controller"))
 	for _, ns := range []string{"alpha", "beta"} {
 		kubectl("create", "rolebinding", "solar-controller", "-n", ns,
 			"--clusterrole", "solar-controller-tenant", "--serviceaccount", "solar-system:solar-controller")
