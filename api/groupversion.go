@@ -1,0 +1,46 @@
+package api
+
+import "strings"
+
+// The API group and version of every SolAr kind.
+const (
+	Group      = "solar.opendefense.cloud"
+	Version    = "v1alpha1"
+	APIVersion = Group + "/" + Version
+)
+
+// The SolAr kinds, and the fleet's.
+const (
+	KindTarget           = "Target"
+	KindProfile          = "Profile"
+	KindRelease          = "Release"
+	KindComponent        = "Component"
+	KindComponentVersion = "ComponentVersion"
+	KindRegistry         = "Registry"
+	KindReleaseBinding   = "ReleaseBinding"
+	KindRegistryBinding  = "RegistryBinding"
+	KindReferenceGrant   = "ReferenceGrant"
+	KindTargetReport     = "TargetReport"
+	KindPipelineConfig   = "PipelineConfig"
+	KindDevice           = "Device"
+	KindDeviceUpgrade    = "DeviceUpgrade"
+)
+
+// Kinds are the kinds solar reads.
+var Kinds = []string{KindTarget, KindProfile, KindRelease, KindComponent, KindComponentVersion, KindRegistry,
+	KindReleaseBinding, KindRegistryBinding, KindReferenceGrant, KindTargetReport, KindPipelineConfig,
+	KindDevice, KindDeviceUpgrade}
+
+// ControllerKinds are the kinds solar controller watches and renders from.
+var ControllerKinds = []string{KindTarget, KindProfile, KindRelease, KindComponent, KindComponentVersion,
+	KindRegistry, KindReleaseBinding, KindRegistryBinding, KindReferenceGrant, KindPipelineConfig}
+
+// Plural is the resource name of kind, as its CRD names it: "targets",
+// "registries".
+func Plural(kind string) string {
+	k := strings.ToLower(kind)
+	if strings.HasSuffix(k, "y") {
+		return strings.TrimSuffix(k, "y") + "ies"
+	}
+	return k + "s"
+}

@@ -1,0 +1,24 @@
+package api
+
+// Media and artifact types of what Solar publishes and reads.
+const (
+	// A Helm chart in OCI, as helm push writes it.
+	MediaTypeHelmConfig = "application/vnd.cncf.helm.config.v1+json"
+	MediaTypeHelmChart  = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
+	// MediaTypeIndex is a namespace's index of published charts.
+	MediaTypeIndex = "application/vnd.solar.index.v1+json"
+	// MediaTypeSigstoreBundle is a signature: cosign v3's bundle, the layer
+	// and artifact type of its referrer.
+	MediaTypeSigstoreBundle = "application/vnd.dev.sigstore.bundle.v0.3+json"
+	// MediaTypeSBOM is an image's SBOM referrer: CycloneDX JSON.
+	MediaTypeSBOM = "application/vnd.cyclonedx+json"
+	// The fleet: an index of agent binaries, one per platform, and a
+	// device's attempt.
+	ArtifactTypeAgent    = "application/vnd.solar.fleet.agent.v1"
+	MediaTypeAgentBinary = "application/vnd.solar.fleet.agent.binary.v1"
+	ArtifactTypeAttempt  = "application/vnd.solar.fleet.attempt.v1"
+	MediaTypeAttempt     = "application/vnd.solar.fleet.attempt.v1+json"
+	// OCI's own, for the device side, which links no OCI library.
+	MediaTypeOCIManifest = "application/vnd.oci.image.manifest.v1+json"
+	MediaTypeOCIEmpty    = "application/vnd.oci.empty.v1+json"
+)
