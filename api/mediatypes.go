@@ -5,11 +5,18 @@ const (
 	// A Helm chart in OCI, as helm push writes it.
 	MediaTypeHelmConfig = "application/vnd.cncf.helm.config.v1+json"
 	MediaTypeHelmChart  = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
-	// MediaTypeIndex is a namespace's index of published charts.
-	MediaTypeIndex = "application/vnd.solar.index.v1+json"
+	// A namespace's index of published charts: its manifest's artifact type
+	// and its one layer's media type.
+	ArtifactTypeIndex = "application/vnd.solar.index.v1"
+	MediaTypeIndex    = "application/vnd.solar.index.v1+json"
 	// MediaTypeSigstoreBundle is a signature: cosign v3's bundle, the layer
 	// and artifact type of its referrer.
-	MediaTypeSigstoreBundle = "application/vnd.dev.sigstore.bundle.v0.3+json"
+	MediaTypeSigstoreBundle = MediaTypeSigstoreBundlePrefix + ".v0.3+json"
+	// MediaTypeSigstoreBundlePrefix is every bundle version's media type's
+	// beginning.
+	MediaTypeSigstoreBundlePrefix = "application/vnd.dev.sigstore.bundle"
+	// MediaTypeInTotoPayload is the payload type of the bundle's envelope.
+	MediaTypeInTotoPayload = "application/vnd.in-toto+json"
 	// MediaTypeSBOM is an image's SBOM referrer: CycloneDX JSON.
 	MediaTypeSBOM = "application/vnd.cyclonedx+json"
 	// The fleet: an index of agent binaries, one per platform, and a

@@ -13,6 +13,17 @@ const (
 	LabelTarget       = Group + "/target"
 	LabelRelease      = Group + "/release"
 	AnnotationRelease = Group + "/release"
+	// AnnotationTarget names the Target ("<namespace>/<name>") on a
+	// bootstrap chart.
+	AnnotationTarget = Group + "/target"
+	// AnnotationAgentVersion and AnnotationAgentHost are on a TargetReport:
+	// the agent that wrote it, and where it runs.
+	AnnotationAgentVersion = Group + "/agent-version"
+	AnnotationAgentHost    = Group + "/agent-host"
+	// LabelAgentTokenFor and AnnotationTokenExpires are on an agent's token
+	// Secrets: whose token, and when it expires.
+	LabelAgentTokenFor     = Group + "/agent-token-for"
+	AnnotationTokenExpires = Group + "/token-expires"
 	// AnnotationDeviceID is on a fleet attempt: the device it is for.
 	AnnotationDeviceID = Group + "/device-id"
 )

@@ -41,7 +41,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/solar-pipeline/solar/renderer/model"
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 )
 
@@ -231,7 +231,7 @@ func setup(mgr ctrl.Manager, r *reconciler) error {
 			SkipNameValidation: ptr(true),
 			RateLimiter:        workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](r.opts.RetryMin, r.opts.RetryMax),
 		})
-	for _, kind := range Kinds {
+	for _, kind := range api.ControllerKinds {
 		b = b.Watches(newObject(kind), handler.EnqueueRequestsFromMapFunc(r.namespaces), builder.WithPredicates(changed))
 	}
 	// A namespace that joins the shard (its labels change) runs.
@@ -250,18 +250,18 @@ func (r *reconciler) namespaces(ctx context.Context, o client.Object) []reconcil
 	kind := o.GetObjectKind().GroupVersionKind().Kind
 	var err error
 	switch {
-	case kind == model.KindPipelineConfig && o.GetNamespace() != r.opts.ConfigNamespace:
+	case kind == api.KindPipelineConfig && o.GetNamespace() != r.opts.ConfigNamespace:
 		return nil // not read
-	case kind == model.KindPipelineConfig:
+	case kind == api.KindPipelineConfig:
 		var targets []unstructured.Unstructured
-		targets, err = list(ctx, r.client, model.KindTarget, "")
+		targets, err = list(ctx, r.client, api.KindTarget, "")
 		for i := range targets {
 			ns = append(ns, targets[i].GetNamespace())
 		}
 	default:
 		var grants []unstructured.Unstructured
-		grants, err = list(ctx, r.client, model.KindReferenceGrant, "")
-		if u, ok := o.(*unstructured.Unstructured); ok && kind == model.KindReferenceGrant {
+		grants, err = list(ctx, r.client, api.KindReferenceGrant, "")
+		if u, ok := o.(*unstructured.Unstructured); ok && kind == api.KindReferenceGrant {
 			grants = append(grants, *u)
 		}
 		ns = append(ns, related(grants, o.GetNamespace())...)

@@ -9,25 +9,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/solar-pipeline/solar/api"
+	"github.com/solar-pipeline/solar/api/kube"
 	"github.com/solar-pipeline/solar/renderer/diag"
 	"github.com/solar-pipeline/solar/renderer/load"
-	"github.com/solar-pipeline/solar/renderer/model"
 )
 
-// Kinds are the kinds the controller watches: every input of a render. A
-// TargetReport is the agents' output, and Device and DeviceUpgrade are the
-// fleet's (solar fleet apply), so none of them re-plans a namespace.
-var Kinds = []string{
-	model.KindTarget, model.KindProfile, model.KindRelease, model.KindComponent, model.KindComponentVersion,
-	model.KindRegistry, model.KindReleaseBinding, model.KindRegistryBinding, model.KindReferenceGrant,
-	model.KindPipelineConfig,
-}
-
-// Version is the API version of the kinds.
-const Version = "v1alpha1"
-
 func gvk(kind string) schema.GroupVersionKind {
-	return schema.GroupVersionKind{Group: model.Group, Version: Version, Kind: kind}
+	return kube.GVK(kind)
 }
 
 // newObject is an empty object of kind, to watch or get.
@@ -97,7 +86,7 @@ func grantFrom(g *unstructured.Unstructured) []string {
 // Each object is loaded from its YAML as a file named KIND/NS/NAME would be,
 // so a problem names the object.
 func input(ctx context.Context, c client.Reader, ns, configNS string) ([]*load.Object, diag.List, error) {
-	grants, err := list(ctx, c, model.KindReferenceGrant, "")
+	grants, err := list(ctx, c, api.KindReferenceGrant, "")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -106,9 +95,9 @@ func input(ctx context.Context, c client.Reader, ns, configNS string) ([]*load.O
 		objs     []*load.Object
 		problems diag.List
 	)
-	for _, kind := range Kinds {
+	for _, kind := range api.ControllerKinds {
 		var items []unstructured.Unstructured
-		if kind == model.KindPipelineConfig {
+		if kind == api.KindPipelineConfig {
 			if items, err = list(ctx, c, kind, configNS); err != nil {
 				return nil, nil, err
 			}

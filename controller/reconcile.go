@@ -15,9 +15,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/credential"
 	"github.com/solar-pipeline/solar/renderer/diag"
-	"github.com/solar-pipeline/solar/renderer/model"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
@@ -46,7 +46,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, err
 	}
-	targets, err := list(ctx, r.client, model.KindTarget, ns)
+	targets, err := list(ctx, r.client, api.KindTarget, ns)
 	if err != nil || len(targets) == 0 {
 		// A namespace without Targets has nothing of its own to publish.
 		return ctrl.Result{}, err
@@ -151,7 +151,7 @@ func outcome(plan *pipeline.Plan, report *pipeline.Report, err error, interval t
 		if t.Problems.HasErrors() {
 			o.problems = errorsOf(t.Problems)
 		}
-		if c := t.Credential; c != nil && c.Reason == credential.ReasonMintFailed && out.retry == nil {
+		if c := t.Credential; c != nil && c.Reason == api.ReasonMintFailed && out.retry == nil {
 			out.retry = fmt.Errorf("Target %s/%s: the agent credential is not issued (%s): %s", t.Namespace, t.Name, c.Reason, c.Message)
 		}
 		if c := t.Credential; c != nil && !c.Renew.IsZero() && c.Renew.Sub(now) < out.requeue {

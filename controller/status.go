@@ -15,8 +15,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/solar-pipeline/solar/renderer/credential"
-	"github.com/solar-pipeline/solar/renderer/model"
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/targetreport"
 )
 
@@ -24,10 +23,8 @@ import (
 // writes (Flux's meaning: Stalled waits for a change of input, Reconciling
 // retries on its own).
 const (
-	ReasonSucceeded     = meta.SucceededReason
-	ReasonInvalidInput  = "InvalidInput"
-	ReasonPublishFailed = "PublishFailed"
-	ReasonRetrying      = meta.ProgressingWithRetryReason
+	ReasonSucceeded = meta.SucceededReason
+	ReasonRetrying  = meta.ProgressingWithRetryReason
 )
 
 // targetStatus is #TargetStatus of the schemas.
@@ -47,7 +44,7 @@ type bootstrap struct {
 // cache says whether it did: a run of unchanged input asks the API server
 // nothing.
 func (r *reconciler) writeStatuses(ctx context.Context, ns string, out outcomes) error {
-	targets, err := list(ctx, r.client, model.KindTarget, ns)
+	targets, err := list(ctx, r.client, api.KindTarget, ns)
 	if err != nil {
 		return err
 	}
@@ -83,7 +80,7 @@ func (r *reconciler) writeStatuses(ctx context.Context, ns string, out outcomes)
 // credential's condition may be newer), changes its status with change and
 // writes it when it differs.
 func (r *reconciler) writeStatus(ctx context.Context, ns, name string, change func(*targetStatus)) error {
-	u := newObject(model.KindTarget)
+	u := newObject(api.KindTarget)
 	if err := r.reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u); err != nil {
 		return client.IgnoreNotFound(err)
 	}
@@ -135,19 +132,19 @@ func apply(st *targetStatus, out outcomes, o targetOutcome) {
 		st.Bootstrap = &bootstrap{Repository: p.Repository, Version: p.Version, Digest: p.Digest}
 	}
 	switch c := o.credential; {
-	case c != nil && c.Reason == credential.ReasonMintFailed:
+	case c != nil && c.Reason == api.ReasonMintFailed:
 		msg := targetreport.BoundMessage("the agent credential is not issued, retrying: " + c.Message)
-		set(meta.ReadyCondition, metav1.ConditionFalse, credential.ReasonMintFailed, msg)
+		set(meta.ReadyCondition, metav1.ConditionFalse, api.ReasonMintFailed, msg)
 		set(meta.ReconcilingCondition, metav1.ConditionTrue, ReasonRetrying, msg)
 		apimeta.RemoveStatusCondition(&st.Conditions, meta.StalledCondition)
 	case out.problems != "" || o.problems != "":
 		msg := targetreport.BoundMessage(joinLines(out.problems, o.problems))
-		set(meta.ReadyCondition, metav1.ConditionFalse, ReasonInvalidInput, msg)
-		set(meta.StalledCondition, metav1.ConditionTrue, ReasonInvalidInput, msg)
+		set(meta.ReadyCondition, metav1.ConditionFalse, api.ReasonInvalidInput, msg)
+		set(meta.StalledCondition, metav1.ConditionTrue, api.ReasonInvalidInput, msg)
 		apimeta.RemoveStatusCondition(&st.Conditions, meta.ReconcilingCondition)
 	case out.runErr != nil && o.published == nil:
 		msg := targetreport.BoundMessage("retrying: " + out.runErr.Error())
-		set(meta.ReadyCondition, metav1.ConditionFalse, ReasonPublishFailed, msg)
+		set(meta.ReadyCondition, metav1.ConditionFalse, api.ReasonPublishFailed, msg)
 		set(meta.ReconcilingCondition, metav1.ConditionTrue, ReasonRetrying, msg)
 		apimeta.RemoveStatusCondition(&st.Conditions, meta.StalledCondition)
 	case o.published != nil:

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/credential"
 	"github.com/solar-pipeline/solar/renderer/diag"
 	"github.com/solar-pipeline/solar/renderer/model"
@@ -31,11 +32,11 @@ func TestApply(t *testing.T) {
 		reconciling, stalled, boot bool
 	}{
 		{"published", outcomes{}, targetOutcome{published: published}, metav1.ConditionTrue, ReasonSucceeded, false, false, true},
-		{"invalid namespace", outcomes{problems: "a.yaml:3: spec: bad"}, targetOutcome{}, metav1.ConditionFalse, ReasonInvalidInput, false, true, false},
-		{"invalid Target", outcomes{}, targetOutcome{problems: "no registry"}, metav1.ConditionFalse, ReasonInvalidInput, false, true, false},
-		{"mint failed", outcomes{}, targetOutcome{credential: &credential.Credential{Reason: credential.ReasonMintFailed, Message: "refused"}},
-			metav1.ConditionFalse, credential.ReasonMintFailed, true, false, false},
-		{"registry down", outcomes{runErr: errors.New("connection refused")}, targetOutcome{}, metav1.ConditionFalse, ReasonPublishFailed, true, false, false},
+		{"invalid namespace", outcomes{problems: "a.yaml:3: spec: bad"}, targetOutcome{}, metav1.ConditionFalse, api.ReasonInvalidInput, false, true, false},
+		{"invalid Target", outcomes{}, targetOutcome{problems: "no registry"}, metav1.ConditionFalse, api.ReasonInvalidInput, false, true, false},
+		{"mint failed", outcomes{}, targetOutcome{credential: &credential.Credential{Reason: api.ReasonMintFailed, Message: "refused"}},
+			metav1.ConditionFalse, api.ReasonMintFailed, true, false, false},
+		{"registry down", outcomes{runErr: errors.New("connection refused")}, targetOutcome{}, metav1.ConditionFalse, api.ReasonPublishFailed, true, false, false},
 		// Its bootstrap chart was published before another Target's push
 		// failed: it is Ready at its new version, not marked failed.
 		{"published, then the run failed", outcomes{runErr: errors.New("pushing bootstrap-edge-2: connection refused")},
@@ -96,9 +97,9 @@ func TestRequeueBeforeTheTokenIsDue(t *testing.T) {
 		{now.Add(5 * time.Minute), 5 * time.Minute},
 		{now.Add(-time.Hour), time.Minute},
 	} {
-		got := outcome(planWith(tc.renew, credential.ReasonIssued), nil, nil, 10*time.Minute).requeue
+		got := outcome(planWith(tc.renew, api.ReasonIssued), nil, nil, 10*time.Minute).requeue
 		assert.InDelta(t, tc.want.Seconds(), got.Seconds(), 1, "renew in %s", tc.renew.Sub(now).Round(time.Minute))
 	}
-	out := outcome(planWith(time.Time{}, credential.ReasonMintFailed), nil, nil, 10*time.Minute)
+	out := outcome(planWith(time.Time{}, api.ReasonMintFailed), nil, nil, 10*time.Minute)
 	assert.ErrorContains(t, out.retry, "Target alpha/edge-1: the agent credential is not issued (MintFailed)")
 }

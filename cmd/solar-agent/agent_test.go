@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/solar-pipeline/solar/api"
+	"github.com/solar-pipeline/solar/api/kube"
 	"github.com/solar-pipeline/solar/internal/buildinfo"
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/credential"
@@ -43,14 +45,14 @@ func TestAgentReports(t *testing.T) {
 	require.NoError(t, err)
 	var creds []credential.Credential
 	for _, name := range []string{"edge-1", "edge-2"} {
-		_, err := dyn.Resource(credential.TargetGVR).Namespace("alpha").Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+		_, err := dyn.Resource(kube.TargetGVR).Namespace("alpha").Create(ctx, &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "solar.opendefense.cloud/v1alpha1", "kind": "Target",
 			"metadata": map[string]any{"name": name},
 			"spec":     map[string]any{"renderRegistryRef": map[string]any{"name": "render"}},
 		}}, metav1.CreateOptions{})
 		require.NoError(t, err)
 		cred := m.Sync(ctx, &model.Target{Meta: model.Meta{Name: name, Namespace: "alpha"}})
-		require.Equal(t, credential.ReasonIssued, cred.Reason, cred.Message)
+		require.Equal(t, api.ReasonIssued, cred.Reason, cred.Message)
 		creds = append(creds, cred)
 	}
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
@@ -62,7 +64,7 @@ func TestAgentReports(t *testing.T) {
 		return code, errOut.String()
 	}
 	lastReport := func() string {
-		r, err := dyn.Resource(credential.TargetReportGVR).Namespace("alpha").Get(ctx, "edge-1", metav1.GetOptions{})
+		r, err := dyn.Resource(kube.TargetReportGVR).Namespace("alpha").Get(ctx, "edge-1", metav1.GetOptions{})
 		require.NoError(t, err)
 		v, _, _ := unstructured.NestedString(r.Object, "spec", "lastReportTime")
 		return v
@@ -79,9 +81,9 @@ func TestAgentReports(t *testing.T) {
 	t2, err := time.Parse(time.RFC3339Nano, second)
 	require.NoError(t, err)
 	assert.True(t, t2.After(t1), "lastReportTime advances: %s then %s", first, second)
-	r, err := dyn.Resource(credential.TargetReportGVR).Namespace("alpha").Get(ctx, "edge-1", metav1.GetOptions{})
+	r, err := dyn.Resource(kube.TargetReportGVR).Namespace("alpha").Get(ctx, "edge-1", metav1.GetOptions{})
 	require.NoError(t, err)
-	v := r.GetAnnotations()[annotationAgentVersion]
+	v := r.GetAnnotations()[api.AnnotationAgentVersion]
 	assert.Equal(t, buildinfo.Read().Version, v)
 	assert.NotEmpty(t, v)
 
@@ -122,7 +124,7 @@ func TestAgentReports(t *testing.T) {
 		metav1.ListOptions{LabelSelector: "solar.opendefense.cloud/agent-token-for=edge-1"}))
 	// The API server caches token checks for a few seconds.
 	require.Eventually(t, func() bool {
-		_, err := agentDyn.Resource(credential.TargetGVR).Namespace("alpha").Get(ctx, "edge-1", metav1.GetOptions{})
+		_, err := agentDyn.Resource(kube.TargetGVR).Namespace("alpha").Get(ctx, "edge-1", metav1.GetOptions{})
 		return apierrors.IsUnauthorized(err)
 	}, 30*time.Second, 200*time.Millisecond, "the deleted Secret's token is refused")
 	loopCtx, cancel := context.WithTimeout(ctx, 2*time.Second)

@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/solar-pipeline/solar/api"
+	"github.com/solar-pipeline/solar/api/kube"
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/credential"
 	"github.com/solar-pipeline/solar/renderer/model"
@@ -28,9 +30,9 @@ import (
 func fluxPair(t *testing.T, dyn dynamic.Interface, name, target, app string) {
 	t.Helper()
 	for _, gvr := range []schema.GroupVersionResource{testenv.OCIRepositoryGVR, testenv.HelmReleaseGVR} {
-		labels := map[string]any{targetreport.LabelRelease: "apps.web"}
+		labels := map[string]any{api.LabelRelease: "apps.web"}
 		if target != "" {
-			labels[targetreport.LabelTarget] = target
+			labels[api.LabelTarget] = target
 		}
 		spec := map[string]any{"interval": "1m", "url": "oci://registry.example/x", "ref": map[string]any{"tag": "0.0.1"}}
 		kind, apiVersion := "OCIRepository", "source.toolkit.fluxcd.io/v1"
@@ -43,7 +45,7 @@ func fluxPair(t *testing.T, dyn dynamic.Interface, name, target, app string) {
 		}
 		_, err := dyn.Resource(gvr).Namespace("flux-system").Create(context.Background(), &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": apiVersion, "kind": kind,
-			"metadata": map[string]any{"name": name, "labels": labels, "annotations": map[string]any{targetreport.AnnotationRelease: "alpha/web"}},
+			"metadata": map[string]any{"name": name, "labels": labels, "annotations": map[string]any{api.AnnotationRelease: "alpha/web"}},
 			"spec":     spec,
 		}}, metav1.CreateOptions{})
 		require.NoError(t, err)
@@ -90,7 +92,7 @@ func TestAgentReportsFlux(t *testing.T) {
 	}
 	dyn, err := dynamic.NewForConfig(s.Config)
 	require.NoError(t, err)
-	_, err = dyn.Resource(credential.TargetGVR).Namespace("alpha").Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+	_, err = dyn.Resource(kube.TargetGVR).Namespace("alpha").Create(ctx, &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "solar.opendefense.cloud/v1alpha1", "kind": "Target", "metadata": map[string]any{"name": "edge-1"},
 		"spec": map[string]any{"renderRegistryRef": map[string]any{"name": "render"}},
 	}}, metav1.CreateOptions{})
@@ -98,7 +100,7 @@ func TestAgentReportsFlux(t *testing.T) {
 	m, err := credential.NewMinter(s.Config, credential.Options{APIServerURL: s.URL, TTL: time.Hour})
 	require.NoError(t, err)
 	cred := m.Sync(ctx, &model.Target{Meta: model.Meta{Name: "edge-1", Namespace: "alpha"}})
-	require.Equal(t, credential.ReasonIssued, cred.Reason, cred.Message)
+	require.Equal(t, api.ReasonIssued, cred.Reason, cred.Message)
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(cred.Kubeconfig)
 	require.NoError(t, err)
 	agentDyn, err := dynamic.NewForConfig(cfg)
@@ -109,7 +111,7 @@ func TestAgentReportsFlux(t *testing.T) {
 		now: func() time.Time { return now }, log: slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))}
 	report := func() (targetreport.Spec, string) {
 		require.NoError(t, a.report(ctx, false))
-		r, err := dyn.Resource(credential.TargetReportGVR).Namespace("alpha").Get(ctx, "edge-1", metav1.GetOptions{})
+		r, err := dyn.Resource(kube.TargetReportGVR).Namespace("alpha").Get(ctx, "edge-1", metav1.GetOptions{})
 		require.NoError(t, err)
 		return targetreport.Decode(r.Object), r.GetResourceVersion()
 	}

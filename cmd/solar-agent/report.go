@@ -14,8 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/solar-pipeline/solar/api"
+	"github.com/solar-pipeline/solar/api/kube"
 	"github.com/solar-pipeline/solar/internal/buildinfo"
-	"github.com/solar-pipeline/solar/renderer/credential"
 	"github.com/solar-pipeline/solar/renderer/targetreport"
 )
 
@@ -28,21 +29,18 @@ var (
 
 // Annotations of the TargetReport that say who wrote it: not in SolAr's
 // spec, which holds only what Flux did.
-const (
-	annotationAgentVersion = "solar.opendefense.cloud/agent-version"
-	annotationAgentHost    = "solar.opendefense.cloud/agent-host"
-)
+const ()
 
 // report reads the Target, collects what Flux did on this cluster, and
 // writes the TargetReport when that changed, when the last report is older
 // than the maximum age (a heartbeat: a stale lastReportTime is the
 // liveness signal), or when force is set (--once).
 func (a *agent) report(ctx context.Context, force bool) error {
-	if _, err := a.client.Resource(credential.TargetGVR).Namespace(a.namespace).Get(ctx, a.target, metav1.GetOptions{}); err != nil {
+	if _, err := a.client.Resource(kube.TargetGVR).Namespace(a.namespace).Get(ctx, a.target, metav1.GetOptions{}); err != nil {
 		return a.explain("reading Target", err)
 	}
 	spec := a.collect(ctx)
-	reports := a.client.Resource(credential.TargetReportGVR).Namespace(a.namespace)
+	reports := a.client.Resource(kube.TargetReportGVR).Namespace(a.namespace)
 	report, err := reports.Get(ctx, a.target, metav1.GetOptions{})
 	if err != nil {
 		return a.explain("reading TargetReport", err)
@@ -71,8 +69,8 @@ func (a *agent) report(ctx context.Context, force bool) error {
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	annotations[annotationAgentVersion] = buildinfo.Read().Version
-	annotations[annotationAgentHost] = host + " " + runtime.GOOS + "/" + runtime.GOARCH
+	annotations[api.AnnotationAgentVersion] = buildinfo.Read().Version
+	annotations[api.AnnotationAgentHost] = host + " " + runtime.GOOS + "/" + runtime.GOARCH
 	report.SetAnnotations(annotations)
 	if _, err := reports.Update(ctx, report, metav1.UpdateOptions{}); err != nil {
 		return a.explain("updating TargetReport", err)
@@ -107,7 +105,7 @@ func (a *agent) collect(ctx context.Context) targetreport.Spec {
 // list lists the objects of gvr that carry solar's release label, in every
 // namespace.
 func (a *agent) list(ctx context.Context, gvr schema.GroupVersionResource) ([]targetreport.Object, error) {
-	l, err := a.cluster.Resource(gvr).List(ctx, metav1.ListOptions{LabelSelector: targetreport.LabelRelease})
+	l, err := a.cluster.Resource(gvr).List(ctx, metav1.ListOptions{LabelSelector: api.LabelRelease})
 	if err != nil {
 		return nil, fmt.Errorf("listing %s: %w", gvr.Resource, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/solar-pipeline/solar/api/kube"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,8 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	k8stesting "k8s.io/client-go/testing"
-
-	"github.com/solar-pipeline/solar/renderer/credential"
 )
 
 // The agent's own logic under -short, on client-go's in-memory dynamic
@@ -28,7 +27,7 @@ import (
 func fakeAgent(t *testing.T, objs ...runtime.Object) (*agent, *dynamicfake.FakeDynamicClient) {
 	t.Helper()
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		credential.TargetGVR: "TargetList", credential.TargetReportGVR: "TargetReportList",
+		kube.TargetGVR: "TargetList", kube.TargetReportGVR: "TargetReportList",
 	}, objs...)
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	return &agent{client: client, namespace: "alpha", target: "edge-1", log: slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)),
@@ -45,7 +44,7 @@ func object(kind string) *unstructured.Unstructured {
 func TestReportWritesTheTime(t *testing.T) {
 	a, client := fakeAgent(t, object("Target"), object("TargetReport"))
 	require.NoError(t, a.report(context.Background(), true))
-	got, err := client.Resource(credential.TargetReportGVR).Namespace("alpha").Get(context.Background(), "edge-1", metav1.GetOptions{})
+	got, err := client.Resource(kube.TargetReportGVR).Namespace("alpha").Get(context.Background(), "edge-1", metav1.GetOptions{})
 	require.NoError(t, err)
 	ts, _, _ := unstructured.NestedString(got.Object, "spec", "lastReportTime")
 	assert.Equal(t, "2026-11-30T12:00:00Z", ts)

@@ -17,8 +17,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"oras.land/oras-go/v2/content"
 
+	"github.com/solar-pipeline/solar/api/kube"
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
-	"github.com/solar-pipeline/solar/renderer/credential"
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
@@ -31,7 +31,7 @@ func TestCredentialsSyncAndRender(t *testing.T) {
 	s.CreateNamespaces(t, "alpha", "beta")
 	dyn, err := dynamic.NewForConfig(s.Config)
 	require.NoError(t, err)
-	_, err = dyn.Resource(credential.TargetGVR).Namespace("alpha").Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+	_, err = dyn.Resource(kube.TargetGVR).Namespace("alpha").Create(ctx, &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "solar.opendefense.cloud/v1alpha1", "kind": "Target",
 		"metadata": map[string]any{"name": "edge-1"},
 		"spec":     map[string]any{"renderRegistryRef": map[string]any{"name": "render", "namespace": "shared"}},
@@ -47,7 +47,7 @@ func TestCredentialsSyncAndRender(t *testing.T) {
 	}
 	assert.Equal(t, map[string]string{"alpha/edge-1": "True Issued", "alpha/edge-2": "True Issued"}, got,
 		"the Targets bound to the agent Release, and only those")
-	obj, err := dyn.Resource(credential.TargetGVR).Namespace("alpha").Get(ctx, "edge-1", metav1.GetOptions{})
+	obj, err := dyn.Resource(kube.TargetGVR).Namespace("alpha").Get(ctx, "edge-1", metav1.GetOptions{})
 	require.NoError(t, err)
 	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
 	require.Len(t, conds, 1, "the condition is on the Target that exists in the API server")

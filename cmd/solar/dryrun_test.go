@@ -19,9 +19,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 
+	solarapi "github.com/solar-pipeline/solar/api"
+	"github.com/solar-pipeline/solar/api/kube"
 	"github.com/solar-pipeline/solar/internal/testkit/storetest"
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
-	"github.com/solar-pipeline/solar/renderer/credential"
 )
 
 // TestDryRunWritesNothing: after a real sync, render and publish, the input
@@ -69,7 +70,7 @@ func TestDryRunWritesNothing(t *testing.T) {
 	targets := filepath.Join(examples, "alpha", "targets.yaml")
 	b, err = os.ReadFile(targets)
 	require.NoError(t, err)
-	revoked := bytes.Replace(b, []byte("  name: edge-2\n"), []byte("  name: edge-2\n  annotations:\n    "+credential.AnnotationAgentCredential+": revoked\n"), 1)
+	revoked := bytes.Replace(b, []byte("  name: edge-2\n"), []byte("  name: edge-2\n  annotations:\n    "+solarapi.AnnotationAgentCredential+": revoked\n"), 1)
 	require.NotEqual(t, b, revoked)
 	require.NoError(t, os.WriteFile(targets, revoked, 0o644))
 
@@ -88,10 +89,10 @@ func TestDryRunWritesNothing(t *testing.T) {
 					return api.Client.RbacV1().RoleBindings(ns).List(ctx, metav1.ListOptions{})
 				},
 				"Target": func() (runtime.Object, error) {
-					return dyn.Resource(credential.TargetGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
+					return dyn.Resource(kube.TargetGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
 				},
 				"TargetReport": func() (runtime.Object, error) {
-					return dyn.Resource(credential.TargetReportGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
+					return dyn.Resource(kube.TargetReportGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
 				},
 			}
 			for kind, list := range lists {

@@ -17,11 +17,11 @@ import (
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/registry"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/internal/testkit/countproxy"
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/archive"
 	"github.com/solar-pipeline/solar/renderer/publish"
-	"github.com/solar-pipeline/solar/renderer/sign"
 )
 
 // storeContents is, per repository of the layout, the newest version, its
@@ -37,7 +37,7 @@ func storeContents(t *testing.T, s publish.Store, repos []string) map[string]str
 		require.NoError(t, err)
 		desc, err := repo.Resolve(ctx, v)
 		require.NoError(t, err)
-		refs, err := registry.Referrers(ctx, repo.(content.ReadOnlyGraphStorage), desc, sign.BundleMediaType)
+		refs, err := registry.Referrers(ctx, repo.(content.ReadOnlyGraphStorage), desc, api.MediaTypeSigstoreBundle)
 		require.NoError(t, err)
 		var sigs []string
 		for _, r := range refs {

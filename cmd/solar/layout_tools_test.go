@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
-	"github.com/solar-pipeline/solar/renderer/chart"
 )
 
 // TestLayoutReadByStandardTools: each repository of out/ is a standard OCI
@@ -49,7 +49,7 @@ func TestLayoutReadByStandardTools(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(b, &manifest))
 	require.Len(t, manifest.Layers, 1)
-	assert.Equal(t, chart.LayerMediaType, manifest.Layers[0].MediaType)
+	assert.Equal(t, api.MediaTypeHelmChart, manifest.Layers[0].MediaType)
 	dst := filepath.Join(t.TempDir(), "copy")
 	cmd = exec.Command(testenv.Tool(t, "oras"), "cp", "--from-oci-layout", repo+":0.0.1", "--to-oci-layout", dst+":0.0.1")
 	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())

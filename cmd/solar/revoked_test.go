@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
-	"github.com/solar-pipeline/solar/renderer/credential"
 )
 
 // A Target revoked on purpose is an operator's decision: credentials sync
@@ -31,7 +31,7 @@ func TestRevokedTargetIsNotAFailure(t *testing.T) {
 	targets := filepath.Join(examples, "alpha", "targets.yaml")
 	b, err := os.ReadFile(targets)
 	require.NoError(t, err)
-	revoked := strings.Replace(string(b), "  name: edge-2\n", "  name: edge-2\n  annotations:\n    "+credential.AnnotationAgentCredential+": revoked\n", 1)
+	revoked := strings.Replace(string(b), "  name: edge-2\n", "  name: edge-2\n  annotations:\n    "+api.AnnotationAgentCredential+": revoked\n", 1)
 	require.NotEqual(t, string(b), revoked)
 	require.NoError(t, os.WriteFile(targets, []byte(revoked), 0o644))
 
@@ -54,7 +54,7 @@ func TestRevokedTargetIsNotAFailure(t *testing.T) {
 		require.NotEmpty(t, tr.Excluded)
 		last := tr.Excluded[len(tr.Excluded)-1]
 		assert.Equal(t, "alpha/solar-agent", last.Release)
-		assert.Equal(t, "its agent credential is revoked (annotation "+credential.AnnotationAgentCredential+")", last.Reason)
+		assert.Equal(t, "its agent credential is revoked (annotation "+api.AnnotationAgentCredential+")", last.Reason)
 	}
 
 	code, _, stderr = solar(t, "credentials", "sync", "--no-credentials", "--kubeconfig", s.Kubeconfig, examples)

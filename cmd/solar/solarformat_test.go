@@ -21,8 +21,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"oras.land/oras-go/v2/content"
 
+	"github.com/solar-pipeline/solar/api/kube"
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
-	"github.com/solar-pipeline/solar/renderer/credential"
 	"github.com/solar-pipeline/solar/renderer/load"
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
@@ -111,7 +111,7 @@ func TestSolarFormat(t *testing.T) {
 	require.Empty(t, problems)
 	applied := 0
 	for _, o := range objs {
-		gvr, ok := map[string]schema.GroupVersionResource{"Target": credential.TargetGVR, "TargetReport": credential.TargetReportGVR}[o.Kind]
+		gvr, ok := map[string]schema.GroupVersionResource{"Target": kube.TargetGVR, "TargetReport": kube.TargetReportGVR}[o.Kind]
 		if !ok {
 			continue
 		}

@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/solar-pipeline/solar/api/kube"
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
-	"github.com/solar-pipeline/solar/renderer/credential"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 	"github.com/solar-pipeline/solar/renderer/targetreport"
 )
@@ -105,7 +105,7 @@ func writeReport(t *testing.T, api *testenv.APIServer, spec targetreport.Spec) {
 	require.NoError(t, json.Unmarshal(b, &obj))
 	dyn, err := dynamic.NewForConfig(api.Config)
 	require.NoError(t, err)
-	reports := dyn.Resource(credential.TargetReportGVR).Namespace("alpha")
+	reports := dyn.Resource(kube.TargetReportGVR).Namespace("alpha")
 	u, err := reports.Get(ctx, "edge-1", metav1.GetOptions{})
 	if err != nil {
 		u = &unstructured.Unstructured{Object: map[string]any{"apiVersion": "solar.opendefense.cloud/v1alpha1", "kind": "TargetReport",

@@ -4,23 +4,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+
+	"github.com/solar-pipeline/solar/api"
 )
 
 // The OCI artifact of an attempt, as solar fleet apply pushes it: an image
 // manifest (OCI 1.1, the empty config) whose single layer is the attempt's
 // JSON. Its digest is a function of the attempt alone (created is the Unix
 // epoch), and the bucket binds the attempt's UUID to it (uuid.<uuid>).
-const (
-	// ArtifactTypeAttempt is the artifactType of an attempt's manifest.
-	ArtifactTypeAttempt = "application/vnd.solar.fleet.attempt.v1"
-	// MediaTypeAttempt is the layer: the attempt as JSON.
-	MediaTypeAttempt = "application/vnd.solar.fleet.attempt.v1+json"
-	// AnnotationDeviceID names the device of an attempt's manifest.
-	AnnotationDeviceID = "solar.opendefense.cloud/device-id"
-	// MediaTypeManifest and MediaTypeEmpty are the OCI image-spec's.
-	MediaTypeManifest = "application/vnd.oci.image.manifest.v1+json"
-	MediaTypeEmpty    = "application/vnd.oci.empty.v1+json"
-)
 
 // descriptor and manifest are the OCI image-spec's, with the fields in the
 // order the spec's Go types marshal them: the bytes, and so the digest, are
@@ -56,12 +47,12 @@ func AttemptArtifact(a Attempt) (manifestJSON, config, layer []byte, digest stri
 		return nil, nil, nil, "", err
 	}
 	config = []byte("{}")
-	empty := describe(MediaTypeEmpty, config)
+	empty := describe(api.MediaTypeOCIEmpty, config)
 	empty.Data = config
 	manifestJSON, err = json.Marshal(manifest{
-		SchemaVersion: 2, MediaType: MediaTypeManifest, ArtifactType: ArtifactTypeAttempt,
-		Config: empty, Layers: []descriptor{describe(MediaTypeAttempt, layer)},
-		Annotations: map[string]string{"org.opencontainers.image.created": "1970-01-01T00:00:00Z", AnnotationDeviceID: a.DeviceID},
+		SchemaVersion: 2, MediaType: api.MediaTypeOCIManifest, ArtifactType: api.ArtifactTypeAttempt,
+		Config: empty, Layers: []descriptor{describe(api.MediaTypeAttempt, layer)},
+		Annotations: map[string]string{"org.opencontainers.image.created": "1970-01-01T00:00:00Z", api.AnnotationDeviceID: a.DeviceID},
 	})
 	if err != nil {
 		return nil, nil, nil, "", err

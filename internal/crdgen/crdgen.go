@@ -21,13 +21,8 @@ import (
 	"cuelang.org/go/encoding/openapi"
 	"sigs.k8s.io/yaml"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/validate"
-)
-
-// Group and Version are the API group and version of every kind.
-const (
-	Group   = "solar.opendefense.cloud"
-	Version = "v1alpha1"
 )
 
 // header opens every generated file.
@@ -81,18 +76,9 @@ func Generate() (map[string][]byte, error) {
 	return files, nil
 }
 
-// Plural is the resource name of kind: "targets", "registries".
-func Plural(kind string) string {
-	k := strings.ToLower(kind)
-	if strings.HasSuffix(k, "y") {
-		return strings.TrimSuffix(k, "y") + "ies"
-	}
-	return k + "s"
-}
-
 // FileName is the file of kind's CRD in config/crd.
 func FileName(kind string) string {
-	return Group + "_" + Plural(kind) + ".yaml"
+	return api.Group + "_" + api.Plural(kind) + ".yaml"
 }
 
 // generate writes kind's CRD.
@@ -123,7 +109,7 @@ func generate(ctx *cue.Context, schema cue.Value, kind string) ([]byte, error) {
 		listMap(props["spec"], l.path, l.keys...)
 	}
 	version := map[string]any{
-		"name": Version, "served": true, "storage": true,
+		"name": api.Version, "served": true, "storage": true,
 		"schema": map[string]any{"openAPIV3Schema": root},
 	}
 	x := extras[kind]
@@ -140,12 +126,12 @@ func generate(ctx *cue.Context, schema cue.Value, kind string) ([]byte, error) {
 	crd := map[string]any{
 		"apiVersion": "apiextensions.k8s.io/v1",
 		"kind":       "CustomResourceDefinition",
-		"metadata":   map[string]any{"name": Plural(kind) + "." + Group},
+		"metadata":   map[string]any{"name": api.Plural(kind) + "." + api.Group},
 		"spec": map[string]any{
-			"group": Group,
+			"group": api.Group,
 			"names": map[string]any{
 				"kind": kind, "listKind": kind + "List",
-				"plural": Plural(kind), "singular": strings.ToLower(kind),
+				"plural": api.Plural(kind), "singular": strings.ToLower(kind),
 			},
 			"scope":    "Namespaced",
 			"versions": []any{version},

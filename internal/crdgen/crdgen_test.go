@@ -52,12 +52,6 @@ func TestCommittedCRDsAreGenerated(t *testing.T) {
 	}
 }
 
-func TestPlural(t *testing.T) {
-	assert.Equal(t, "targets", Plural("Target"))
-	assert.Equal(t, "registries", Plural("Registry"))
-	assert.Equal(t, "referencegrants", Plural("ReferenceGrant"))
-}
-
 // TestSpecRequiredAsInTheSchemas: a CRD requires spec where the schema
 // says spec! and not where it says spec? (an agent's TargetReport starts
 // without one).

@@ -10,16 +10,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/solar-pipeline/solar/renderer/publish"
-)
-
-// The OCI annotations every image and the index carry.
-const (
-	AnnotationSource   = "org.opencontainers.image.source"
-	AnnotationRevision = "org.opencontainers.image.revision"
-	AnnotationVersion  = "org.opencontainers.image.version"
-	AnnotationCreated  = "org.opencontainers.image.created"
 )
 
 // Options say what to build. Zero values are noted.
@@ -110,9 +103,9 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 }
 
 func (o Options) annotations() map[string]string {
-	a := map[string]string{AnnotationCreated: publish.Created(o.Created)}
-	for k, v := range map[string]string{AnnotationSource: o.Source, AnnotationRevision: o.Revision,
-		AnnotationVersion: o.Version} {
+	a := map[string]string{ocispec.AnnotationCreated: publish.Created(o.Created)}
+	for k, v := range map[string]string{ocispec.AnnotationSource: o.Source, ocispec.AnnotationRevision: o.Revision,
+		ocispec.AnnotationVersion: o.Version} {
 		if v != "" {
 			a[k] = v
 		}

@@ -17,13 +17,14 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/content/oci"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
 // WriteLayout writes the result as a new OCI image layout in dir (replacing
 // what dir held): the index, tagged ref (as org.opencontainers.image.ref.name),
 // and per platform the SBOM as an OCI 1.1 referrer of that platform's image
-// (artifactType SBOMMediaType), listed in the layout's index.json, where
+// (artifactType api.MediaTypeSBOM), listed in the layout's index.json, where
 // `oras discover --oci-layout` finds it. It returns the index's descriptor.
 func WriteLayout(dir, ref string, res *Result) (v1.Descriptor, error) {
 	if err := os.RemoveAll(dir); err != nil {
@@ -57,7 +58,7 @@ func writeSBOM(p layout.Path, img Image) error {
 	if err != nil {
 		return err
 	}
-	sbom, err := blob(p, SBOMMediaType, img.SBOM)
+	sbom, err := blob(p, api.MediaTypeSBOM, img.SBOM)
 	if err != nil {
 		return err
 	}
@@ -67,7 +68,7 @@ func writeSBOM(p layout.Path, img Image) error {
 	}
 	m := ocispec.Manifest{
 		MediaType:    ocispec.MediaTypeImageManifest,
-		ArtifactType: SBOMMediaType,
+		ArtifactType: api.MediaTypeSBOM,
 		Config:       cfg,
 		Layers:       []ocispec.Descriptor{sbom},
 		Subject: &ocispec.Descriptor{MediaType: string(subject.MediaType),
@@ -84,7 +85,7 @@ func writeSBOM(p layout.Path, img Image) error {
 	}
 	return p.AppendDescriptor(v1.Descriptor{MediaType: types.OCIManifestSchema1,
 		Digest: v1.Hash{Algorithm: "sha256", Hex: md.Digest.Encoded()}, Size: md.Size,
-		ArtifactType: SBOMMediaType})
+		ArtifactType: api.MediaTypeSBOM})
 }
 
 // blob writes b to the layout and returns its descriptor.

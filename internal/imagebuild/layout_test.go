@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/internal/imagebuild"
 )
 
@@ -41,7 +42,7 @@ func TestWriteLayout(t *testing.T) {
 
 	for i, img := range res.Images {
 		ref := im.Manifests[1+i]
-		assert.Equal(t, imagebuild.SBOMMediaType, ref.ArtifactType)
+		assert.Equal(t, api.MediaTypeSBOM, ref.ArtifactType)
 		raw, err := p.Bytes(ref.Digest)
 		require.NoError(t, err)
 		var m ocispec.Manifest

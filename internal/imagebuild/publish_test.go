@@ -14,6 +14,7 @@ import (
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/registry/remote"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/internal/imagebuild"
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/publish"
@@ -81,7 +82,7 @@ func TestPublishedImageIsSignedAndVersionedByContent(t *testing.T) {
 	require.Len(t, manifests, 2)
 	for _, m := range manifests {
 		var sboms []ocispec.Descriptor
-		require.NoError(t, repo.Referrers(ctx, m, imagebuild.SBOMMediaType, func(r []ocispec.Descriptor) error {
+		require.NoError(t, repo.Referrers(ctx, m, api.MediaTypeSBOM, func(r []ocispec.Descriptor) error {
 			sboms = append(sboms, r...)
 			return nil
 		}))

@@ -9,9 +9,6 @@ import (
 	cdx "github.com/CycloneDX/cyclonedx-go"
 )
 
-// SBOMMediaType is the media type of the SBOM Build returns.
-const SBOMMediaType = "application/vnd.cyclonedx+json"
-
 // SBOM is a CycloneDX 1.6 JSON document of the Go modules linked into the
 // binary, read from its build information: the main module as the described
 // component, every dependency as a library (see depComponent for replaced

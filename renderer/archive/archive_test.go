@@ -22,6 +22,7 @@ import (
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/registry"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/publish"
 	"github.com/solar-pipeline/solar/renderer/sign"
 )
@@ -94,7 +95,7 @@ func contents(t *testing.T, s publish.Store, repos []string) map[string][]string
 		require.NoError(t, err)
 		desc, err := repo.Resolve(ctx, v)
 		require.NoError(t, err)
-		refs, err := registry.Referrers(ctx, repo.(content.ReadOnlyGraphStorage), desc, sign.BundleMediaType)
+		refs, err := registry.Referrers(ctx, repo.(content.ReadOnlyGraphStorage), desc, api.MediaTypeSigstoreBundle)
 		require.NoError(t, err)
 		got := []string{v, desc.Digest.String()}
 		for _, r := range refs {
@@ -157,7 +158,7 @@ func TestExport(t *testing.T) {
 		if ref := d.Annotations[ocispec.AnnotationRefName]; ref != "" {
 			refs = append(refs, ref)
 		} else {
-			assert.Equal(t, sign.BundleMediaType, d.ArtifactType)
+			assert.Equal(t, api.MediaTypeSigstoreBundle, d.ArtifactType)
 		}
 	}
 	assert.Equal(t, []string{"a/one:0.0.2", "a/two:0.0.1", "b/bootstrap-x:0.0.1"}, refs, "the newest versions only")

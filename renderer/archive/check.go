@@ -12,9 +12,8 @@ import (
 	"github.com/Masterminds/semver/v3"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/solar-pipeline/solar/api"
 	"oras.land/oras-go/v2/registry"
-
-	"github.com/solar-pipeline/solar/renderer/sign"
 )
 
 // checked is one version of an archive with everything it names, checked.
@@ -131,7 +130,7 @@ func (c *checker) readIndex(index *ocispec.Index) {
 			c.bad("index.json names %s twice", ref)
 		case ref != "":
 			c.tagged[ref] = d
-		case d.ArtifactType != sign.BundleMediaType:
+		case d.ArtifactType != api.MediaTypeSigstoreBundle:
 			c.bad("index.json names %s untagged, and not as a signature (artifactType %q)", d.Digest, d.ArtifactType)
 		case c.untagged[d.Digest].Digest != "":
 			c.bad("index.json names signature %s twice", d.Digest)
@@ -193,11 +192,11 @@ func (c *checker) version(v Version) (checked, bool) {
 			c.bad("%s, %s, does not sign that version's manifest %s", what, sd, v.Manifest)
 			continue
 		}
-		if sm.ArtifactType != sign.BundleMediaType {
-			c.bad("%s, %s, is of artifactType %q, not %q", what, sd, sm.ArtifactType, sign.BundleMediaType)
+		if sm.ArtifactType != api.MediaTypeSigstoreBundle {
+			c.bad("%s, %s, is of artifactType %q, not %q", what, sd, sm.ArtifactType, api.MediaTypeSigstoreBundle)
 			continue
 		}
-		out.sigs = append(out.sigs, checkedSig{desc: ocispec.Descriptor{MediaType: desc.MediaType, ArtifactType: sign.BundleMediaType,
+		out.sigs = append(out.sigs, checkedSig{desc: ocispec.Descriptor{MediaType: desc.MediaType, ArtifactType: api.MediaTypeSigstoreBundle,
 			Digest: desc.Digest, Size: desc.Size}, blobs: c.blobs(sm, what)})
 	}
 	return out, true

@@ -16,8 +16,8 @@ import (
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/registry"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/publish"
-	"github.com/solar-pipeline/solar/renderer/sign"
 )
 
 // source is where a blob of the archive is read from.
@@ -165,12 +165,12 @@ func (p *plan) addVersion(ctx context.Context, repo publish.Repository, name, ve
 	if !ok {
 		return v, nil
 	}
-	refs, err := registry.Referrers(ctx, g, desc, sign.BundleMediaType)
+	refs, err := registry.Referrers(ctx, g, desc, api.MediaTypeSigstoreBundle)
 	if err != nil {
 		return Version{}, fmt.Errorf("reading its signatures: %w", err)
 	}
 	for _, r := range refs {
-		r = ocispec.Descriptor{MediaType: r.MediaType, ArtifactType: sign.BundleMediaType, Digest: r.Digest, Size: r.Size}
+		r = ocispec.Descriptor{MediaType: r.MediaType, ArtifactType: api.MediaTypeSigstoreBundle, Digest: r.Digest, Size: r.Size}
 		if err := p.addManifest(ctx, repo, r); err != nil {
 			return Version{}, fmt.Errorf("its signature: %w", err)
 		}

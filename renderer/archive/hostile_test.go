@@ -17,6 +17,7 @@ import (
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/registry"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/publish"
 	"github.com/solar-pipeline/solar/renderer/sign"
@@ -37,12 +38,12 @@ func addBlob(entries []tarEntry, b []byte) ([]tarEntry, ocispec.Descriptor) {
 func referrerOf(t *testing.T, entries []tarEntry, subject ocispec.Descriptor, layers []ocispec.Descriptor) ([]tarEntry, ocispec.Descriptor) {
 	entries, _ = addBlob(entries, ocispec.DescriptorEmptyJSON.Data)
 	m := ocispec.Manifest{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageManifest,
-		ArtifactType: sign.BundleMediaType, Config: ocispec.DescriptorEmptyJSON, Layers: layers,
+		ArtifactType: api.MediaTypeSigstoreBundle, Config: ocispec.DescriptorEmptyJSON, Layers: layers,
 		Subject: &ocispec.Descriptor{MediaType: subject.MediaType, Digest: subject.Digest, Size: subject.Size}}
 	raw, err := json.Marshal(m)
 	require.NoError(t, err)
 	entries, d := addBlob(entries, raw)
-	d.MediaType, d.ArtifactType = ocispec.MediaTypeImageManifest, sign.BundleMediaType
+	d.MediaType, d.ArtifactType = ocispec.MediaTypeImageManifest, api.MediaTypeSigstoreBundle
 	return entries, d
 }
 
@@ -115,7 +116,7 @@ func TestCraftedSignatures(t *testing.T) {
 		{"two layers", func(entries []tarEntry) []tarEntry {
 			m, subject, bundle := versionDesc(t, entries)
 			entries, bl := addBlob(entries, bundle)
-			bl.MediaType = sign.BundleMediaType
+			bl.MediaType = api.MediaTypeSigstoreBundle
 			entries, x := addBlob(entries, []byte("x"))
 			x.MediaType = "text/plain"
 			entries, sig := referrerOf(t, entries, subject, []ocispec.Descriptor{bl, x})
@@ -129,7 +130,7 @@ func TestCraftedSignatures(t *testing.T) {
 			nb, err := json.Marshal(b)
 			require.NoError(t, err)
 			entries, bl := addBlob(entries, nb)
-			bl.MediaType = sign.BundleMediaType
+			bl.MediaType = api.MediaTypeSigstoreBundle
 			entries, sig := referrerOf(t, entries, subject, []ocispec.Descriptor{bl})
 			old := digest.FromBytes(bundle).Encoded()
 			entries = slices.DeleteFunc(entries, func(e tarEntry) bool { return e.h.Name == "blobs/sha256/"+old })

@@ -17,6 +17,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	helmchart "helm.sh/helm/v4/pkg/chart/v2"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/charts"
 	"github.com/solar-pipeline/solar/internal/helmyaml"
 	"github.com/solar-pipeline/solar/renderer/publish"
@@ -88,8 +89,8 @@ func (s *Source) Package(version string, opts Options) (*Packaged, error) {
 		Version:    version,
 		Archive:    archive,
 		Config:     config,
-		Layer:      descriptor(LayerMediaType, archive),
-		ConfigDesc: descriptor(ConfigMediaType, config),
+		Layer:      descriptor(api.MediaTypeHelmChart, archive),
+		ConfigDesc: descriptor(api.MediaTypeHelmConfig, config),
 	}, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	helmchart "helm.sh/helm/v4/pkg/chart/v2"
 	sigyaml "sigs.k8s.io/yaml"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/internal/helmyaml"
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
@@ -72,7 +73,7 @@ func (d Dir) Package(version string) (*Packaged, error) {
 		return nil, err
 	}
 	return &Packaged{Name: meta.Name, Version: version, Archive: archive, Config: config,
-		Layer: descriptor(LayerMediaType, archive), ConfigDesc: descriptor(ConfigMediaType, config)}, nil
+		Layer: descriptor(api.MediaTypeHelmChart, archive), ConfigDesc: descriptor(api.MediaTypeHelmConfig, config)}, nil
 }
 
 // Job publishes the chart into repository, at the version its content needs.

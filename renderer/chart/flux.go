@@ -6,15 +6,8 @@ import (
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	"github.com/solar-pipeline/solar/api"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/solar-pipeline/solar/renderer/publish"
-)
-
-// Media types of a Helm chart in an OCI registry, as Helm and Flux expect them.
-const (
-	ConfigMediaType = "application/vnd.cncf.helm.config.v1+json"
-	LayerMediaType  = publish.ChartLayerMediaType
 )
 
 // Interval is how often Flux reconciles the objects the charts create.
@@ -26,7 +19,7 @@ const Interval = 10 * time.Minute
 
 // LayerSelector takes the chart layer of an OCI artifact as it is.
 func LayerSelector() *sourcev1.OCILayerSelector {
-	return &sourcev1.OCILayerSelector{MediaType: LayerMediaType, Operation: sourcev1.OCILayerCopy}
+	return &sourcev1.OCILayerSelector{MediaType: api.MediaTypeHelmChart, Operation: sourcev1.OCILayerCopy}
 }
 
 // Remediation is the install, upgrade, test and drift policy of every

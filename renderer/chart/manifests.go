@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/chain"
 )
 
@@ -62,7 +63,7 @@ func Manifests(fc FirstContact) ([]map[string]any, error) {
 	}
 	meta := func(name string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: name, Namespace: fc.FluxNamespace,
-			Labels: map[string]string{"solar.opendefense.cloud/target": fc.Target}}
+			Labels: map[string]string{api.LabelTarget: fc.Target}}
 	}
 	objs := []runtime.Object{&corev1.Secret{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},

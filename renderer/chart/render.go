@@ -5,6 +5,7 @@ import (
 	"maps"
 	"strings"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/resolve"
 )
@@ -45,7 +46,7 @@ func Release(sel *resolve.Selected, opts AppOptions) *Source {
 		Name:        "release-" + r.Name,
 		Description: "Release " + name + " rendered by solar",
 		AppVersion:  cmp.Or(sel.Chart.AppVersion, sel.Chart.Tag, sel.Chart.Digest),
-		Annotations: map[string]string{"solar.opendefense.cloud/release": name},
+		Annotations: map[string]string{api.AnnotationRelease: name},
 		Values:      values,
 		Templates:   "release",
 	}
@@ -133,7 +134,7 @@ func Bootstrap(t *resolve.Resolution, refs []Ref) *Source {
 	return &Source{
 		Name:        chain.BootstrapChart(tt.Name),
 		Description: "Bootstrap chart of Target " + tt.Namespace + "/" + tt.Name + " rendered by solar",
-		Annotations: map[string]string{"solar.opendefense.cloud/target": tt.Namespace + "/" + tt.Name},
+		Annotations: map[string]string{api.AnnotationTarget: tt.Namespace + "/" + tt.Name},
 		Values: map[string]any{
 			"interval":      Interval.String(),
 			"layerSelector": asValues(LayerSelector()),

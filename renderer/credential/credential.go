@@ -18,41 +18,19 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/solar-pipeline/solar/api"
+	"github.com/solar-pipeline/solar/api/kube"
 	"github.com/solar-pipeline/solar/renderer/model"
 )
 
-// Annotations and the condition of the credential.
-const (
-	// AnnotationAgentCredential on a Target: "revoked" revokes its credential.
-	AnnotationAgentCredential = "solar.opendefense.cloud/agent-credential"
-	ConditionType             = "AgentCredentialReady"
-
-	ReasonIssued     = "Issued"
-	ReasonDisabled   = "Disabled"
-	ReasonRevoked    = "Revoked"
-	ReasonMintFailed = "MintFailed"
-	// ReasonPending is only ever in a dry run's plan: a new token would be minted.
-	ReasonPending = "Pending"
-
-	// PendingToken stands in for the token a sync would mint, in the
-	// kubeconfig of a Pending credential (a dry run): not a JWT, so never a
-	// token the API server accepts.
-	PendingToken = "pending-token-minted-at-publish"
-
-	labelTokenFor     = "solar.opendefense.cloud/agent-token-for"
-	annotationExpires = "solar.opendefense.cloud/token-expires"
-)
-
-// GVRs of the SolAr kinds in the API server.
-var (
-	TargetGVR       = schema.GroupVersionResource{Group: model.Group, Version: "v1alpha1", Resource: "targets"}
-	TargetReportGVR = schema.GroupVersionResource{Group: model.Group, Version: "v1alpha1", Resource: "targetreports"}
-)
+// PendingToken stands in for the token a sync would mint, in the kubeconfig
+// of a Pending credential (a dry run): not a JWT, so never a token the API
+// server accepts.
+const PendingToken = "pending-token-minted-at-publish"
 
 // Options configure minting.
 type Options struct {
@@ -86,7 +64,7 @@ type Credential struct {
 
 // Wanted reports whether a Target gets an agent credential: one of its
 // releases is annotated target-credential: "true".
-func Wanted(r *model.Release) bool { return r.Annotations[model.AnnotationTargetCredential] == "true" }
+func Wanted(r *model.Release) bool { return r.Annotations[api.AnnotationTargetCredential] == "true" }
 
 // Minter mints credentials in one API server.
 type Minter struct {
@@ -134,17 +112,17 @@ func (m *Minter) Sync(ctx context.Context, t *model.Target) Credential {
 	var cred Credential
 	switch {
 	case m.opts.APIServerURL == "":
-		cred = Credential{Status: metav1.ConditionFalse, Reason: ReasonDisabled, Message: disabledMessage}
-	case t.Annotations[AnnotationAgentCredential] == "revoked" && m.opts.ReadOnly:
+		cred = Credential{Status: metav1.ConditionFalse, Reason: api.ReasonDisabled, Message: disabledMessage}
+	case t.Annotations[api.AnnotationAgentCredential] == "revoked" && m.opts.ReadOnly:
 		// A dry run writes nothing, ever: it says what a sync would do.
-		return Credential{Status: metav1.ConditionFalse, Reason: ReasonRevoked,
-			Message: "dry run: revoked by the annotation " + AnnotationAgentCredential + "; a sync would delete its token Secrets"}
-	case t.Annotations[AnnotationAgentCredential] == "revoked":
+		return Credential{Status: metav1.ConditionFalse, Reason: api.ReasonRevoked,
+			Message: "dry run: revoked by the annotation " + api.AnnotationAgentCredential + "; a sync would delete its token Secrets"}
+	case t.Annotations[api.AnnotationAgentCredential] == "revoked":
 		if err := m.revoke(ctx, t); err != nil {
 			cred = failed(fmt.Errorf("revoking: %w", err))
 		} else {
-			cred = Credential{Status: metav1.ConditionFalse, Reason: ReasonRevoked,
-				Message: "revoked by the annotation " + AnnotationAgentCredential + ": its token Secrets are deleted, no new token is minted"}
+			cred = Credential{Status: metav1.ConditionFalse, Reason: api.ReasonRevoked,
+				Message: "revoked by the annotation " + api.AnnotationAgentCredential + ": its token Secrets are deleted, no new token is minted"}
 		}
 	case m.opts.ReadOnly:
 		return m.peek(ctx, t)
@@ -157,7 +135,7 @@ func (m *Minter) Sync(ctx context.Context, t *model.Target) Credential {
 	if m.opts.ReadOnly {
 		return cred
 	}
-	if err := m.writeCondition(ctx, t, cred); err != nil && cred.Reason != ReasonMintFailed {
+	if err := m.writeCondition(ctx, t, cred); err != nil && cred.Reason != api.ReasonMintFailed {
 		cred = failed(fmt.Errorf("writing the condition to Target %s/%s: %w", t.Namespace, t.Name, err))
 	}
 	return cred
@@ -166,7 +144,7 @@ func (m *Minter) Sync(ctx context.Context, t *model.Target) Credential {
 const disabledMessage = "PipelineConfig spec.agent.apiserverURL is not set: agents get no credential"
 
 func failed(err error) Credential {
-	return Credential{Status: metav1.ConditionFalse, Reason: ReasonMintFailed, Message: err.Error()}
+	return Credential{Status: metav1.ConditionFalse, Reason: api.ReasonMintFailed, Message: err.Error()}
 }
 
 // peek is Sync without writing: the credential a sync would leave, when it
@@ -193,7 +171,7 @@ func (m *Minter) peek(ctx context.Context, t *model.Target) Credential {
 	if err != nil {
 		return failed(err)
 	}
-	return Credential{Status: metav1.ConditionUnknown, Reason: ReasonPending,
+	return Credential{Status: metav1.ConditionUnknown, Reason: api.ReasonPending,
 		Message: "dry run: a new token would be minted", Kubeconfig: kubeconfig}
 }
 
@@ -226,9 +204,9 @@ func (m *Minter) issued(t *model.Target, secret *corev1.Secret) (Credential, err
 		return Credential{}, err
 	}
 	return Credential{
-		Status: metav1.ConditionTrue, Reason: ReasonIssued,
+		Status: metav1.ConditionTrue, Reason: api.ReasonIssued,
 		Message: fmt.Sprintf("token <redacted> (fingerprint %s) in Secret %s/%s, expires %s",
-			Fingerprint(token), secret.Namespace, secret.Name, secret.Annotations[annotationExpires]),
+			Fingerprint(token), secret.Namespace, secret.Name, secret.Annotations[api.AnnotationTokenExpires]),
 		Kubeconfig: kubeconfig,
 		Renew:      expires(secret).Add(-m.opts.RotateBefore),
 	}, nil
@@ -251,11 +229,11 @@ func equalRules(a, b []rbacv1.PolicyRule) bool {
 // ensureReport creates the Target's empty TargetReport if it is missing.
 func (m *Minter) ensureReport(ctx context.Context, t *model.Target) error {
 	report := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": model.Group + "/v1alpha1", "kind": model.KindTargetReport,
+		"apiVersion": api.APIVersion, "kind": api.KindTargetReport,
 		"metadata": map[string]any{"name": t.Name, "namespace": t.Namespace},
 		"spec":     map[string]any{},
 	}}
-	_, err := m.dyn.Resource(TargetReportGVR).Namespace(t.Namespace).Create(ctx, report, metav1.CreateOptions{})
+	_, err := m.dyn.Resource(kube.TargetReportGVR).Namespace(t.Namespace).Create(ctx, report, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating TargetReport %s/%s: %w", t.Namespace, t.Name, err)
 	}
@@ -264,7 +242,7 @@ func (m *Minter) ensureReport(ctx context.Context, t *model.Target) error {
 
 // tokenSecrets lists the Target's token Secrets, newest expiry last.
 func (m *Minter) tokenSecrets(ctx context.Context, t *model.Target) ([]corev1.Secret, error) {
-	list, err := m.client.CoreV1().Secrets(t.Namespace).List(ctx, metav1.ListOptions{LabelSelector: labelTokenFor + "=" + t.Name})
+	list, err := m.client.CoreV1().Secrets(t.Namespace).List(ctx, metav1.ListOptions{LabelSelector: api.LabelAgentTokenFor + "=" + t.Name})
 	if err != nil {
 		return nil, fmt.Errorf("listing the token Secrets of %s/%s: %w", t.Namespace, t.Name, err)
 	}
@@ -275,7 +253,7 @@ func (m *Minter) tokenSecrets(ctx context.Context, t *model.Target) ([]corev1.Se
 }
 
 func expires(s *corev1.Secret) time.Time {
-	t, _ := time.Parse(time.RFC3339, s.Annotations[annotationExpires])
+	t, _ := time.Parse(time.RFC3339, s.Annotations[api.AnnotationTokenExpires])
 	return t
 }
 
@@ -319,7 +297,7 @@ func (m *Minter) mint(ctx context.Context, t *model.Target) (*corev1.Secret, err
 	secrets := m.client.CoreV1().Secrets(t.Namespace)
 	secret, err := secrets.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: Name(t.Name) + "-token-", Namespace: t.Namespace,
-			Labels: map[string]string{labelTokenFor: t.Name}},
+			Labels: map[string]string{api.LabelAgentTokenFor: t.Name}},
 		Type: corev1.SecretTypeOpaque,
 	}, metav1.CreateOptions{})
 	if err != nil {
@@ -337,7 +315,7 @@ func (m *Minter) mint(ctx context.Context, t *model.Target) (*corev1.Secret, err
 			m.deleteSecret(ctx, secret))
 	}
 	// The granted expiry may differ from the requested one.
-	secret.Annotations = map[string]string{annotationExpires: tr.Status.ExpirationTimestamp.UTC().Format(time.RFC3339)}
+	secret.Annotations = map[string]string{api.AnnotationTokenExpires: tr.Status.ExpirationTimestamp.UTC().Format(time.RFC3339)}
 	secret.Data = map[string][]byte{"token": []byte(tr.Status.Token)}
 	updated, err := secrets.Update(ctx, secret, metav1.UpdateOptions{})
 	if err != nil {

@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/solar-pipeline/solar/api"
+	"github.com/solar-pipeline/solar/api/kube"
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/model"
 )
@@ -52,7 +54,7 @@ func (e *env) target(t *testing.T, ns, name string) *model.Target {
 		"metadata": map[string]any{"name": name, "namespace": ns},
 		"spec":     map[string]any{"renderRegistryRef": map[string]any{"name": "render"}},
 	}}
-	_, err := e.dyn.Resource(TargetGVR).Namespace(ns).Create(context.Background(), obj, metav1.CreateOptions{})
+	_, err := e.dyn.Resource(kube.TargetGVR).Namespace(ns).Create(context.Background(), obj, metav1.CreateOptions{})
 	require.NoError(t, err)
 	return &model.Target{Meta: model.Meta{Name: name, Namespace: ns}}
 }
@@ -72,11 +74,11 @@ func (e *env) minter(t *testing.T, cfg *rest.Config, opts Options) *Minter {
 // condition reads AgentCredentialReady from the Target's status.
 func (e *env) condition(t *testing.T, ns, name string) map[string]any {
 	t.Helper()
-	obj, err := e.dyn.Resource(TargetGVR).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
+	obj, err := e.dyn.Resource(kube.TargetGVR).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
 	require.NoError(t, err)
 	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
 	for _, c := range conds {
-		if m := c.(map[string]any); m["type"] == ConditionType {
+		if m := c.(map[string]any); m["type"] == api.ConditionAgentCredentialReady {
 			return m
 		}
 	}
@@ -85,7 +87,7 @@ func (e *env) condition(t *testing.T, ns, name string) map[string]any {
 
 func (e *env) tokenSecrets(t *testing.T, ns, target string) []corev1.Secret {
 	t.Helper()
-	l, err := e.s.Client.CoreV1().Secrets(ns).List(context.Background(), metav1.ListOptions{LabelSelector: labelTokenFor + "=" + target})
+	l, err := e.s.Client.CoreV1().Secrets(ns).List(context.Background(), metav1.ListOptions{LabelSelector: api.LabelAgentTokenFor + "=" + target})
 	require.NoError(t, err)
 	return l.Items
 }
@@ -108,13 +110,13 @@ func TestSyncIssuesAndIsIdempotent(t *testing.T) {
 	dry := e.minter(t, e.s.Config, Options{TTL: time.Hour, ReadOnly: true})
 
 	pending := dry.Sync(ctx, tgt)
-	assert.Equal(t, ReasonPending, pending.Reason, "a dry run before the first sync")
+	assert.Equal(t, api.ReasonPending, pending.Reason, "a dry run before the first sync")
 	_, err := e.s.Client.CoreV1().ServiceAccounts("alpha").Get(ctx, "solar-agent-edge-1", metav1.GetOptions{})
 	assert.True(t, apierrors.IsNotFound(err), "a dry run creates nothing")
 	assert.Nil(t, e.condition(t, "alpha", "edge-1"), "nor writes a condition")
 
 	cred := m.Sync(ctx, tgt)
-	require.Equal(t, ReasonIssued, cred.Reason, cred.Message)
+	require.Equal(t, api.ReasonIssued, cred.Reason, cred.Message)
 	assert.Equal(t, metav1.ConditionTrue, cred.Status)
 	peeked := dry.Sync(ctx, tgt)
 	assert.Equal(t, cred.Message, peeked.Message, "a dry run after a sync sees the same credential")
@@ -132,7 +134,7 @@ func TestSyncIssuesAndIsIdempotent(t *testing.T) {
 	rb, err := c.RbacV1().RoleBindings("alpha").Get(ctx, "solar-agent-edge-1", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: "solar-agent-edge-1", Namespace: "alpha"}}, rb.Subjects)
-	report, err := e.dyn.Resource(TargetReportGVR).Namespace("alpha").Get(ctx, "edge-1", metav1.GetOptions{})
+	report, err := e.dyn.Resource(kube.TargetReportGVR).Namespace("alpha").Get(ctx, "edge-1", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Empty(t, report.Object["spec"], "the TargetReport starts empty")
 
@@ -149,7 +151,7 @@ func TestSyncIssuesAndIsIdempotent(t *testing.T) {
 	cond := e.condition(t, "alpha", "edge-1")
 	require.NotNil(t, cond)
 	assert.Equal(t, "True", cond["status"])
-	assert.Equal(t, ReasonIssued, cond["reason"])
+	assert.Equal(t, api.ReasonIssued, cond["reason"])
 	assert.Equal(t, cred.Message, cond["message"])
 
 	// The kubeconfig reaches the API server as the agent.
@@ -157,7 +159,7 @@ func TestSyncIssuesAndIsIdempotent(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, e.s.URL, kc.Clusters["solar"].Server)
 
-	target, err := e.dyn.Resource(TargetGVR).Namespace("alpha").Get(ctx, "edge-1", metav1.GetOptions{})
+	target, err := e.dyn.Resource(kube.TargetGVR).Namespace("alpha").Get(ctx, "edge-1", metav1.GetOptions{})
 	require.NoError(t, err)
 	again := m.Sync(ctx, tgt)
 	assert.Equal(t, cred.Message, again.Message)
@@ -168,7 +170,7 @@ func TestSyncIssuesAndIsIdempotent(t *testing.T) {
 	sa2, _ := c.CoreV1().ServiceAccounts("alpha").Get(ctx, "solar-agent-edge-1", metav1.GetOptions{})
 	role2, _ := c.RbacV1().Roles("alpha").Get(ctx, "solar-agent-edge-1", metav1.GetOptions{})
 	rb2, _ := c.RbacV1().RoleBindings("alpha").Get(ctx, "solar-agent-edge-1", metav1.GetOptions{})
-	target2, _ := e.dyn.Resource(TargetGVR).Namespace("alpha").Get(ctx, "edge-1", metav1.GetOptions{})
+	target2, _ := e.dyn.Resource(kube.TargetGVR).Namespace("alpha").Get(ctx, "edge-1", metav1.GetOptions{})
 	assert.Equal(t, []string{sa.ResourceVersion, role.ResourceVersion, rb.ResourceVersion, target.GetResourceVersion()},
 		[]string{sa2.ResourceVersion, role2.ResourceVersion, rb2.ResourceVersion, target2.GetResourceVersion()},
 		"a second sync changes nothing")
@@ -180,8 +182,8 @@ func TestAccessMatrix(t *testing.T) {
 	edge1, edge2 := e.target(t, "alpha", "edge-1"), e.target(t, "alpha", "edge-2")
 	m := e.minter(t, e.s.Config, Options{TTL: time.Hour})
 	cred := m.Sync(ctx, edge1)
-	require.Equal(t, ReasonIssued, cred.Reason, cred.Message)
-	require.Equal(t, ReasonIssued, m.Sync(ctx, edge2).Reason)
+	require.Equal(t, api.ReasonIssued, cred.Reason, cred.Message)
+	require.Equal(t, api.ReasonIssued, m.Sync(ctx, edge2).Reason)
 	agent := agentClient(t, cred)
 
 	allowed := func(err error) string {
@@ -194,8 +196,8 @@ func TestAccessMatrix(t *testing.T) {
 			return err.Error()
 		}
 	}
-	targets := agent.Resource(TargetGVR).Namespace("alpha")
-	reports := agent.Resource(TargetReportGVR).Namespace("alpha")
+	targets := agent.Resource(kube.TargetGVR).Namespace("alpha")
+	reports := agent.Resource(kube.TargetReportGVR).Namespace("alpha")
 	_, err := targets.Get(ctx, "edge-1", metav1.GetOptions{})
 	assert.Equal(t, "allowed", allowed(err), "get own Target")
 	_, err = targets.Get(ctx, "edge-2", metav1.GetOptions{})
@@ -207,7 +209,7 @@ func TestAccessMatrix(t *testing.T) {
 	_, err = reports.Update(ctx, own, metav1.UpdateOptions{})
 	assert.Equal(t, "allowed", allowed(err), "update own TargetReport")
 
-	other, err := e.dyn.Resource(TargetReportGVR).Namespace("alpha").Get(ctx, "edge-2", metav1.GetOptions{})
+	other, err := e.dyn.Resource(kube.TargetReportGVR).Namespace("alpha").Get(ctx, "edge-2", metav1.GetOptions{})
 	require.NoError(t, err)
 	require.NoError(t, unstructured.SetNestedField(other.Object, "2026-11-30T10:00:00Z", "spec", "lastReportTime"))
 	_, err = reports.Update(ctx, other, metav1.UpdateOptions{})
@@ -233,7 +235,7 @@ func TestRevokeDisabledMintFailed(t *testing.T) {
 
 	// Disabled: no apiserverURL. Nothing is created, the condition says why.
 	disabled := e.minter(t, e.s.Config, Options{APIServerURL: "-", TTL: time.Hour}).Sync(ctx, edge1)
-	assert.Equal(t, ReasonDisabled, disabled.Reason)
+	assert.Equal(t, api.ReasonDisabled, disabled.Reason)
 	assert.Equal(t, "Disabled", e.condition(t, "alpha", "edge-1")["reason"])
 	_, err := e.s.Client.CoreV1().ServiceAccounts("alpha").Get(ctx, "solar-agent-edge-1", metav1.GetOptions{})
 	assert.True(t, apierrors.IsNotFound(err))
@@ -242,33 +244,33 @@ func TestRevokeDisabledMintFailed(t *testing.T) {
 	pipeline := e.pipelineIdentity(t, "alpha")
 	m := e.minter(t, pipeline, Options{TTL: time.Hour})
 	issued := m.Sync(ctx, edge1)
-	require.Equal(t, ReasonIssued, issued.Reason, issued.Message)
+	require.Equal(t, api.ReasonIssued, issued.Reason, issued.Message)
 	failed := m.Sync(ctx, plant1)
-	assert.Equal(t, ReasonMintFailed, failed.Reason)
+	assert.Equal(t, api.ReasonMintFailed, failed.Reason)
 	assert.Contains(t, failed.Message, "forbidden")
 	assert.Equal(t, "Issued", e.condition(t, "alpha", "edge-1")["reason"], "the other Target stays Issued")
 
 	// Revoked: the token stops working at once and no new one is minted.
 	agent := agentClient(t, issued)
-	_, err = agent.Resource(TargetGVR).Namespace("alpha").Get(ctx, "edge-1", metav1.GetOptions{})
+	_, err = agent.Resource(kube.TargetGVR).Namespace("alpha").Get(ctx, "edge-1", metav1.GetOptions{})
 	require.NoError(t, err)
-	edge1.Annotations = map[string]string{AnnotationAgentCredential: "revoked"}
+	edge1.Annotations = map[string]string{api.AnnotationAgentCredential: "revoked"}
 	// A dry run of the revocation deletes nothing.
 	dry := e.minter(t, pipeline, Options{TTL: time.Hour, ReadOnly: true}).Sync(ctx, edge1)
-	assert.Equal(t, ReasonRevoked, dry.Reason)
+	assert.Equal(t, api.ReasonRevoked, dry.Reason)
 	assert.Contains(t, dry.Message, "dry run")
 	assert.NotEmpty(t, e.tokenSecrets(t, "alpha", "edge-1"), "a dry run deletes no token Secret")
-	_, err = agent.Resource(TargetGVR).Namespace("alpha").Get(ctx, "edge-1", metav1.GetOptions{})
+	_, err = agent.Resource(kube.TargetGVR).Namespace("alpha").Get(ctx, "edge-1", metav1.GetOptions{})
 	require.NoError(t, err, "the token still works after a dry run")
 	revoked := m.Sync(ctx, edge1)
-	assert.Equal(t, ReasonRevoked, revoked.Reason, revoked.Message)
+	assert.Equal(t, api.ReasonRevoked, revoked.Reason, revoked.Message)
 	assert.Equal(t, "Revoked", e.condition(t, "alpha", "edge-1")["reason"])
 	assert.Empty(t, e.tokenSecrets(t, "alpha", "edge-1"))
 	assert.Eventually(t, func() bool {
-		_, err := agent.Resource(TargetGVR).Namespace("alpha").Get(ctx, "edge-1", metav1.GetOptions{})
+		_, err := agent.Resource(kube.TargetGVR).Namespace("alpha").Get(ctx, "edge-1", metav1.GetOptions{})
 		return apierrors.IsUnauthorized(err)
 	}, 30*time.Second, 200*time.Millisecond, "the revoked token gets 401")
-	assert.Equal(t, ReasonRevoked, m.Sync(ctx, edge1).Reason)
+	assert.Equal(t, api.ReasonRevoked, m.Sync(ctx, edge1).Reason)
 	assert.Empty(t, e.tokenSecrets(t, "alpha", "edge-1"), "revoked stays revoked")
 }
 
@@ -323,7 +325,7 @@ func TestRotation(t *testing.T) {
 	ctx := context.Background()
 	tgt := e.target(t, "alpha", "edge-1")
 	first := e.minter(t, e.s.Config, Options{TTL: time.Hour}).Sync(ctx, tgt)
-	require.Equal(t, ReasonIssued, first.Reason, first.Message)
+	require.Equal(t, api.ReasonIssued, first.Reason, first.Message)
 	old := e.tokenSecrets(t, "alpha", "edge-1")
 	require.Len(t, old, 1)
 	exp := expires(&old[0])
@@ -332,12 +334,12 @@ func TestRotation(t *testing.T) {
 	// (It gets two hours, so that it outlives the simulated clock below.)
 	later := func() time.Time { return exp.Add(-19 * time.Minute) }
 	rotated := e.minter(t, e.s.Config, Options{TTL: 2 * time.Hour, RotateBefore: 20 * time.Minute, Now: later}).Sync(ctx, tgt)
-	require.Equal(t, ReasonIssued, rotated.Reason, rotated.Message)
+	require.Equal(t, api.ReasonIssued, rotated.Reason, rotated.Message)
 	assert.NotEqual(t, Fingerprint(first.Kubeconfig), Fingerprint(rotated.Kubeconfig), "a new token")
 	both := e.tokenSecrets(t, "alpha", "edge-1")
 	require.Len(t, both, 2, "the old token stays until it expires")
 	// The old token still works: the agent is not cut off before its new chart arrives.
-	_, err := agentClient(t, first).Resource(TargetGVR).Namespace("alpha").Get(ctx, "edge-1", metav1.GetOptions{})
+	_, err := agentClient(t, first).Resource(kube.TargetGVR).Namespace("alpha").Get(ctx, "edge-1", metav1.GetOptions{})
 	require.NoError(t, err)
 
 	// Once the old one expired, its Secret goes; the new one stays.
@@ -366,7 +368,7 @@ func TestDriftIsRepaired(t *testing.T) {
 	require.NoError(t, err)
 	m := e.minter(t, e.s.Config, Options{TTL: time.Hour})
 	cred := m.Sync(ctx, edge1)
-	require.Equal(t, ReasonIssued, cred.Reason, cred.Message)
+	require.Equal(t, api.ReasonIssued, cred.Reason, cred.Message)
 	assert.Contains(t, cred.Message, "repaired: RoleBinding alpha/solar-agent-edge-1 was bound to ClusterRole cluster-admin")
 	rb, err := e.s.Client.RbacV1().RoleBindings("alpha").Get(ctx, name, metav1.GetOptions{})
 	require.NoError(t, err)

@@ -18,6 +18,8 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	solarapi "github.com/solar-pipeline/solar/api"
+	solarkube "github.com/solar-pipeline/solar/api/kube"
 	"github.com/solar-pipeline/solar/renderer/model"
 )
 
@@ -52,7 +54,7 @@ func TestSyncLogic(t *testing.T) {
 		return false, nil, nil // the tracker stores it
 	})
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		TargetGVR: "TargetList", TargetReportGVR: "TargetReportList",
+		solarkube.TargetGVR: "TargetList", solarkube.TargetReportGVR: "TargetReportList",
 	})
 	m := &Minter{client: kube, dyn: dyn, ca: []byte("ca"), opts: Options{APIServerURL: "https://api.example.com", TTL: 24 * time.Hour,
 		RotateBefore: 8 * time.Hour, Now: func() time.Time { return now }}}
@@ -68,7 +70,7 @@ func TestSyncLogic(t *testing.T) {
 	}
 
 	c := m.Sync(ctx, target)
-	require.Equal(t, ReasonIssued, c.Reason, c.Message)
+	require.Equal(t, solarapi.ReasonIssued, c.Reason, c.Message)
 	assert.Contains(t, string(c.Kubeconfig), "jwt-1-payload")
 	assert.NotContains(t, c.Message, "jwt-1-payload", "the message names a fingerprint, never the token")
 	for _, get := range []func() error{
@@ -85,7 +87,7 @@ func TestSyncLogic(t *testing.T) {
 			return err
 		},
 		func() error {
-			_, err := dyn.Resource(TargetReportGVR).Namespace("alpha").Get(ctx, "edge-1", metav1.GetOptions{})
+			_, err := dyn.Resource(solarkube.TargetReportGVR).Namespace("alpha").Get(ctx, "edge-1", metav1.GetOptions{})
 			return err
 		},
 	} {
@@ -93,21 +95,21 @@ func TestSyncLogic(t *testing.T) {
 	}
 	assert.Equal(t, []string{"jwt-1-payload"}, tokens())
 
-	assert.Equal(t, ReasonIssued, m.Sync(ctx, target).Reason)
+	assert.Equal(t, solarapi.ReasonIssued, m.Sync(ctx, target).Reason)
 	assert.Equal(t, []string{"jwt-1-payload"}, tokens(), "16 h left: kept")
 
 	now = now.Add(17 * time.Hour) // 7 h left, under RotateBefore
 	c = m.Sync(ctx, target)
-	require.Equal(t, ReasonIssued, c.Reason, c.Message)
+	require.Equal(t, solarapi.ReasonIssued, c.Reason, c.Message)
 	assert.Contains(t, string(c.Kubeconfig), "jwt-2-payload")
 	assert.Equal(t, []string{"jwt-1-payload", "jwt-2-payload"}, tokens(), "rotated; the old one stays until it expires")
 
-	target.Annotations = map[string]string{AnnotationAgentCredential: "revoked"}
+	target.Annotations = map[string]string{solarapi.AnnotationAgentCredential: "revoked"}
 	m.opts.ReadOnly = true
-	assert.Equal(t, ReasonRevoked, m.Sync(ctx, target).Reason)
+	assert.Equal(t, solarapi.ReasonRevoked, m.Sync(ctx, target).Reason)
 	assert.Len(t, tokens(), 2, "a dry run deletes nothing")
 	m.opts.ReadOnly = false
-	assert.Equal(t, ReasonRevoked, m.Sync(ctx, target).Reason)
+	assert.Equal(t, solarapi.ReasonRevoked, m.Sync(ctx, target).Reason)
 	assert.Empty(t, tokens(), "revoked: every token Secret is gone")
 }
 
@@ -126,12 +128,12 @@ func TestConditionKeepsTheRestOfTheStatus(t *testing.T) {
 		},
 	}}
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		TargetGVR: "TargetList", TargetReportGVR: "TargetReportList",
+		solarkube.TargetGVR: "TargetList", solarkube.TargetReportGVR: "TargetReportList",
 	}, target)
 	m := &Minter{dyn: dyn, opts: Options{Now: time.Now}}
 	require.NoError(t, m.writeCondition(ctx, &model.Target{Meta: model.Meta{Name: "edge-1", Namespace: "alpha"}},
-		Credential{Status: metav1.ConditionTrue, Reason: ReasonIssued, Message: "issued"}))
-	got, err := dyn.Resource(TargetGVR).Namespace("alpha").Get(ctx, "edge-1", metav1.GetOptions{})
+		Credential{Status: metav1.ConditionTrue, Reason: solarapi.ReasonIssued, Message: "issued"}))
+	got, err := dyn.Resource(solarkube.TargetGVR).Namespace("alpha").Get(ctx, "edge-1", metav1.GetOptions{})
 	require.NoError(t, err)
 	version, _, _ := unstructured.NestedString(got.Object, "status", "bootstrap", "version")
 	assert.Equal(t, "0.0.4", version)

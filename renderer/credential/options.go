@@ -6,6 +6,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/model"
 )
 
@@ -35,5 +36,5 @@ func OptionsFrom(s *model.Set) (Options, error) {
 // Disabled is the credential of a Target when the PipelineConfig sets no
 // spec.agent.apiserverURL.
 func Disabled() *Credential {
-	return &Credential{Status: metav1.ConditionFalse, Reason: ReasonDisabled, Message: disabledMessage}
+	return &Credential{Status: metav1.ConditionFalse, Reason: api.ReasonDisabled, Message: disabledMessage}
 }

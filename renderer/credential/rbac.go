@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/model"
 )
 
@@ -19,15 +20,15 @@ import (
 // trusted. It returns what it repaired, for the condition's message.
 func (m *Minter) ensureRBAC(ctx context.Context, t *model.Target) ([]string, error) {
 	ns, name := t.Namespace, Name(t.Name)
-	labels := map[string]string{labelTokenFor: t.Name}
+	labels := map[string]string{api.LabelAgentTokenFor: t.Name}
 	var repaired []string
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}}
 	if _, err := m.client.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("creating ServiceAccount %s/%s: %w", ns, name, err)
 	}
 	rules := []rbacv1.PolicyRule{
-		{APIGroups: []string{model.Group}, Resources: []string{"targets"}, ResourceNames: []string{t.Name}, Verbs: []string{"get", "watch"}},
-		{APIGroups: []string{model.Group}, Resources: []string{"targetreports"}, ResourceNames: []string{t.Name}, Verbs: []string{"get", "update", "patch"}},
+		{APIGroups: []string{api.Group}, Resources: []string{"targets"}, ResourceNames: []string{t.Name}, Verbs: []string{"get", "watch"}},
+		{APIGroups: []string{api.Group}, Resources: []string{"targetreports"}, ResourceNames: []string{t.Name}, Verbs: []string{"get", "update", "patch"}},
 	}
 	roles := m.client.RbacV1().Roles(ns)
 	role, err := roles.Get(ctx, name, metav1.GetOptions{})

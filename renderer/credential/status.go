@@ -12,6 +12,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/solar-pipeline/solar/api"
+	"github.com/solar-pipeline/solar/api/kube"
 	"github.com/solar-pipeline/solar/renderer/model"
 )
 
@@ -29,7 +31,7 @@ func (m *Minter) kubeconfig(t *model.Target, token string) ([]byte, error) {
 // writeCondition sets AgentCredentialReady on the Target's status when the
 // Target exists in the API server, and only when it changed.
 func (m *Minter) writeCondition(ctx context.Context, t *model.Target, cred Credential) error {
-	targets := m.dyn.Resource(TargetGVR).Namespace(t.Namespace)
+	targets := m.dyn.Resource(kube.TargetGVR).Namespace(t.Namespace)
 	obj, err := targets.Get(ctx, t.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -46,7 +48,7 @@ func (m *Minter) writeCondition(ctx context.Context, t *model.Target, cred Crede
 		}
 	}
 	changed := apimeta.SetStatusCondition(&status.Conditions, metav1.Condition{
-		Type: ConditionType, Status: cred.Status, Reason: cred.Reason, Message: cred.Message,
+		Type: api.ConditionAgentCredentialReady, Status: cred.Status, Reason: cred.Reason, Message: cred.Message,
 		ObservedGeneration: obj.GetGeneration(), LastTransitionTime: metav1.NewTime(m.opts.Now()),
 	})
 	if !changed {

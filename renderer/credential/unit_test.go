@@ -11,6 +11,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/load"
 	"github.com/solar-pipeline/solar/renderer/model"
 )
@@ -36,7 +37,7 @@ func TestOptionsFromThePipelineConfig(t *testing.T) {
 	assert.Equal(t, 2*time.Hour, opts.TTL)
 	_, err = OptionsFrom(set(head + "spec: {agent: {tokenTTL: soon}}\n"))
 	assert.ErrorContains(t, err, "spec.agent.tokenTTL")
-	assert.Equal(t, ReasonDisabled, Disabled().Reason)
+	assert.Equal(t, api.ReasonDisabled, Disabled().Reason)
 }
 
 func TestFingerprintHidesTheToken(t *testing.T) {
@@ -50,7 +51,7 @@ func TestFingerprintHidesTheToken(t *testing.T) {
 
 func TestEqualRules(t *testing.T) {
 	rule := func(verbs ...string) rbacv1.PolicyRule {
-		return rbacv1.PolicyRule{APIGroups: []string{model.Group}, Resources: []string{"targets"}, ResourceNames: []string{"edge-1"}, Verbs: verbs}
+		return rbacv1.PolicyRule{APIGroups: []string{api.Group}, Resources: []string{"targets"}, ResourceNames: []string{"edge-1"}, Verbs: verbs}
 	}
 	assert.True(t, equalRules([]rbacv1.PolicyRule{rule("get")}, []rbacv1.PolicyRule{rule("get")}))
 	assert.False(t, equalRules([]rbacv1.PolicyRule{rule("get")}, []rbacv1.PolicyRule{rule("get", "update")}), "a widened Role is drift")
@@ -59,7 +60,7 @@ func TestEqualRules(t *testing.T) {
 
 func TestExpires(t *testing.T) {
 	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{annotationExpires: at.Format(time.RFC3339)}}}
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{api.AnnotationTokenExpires: at.Format(time.RFC3339)}}}
 	assert.Equal(t, at, expires(s))
 	assert.True(t, expires(&corev1.Secret{}).IsZero(), "no annotation: expired long ago, replaced first")
 }
@@ -67,10 +68,10 @@ func TestExpires(t *testing.T) {
 func TestWantedAndName(t *testing.T) {
 	r := &model.Release{}
 	assert.False(t, Wanted(r))
-	r.Annotations = map[string]string{model.AnnotationTargetCredential: "true"}
+	r.Annotations = map[string]string{api.AnnotationTargetCredential: "true"}
 	assert.True(t, Wanted(r))
 	assert.Equal(t, "solar-agent-edge-1", Name("edge-1"))
 	c := failed(errors.New("the API server is gone"))
-	assert.Equal(t, ReasonMintFailed, c.Reason)
+	assert.Equal(t, api.ReasonMintFailed, c.Reason)
 	assert.Contains(t, c.Message, "the API server is gone")
 }

@@ -14,6 +14,7 @@ import (
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/content/memory"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/device/wire"
 )
 
@@ -34,11 +35,11 @@ func TestAttemptArtifactIsORASs(t *testing.T) {
 		store := memory.New()
 		layerJSON, err := json.Marshal(x)
 		require.NoError(t, err)
-		layer := content.NewDescriptorFromBytes(MediaTypeAttempt, layerJSON)
+		layer := content.NewDescriptorFromBytes(api.MediaTypeAttempt, layerJSON)
 		require.NoError(t, store.Push(ctx, layer, bytes.NewReader(layerJSON)))
-		want, err := oras.PackManifest(ctx, store, oras.PackManifestVersion1_1, ArtifactTypeAttempt,
+		want, err := oras.PackManifest(ctx, store, oras.PackManifestVersion1_1, api.ArtifactTypeAttempt,
 			oras.PackManifestOptions{Layers: []ocispec.Descriptor{layer}, ManifestAnnotations: map[string]string{
-				ocispec.AnnotationCreated: time.Unix(0, 0).UTC().Format(time.RFC3339), AnnotationDeviceID: x.DeviceID}})
+				ocispec.AnnotationCreated: time.Unix(0, 0).UTC().Format(time.RFC3339), api.AnnotationDeviceID: x.DeviceID}})
 		require.NoError(t, err)
 		wantBytes, err := content.FetchAll(ctx, store, want)
 		require.NoError(t, err)

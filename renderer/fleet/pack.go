@@ -18,24 +18,9 @@ import (
 	"oras.land/oras-go/v2/content/memory"
 	"oras.land/oras-go/v2/errdef"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/device/wire"
 	"github.com/solar-pipeline/solar/renderer/publish"
-)
-
-// The media types of fleet artifacts.
-const (
-	// ArtifactTypeAgent is the artifactType of an agent binary's manifest and
-	// of the index over the platforms.
-	ArtifactTypeAgent = "application/vnd.solar.fleet.agent.v1"
-	// MediaTypeAgentBinary is the layer: the executable itself.
-	MediaTypeAgentBinary = "application/vnd.solar.fleet.agent.binary.v1"
-)
-
-// The attempt's artifact: device/wire (the device checks its digest).
-const (
-	ArtifactTypeAttempt = wire.ArtifactTypeAttempt
-	MediaTypeAttempt    = wire.MediaTypeAttempt
-	AnnotationDeviceID  = wire.AnnotationDeviceID
 )
 
 // Binary is an agent executable for one platform.
@@ -69,7 +54,7 @@ func PackAgent(ctx context.Context, version string, bins []Binary, created time.
 	p := &Packed{Tag: version, Layers: map[string]ocispec.Descriptor{}, store: memory.New()}
 	annotations := map[string]string{ocispec.AnnotationCreated: publish.Created(created)}
 	index := ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex,
-		ArtifactType: ArtifactTypeAgent, Manifests: []ocispec.Descriptor{},
+		ArtifactType: api.ArtifactTypeAgent, Manifests: []ocispec.Descriptor{},
 		Annotations: map[string]string{ocispec.AnnotationCreated: annotations[ocispec.AnnotationCreated], ocispec.AnnotationVersion: version}}
 	for i, b := range bins {
 		platform, err := ParsePlatform(b.Platform)
@@ -79,7 +64,7 @@ func PackAgent(ctx context.Context, version string, bins []Binary, created time.
 		if i > 0 && bins[i-1].Platform == b.Platform {
 			return nil, fmt.Errorf("two binaries for platform %s", b.Platform)
 		}
-		layer := content.NewDescriptorFromBytes(MediaTypeAgentBinary, b.Data)
+		layer := content.NewDescriptorFromBytes(api.MediaTypeAgentBinary, b.Data)
 		layer.Annotations = map[string]string{ocispec.AnnotationTitle: b.Name}
 		if err := p.store.Push(ctx, layer, bytes.NewReader(b.Data)); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
 			return nil, err
@@ -96,7 +81,7 @@ func PackAgent(ctx context.Context, version string, bins []Binary, created time.
 		if err := p.store.Push(ctx, configDesc, bytes.NewReader(config)); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
 			return nil, err
 		}
-		m, err := oras.PackManifest(ctx, p.store, oras.PackManifestVersion1_1, ArtifactTypeAgent,
+		m, err := oras.PackManifest(ctx, p.store, oras.PackManifestVersion1_1, api.ArtifactTypeAgent,
 			oras.PackManifestOptions{Layers: []ocispec.Descriptor{layer}, ConfigDescriptor: &configDesc, ManifestAnnotations: annotations})
 		if err != nil {
 			return nil, fmt.Errorf("packing the binary for %s: %w", b.Platform, err)
@@ -128,13 +113,13 @@ func PackAttempt(ctx context.Context, a wire.Attempt) (*Packed, error) {
 	for _, b := range []struct {
 		mediaType string
 		data      []byte
-	}{{wire.MediaTypeAttempt, layer}, {wire.MediaTypeEmpty, config}} {
+	}{{api.MediaTypeAttempt, layer}, {api.MediaTypeOCIEmpty, config}} {
 		if err := p.store.Push(ctx, content.NewDescriptorFromBytes(b.mediaType, b.data), bytes.NewReader(b.data)); err != nil {
 			return nil, fmt.Errorf("packing the attempt of device %s: %w", a.DeviceID, err)
 		}
 	}
-	p.Root = content.NewDescriptorFromBytes(wire.MediaTypeManifest, manifest)
-	p.Root.ArtifactType = wire.ArtifactTypeAttempt
+	p.Root = content.NewDescriptorFromBytes(api.MediaTypeOCIManifest, manifest)
+	p.Root.ArtifactType = api.ArtifactTypeAttempt
 	if err := p.store.Push(ctx, p.Root, bytes.NewReader(manifest)); err != nil {
 		return nil, fmt.Errorf("packing the attempt of device %s: %w", a.DeviceID, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/device/wire"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -39,7 +40,7 @@ func ReadAgent(ctx context.Context, repo publish.Repository, ref string) (map[st
 		return nil, err
 	}
 	var index ocispec.Index
-	if err := json.Unmarshal(b, &index); err != nil || desc.MediaType != ocispec.MediaTypeImageIndex || index.ArtifactType != ArtifactTypeAgent {
+	if err := json.Unmarshal(b, &index); err != nil || desc.MediaType != ocispec.MediaTypeImageIndex || index.ArtifactType != api.ArtifactTypeAgent {
 		return nil, fmt.Errorf("%s is not an agent index (%s of artifact type %s); push one with solar fleet push-agent", ref, desc.MediaType, index.ArtifactType)
 	}
 	layers := map[string]ocispec.Descriptor{}
@@ -49,7 +50,7 @@ func ReadAgent(ctx context.Context, repo publish.Repository, ref string) (map[st
 			return nil, err
 		}
 		var manifest ocispec.Manifest
-		if err := json.Unmarshal(mb, &manifest); err != nil || len(manifest.Layers) != 1 || manifest.Layers[0].MediaType != MediaTypeAgentBinary {
+		if err := json.Unmarshal(mb, &manifest); err != nil || len(manifest.Layers) != 1 || manifest.Layers[0].MediaType != api.MediaTypeAgentBinary {
 			return nil, fmt.Errorf("%s: the manifest %s of %s is not an agent binary's", ref, m.Digest, PlatformString(m.Platform))
 		}
 		layers[PlatformString(m.Platform)] = manifest.Layers[0]
@@ -117,7 +118,7 @@ func Resolve(ctx context.Context, set *model.Set, agent AgentReader) ([]Planned,
 	var problems diag.List
 	from := map[string]string{} // device id: the DeviceUpgrade that named it
 	for _, u := range set.DeviceUpgrades {
-		o := set.Loaded(model.KindDeviceUpgrade, u.Namespace, u.Name)
+		o := set.Loaded(api.KindDeviceUpgrade, u.Namespace, u.Name)
 		name := u.Namespace + "/" + u.Name
 		errorf := func(path, format string, args ...any) {
 			problems.Errorf(o.File, o.LineOf(path), path, format, args...)

@@ -15,12 +15,10 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/internal/english"
 	"github.com/solar-pipeline/solar/renderer/diag"
 )
-
-// Group is the API group of SolAr objects.
-const Group = "solar.opendefense.cloud"
 
 // Skipped counts what a walk left out, besides hidden files and folders and
 // those excluded on purpose.
@@ -235,7 +233,7 @@ func isTemplate(f file, data []byte) bool {
 	}
 	rel, err := filepath.Rel(f.root, filepath.Dir(f.path))
 	inTemplates := err == nil && slices.Contains(strings.Split(filepath.ToSlash(rel), "/"), "templates")
-	return inTemplates || !bytes.Contains(data, []byte(Group))
+	return inTemplates || !bytes.Contains(data, []byte(api.Group))
 }
 
 // keep keeps the Solar objects of one file.
@@ -246,7 +244,7 @@ func (w *walker) keep(p parsed) {
 	}
 	problems := p.problems
 	for _, o := range p.objs {
-		if g := group(o.APIVersion); o.APIVersion != "" && g != Group {
+		if g := group(o.APIVersion); o.APIVersion != "" && g != api.Group {
 			if w.opts.Strict {
 				problems.Errorf(o.File, o.LineOf("apiVersion"), "apiVersion", "an object of API group %q, not a Solar object (--strict)", g)
 				continue

@@ -1,6 +1,10 @@
 package model
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/solar-pipeline/solar/api"
+)
 
 // ProfileGranted reports whether a Profile of namespace profileNS may match
 // Target t. A Profile matches the Targets of its own namespace and, as
@@ -9,8 +13,8 @@ import "slices"
 // (rendering) from the Profile's namespace to Target; without both it fails
 // closed.
 func (s *Set) ProfileGranted(profileNS string, t *Target) bool {
-	return t.Namespace == profileNS || (s.Granted(KindProfile, profileNS, KindTarget, t.Namespace, t.Name) &&
-		s.Granted(KindReleaseBinding, profileNS, KindTarget, t.Namespace, t.Name))
+	return t.Namespace == profileNS || (s.Granted(api.KindProfile, profileNS, api.KindTarget, t.Namespace, t.Name) &&
+		s.Granted(api.KindReleaseBinding, profileNS, api.KindTarget, t.Namespace, t.Name))
 }
 
 // ProfileGrantsMissing are the kinds (Profile, ReleaseBinding) that no
@@ -21,8 +25,8 @@ func (s *Set) ProfileGrantsMissing(profileNS string, t *Target) []string {
 		return nil
 	}
 	var missing []string
-	for _, kind := range []string{KindProfile, KindReleaseBinding} {
-		if !s.Granted(kind, profileNS, KindTarget, t.Namespace, t.Name) {
+	for _, kind := range []string{api.KindProfile, api.KindReleaseBinding} {
+		if !s.Granted(kind, profileNS, api.KindTarget, t.Namespace, t.Name) {
 			missing = append(missing, kind)
 		}
 	}
@@ -45,11 +49,11 @@ func (s *Set) targetsByNamespace() map[string][]*Target {
 func (s *Set) profileReach() map[string][]string {
 	out := map[string][]string{}
 	for _, g := range s.ReferenceGrants {
-		if !slices.ContainsFunc(g.Spec.To, func(t GrantTo) bool { return t.Group == Group && t.Kind == KindTarget }) {
+		if !slices.ContainsFunc(g.Spec.To, func(t GrantTo) bool { return t.Group == api.Group && t.Kind == api.KindTarget }) {
 			continue
 		}
 		for _, f := range g.Spec.From {
-			if f.Group == Group && f.Kind == KindProfile && f.Namespace != g.Namespace && !slices.Contains(out[f.Namespace], g.Namespace) {
+			if f.Group == api.Group && f.Kind == api.KindProfile && f.Namespace != g.Namespace && !slices.Contains(out[f.Namespace], g.Namespace) {
 				out[f.Namespace] = append(out[f.Namespace], g.Namespace)
 			}
 		}

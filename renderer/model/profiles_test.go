@@ -3,6 +3,7 @@ package model
 import (
 	"testing"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -46,12 +47,12 @@ spec:
 			want: []string{"user/cluster-01 <- ocm-demo via Profile provider/production"}},
 		"both entries in two grants": {grants: grant("user", target, "Profile") + grant("user", target, "ReleaseBinding"),
 			want: []string{"user/cluster-01 <- ocm-demo via Profile provider/production"}},
-		"no grant":            {missing: []string{KindProfile, KindReleaseBinding}},
-		"only Profile":        {grants: grant("user", target, "Profile"), missing: []string{KindReleaseBinding}},
-		"only ReleaseBinding": {grants: grant("user", target, "ReleaseBinding"), missing: []string{KindProfile}},
-		"in the Profile's ns": {grants: grant("provider", target, "Profile", "ReleaseBinding"), missing: []string{KindProfile, KindReleaseBinding}},
-		"to another kind":     {grants: grant("user", "{group: solar.opendefense.cloud, kind: Registry}", "Profile", "ReleaseBinding"), missing: []string{KindProfile, KindReleaseBinding}},
-		"to another Target":   {grants: grant("user", "{group: solar.opendefense.cloud, kind: Target, name: cluster-02}", "Profile", "ReleaseBinding"), missing: []string{KindProfile, KindReleaseBinding}},
+		"no grant":            {missing: []string{api.KindProfile, api.KindReleaseBinding}},
+		"only Profile":        {grants: grant("user", target, "Profile"), missing: []string{api.KindReleaseBinding}},
+		"only ReleaseBinding": {grants: grant("user", target, "ReleaseBinding"), missing: []string{api.KindProfile}},
+		"in the Profile's ns": {grants: grant("provider", target, "Profile", "ReleaseBinding"), missing: []string{api.KindProfile, api.KindReleaseBinding}},
+		"to another kind":     {grants: grant("user", "{group: solar.opendefense.cloud, kind: Registry}", "Profile", "ReleaseBinding"), missing: []string{api.KindProfile, api.KindReleaseBinding}},
+		"to another Target":   {grants: grant("user", "{group: solar.opendefense.cloud, kind: Target, name: cluster-02}", "Profile", "ReleaseBinding"), missing: []string{api.KindProfile, api.KindReleaseBinding}},
 		"to this Target by name": {grants: grant("user", "{group: solar.opendefense.cloud, kind: Target, name: cluster-01}", "Profile", "ReleaseBinding"),
 			want: []string{"user/cluster-01 <- ocm-demo via Profile provider/production"}},
 	} {
@@ -64,7 +65,7 @@ spec:
 				got = append(got, b.Target.Namespace+"/"+b.Target.Name+" <- "+b.Release.Name+" via "+b.Via.String())
 			}
 			assert.Equal(t, tc.want, got, "the selector still decides: cluster-02 (staging) is never matched")
-			assert.Equal(t, tc.missing, s.ProfileGrantsMissing("provider", Get[Target](s, KindTarget, "user", "cluster-01")))
+			assert.Equal(t, tc.missing, s.ProfileGrantsMissing("provider", Get[Target](s, api.KindTarget, "user", "cluster-01")))
 		})
 	}
 }

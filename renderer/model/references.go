@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/load"
 )
 
@@ -24,18 +25,18 @@ type Reference struct {
 }
 
 // References are every reference between the objects solar reads, by
-// referring kind in the order of Kinds. A DeviceUpgrade names its Devices by
+// referring kind in the order of api.Kinds. A DeviceUpgrade names its Devices by
 // device id, or by labels, in its own namespace: no reference by name, so
 // none here (fleet.Resolve checks them).
 var References = []Reference{
-	{From: KindTarget, Field: "spec.renderRegistryRef", To: KindRegistry},
-	{From: KindProfile, Field: "spec.releaseRef", To: KindRelease, Local: true},
-	{From: KindRelease, Field: "spec.componentVersionRef", To: KindComponentVersion, Optional: true},
-	{From: KindComponentVersion, Field: "spec.componentRef", To: KindComponent, Local: true},
-	{From: KindReleaseBinding, Field: "spec.targetRef", To: KindTarget},
-	{From: KindReleaseBinding, Field: "spec.releaseRef", To: KindRelease, Local: true},
-	{From: KindRegistryBinding, Field: "spec.targetRef", To: KindTarget},
-	{From: KindRegistryBinding, Field: "spec.registryRef", To: KindRegistry},
+	{From: api.KindTarget, Field: "spec.renderRegistryRef", To: api.KindRegistry},
+	{From: api.KindProfile, Field: "spec.releaseRef", To: api.KindRelease, Local: true},
+	{From: api.KindRelease, Field: "spec.componentVersionRef", To: api.KindComponentVersion, Optional: true},
+	{From: api.KindComponentVersion, Field: "spec.componentRef", To: api.KindComponent, Local: true},
+	{From: api.KindReleaseBinding, Field: "spec.targetRef", To: api.KindTarget},
+	{From: api.KindReleaseBinding, Field: "spec.releaseRef", To: api.KindRelease, Local: true},
+	{From: api.KindRegistryBinding, Field: "spec.targetRef", To: api.KindTarget},
+	{From: api.KindRegistryBinding, Field: "spec.registryRef", To: api.KindRegistry},
 }
 
 // Named is one reference of an object, and the Ref it holds.

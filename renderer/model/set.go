@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/load"
 )
 
@@ -57,29 +58,29 @@ func NewSet(objs []*load.Object) (*Set, error) {
 	for _, o := range objs {
 		var err error
 		switch o.Kind {
-		case KindTarget:
+		case api.KindTarget:
 			s.Targets, err = add(s, o, s.Targets)
-		case KindProfile:
+		case api.KindProfile:
 			s.Profiles, err = add(s, o, s.Profiles)
-		case KindRelease:
+		case api.KindRelease:
 			s.Releases, err = add(s, o, s.Releases)
-		case KindComponent:
+		case api.KindComponent:
 			s.Components, err = add(s, o, s.Components)
-		case KindComponentVersion:
+		case api.KindComponentVersion:
 			s.ComponentVersions, err = add(s, o, s.ComponentVersions)
-		case KindRegistry:
+		case api.KindRegistry:
 			s.Registries, err = add(s, o, s.Registries)
-		case KindReleaseBinding:
+		case api.KindReleaseBinding:
 			s.ReleaseBindings, err = add(s, o, s.ReleaseBindings)
-		case KindRegistryBinding:
+		case api.KindRegistryBinding:
 			s.RegistryBindings, err = add(s, o, s.RegistryBindings)
-		case KindReferenceGrant:
+		case api.KindReferenceGrant:
 			s.ReferenceGrants, err = add(s, o, s.ReferenceGrants)
-		case KindPipelineConfig:
+		case api.KindPipelineConfig:
 			s.PipelineConfigs, err = add(s, o, s.PipelineConfigs)
-		case KindDevice:
+		case api.KindDevice:
 			s.Devices, err = add(s, o, s.Devices)
-		case KindDeviceUpgrade:
+		case api.KindDeviceUpgrade:
 			s.DeviceUpgrades, err = add(s, o, s.DeviceUpgrades)
 		}
 		if err != nil {
@@ -164,10 +165,10 @@ func (s *Set) Granted(fromKind, fromNS, toKind, toNS, toName string) bool {
 			continue
 		}
 		from := slices.ContainsFunc(g.Spec.From, func(f GrantFrom) bool {
-			return f.Group == Group && f.Kind == fromKind && f.Namespace == fromNS
+			return f.Group == api.Group && f.Kind == fromKind && f.Namespace == fromNS
 		})
 		to := slices.ContainsFunc(g.Spec.To, func(t GrantTo) bool {
-			return t.Group == Group && t.Kind == toKind && (t.Name == "" || t.Name == toName)
+			return t.Group == api.Group && t.Kind == toKind && (t.Name == "" || t.Name == toName)
 		})
 		if from && to {
 			return true
@@ -197,7 +198,7 @@ func (s *Set) bind() ([]Binding, error) {
 	var out []Binding
 	byNamespace, reach := s.targetsByNamespace(), s.profileReach()
 	for _, p := range s.Profiles {
-		r := Get[Release](s, KindRelease, p.Namespace, p.Spec.ReleaseRef.Name)
+		r := Get[Release](s, api.KindRelease, p.Namespace, p.Spec.ReleaseRef.Name)
 		if r == nil {
 			continue
 		}
@@ -210,18 +211,18 @@ func (s *Set) bind() ([]Binding, error) {
 		for _, ns := range append([]string{p.Namespace}, reach[p.Namespace]...) {
 			for _, t := range byNamespace[ns] {
 				if sel.Matches(labels.Set(t.Labels)) && s.ProfileGranted(p.Namespace, t) {
-					out = append(out, Binding{Target: t, Release: r, Via: load.ID{Kind: KindProfile, Namespace: p.Namespace, Name: p.Name}})
+					out = append(out, Binding{Target: t, Release: r, Via: load.ID{Kind: api.KindProfile, Namespace: p.Namespace, Name: p.Name}})
 				}
 			}
 		}
 	}
 	for _, b := range s.ReleaseBindings {
-		r := Get[Release](s, KindRelease, b.Namespace, b.Spec.ReleaseRef.Name)
-		t, err := Lookup[Target](s, KindReleaseBinding, b.Namespace, KindTarget, b.Spec.TargetRef)
+		r := Get[Release](s, api.KindRelease, b.Namespace, b.Spec.ReleaseRef.Name)
+		t, err := Lookup[Target](s, api.KindReleaseBinding, b.Namespace, api.KindTarget, b.Spec.TargetRef)
 		if r == nil || err != nil {
 			continue
 		}
-		out = append(out, Binding{Target: t, Release: r, Via: load.ID{Kind: KindReleaseBinding, Namespace: b.Namespace, Name: b.Name}})
+		out = append(out, Binding{Target: t, Release: r, Via: load.ID{Kind: api.KindReleaseBinding, Namespace: b.Namespace, Name: b.Name}})
 	}
 	slices.SortFunc(out, func(a, b Binding) int {
 		if c := cmp.Or(

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/load"
 )
 
@@ -36,15 +37,15 @@ spec:
 		fromKind, fromNS, name string
 		want                   error
 	}{
-		{KindTarget, "alpha", "a", nil},
-		{KindTarget, "alpha", "b", ErrNotGranted},          // the grant names only a
-		{KindTarget, "beta", "a", ErrNotGranted},           // another namespace
-		{KindRegistryBinding, "alpha", "a", ErrNotGranted}, // another kind
-		{KindTarget, "alpha", "missing", ErrNotGranted},    // not granted before not found
-		{KindTarget, "shared", "missing", ErrNotFound},     // same namespace needs no grant
-		{KindTarget, "shared", "b", nil},                   // same namespace
+		{api.KindTarget, "alpha", "a", nil},
+		{api.KindTarget, "alpha", "b", ErrNotGranted},          // the grant names only a
+		{api.KindTarget, "beta", "a", ErrNotGranted},           // another namespace
+		{api.KindRegistryBinding, "alpha", "a", ErrNotGranted}, // another kind
+		{api.KindTarget, "alpha", "missing", ErrNotGranted},    // not granted before not found
+		{api.KindTarget, "shared", "missing", ErrNotFound},     // same namespace needs no grant
+		{api.KindTarget, "shared", "b", nil},                   // same namespace
 	} {
-		r, err := Lookup[Registry](s, tc.fromKind, tc.fromNS, KindRegistry, Ref{Name: tc.name, Namespace: "shared"})
+		r, err := Lookup[Registry](s, tc.fromKind, tc.fromNS, api.KindRegistry, Ref{Name: tc.name, Namespace: "shared"})
 		if tc.want == nil {
 			require.NoError(t, err, "%+v", tc)
 			assert.Equal(t, tc.name, r.Name)
@@ -113,7 +114,7 @@ spec:
 	registry := "kind: Registry\nmetadata: {name: r, namespace: shared}\n"
 	for ns, want := range map[string]error{"shared": nil, "alpha": ErrNotGranted, "other": ErrNotGranted} {
 		s := set(t, registry+grant(ns))
-		_, err := Lookup[Registry](s, KindTarget, "alpha", KindRegistry, Ref{Name: "r", Namespace: "shared"})
+		_, err := Lookup[Registry](s, api.KindTarget, "alpha", api.KindRegistry, Ref{Name: "r", Namespace: "shared"})
 		if want == nil {
 			assert.NoError(t, err, "a grant in %s", ns)
 		} else {

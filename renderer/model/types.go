@@ -4,35 +4,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Group is the API group of every SolAr kind.
-const Group = "solar.opendefense.cloud"
-
-// Kind names, as written in apiVersion/kind.
-const (
-	KindTarget           = "Target"
-	KindProfile          = "Profile"
-	KindRelease          = "Release"
-	KindComponent        = "Component"
-	KindComponentVersion = "ComponentVersion"
-	KindRegistry         = "Registry"
-	KindReleaseBinding   = "ReleaseBinding"
-	KindRegistryBinding  = "RegistryBinding"
-	KindReferenceGrant   = "ReferenceGrant"
-	KindTargetReport     = "TargetReport"
-	KindPipelineConfig   = "PipelineConfig"
-	KindDevice           = "Device"
-	KindDeviceUpgrade    = "DeviceUpgrade"
-)
-
-// AnnotationTargetCredential marks the agent Release ("true"): every Target
-// bound to it gets an agent credential.
-const AnnotationTargetCredential = "solar.opendefense.cloud/target-credential"
-
-// Kinds are the kinds solar reads.
-var Kinds = []string{KindTarget, KindProfile, KindRelease, KindComponent, KindComponentVersion, KindRegistry,
-	KindReleaseBinding, KindRegistryBinding, KindReferenceGrant, KindTargetReport, KindPipelineConfig,
-	KindDevice, KindDeviceUpgrade}
-
 // Meta is the part of ObjectMeta solar reads.
 type Meta struct {
 	Name        string            `json:"name"`

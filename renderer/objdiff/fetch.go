@@ -13,6 +13,7 @@ import (
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/auth"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
@@ -111,7 +112,7 @@ func (f *Fetcher) fetch(ctx context.Context, ref Ref) ([]byte, error) {
 	}
 	archive, err := publish.ChartArchive(ctx, repo, reference)
 	if err == nil && archive == nil {
-		err = fmt.Errorf("no Helm chart layer (%s) in %s", publish.ChartLayerMediaType, ref)
+		err = fmt.Errorf("no Helm chart layer (%s) in %s", api.MediaTypeHelmChart, ref)
 	}
 	return archive, err
 }

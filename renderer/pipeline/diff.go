@@ -13,7 +13,7 @@ import (
 
 	"github.com/pmezard/go-difflib/difflib"
 
-	"github.com/solar-pipeline/solar/renderer/credential"
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/diag"
 	"github.com/solar-pipeline/solar/renderer/objdiff"
 	"github.com/solar-pipeline/solar/renderer/publish"
@@ -142,7 +142,7 @@ func agentCharts(plan *Plan, opts Options) map[string]agentChart {
 		for _, sel := range t.Releases {
 			if t.kubeconfig(sel) != nil {
 				j := plan.job(t, sel)
-				agents[j.Repository] = agentChart{job: j.Publish(opts.Package), pending: t.Credential.Reason == credential.ReasonPending}
+				agents[j.Repository] = agentChart{job: j.Publish(opts.Package), pending: t.Credential.Reason == api.ReasonPending}
 			}
 		}
 	}

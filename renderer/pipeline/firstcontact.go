@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/chart"
 	"github.com/solar-pipeline/solar/renderer/credential"
@@ -22,7 +23,7 @@ func FirstContactManifests(fc FirstContact) ([]map[string]any, error) {
 
 // HasTarget says whether the set holds Target ns/name.
 func HasTarget(set *model.Set, ns, name string) bool {
-	return model.Get[model.Target](set, model.KindTarget, ns, name) != nil
+	return model.Get[model.Target](set, api.KindTarget, ns, name) != nil
 }
 
 // TargetNamespaces are the namespaces, sorted, in which the set holds a
@@ -30,7 +31,7 @@ func HasTarget(set *model.Set, ns, name string) bool {
 func TargetNamespaces(set *model.Set, name string) []string {
 	var out []string
 	for _, o := range set.Objects() {
-		if o.Kind == model.KindTarget && o.Name == name && !slices.Contains(out, o.Namespace) {
+		if o.Kind == api.KindTarget && o.Name == name && !slices.Contains(out, o.Namespace) {
 			out = append(out, o.Namespace)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/diag"
 	"github.com/solar-pipeline/solar/renderer/fleet"
 )
@@ -23,7 +24,7 @@ type (
 )
 
 // ArtifactTypeAgent is the artifactType of an agent binary's artifact.
-const ArtifactTypeAgent = fleet.ArtifactTypeAgent
+const ArtifactTypeAgent = api.ArtifactTypeAgent
 
 // DeviceResults are ApplyFleet's results, in the order of the input.
 type DeviceResults []DeviceResult

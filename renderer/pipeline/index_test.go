@@ -16,6 +16,7 @@ import (
 	"oras.land/oras-go/v2"
 	"oras.land/oras-go/v2/content"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/publish"
 	"github.com/solar-pipeline/solar/renderer/resolve"
@@ -204,13 +205,13 @@ func TestRunLeavesAHostileIndexAside(t *testing.T) {
 func putIndexLayer(t *testing.T, repo publish.Repository, tag string, b []byte, size int64) ocispec.Descriptor {
 	t.Helper()
 	ctx := context.Background()
-	layer := content.NewDescriptorFromBytes(publish.IndexMediaType, b)
+	layer := content.NewDescriptorFromBytes(api.MediaTypeIndex, b)
 	if size > 0 {
 		layer.Size = size
 	} else if err := repo.Push(ctx, layer, bytes.NewReader(b)); err != nil {
 		require.ErrorContains(t, err, "already exists")
 	}
-	desc, err := oras.PackManifest(ctx, repo, oras.PackManifestVersion1_1, publish.IndexArtifactType,
+	desc, err := oras.PackManifest(ctx, repo, oras.PackManifestVersion1_1, api.ArtifactTypeIndex,
 		oras.PackManifestOptions{Layers: []ocispec.Descriptor{layer}})
 	require.NoError(t, err)
 	require.NoError(t, repo.Tag(ctx, desc, tag))

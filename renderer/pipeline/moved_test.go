@@ -17,6 +17,7 @@ import (
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/registry"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/publish"
 	"github.com/solar-pipeline/solar/renderer/sign"
@@ -34,7 +35,7 @@ func copySigned(t *testing.T, l *publish.Layout, src, from, dst, to string) {
 	require.NoError(t, err)
 	desc, err := oras.Copy(ctx, s, from, d, to, oras.DefaultCopyOptions)
 	require.NoError(t, err)
-	refs, err := registry.Referrers(ctx, s.(content.ReadOnlyGraphStorage), desc, sign.BundleMediaType)
+	refs, err := registry.Referrers(ctx, s.(content.ReadOnlyGraphStorage), desc, api.MediaTypeSigstoreBundle)
 	require.NoError(t, err)
 	require.NotEmpty(t, refs)
 	for _, r := range refs {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/chart"
 	"github.com/solar-pipeline/solar/renderer/credential"
 	"github.com/solar-pipeline/solar/renderer/diag"
@@ -194,7 +195,7 @@ func loadSet(opts Options, scoped bool) (*model.Set, diag.List, error) {
 		opts.log().Info("skipped " + s)
 	}
 	if len(objs) == 0 && !problems.HasErrors() {
-		msg := fmt.Sprintf("no Solar objects found (apiVersion %s/v1alpha1)", load.Group)
+		msg := fmt.Sprintf("no Solar objects found (apiVersion %s/v1alpha1)", api.Group)
 		if s := skipped.String(); s != "" {
 			msg += "; skipped " + s
 		}
@@ -297,12 +298,12 @@ func syncCredentials(ctx context.Context, set *model.Set, plan *Plan, opts Optio
 // says so.
 func checkCredential(set *model.Set, t *Target, opts Options) {
 	c := t.Credential
-	if c != nil && (c.Reason == credential.ReasonIssued || (opts.DryRun && c.Reason == credential.ReasonPending)) {
+	if c != nil && (c.Reason == api.ReasonIssued || (opts.DryRun && c.Reason == api.ReasonPending)) {
 		return
 	}
-	o := set.Loaded(model.KindTarget, t.Namespace, t.Name)
-	if c != nil && c.Reason == credential.ReasonRevoked {
-		reason := "its agent credential is revoked (annotation " + credential.AnnotationAgentCredential + ")"
+	o := set.Loaded(api.KindTarget, t.Namespace, t.Name)
+	if c != nil && c.Reason == api.ReasonRevoked {
+		reason := "its agent credential is revoked (annotation " + api.AnnotationAgentCredential + ")"
 		t.Releases = slices.DeleteFunc(t.Releases, func(s *resolve.Selected) bool {
 			if credential.Wanted(s.Release) {
 				t.Excluded = append(t.Excluded, resolve.Excluded{Release: s.Release, Reason: reason})
@@ -352,7 +353,7 @@ func (p *Plan) job(t *Target, sel *resolve.Selected) chart.Job {
 
 // targetID is the identity of Target ns/name.
 func targetID(ns, name string) load.ID {
-	return load.ID{Kind: model.KindTarget, Namespace: ns, Name: name}
+	return load.ID{Kind: api.KindTarget, Namespace: ns, Name: name}
 }
 
 // Targets lists the Targets of opts.Paths without validating anything: for
@@ -362,7 +363,7 @@ func Targets(opts LoadOptions) []load.ID {
 		Exclude: opts.Exclude, MaxFileSize: opts.MaxFileSize})
 	var out []load.ID
 	for _, o := range objs {
-		if o.Kind == model.KindTarget && o.Name != "" {
+		if o.Kind == api.KindTarget && o.Name != "" {
 			out = append(out, o.ID())
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/internal/english"
 	"github.com/solar-pipeline/solar/renderer/credential"
 	"github.com/solar-pipeline/solar/renderer/diag"
@@ -99,7 +100,7 @@ func CredentialReport(plan *Plan) *Report {
 // MintFailed reports whether the credential of a Target could not be minted.
 func (r *Report) MintFailed() bool {
 	return slices.ContainsFunc(r.Targets, func(t TargetReport) bool {
-		return t.Credential != nil && t.Credential.Reason == credential.ReasonMintFailed
+		return t.Credential != nil && t.Credential.Reason == api.ReasonMintFailed
 	})
 }
 

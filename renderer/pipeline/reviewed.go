@@ -14,13 +14,14 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/objdiff"
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
 // ReviewedFormat names the format of a reviewed list.
-const ReviewedFormat = "solar.opendefense.cloud/reviewed/v1"
+const ReviewedFormat = api.Group + "/reviewed/v1"
 
 // ErrNotReviewed: a push differs from its reviewed list.
 var ErrNotReviewed = errors.New("the push differs from what was reviewed")

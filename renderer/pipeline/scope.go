@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/diag"
 	"github.com/solar-pipeline/solar/renderer/load"
 	"github.com/solar-pipeline/solar/renderer/model"
@@ -78,12 +79,12 @@ func usedBy(ns string, objs []*load.Object) map[load.ID]bool {
 	}
 	var grants []*load.Object // of ns
 	for _, o := range objs {
-		if o.Kind == model.KindReferenceGrant && o.Namespace == ns {
+		if o.Kind == api.KindReferenceGrant && o.Namespace == ns {
 			grants = append(grants, o)
 		}
 	}
 	for _, o := range objs {
-		if o.Namespace == ns || o.Kind == model.KindPipelineConfig ||
+		if o.Namespace == ns || o.Kind == api.KindPipelineConfig ||
 			namesTargetOf(o, ns, grants) || matchesTargetsOf(o, ns, grants) {
 			use(o.ID())
 		}
@@ -98,7 +99,7 @@ func usedBy(ns string, objs []*load.Object) map[load.ID]bool {
 		}
 	}
 	for _, o := range objs {
-		if o.Kind == model.KindReferenceGrant && namespaces[o.Namespace] {
+		if o.Kind == api.KindReferenceGrant && namespaces[o.Namespace] {
 			used[o.ID()] = true
 		}
 	}
@@ -112,7 +113,7 @@ func usedBy(ns string, objs []*load.Object) map[load.ID]bool {
 // tenants that do not trust one another).
 func namesTargetOf(o *load.Object, ns string, grants []*load.Object) bool {
 	for _, r := range model.ReferencesOf(o) {
-		if r.To == model.KindTarget && r.ID(o.Namespace).Namespace == ns {
+		if r.To == api.KindTarget && r.ID(o.Namespace).Namespace == ns {
 			return slices.ContainsFunc(grants, func(g *load.Object) bool { return allows(g, o.Kind, o.Namespace) })
 		}
 	}
@@ -126,7 +127,7 @@ func matchesTargetsOf(o *load.Object, ns string, grants []*load.Object) bool {
 	granted := func(kind string) bool {
 		return slices.ContainsFunc(grants, func(g *load.Object) bool { return allows(g, kind, o.Namespace) })
 	}
-	return o.Kind == model.KindProfile && o.Namespace != ns && granted(model.KindProfile) && granted(model.KindReleaseBinding)
+	return o.Kind == api.KindProfile && o.Namespace != ns && granted(api.KindProfile) && granted(api.KindReleaseBinding)
 }
 
 // allows says whether grant g lets objects of kind from namespace ns refer
@@ -137,10 +138,10 @@ func allows(g *load.Object, kind, ns string) bool {
 	to, _ := spec["to"].([]any)
 	return slices.ContainsFunc(from, func(f any) bool {
 		m, _ := f.(map[string]any)
-		return m["group"] == model.Group && m["kind"] == kind && m["namespace"] == ns
+		return m["group"] == api.Group && m["kind"] == kind && m["namespace"] == ns
 	}) && slices.ContainsFunc(to, func(t any) bool {
 		m, _ := t.(map[string]any)
-		return m["group"] == model.Group && m["kind"] == model.KindTarget
+		return m["group"] == api.Group && m["kind"] == api.KindTarget
 	})
 }
 

@@ -13,8 +13,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/solar-pipeline/solar/api/kube"
 	"github.com/solar-pipeline/solar/renderer/chain"
-	"github.com/solar-pipeline/solar/renderer/credential"
 	"github.com/solar-pipeline/solar/renderer/diag"
 	"github.com/solar-pipeline/solar/renderer/load"
 	"github.com/solar-pipeline/solar/renderer/publish"
@@ -139,7 +139,7 @@ func targetStatus(ctx context.Context, t load.ID, digests *chartDigests, dyn dyn
 		return st, err
 	}
 	st.Releases = desired
-	u, err := dyn.Resource(credential.TargetReportGVR).Namespace(t.Namespace).Get(ctx, t.Name, metav1.GetOptions{})
+	u, err := dyn.Resource(kube.TargetReportGVR).Namespace(t.Namespace).Get(ctx, t.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		st.Message = "no TargetReport: its credential was never minted (solar credentials sync)"
 		return st, nil

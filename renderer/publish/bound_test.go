@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"oras.land/oras-go/v2/content"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/sign"
 )
 
@@ -31,7 +32,7 @@ func signUnbound(t *testing.T, l *Layout, k *sign.Key, repo, version string) str
 	require.NoError(t, r.Push(ctx, layer, bytes.NewReader(b)))
 	require.NoError(t, r.Push(ctx, ocispec.DescriptorEmptyJSON, bytes.NewReader(ocispec.DescriptorEmptyJSON.Data)))
 	ref := content.NewDescriptorFromBytes(ocispec.MediaTypeImageManifest, raw)
-	ref.ArtifactType = sign.BundleMediaType
+	ref.ArtifactType = api.MediaTypeSigstoreBundle
 	require.NoError(t, r.Push(ctx, ref, bytes.NewReader(raw)))
 	return ref.Digest.String()
 }

@@ -12,10 +12,9 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/solar-pipeline/solar/api"
 	"oras.land/oras-go/v2/registry"
 	"oras.land/oras-go/v2/registry/remote"
-
-	"github.com/solar-pipeline/solar/renderer/sign"
 )
 
 // GCOptions say what a garbage collection keeps.
@@ -210,7 +209,7 @@ func (r *Remote) GC(ctx context.Context, opts GCOptions) (GCResult, error) {
 			}
 			// Its signatures first: a kill leaves a version unsigned,
 			// never a signature of nothing.
-			refs, err := registry.Referrers(ctx, repo, desc, sign.BundleMediaType)
+			refs, err := registry.Referrers(ctx, repo, desc, api.MediaTypeSigstoreBundle)
 			if err != nil && !isNotFound(err) {
 				return res, fmt.Errorf("reading the signatures of %s:%s: %w", name, v, explain(err))
 			}

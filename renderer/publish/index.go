@@ -14,6 +14,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/content"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/sign"
 )
 
@@ -36,10 +37,6 @@ const (
 	// index of this schema aside) and people; no reader trusts it.
 	IndexName = "solar-index"
 	IndexTag  = "index"
-	// IndexArtifactType and IndexMediaType are its manifest's artifact type
-	// and its one layer's media type.
-	IndexArtifactType = "application/vnd.solar.index.v1"
-	IndexMediaType    = "application/vnd.solar.index.v1+json"
 	// indexSchema is the version of the layer's format: 2 names its own
 	// version.
 	indexSchema = 2
@@ -137,8 +134,8 @@ func readIndex(ctx context.Context, store Store, ns string, v *sign.Verifier) (*
 		return nil, newest, readError(ns, err)
 	}
 	var m ocispec.Manifest
-	if err := json.Unmarshal(b, &m); err != nil || m.ArtifactType != IndexArtifactType || len(m.Layers) != 1 ||
-		m.Layers[0].MediaType != IndexMediaType || m.Layers[0].Size > maxIndex {
+	if err := json.Unmarshal(b, &m); err != nil || m.ArtifactType != api.ArtifactTypeIndex || len(m.Layers) != 1 ||
+		m.Layers[0].MediaType != api.MediaTypeIndex || m.Layers[0].Size > maxIndex {
 		return nil, newest, fmt.Errorf("%w: %s:%s is not an index of this schema", ErrIndex, IndexRepository(ns), newest)
 	}
 	raw, err := content.FetchAll(ctx, repo, m.Layers[0])

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/sign"
 )
 
@@ -185,8 +186,8 @@ func putIndex(t *testing.T, repo Repository, ix *Index) {
 func putIndexLayer(t *testing.T, repo Repository, tag string, b []byte) ocispec.Descriptor {
 	t.Helper()
 	ctx := context.Background()
-	art := &Artifact{ArtifactType: IndexArtifactType, Config: NewBlob(ocispec.MediaTypeEmptyJSON, []byte("{}")),
-		Layers: []Blob{NewBlob(IndexMediaType, b)}}
+	art := &Artifact{ArtifactType: api.ArtifactTypeIndex, Config: NewBlob(ocispec.MediaTypeEmptyJSON, []byte("{}")),
+		Layers: []Blob{NewBlob(api.MediaTypeIndex, b)}}
 	staged, manifest, err := stage(ctx, art)
 	require.NoError(t, err)
 	raw, err := upload(ctx, staged, repo, manifest, true)

@@ -12,6 +12,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/internal/killpoint"
 	"github.com/solar-pipeline/solar/renderer/sign"
 )
@@ -158,8 +159,8 @@ func writeIndex(ctx context.Context, repo Repository, ix *Index, key *sign.Key) 
 	if err != nil {
 		return ocispec.Descriptor{}, err
 	}
-	art := &Artifact{ArtifactType: IndexArtifactType, Config: NewBlob(ocispec.MediaTypeEmptyJSON, []byte("{}")),
-		Layers: []Blob{NewBlob(IndexMediaType, b)},
+	art := &Artifact{ArtifactType: api.ArtifactTypeIndex, Config: NewBlob(ocispec.MediaTypeEmptyJSON, []byte("{}")),
+		Layers: []Blob{NewBlob(api.MediaTypeIndex, b)},
 		// Fixed, or oras sets the time of the write: the same index, the
 		// same manifest.
 		Annotations: map[string]string{ocispec.AnnotationCreated: Created(time.Time{})}}

@@ -15,11 +15,10 @@ import (
 	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/solar-pipeline/solar/api"
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/content/oci"
 	"oras.land/oras-go/v2/registry"
-
-	"github.com/solar-pipeline/solar/renderer/sign"
 )
 
 // Layout is a folder of OCI image layouts, one per repository: out/<repository>/
@@ -215,7 +214,7 @@ func (s *layoutStore) load(ctx context.Context) error {
 	s.backend = newLayoutView(s.dir, index)
 	if index != nil {
 		for _, d := range index.Manifests {
-			if d.Annotations[ocispec.AnnotationRefName] == "" && d.ArtifactType == sign.BundleMediaType {
+			if d.Annotations[ocispec.AnnotationRefName] == "" && d.ArtifactType == api.MediaTypeSigstoreBundle {
 				s.referrers = append(s.referrers, d)
 			}
 		}

@@ -9,9 +9,8 @@ import (
 
 	"oras.land/oras-go/v2/content"
 
-	"github.com/solar-pipeline/solar/renderer/sign"
-
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/solar-pipeline/solar/api"
 )
 
 type layoutRepo struct {
@@ -36,7 +35,7 @@ func (r *layoutRepo) Push(ctx context.Context, d ocispec.Descriptor, rd io.Reade
 	if err := r.s.store.Push(ctx, d, rd); err != nil {
 		return err
 	}
-	if d.ArtifactType == sign.BundleMediaType && d.MediaType == ocispec.MediaTypeImageManifest {
+	if d.ArtifactType == api.MediaTypeSigstoreBundle && d.MediaType == ocispec.MediaTypeImageManifest {
 		r.l.mu.Lock()
 		defer r.l.mu.Unlock()
 		if !slices.ContainsFunc(r.s.referrers, func(x ocispec.Descriptor) bool { return x.Digest == d.Digest }) {

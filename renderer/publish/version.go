@@ -11,6 +11,7 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/solar-pipeline/solar/api"
 	"oras.land/oras-go/v2"
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/registry"
@@ -326,7 +327,7 @@ func ChartArchive(ctx context.Context, target oras.ReadOnlyTarget, reference str
 		return nil, fmt.Errorf("decoding the manifest: %w", err)
 	}
 	for _, l := range m.Layers {
-		if l.MediaType != ChartLayerMediaType {
+		if l.MediaType != api.MediaTypeHelmChart {
 			continue
 		}
 		if l.Size > maxChartArchive {
@@ -340,13 +341,9 @@ func ChartArchive(ctx context.Context, target oras.ReadOnlyTarget, reference str
 // ChartLayer is the Helm chart archive among a chart's layers (nil if none).
 func ChartLayer(layers []Blob) []byte {
 	for _, l := range layers {
-		if l.Desc.MediaType == ChartLayerMediaType {
+		if l.Desc.MediaType == api.MediaTypeHelmChart {
 			return l.Data
 		}
 	}
 	return nil
 }
-
-// ChartLayerMediaType is the media type of a Helm chart's archive layer,
-// as Helm and Flux expect it.
-const ChartLayerMediaType = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"

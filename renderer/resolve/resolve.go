@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/diag"
 	"github.com/solar-pipeline/solar/renderer/load"
@@ -110,7 +111,7 @@ func Resolve(s *model.Set, opts Options) (*Plan, error) {
 	// reports them.
 	regBindings := map[*model.Target][]*model.RegistryBinding{}
 	for _, b := range s.RegistryBindings {
-		if t, err := model.Lookup[model.Target](s, model.KindRegistryBinding, b.Namespace, model.KindTarget, b.Spec.TargetRef); err == nil {
+		if t, err := model.Lookup[model.Target](s, api.KindRegistryBinding, b.Namespace, api.KindTarget, b.Spec.TargetRef); err == nil {
 			regBindings[t] = append(regBindings[t], b)
 		}
 	}
@@ -123,12 +124,12 @@ func Resolve(s *model.Set, opts Options) (*Plan, error) {
 
 func resolveTarget(s *model.Set, t *model.Target, bindings []model.Binding, regBindings []*model.RegistryBinding, opts Options) *Resolution {
 	out := &Resolution{Target: t, PullSecrets: map[string]string{}}
-	src := s.Loaded(model.KindTarget, t.Namespace, t.Name)
+	src := s.Loaded(api.KindTarget, t.Namespace, t.Name)
 	targetErr := func(path, format string, args ...any) {
 		out.Problems.Errorf(src.File, src.LineOf(path), path, "Target %s/%s: "+format, append([]any{t.Namespace, t.Name}, args...)...)
 	}
 
-	reg, err := model.Lookup[model.Registry](s, model.KindTarget, t.Namespace, model.KindRegistry, t.Spec.RenderRegistryRef)
+	reg, err := model.Lookup[model.Registry](s, api.KindTarget, t.Namespace, api.KindRegistry, t.Spec.RenderRegistryRef)
 	if err != nil {
 		targetErr("spec.renderRegistryRef", "render registry: %v", err)
 	} else {
@@ -148,7 +149,7 @@ func resolveTarget(s *model.Set, t *model.Target, bindings []model.Binding, regB
 			r.RenderedValues, err = valuesTemplate(t, r)
 			if err != nil {
 				cv := r.Chart.ComponentVersion
-				o := s.Loaded(model.KindComponentVersion, cv.Namespace, cv.Name)
+				o := s.Loaded(api.KindComponentVersion, cv.Namespace, cv.Name)
 				path := load.Key("spec.resources", cv.Spec.Entrypoint.ResourceName) + ".helm.valuesTemplate"
 				out.Problems.Errorf(o.File, o.LineOf(path), path, "%v", err)
 			}
@@ -187,14 +188,14 @@ func candidates(s *model.Set, out *Resolution, bindings []model.Binding) []*Sele
 		seen[b.Release] = true
 		sel, err := selected(s, b)
 		if cv, ok := errors.AsType[*unsupportedError](err); ok {
-			o := s.Loaded(model.KindComponentVersion, cv.cv.Namespace, cv.cv.Name)
+			o := s.Loaded(api.KindComponentVersion, cv.cv.Namespace, cv.cv.Name)
 			out.Problems.Warnf(o.File, o.LineOf("spec.entrypoint.type"), "spec.entrypoint.type",
 				"Release %s for Target %s/%s: %v", Name(b.Release), t.Namespace, t.Name, err)
 			out.Excluded = append(out.Excluded, Excluded{Release: b.Release, Reason: err.Error()})
 			continue
 		}
 		if err != nil {
-			o := s.Loaded(model.KindRelease, b.Release.Namespace, b.Release.Name)
+			o := s.Loaded(api.KindRelease, b.Release.Namespace, b.Release.Name)
 			out.Problems.Errorf(o.File, o.LineOf("spec.componentVersionRef"), "spec.componentVersionRef",
 				"Release %s for Target %s/%s: %v", Name(b.Release), t.Namespace, t.Name, err)
 			continue
@@ -228,7 +229,7 @@ func choose(s *model.Set, out *Resolution, cands []*Selected) {
 	for _, c := range taken {
 		other, err := conflict(c, out.Releases)
 		if err != nil {
-			o := s.Loaded(model.KindRelease, c.Release.Namespace, c.Release.Name)
+			o := s.Loaded(api.KindRelease, c.Release.Namespace, c.Release.Name)
 			out.Problems.Errorf(o.File, o.LineOf("spec.antiAffinity"), "spec.antiAffinity", "Release %s: %v", Name(c.Release), err)
 			continue
 		}
@@ -262,12 +263,12 @@ func pullSecrets(s *model.Set, out *Resolution, render *model.Registry, bindings
 		from[host] = where
 	}
 	if render != nil {
-		o := s.Loaded(model.KindTarget, t.Namespace, t.Name)
+		o := s.Loaded(api.KindTarget, t.Namespace, t.Name)
 		add(render.Spec.Hostname, render.Spec.TargetPullSecretName, "its render registry "+render.Namespace+"/"+render.Name, o, "spec.renderRegistryRef")
 	}
 	for _, b := range bindings {
-		reg, err := model.Lookup[model.Registry](s, model.KindRegistryBinding, b.Namespace, model.KindRegistry, b.Spec.RegistryRef)
-		o := s.Loaded(model.KindRegistryBinding, b.Namespace, b.Name)
+		reg, err := model.Lookup[model.Registry](s, api.KindRegistryBinding, b.Namespace, api.KindRegistry, b.Spec.RegistryRef)
+		o := s.Loaded(api.KindRegistryBinding, b.Namespace, b.Name)
 		if err != nil {
 			out.Problems.Errorf(o.File, o.LineOf("spec.registryRef"), "spec.registryRef", "RegistryBinding %s/%s: %v", b.Namespace, b.Name, err)
 			continue
@@ -287,7 +288,7 @@ func selected(s *model.Set, b model.Binding) (*Selected, error) {
 	if r.Spec.ComponentVersionRef == nil {
 		return nil, errors.New("neither componentVersionRef nor chart is set")
 	}
-	cv, err := model.Lookup[model.ComponentVersion](s, model.KindRelease, r.Namespace, model.KindComponentVersion, *r.Spec.ComponentVersionRef)
+	cv, err := model.Lookup[model.ComponentVersion](s, api.KindRelease, r.Namespace, api.KindComponentVersion, *r.Spec.ComponentVersionRef)
 	if err != nil {
 		return nil, err
 	}
@@ -322,17 +323,17 @@ func (e *unsupportedError) Error() string {
 // names would be too long for the registry or for helm.
 func checkLengths(s *model.Set, t *Resolution, prefix string) {
 	if err := chain.CheckRepository(prefix, chain.BootstrapRepository(t.Namespace, t.Name)); err != nil {
-		o := s.Loaded(model.KindTarget, t.Namespace, t.Name)
+		o := s.Loaded(api.KindTarget, t.Namespace, t.Name)
 		t.Problems.Errorf(o.File, o.LineOf("metadata.name"), "metadata.name", "Target %s/%s: %v", t.Namespace, t.Name, err)
 	}
 	for _, sel := range t.Releases {
 		r := sel.Release
 		repo := chain.ReleaseRepository(t.Namespace, r.Namespace, r.Name)
-		if r.Annotations[model.AnnotationTargetCredential] == "true" {
+		if r.Annotations[api.AnnotationTargetCredential] == "true" {
 			repo = chain.AgentRepository(t.Namespace, t.Name, r.Namespace, r.Name)
 		}
 		if err := chain.CheckRepository(prefix, repo); err != nil {
-			o := s.Loaded(model.KindRelease, r.Namespace, r.Name)
+			o := s.Loaded(api.KindRelease, r.Namespace, r.Name)
 			t.Problems.Errorf(o.File, o.LineOf("metadata.name"), "metadata.name", "Release %s for Target %s/%s: %v", Name(r), t.Namespace, t.Name, err)
 		}
 	}

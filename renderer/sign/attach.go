@@ -11,6 +11,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/solar-pipeline/solar/api"
 	"golang.org/x/sync/errgroup"
 	"oras.land/oras-go/v2"
 	"oras.land/oras-go/v2/content"
@@ -62,7 +63,7 @@ func makeSignature(s Subject, k *Key) (*made, error) {
 		return nil, err
 	}
 	desc := content.NewDescriptorFromBytes(ocispec.MediaTypeImageManifest, raw)
-	desc.ArtifactType = BundleMediaType
+	desc.ArtifactType = api.MediaTypeSigstoreBundle
 	return &made{desc: desc, layer: layer, raw: raw, bundle: b}, nil
 }
 
@@ -256,14 +257,14 @@ func referrers(ctx context.Context, t Target, subject ocispec.Descriptor) ([]oci
 	var refs []ocispec.Descriptor
 	var err error
 	if rl, ok := t.(registry.ReferrerLister); ok {
-		err = rl.Referrers(ctx, subject, BundleMediaType, func(page []ocispec.Descriptor) error {
+		err = rl.Referrers(ctx, subject, api.MediaTypeSigstoreBundle, func(page []ocispec.Descriptor) error {
 			if refs = append(refs, page...); len(refs) > maxReferrers {
 				return errTooMany
 			}
 			return nil
 		})
 	} else {
-		refs, err = registry.Referrers(ctx, t, subject, BundleMediaType)
+		refs, err = registry.Referrers(ctx, t, subject, api.MediaTypeSigstoreBundle)
 		if err == nil && len(refs) > maxReferrers {
 			err = errTooMany
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/solar-pipeline/solar/api"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"oras.land/oras-go/v2"
@@ -165,7 +166,7 @@ func pushSignature(t *testing.T, store *memory.Store, raw []byte, layers []ocisp
 		require.NoError(t, pushIfMissing(ctx, store, l, blobs[i]))
 	}
 	require.NoError(t, pushIfMissing(ctx, store, ocispec.DescriptorEmptyJSON, ocispec.DescriptorEmptyJSON.Data))
-	desc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, ArtifactType: BundleMediaType, Digest: digest.FromBytes(raw), Size: int64(len(raw))}
+	desc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, ArtifactType: api.MediaTypeSigstoreBundle, Digest: digest.FromBytes(raw), Size: int64(len(raw))}
 	require.NoError(t, pushIfMissing(ctx, store, desc, raw))
 	return desc
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/solar-pipeline/solar/api"
 	"oras.land/oras-go/v2/registry/remote"
 )
 
@@ -52,7 +53,7 @@ func TestEndlessReferrers(t *testing.T) {
 		idx := ocispec.Index{MediaType: ocispec.MediaTypeImageIndex}
 		idx.SchemaVersion = 2
 		for i := range 1000 {
-			idx.Manifests = append(idx.Manifests, ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, ArtifactType: BundleMediaType,
+			idx.Manifests = append(idx.Manifests, ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, ArtifactType: api.MediaTypeSigstoreBundle,
 				Digest: digest.FromString(fmt.Sprint(n, i)), Size: 100})
 		}
 		w.Header().Set("Content-Type", ocispec.MediaTypeImageIndex)

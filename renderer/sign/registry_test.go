@@ -17,6 +17,7 @@ import (
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/auth"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 )
 
@@ -104,7 +105,7 @@ func TestConcurrentSigners(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	refs, err := registry.Referrers(context.Background(), repoOf(t, reg, "ns/release-app"), chart, BundleMediaType)
+	refs, err := registry.Referrers(context.Background(), repoOf(t, reg, "ns/release-app"), chart, api.MediaTypeSigstoreBundle)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,11 +172,11 @@ func TestCosignVerifies(t *testing.T) {
 	}
 	// cosign verify -a checks the repository and version the signature
 	// names (the statement's subject annotations), as Solar does.
-	repo, version := AnnotationRepository+"=ns/release-app", AnnotationVersion+"=0.0.1"
+	repo, version := api.AnnotationSignedRepository+"=ns/release-app", api.AnnotationSignedVersion+"=0.0.1"
 	if out, err := verify(pub, repo, version); err != nil {
 		t.Fatalf("cosign verify -a with the repository and version signed: %v\n%s", err, out)
 	}
-	for _, a := range []string{AnnotationVersion + "=0.0.2", AnnotationRepository + "=ns/other-app"} {
+	for _, a := range []string{api.AnnotationSignedVersion + "=0.0.2", api.AnnotationSignedRepository + "=ns/other-app"} {
 		if out, err := verify(pub, a); err == nil || !strings.Contains(out, "missing or incorrect annotation") {
 			t.Fatalf("cosign verify -a %s: %v\n%s", a, err, out)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/solar-pipeline/solar/api"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"oras.land/oras-go/v2/content/memory"
@@ -132,17 +133,17 @@ func TestTwoLayerReferrerIsNoSignature(t *testing.T) {
 	chart := pushMemoryChart(t, store)
 	s := Subject{Repository: "alpha/bootstrap-edge-1", Version: "0.0.1", Manifest: chart}
 	b := mustBundle(t, k, s)
-	bundleLayer := ocispec.Descriptor{MediaType: BundleMediaType, Digest: digest.FromBytes(b), Size: int64(len(b))}
+	bundleLayer := ocispec.Descriptor{MediaType: api.MediaTypeSigstoreBundle, Digest: digest.FromBytes(b), Size: int64(len(b))}
 	extra := []byte("more")
 	extraLayer := ocispec.Descriptor{MediaType: "application/octet-stream", Digest: digest.FromBytes(extra), Size: int64(len(extra))}
 	m := ocispec.Manifest{
 		Versioned:    specs.Versioned{SchemaVersion: 2},
 		MediaType:    ocispec.MediaTypeImageManifest,
-		ArtifactType: BundleMediaType,
+		ArtifactType: api.MediaTypeSigstoreBundle,
 		Config:       ocispec.DescriptorEmptyJSON,
 		Layers:       []ocispec.Descriptor{bundleLayer, extraLayer},
 		Subject:      &ocispec.Descriptor{MediaType: chart.MediaType, Digest: chart.Digest, Size: chart.Size},
-		Annotations:  map[string]string{AnnotationContent: "dsse-envelope", AnnotationPredicate: PredicateType},
+		Annotations:  map[string]string{api.AnnotationBundleContent: "dsse-envelope", api.AnnotationBundlePredicate: PredicateType},
 	}
 	raw, err := json.Marshal(m)
 	require.NoError(t, err)

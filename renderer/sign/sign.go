@@ -27,28 +27,15 @@ import (
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	sgsign "github.com/sigstore/sigstore-go/pkg/sign"
+	"github.com/solar-pipeline/solar/api"
 	"google.golang.org/protobuf/encoding/protojson"
 )
 
-// Media types and annotations of a signature referrer, as cosign v3
-// writes them and reads them back (pkg/oci/remote: one layer whose media
-// type is the bundle's).
+// The statement and predicate types of a signature, as cosign v3 writes
+// them and reads them back (its media types and annotations are in api).
 const (
-	BundleMediaType     = "application/vnd.dev.sigstore.bundle.v0.3+json"
-	StatementType       = "https://in-toto.io/Statement/v1"
-	PredicateType       = "https://sigstore.dev/cosign/sign/v1"
-	InTotoPayloadType   = "application/vnd.in-toto+json"
-	AnnotationContent   = "dev.sigstore.bundle.content"
-	AnnotationPredicate = "dev.sigstore.bundle.predicateType"
-)
-
-// The annotations of a signed statement's subject that name where the
-// chart is published (Subject): what binds a signature to one repository
-// and one version, so that a signed chart moved to another (another
-// Target's, a newer version's tag) is refused.
-const (
-	AnnotationRepository = "solar.opendefense.cloud/repository"
-	AnnotationVersion    = "solar.opendefense.cloud/version"
+	StatementType = "https://in-toto.io/Statement/v1"
+	PredicateType = "https://sigstore.dev/cosign/sign/v1"
 )
 
 // Subject is what a chart's signature signs: the manifest, and the
@@ -73,7 +60,7 @@ func (k *Key) Bundle(name string, d digest.Digest) ([]byte, error) {
 
 // SubjectBundle is the bundle that signs s: its statement's subject is the
 // manifest's digest with s's repository and version as annotations
-// (AnnotationRepository, AnnotationVersion), where cosign sign -a puts its
+// (api.AnnotationSignedRepository, api.AnnotationSignedVersion), where cosign sign -a puts its
 // annotations and cosign verify -a checks them. Flux and cosign verify the
 // key and the digest, as for any cosign v3 bundle; Verifier.VerifySubject
 // checks the names too.
@@ -81,7 +68,7 @@ func (k *Key) SubjectBundle(s Subject) ([]byte, error) {
 	if s.Repository == "" || s.Version == "" {
 		return nil, fmt.Errorf("signing %s: a signature names a repository and a version", s)
 	}
-	return k.bundle(s.Repository, s.Manifest.Digest, map[string]string{AnnotationRepository: s.Repository, AnnotationVersion: s.Version})
+	return k.bundle(s.Repository, s.Manifest.Digest, map[string]string{api.AnnotationSignedRepository: s.Repository, api.AnnotationSignedVersion: s.Version})
 }
 
 // bundle signs the in-toto statement whose one subject is d, named name,
@@ -103,7 +90,7 @@ func (k *Key) bundle(name string, d digest.Digest, annotations map[string]string
 	if err != nil {
 		return nil, err
 	}
-	b, err := sgsign.Bundle(&sgsign.DSSEData{Data: statement, PayloadType: InTotoPayloadType}, keypair{k}, sgsign.BundleOptions{})
+	b, err := sgsign.Bundle(&sgsign.DSSEData{Data: statement, PayloadType: api.MediaTypeInTotoPayload}, keypair{k}, sgsign.BundleOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -127,15 +114,15 @@ func (k *Key) bundle(name string, d digest.Digest, annotations map[string]string
 // (the same bundle, the same manifest). It returns the manifest and the
 // bundle's descriptor (its layer, to push beside it).
 func Referrer(b []byte, subject ocispec.Descriptor) ([]byte, ocispec.Descriptor, error) {
-	layer := ocispec.Descriptor{MediaType: BundleMediaType, Digest: digest.FromBytes(b), Size: int64(len(b))}
+	layer := ocispec.Descriptor{MediaType: api.MediaTypeSigstoreBundle, Digest: digest.FromBytes(b), Size: int64(len(b))}
 	m := ocispec.Manifest{
 		Versioned:    specs.Versioned{SchemaVersion: 2},
 		MediaType:    ocispec.MediaTypeImageManifest,
-		ArtifactType: BundleMediaType,
+		ArtifactType: api.MediaTypeSigstoreBundle,
 		Config:       ocispec.DescriptorEmptyJSON,
 		Layers:       []ocispec.Descriptor{layer},
 		Subject:      &ocispec.Descriptor{MediaType: subject.MediaType, Digest: subject.Digest, Size: subject.Size},
-		Annotations:  map[string]string{AnnotationContent: "dsse-envelope", AnnotationPredicate: PredicateType},
+		Annotations:  map[string]string{api.AnnotationBundleContent: "dsse-envelope", api.AnnotationBundlePredicate: PredicateType},
 	}
 	raw, err := json.Marshal(m)
 	return raw, layer, err

@@ -20,6 +20,7 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/verify"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
+	"github.com/solar-pipeline/solar/api"
 )
 
 func newKey(t *testing.T) *Key {
@@ -135,7 +136,7 @@ func TestReferrer(t *testing.T) {
 		t.Fatal(err)
 	}
 	switch {
-	case m.ArtifactType != BundleMediaType, len(m.Layers) != 1, m.Layers[0].MediaType != BundleMediaType:
+	case m.ArtifactType != api.MediaTypeSigstoreBundle, len(m.Layers) != 1, m.Layers[0].MediaType != api.MediaTypeSigstoreBundle:
 		t.Fatalf("not a bundle referrer: %s", raw)
 	case m.Layers[0].Digest != digest.FromBytes(b) || layer.Digest != m.Layers[0].Digest:
 		t.Fatalf("the layer is not the bundle: %s", raw)

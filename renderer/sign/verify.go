@@ -19,6 +19,7 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/verify"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
+	"github.com/solar-pipeline/solar/api"
 	"oras.land/oras-go/v2/content"
 )
 
@@ -240,8 +241,8 @@ func bound(res *verify.VerificationResult, s Subject) error {
 			continue
 		}
 		fields := sub.GetAnnotations().GetFields()
-		repo, okRepo := fields[AnnotationRepository]
-		version, okVersion := fields[AnnotationVersion]
+		repo, okRepo := fields[api.AnnotationSignedRepository]
+		version, okVersion := fields[api.AnnotationSignedVersion]
 		switch {
 		case !okRepo && !okVersion:
 			return fmt.Errorf("%w: %w", ErrBadSignature, ErrUnbound)
@@ -338,4 +339,4 @@ func readSignature(ctx context.Context, t Target, r ocispec.Descriptor) (*sigRea
 }
 
 // bundleMediaTypePrefix is what cosign takes as a bundle layer.
-const bundleMediaTypePrefix = "application/vnd.dev.sigstore.bundle"
+const bundleMediaTypePrefix = api.MediaTypeSigstoreBundlePrefix

@@ -4,15 +4,8 @@ import (
 	"cmp"
 	"slices"
 	"strings"
-)
 
-// What solar's charts put on the chain's objects (charts/bootstrap,
-// charts/common): the Target on the bootstrap chart's objects, the release
-// ("<namespace>/<name>") on every level's.
-const (
-	LabelTarget       = "solar.opendefense.cloud/target"
-	LabelRelease      = "solar.opendefense.cloud/release"
-	AnnotationRelease = "solar.opendefense.cloud/release"
+	"github.com/solar-pipeline/solar/api"
 )
 
 // Collect finds the releases of Target ns/target among the OCIRepositories
@@ -39,9 +32,9 @@ func Collect(ns, target string, sources, helms []Object) []Release {
 	var out []Release
 	seen := map[[2]string]bool{}
 	for _, first := range firsts {
-		release := annotation(first, AnnotationRelease)
+		release := annotation(first, api.AnnotationRelease)
 		relNS, relName, ok := strings.Cut(release, "/")
-		if label(first, LabelTarget) != target || !ok || relNS == "" || relName == "" {
+		if label(first, api.LabelTarget) != target || !ok || relNS == "" || relName == "" {
 			continue
 		}
 		r := Release{Name: ReleaseName(ns, relNS, relName), Namespace: meta(first, "namespace"), Revision: Revision(first)}

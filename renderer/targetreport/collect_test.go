@@ -3,6 +3,7 @@ package targetreport
 import (
 	"testing"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -12,9 +13,9 @@ import (
 func named(o Object, name, target, release, app string) Object {
 	m := o["metadata"].(map[string]any)
 	m["namespace"], m["name"] = "flux-system", name
-	m["annotations"] = map[string]any{AnnotationRelease: release}
+	m["annotations"] = map[string]any{api.AnnotationRelease: release}
 	if target != "" {
-		m["labels"] = map[string]any{LabelTarget: target}
+		m["labels"] = map[string]any{api.LabelTarget: target}
 	}
 	if app != "" {
 		o["spec"] = map[string]any{"values": map[string]any{"names": map[string]any{"app": map[string]any{"name": app}}}}

@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/diag"
 	"github.com/solar-pipeline/solar/renderer/load"
 	"github.com/solar-pipeline/solar/renderer/model"
@@ -30,11 +31,11 @@ func unbound(s *model.Set, invalid map[load.ID]*load.Object, strict bool) diag.L
 	for id := range invalid {
 		invalidKinds[id.Kind] = true
 	}
-	if !invalidKinds[model.KindTarget] && !invalidKinds[model.KindReferenceGrant] {
+	if !invalidKinds[api.KindTarget] && !invalidKinds[api.KindReferenceGrant] {
 		u.profilesWithoutTarget()
 	}
-	if !invalidKinds[model.KindProfile] && !invalidKinds[model.KindRelease] &&
-		!invalidKinds[model.KindReleaseBinding] && !invalidKinds[model.KindReferenceGrant] {
+	if !invalidKinds[api.KindProfile] && !invalidKinds[api.KindRelease] &&
+		!invalidKinds[api.KindReleaseBinding] && !invalidKinds[api.KindReferenceGrant] {
 		u.targetsWithoutRelease()
 	}
 	return u.problems
@@ -61,7 +62,7 @@ type profile struct {
 func bindable(s *model.Set) []*profile {
 	var out []*profile
 	for _, p := range s.Profiles {
-		if model.Get[model.Release](s, model.KindRelease, p.Namespace, p.Spec.ReleaseRef.Name) == nil {
+		if model.Get[model.Release](s, api.KindRelease, p.Namespace, p.Spec.ReleaseRef.Name) == nil {
 			continue // a missing Release is reported as such
 		}
 		if sel, err := model.Selector(p.Spec.TargetSelector); err == nil {
@@ -82,7 +83,7 @@ func (u *unbinder) report(kind string, m model.Meta, path, msg string) {
 
 func (u *unbinder) profilesWithoutTarget() {
 	for _, p := range u.profiles {
-		if u.matched[load.ID{Kind: model.KindProfile, Namespace: p.Namespace, Name: p.Name}] {
+		if u.matched[load.ID{Kind: api.KindProfile, Namespace: p.Namespace, Name: p.Name}] {
 			continue
 		}
 		msg := fmt.Sprintf("Profile %s/%s matches no Target", p.Namespace, p.Name)
@@ -109,7 +110,7 @@ func (u *unbinder) profilesWithoutTarget() {
 		if p.Spec.TargetSelector == nil {
 			path = "metadata.name"
 		}
-		u.report(model.KindProfile, p.Meta, path, msg)
+		u.report(api.KindProfile, p.Meta, path, msg)
 	}
 }
 
@@ -134,7 +135,7 @@ func (u *unbinder) targetsWithoutRelease() {
 		if first != nil {
 			msg += fmt.Sprintf("; Profile %s/%s matches its labels but %s%s", first.Namespace, first.Name, why, andMore(more, "Profile"))
 		}
-		u.report(model.KindTarget, t.Meta, "metadata.name", msg)
+		u.report(api.KindTarget, t.Meta, "metadata.name", msg)
 	}
 }
 
@@ -143,7 +144,7 @@ func (u *unbinder) targetsWithoutRelease() {
 func (u *unbinder) namedByReleaseBinding() map[*model.Target]bool {
 	out := map[*model.Target]bool{}
 	for _, b := range u.s.ReleaseBindings {
-		id := model.Named{Reference: model.Reference{To: model.KindTarget}, Ref: b.Spec.TargetRef}.ID(b.Namespace)
+		id := model.Named{Reference: model.Reference{To: api.KindTarget}, Ref: b.Spec.TargetRef}.ID(b.Namespace)
 		if t := model.Get[model.Target](u.s, id.Kind, id.Namespace, id.Name); t != nil {
 			out[t] = true
 		}
@@ -154,7 +155,7 @@ func (u *unbinder) namedByReleaseBinding() map[*model.Target]bool {
 // failsItself: a reference of the Target does not resolve; it is not
 // rendered, and that problem comes first.
 func (u *unbinder) failsItself(t *model.Target) bool {
-	for _, n := range model.ReferencesOf(u.s.Loaded(model.KindTarget, t.Namespace, t.Name)) {
+	for _, n := range model.ReferencesOf(u.s.Loaded(api.KindTarget, t.Namespace, t.Name)) {
 		if u.s.Resolve(t.Namespace, n) != nil {
 			return true
 		}
@@ -166,7 +167,7 @@ func (u *unbinder) failsItself(t *model.Target) bool {
 // its own) matches the Target's labels.
 func (u *unbinder) matchedByBrokenProfile(t *model.Target) bool {
 	for _, p := range u.s.Profiles {
-		if model.Get[model.Release](u.s, model.KindRelease, p.Namespace, p.Spec.ReleaseRef.Name) != nil {
+		if model.Get[model.Release](u.s, api.KindRelease, p.Namespace, p.Spec.ReleaseRef.Name) != nil {
 			continue
 		}
 		sel, err := model.Selector(p.Spec.TargetSelector)

@@ -6,18 +6,18 @@ import (
 	"regexp"
 	"strconv"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/diag"
 	"github.com/solar-pipeline/solar/renderer/load"
-	"github.com/solar-pipeline/solar/renderer/model"
 )
 
 // opaque are the fields whose content is the user's data, not solar's:
 // schemas and policies see them as empty, and Go checks them as data. Unifying
 // a large map in CUE costs time quadratic in its keys.
 var opaque = map[string][]string{
-	model.KindRelease: {"values"},
-	model.KindTarget:  {"userdata"},
-	model.KindProfile: {"userdata"},
+	api.KindRelease: {"values"},
+	api.KindTarget:  {"userdata"},
+	api.KindProfile: {"userdata"},
 }
 
 // maxExact is the largest integer a float64 holds exactly: Helm reads values

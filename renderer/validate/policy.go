@@ -10,6 +10,7 @@ import (
 	cueerrors "cuelang.org/go/cue/errors"
 	"cuelang.org/go/cue/token"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/policies"
 	"github.com/solar-pipeline/solar/renderer/diag"
 	"github.com/solar-pipeline/solar/renderer/load"
@@ -66,7 +67,7 @@ func policyInput(s *model.Set, valid []*load.Object, all bool) (map[string]any, 
 	objects := map[string]map[string]map[string]any{}
 	// Every kind is present in input.objects, so policies may range over
 	// any kind without checking that it exists.
-	for _, k := range model.Kinds {
+	for _, k := range api.Kinds {
 		objects[k] = map[string]map[string]any{}
 	}
 	for _, o := range valid {
@@ -82,7 +83,7 @@ func policyInput(s *model.Set, valid []*load.Object, all bool) (map[string]any, 
 	config := map[string]any{"metadata": map[string]any{"name": "", "namespace": ""}, "spec": map[string]any{}}
 	if len(s.PipelineConfigs) > 0 {
 		c := s.PipelineConfigs[0]
-		config = s.Loaded(model.KindPipelineConfig, c.Namespace, c.Name).Fields
+		config = s.Loaded(api.KindPipelineConfig, c.Namespace, c.Name).Fields
 	}
 	type ref struct {
 		Kind      string `json:"kind,omitempty"`
@@ -100,7 +101,7 @@ func policyInput(s *model.Set, valid []*load.Object, all bool) (map[string]any, 
 	}
 	bindings := []binding{}
 	for _, b := range bs {
-		if !all && b.Release.Annotations[model.AnnotationTargetCredential] != "true" {
+		if !all && b.Release.Annotations[api.AnnotationTargetCredential] != "true" {
 			continue
 		}
 		bindings = append(bindings, binding{
@@ -114,7 +115,7 @@ func policyInput(s *model.Set, valid []*load.Object, all bool) (map[string]any, 
 
 // embeddedKinds are the kinds of input.objects the embedded policies read
 // (TestEmbeddedPoliciesReadOnlyTheirKinds holds them to it).
-var embeddedKinds = []string{model.KindRelease, model.KindRegistry, model.KindComponentVersion}
+var embeddedKinds = []string{api.KindRelease, api.KindRegistry, api.KindComponentVersion}
 
 // policyResult is one thing a policy said: a finding of one of its rules, or,
 // for a broken policy, the error at the policy's own position.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/diag"
 	"github.com/solar-pipeline/solar/renderer/load"
 	"github.com/solar-pipeline/solar/renderer/model"
@@ -37,24 +38,24 @@ func references(s *model.Set, invalid map[load.ID]*load.Object) diag.List {
 		}
 	}
 	for _, cv := range s.ComponentVersions {
-		o := s.Loaded(model.KindComponentVersion, cv.Namespace, cv.Name)
+		o := s.Loaded(api.KindComponentVersion, cv.Namespace, cv.Name)
 		name := cv.Spec.Entrypoint.ResourceName
 		if _, ok := cv.Spec.Resources[name]; !ok {
 			problems.Errorf(o.File, o.LineOf("spec.entrypoint.resourceName"), "spec.entrypoint.resourceName", "no resource %q in spec.resources", name)
 		}
 	}
 	for _, g := range s.ReferenceGrants {
-		o := s.Loaded(model.KindReferenceGrant, g.Namespace, g.Name)
+		o := s.Loaded(api.KindReferenceGrant, g.Namespace, g.Name)
 		for i, f := range g.Spec.From {
-			if f.Group != model.Group || !slices.Contains(model.Kinds, f.Kind) {
+			if f.Group != api.Group || !slices.Contains(api.Kinds, f.Kind) {
 				path := load.Index("spec.from", i) + ".kind"
 				problems.Warnf(o.File, o.LineOf(path), path, "solar does not process %s of group %q: this entry grants nothing here", f.Kind, f.Group)
 			}
 		}
 	}
 	for _, c := range s.PipelineConfigs[min(1, len(s.PipelineConfigs)):] {
-		first := s.Loaded(model.KindPipelineConfig, s.PipelineConfigs[0].Namespace, s.PipelineConfigs[0].Name)
-		o := s.Loaded(model.KindPipelineConfig, c.Namespace, c.Name)
+		first := s.Loaded(api.KindPipelineConfig, s.PipelineConfigs[0].Namespace, s.PipelineConfigs[0].Name)
+		o := s.Loaded(api.KindPipelineConfig, c.Namespace, c.Name)
 		problems.Errorf(o.File, o.Line, "", "more than one PipelineConfig; the first is at %s", first.Pos())
 	}
 	return problems

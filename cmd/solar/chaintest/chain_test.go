@@ -15,10 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/solar-pipeline/solar/api/kube"
 	"github.com/solar-pipeline/solar/internal/testkit/helmdriver"
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/chain"
-	"github.com/solar-pipeline/solar/renderer/credential"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 	"github.com/solar-pipeline/solar/renderer/publish"
 	"github.com/solar-pipeline/solar/renderer/targetreport"
@@ -177,7 +177,7 @@ func agentReports(t *testing.T, e *chainEnv, agentBin string) {
 		kubeconfig, _ := e.agentKubeconfigs(key)
 		ns, name, _ := strings.Cut(key, "/")
 		lastReport := func() string {
-			r, err := e.dyn.Resource(credential.TargetReportGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+			r, err := e.dyn.Resource(kube.TargetReportGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 			require.NoError(t, err)
 			v, _, _ := unstructured.NestedString(r.Object, "spec", "lastReportTime")
 			return v

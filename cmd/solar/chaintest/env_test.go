@@ -21,10 +21,10 @@ import (
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
+	"github.com/solar-pipeline/solar/api/kube"
 	"github.com/solar-pipeline/solar/internal/testkit/helmdriver"
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/chain"
-	"github.com/solar-pipeline/solar/renderer/credential"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 )
 
@@ -115,7 +115,7 @@ func startChain(t *testing.T, opts chainOptions) *chainEnv {
 	for i := range e.targets {
 		tg := &e.targets[i]
 		tg.flux = "flux-" + tg.ns + "-" + tg.name
-		_, err := dyn.Resource(credential.TargetGVR).Namespace(tg.ns).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+		_, err := dyn.Resource(kube.TargetGVR).Namespace(tg.ns).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "solar.opendefense.cloud/v1alpha1", "kind": "Target",
 			"metadata": map[string]any{"name": tg.name},
 			"spec":     map[string]any{"renderRegistryRef": map[string]any{"name": "render", "namespace": "shared"}},

@@ -15,9 +15,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/solar-pipeline/solar/api/kube"
 	"github.com/solar-pipeline/solar/internal/imagebuild"
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
-	"github.com/solar-pipeline/solar/renderer/credential"
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
@@ -70,7 +70,7 @@ func TestAgentContainerOnRealNode(t *testing.T) {
 		assert.True(t, status.Ready, "%s: ready once a report went through: %+v", key, status.State)
 		assert.True(t, strings.HasSuffix(status.ImageID, image[strings.LastIndex(image, "@"):]), "%s: ran %s", key, status.ImageID)
 
-		report, err := e.dyn.Resource(credential.TargetReportGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		report, err := e.dyn.Resource(kube.TargetReportGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 		require.NoError(t, err)
 		last, _, _ := unstructured.NestedString(report.Object, "spec", "lastReportTime")
 		assert.NotEmpty(t, last, "%s: the container wrote its TargetReport", key)

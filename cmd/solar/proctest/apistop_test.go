@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	solarapi "github.com/solar-pipeline/solar/api"
+	"github.com/solar-pipeline/solar/api/kube"
 	"github.com/solar-pipeline/solar/internal/testkit/storetest"
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/credential"
@@ -57,7 +59,7 @@ func apiStopTree(t *testing.T, api *testenv.APIServer) (string, []string) {
 	dyn, err := dynamic.NewForConfig(api.Config)
 	require.NoError(t, err)
 	for _, name := range names {
-		_, err := dyn.Resource(credential.TargetGVR).Namespace("alpha").Create(context.Background(), &unstructured.Unstructured{Object: map[string]any{
+		_, err := dyn.Resource(kube.TargetGVR).Namespace("alpha").Create(context.Background(), &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "solar.opendefense.cloud/v1alpha1", "kind": "Target",
 			"metadata": map[string]any{"name": name},
 			"spec":     map[string]any{"renderRegistryRef": map[string]any{"name": "render", "namespace": "shared"}},
@@ -102,9 +104,9 @@ func splitByCredential(t *testing.T, r pipeline.Report) (issued, failed []string
 		}
 		require.NotNil(t, tr.Credential, tr.Name)
 		switch tr.Credential.Reason {
-		case credential.ReasonIssued:
+		case solarapi.ReasonIssued:
 			issued = append(issued, tr.Name)
-		case credential.ReasonMintFailed:
+		case solarapi.ReasonMintFailed:
 			failed = append(failed, tr.Name)
 			// The request under way when the server died sees its
 			// connection end; the next ones find nothing listening.
@@ -136,25 +138,25 @@ func credentialsHold(t *testing.T, api *testenv.APIServer, names, issued []strin
 	dyn, err := dynamic.NewForConfig(api.Config)
 	require.NoError(t, err)
 	for _, name := range names {
-		obj, err := dyn.Resource(credential.TargetGVR).Namespace("alpha").Get(ctx, name, metav1.GetOptions{})
+		obj, err := dyn.Resource(kube.TargetGVR).Namespace("alpha").Get(ctx, name, metav1.GetOptions{})
 		require.NoError(t, err)
 		var cond *metav1.Condition
 		conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
 		for _, c := range conds {
 			m := c.(map[string]any)
-			if m["type"] == credential.ConditionType {
+			if m["type"] == solarapi.ConditionAgentCredentialReady {
 				cond = &metav1.Condition{Type: m["type"].(string), Status: metav1.ConditionStatus(m["status"].(string)), Reason: m["reason"].(string)}
 			}
 		}
 		l, err := api.Client.CoreV1().Secrets("alpha").List(ctx, metav1.ListOptions{LabelSelector: "solar.opendefense.cloud/agent-token-for=" + name})
 		require.NoError(t, err)
 		if !strings.Contains(strings.Join(issued, " ")+" ", name+" ") {
-			assert.False(t, cond != nil && apimeta.IsStatusConditionTrue([]metav1.Condition{*cond}, credential.ConditionType),
+			assert.False(t, cond != nil && apimeta.IsStatusConditionTrue([]metav1.Condition{*cond}, solarapi.ConditionAgentCredentialReady),
 				"%s: not issued, and its condition does not say so", name)
 			continue
 		}
 		require.NotNil(t, cond, "%s: its condition is on the Target", name)
-		assert.Equal(t, credential.ReasonIssued, cond.Reason, name)
+		assert.Equal(t, solarapi.ReasonIssued, cond.Reason, name)
 		var secrets []string // names only: a failure never prints a token
 		for _, sec := range l.Items {
 			secrets = append(secrets, sec.Name)
@@ -166,13 +168,13 @@ func credentialsHold(t *testing.T, api *testenv.APIServer, names, issued []strin
 		cfg.BearerToken = string(token)
 		agent, err := dynamic.NewForConfig(cfg)
 		require.NoError(t, err)
-		_, err = agent.Resource(credential.TargetGVR).Namespace("alpha").Get(ctx, name, metav1.GetOptions{})
+		_, err = agent.Resource(kube.TargetGVR).Namespace("alpha").Get(ctx, name, metav1.GetOptions{})
 		assert.NoError(t, err, "%s: its token reads its Target", name)
 		other := names[0]
 		if other == name {
 			other = names[1]
 		}
-		_, err = agent.Resource(credential.TargetGVR).Namespace("alpha").Get(ctx, other, metav1.GetOptions{})
+		_, err = agent.Resource(kube.TargetGVR).Namespace("alpha").Get(ctx, other, metav1.GetOptions{})
 		assert.True(t, apierrors.IsForbidden(err), "%s: its token does not read %s: %v", name, other, err)
 	}
 }

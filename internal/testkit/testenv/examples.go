@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/load"
 	"github.com/solar-pipeline/solar/renderer/model"
 	"github.com/solar-pipeline/solar/renderer/resolve"
@@ -73,7 +74,7 @@ func Helm(t testing.TB, args ...string) string {
 // check that none is printed.
 func AgentTokens(t testing.TB, s *APIServer, ns string) []string {
 	t.Helper()
-	l, err := s.Client.CoreV1().Secrets(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "solar.opendefense.cloud/agent-token-for"})
+	l, err := s.Client.CoreV1().Secrets(ns).List(context.Background(), metav1.ListOptions{LabelSelector: api.LabelAgentTokenFor})
 	require.NoError(t, err)
 	var out []string
 	for _, sec := range l.Items {
