@@ -1,0 +1,133 @@
+package docs
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/solar-pipeline/solar/internal/testkit/testenv"
+)
+
+const module = "github.com/solar-pipeline/solar/"
+
+// packages are the module's packages (tests aside) with their direct
+// imports and all they link, by path relative to the module.
+type packages map[string]struct{ imports, deps []string }
+
+func listPackages(t *testing.T) packages {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-f", "{{.ImportPath}}|{{join .Imports \" \"}}|{{join .Deps \" \"}}", "./...")
+	cmd.Dir = testenv.Root(t)
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	pkgs := packages{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Split(line, "|")
+		pkgs[strings.TrimPrefix(f[0], module)] = struct{ imports, deps []string }{ours(f[1]), ours(f[2])}
+	}
+	return pkgs
+}
+
+// ours is the module's packages among the space-separated paths.
+func ours(paths string) []string {
+	var out []string
+	for _, p := range strings.Fields(paths) {
+		if strings.HasPrefix(p, module) {
+			out = append(out, strings.TrimPrefix(p, module))
+		}
+	}
+	return out
+}
+
+// TestArchitecture holds the rules docs/architecture.md states about who
+// imports whom: a change that breaks one fails here, naming the rule.
+func TestArchitecture(t *testing.T) {
+	pkgs := listPackages(t)
+	under := func(prefix string) []string {
+		var out []string
+		for p := range pkgs {
+			if p == prefix || strings.HasPrefix(p, prefix+"/") {
+				out = append(out, p)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	// The CLI parses flags, calls the line and prints.
+	cli := []string{"api", "controller", "device/wire", "internal/buildinfo", "internal/english",
+		"renderer/diag", "renderer/objdiff", "renderer/pipeline", "renderer/publish"}
+	for _, imp := range pkgs["cmd/solar"].imports {
+		assert.Contains(t, cli, imp, "cmd/solar imports %s: the CLI imports only %v", imp, cli)
+	}
+	// The vocabulary imports nothing of the module but itself.
+	for _, p := range under("api") {
+		for _, d := range pkgs[p].deps {
+			assert.True(t, d == "api", "%s links %s: the vocabulary links nothing of the module", p, d)
+		}
+	}
+	// The store and the version protocol know no chart, chain or resolution.
+	for _, d := range pkgs["renderer/publish"].deps {
+		assert.Contains(t, []string{"api", "internal/cachefile", "internal/capool", "internal/killpoint", "renderer/sign"}, d,
+			"renderer/publish links %s: publish knows no chart, chain, resolution or pipeline", d)
+	}
+	// The device side links nothing of the pipeline, the controller or the callout.
+	for _, p := range under("device") {
+		for _, d := range pkgs[p].deps {
+			assert.False(t, strings.HasPrefix(d, "renderer/") || d == "controller" || d == "callout",
+				"%s links %s: device/ links nothing of renderer/, controller or callout", p, d)
+		}
+	}
+	// The line runs below its front ends: nothing of renderer/ or internal/
+	// imports the CLI, the controller, the callout or a command.
+	for p, pkg := range pkgs {
+		if !strings.HasPrefix(p, "renderer/") && !strings.HasPrefix(p, "internal/") {
+			continue
+		}
+		for _, d := range pkg.deps {
+			assert.False(t, strings.HasPrefix(d, "cmd/") || d == "controller" || d == "callout",
+				"%s links %s: the line does not import its front ends", p, d)
+		}
+	}
+	// Nothing that ships links the test kit.
+	for p, pkg := range pkgs {
+		if strings.HasPrefix(p, "internal/testkit") || strings.HasPrefix(p, "scripts/") {
+			continue
+		}
+		for _, d := range pkg.deps {
+			assert.False(t, strings.HasPrefix(d, "internal/testkit"), "%s links %s: the test kit is for tests", p, d)
+		}
+	}
+}
+
+// TestOnlyAPIDeclaresTheVocabulary: the API group and every media type are
+// written in api/ alone (tests aside, which may spell out what they expect).
+func TestOnlyAPIDeclaresTheVocabulary(t *testing.T) {
+	root := testenv.Root(t)
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		if d.IsDir() && (rel == "api" || strings.HasPrefix(d.Name(), ".") || rel == "out" || rel == "internal/testkit") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, word := range []string{`"solar.opendefense.cloud`, `"v1alpha1"`, `"application/vnd.`} {
+			assert.NotContains(t, string(b), word, "%s declares %s…: the vocabulary lives in api/", rel, word)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+}
