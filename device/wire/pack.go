@@ -8,11 +8,6 @@ import (
 	"github.com/solar-pipeline/solar/api"
 )
 
-// The OCI artifact of an attempt, as solar fleet apply pushes it: an image
-// manifest (OCI 1.1, the empty config) whose single layer is the attempt's
-// JSON. Its digest is a function of the attempt alone (created is the Unix
-// epoch), and the bucket binds the attempt's UUID to it (uuid.<uuid>).
-
 // descriptor and manifest are the OCI image-spec's, with the fields in the
 // order the spec's Go types marshal them: the bytes, and so the digest, are
 // those oras.PackManifest wrote before solar fleet apply pushed these
