@@ -2,8 +2,9 @@
 // side links of it: the attempt (Attempt, held in attempt.<deviceId> as
 // Current: the agent version to install, the binary's URL, digest, size and
 // platform, the version it replaces, until when), the state a device reports
-// (DeviceState, state.<deviceId>: where the updater's transaction is) and
-// how versions compare. solar fleet apply writes attempts; the updater
+// (DeviceState, state.<deviceId>: where the updater's transaction is), the
+// bucket's keys (AttemptKey, StateKey, UUIDKey, InboxPrefix) and the version a
+// binary reports of itself (BuildVersion). solar fleet apply writes attempts; the updater
 // and the fleet agent read them and write states; the auth callout gives
 // each device its own keys only.
 //
