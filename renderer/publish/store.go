@@ -3,6 +3,7 @@ package publish
 import (
 	"context"
 
+	"github.com/solar-pipeline/solar/renderer/sign"
 	"oras.land/oras-go/v2"
 	"oras.land/oras-go/v2/registry"
 )
@@ -38,3 +39,16 @@ type Source interface {
 	Store
 	Lister
 }
+
+// What each store and repository implements, checked by the compiler: the
+// optional interfaces are found by type assertion where they are used.
+var (
+	_ Source      = (*Layout)(nil)
+	_ Store       = (*Remote)(nil)
+	_ Lister      = (*Remote)(nil)
+	_ Store       = (*overlay)(nil)
+	_ sign.Target = (*layoutRepo)(nil)
+	_ sign.Target = remoteRepo{}
+	_ sign.Target = (*overlayRepo)(nil)
+	_ BlobScoper  = remoteRepo{}
+)
