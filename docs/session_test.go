@@ -68,7 +68,7 @@ func needs(b block) []string {
 // copied are the folders and files of the repository the documented
 // commands read; the Go source too, for the blocks that build the device
 // binaries with go build and Solar's images with make images.
-var copied = []string{"charts", "config", "examples", "policies", "schemas", "scripts",
+var copied = []string{"api", "charts", "config", "examples", "policies", "schemas", "scripts",
 	"callout", "cmd", "controller", "device", "internal", "renderer", "go.mod", "go.sum", "Makefile"}
 
 // goEnv are the go command's settings a block's go build keeps from the
