@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"path/filepath"
@@ -178,14 +179,7 @@ func TestControllerPublishesAsTheCLIWould(t *testing.T) {
 	}
 
 	// The CLI, from the files, against the same registry: all unchanged.
-	report, _, _ := e.publishFiles(t, e.examples, true)
-	require.Len(t, report.Targets, 4)
-	for _, tr := range report.Targets {
-		assert.Equal(t, "unchanged", tr.Action, "%s/%s", tr.Namespace, tr.Name)
-		b := first[[2]string{tr.Namespace, tr.Name}]
-		assert.Equal(t, b.Digest, tr.Digest, "%s/%s", tr.Namespace, tr.Name)
-		assert.Equal(t, b.Version, tr.Version)
-	}
+	e.assertCLIUnchanged(t, first)
 
 	// Resyncs of unchanged input write nothing: no chart, no status.
 	versions := map[[2]string]string{}
@@ -211,6 +205,20 @@ func TestControllerPublishesAsTheCLIWould(t *testing.T) {
 	e.waitVersions(t, want, time.Minute)
 	for id, b := range e.waitReady(t, time.Minute) {
 		assert.Equal(t, want[id], b.Version, id)
+	}
+}
+
+// assertCLIUnchanged: solar publish --dry-run of the examples' files finds
+// every Target's bootstrap chart unchanged, at the version and digest the
+// controller published (bootstraps).
+func (e *env) assertCLIUnchanged(t *testing.T, bootstraps map[[2]string]bootstrap) {
+	t.Helper()
+	report, _, _ := e.publishFiles(t, e.examples, true)
+	require.Len(t, report.Targets, len(allTargets))
+	for _, tr := range report.Targets {
+		id := fmt.Sprintf("%s/%s", tr.Namespace, tr.Name)
+		b := bootstraps[[2]string{tr.Namespace, tr.Name}]
+		assert.Equal(t, []string{"unchanged", b.Version, b.Digest}, []string{tr.Action, tr.Version, tr.Digest}, id)
 	}
 }
 

@@ -7,20 +7,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
-	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/solar-pipeline/solar/internal/imagebuild"
+	"github.com/solar-pipeline/solar/internal/testkit/imagetest"
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
-	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
 // TestControllerInstalledFromItsManifests: Solar's own solar image, built by
@@ -42,7 +39,7 @@ func TestControllerInstalledFromItsManifests(t *testing.T) {
 	e := startEnvOn(t, api, testenv.RegistryOptions{})
 	images := testenv.StartRegistry(t, testenv.RegistryOptions{NoAuth: true})
 	node := testenv.StartNode(t, api, images)
-	image := publishSolarImage(t, images)
+	image := imagetest.Publish(t, images, "solar")
 	ctx := context.Background()
 
 	health := testenv.FreePort(t)
@@ -111,32 +108,5 @@ patches:
 	require.NotNil(t, lease.Spec.HolderIdentity)
 	assert.NotEmpty(t, *lease.Spec.HolderIdentity)
 
-	report, _, _ := e.publishFiles(t, e.examples, true)
-	require.Len(t, report.Targets, 4)
-	for _, tr := range report.Targets {
-		assert.Equal(t, "unchanged", tr.Action, "%s/%s", tr.Namespace, tr.Name)
-		b := first[[2]string{tr.Namespace, tr.Name}]
-		assert.Equal(t, b.Digest, tr.Digest, "%s/%s", tr.Namespace, tr.Name)
-		assert.Equal(t, b.Version, tr.Version, "%s/%s", tr.Namespace, tr.Name)
-	}
-}
-
-// publishSolarImage builds solar's image for this machine's architecture,
-// publishes it to reg as solar/solar and returns it by digest.
-func publishSolarImage(t *testing.T, reg *testenv.Registry) string {
-	t.Helper()
-	ctx := context.Background()
-	res, err := imagebuild.Build(ctx, imagebuild.Options{
-		Dir: testenv.Root(t), Package: "./cmd/solar", Name: "solar", Version: "0.0.0-test",
-		Platforms: []v1.Platform{{OS: "linux", Architecture: runtime.GOARCH}},
-	})
-	require.NoError(t, err)
-	dir := filepath.Join(t.TempDir(), "solar")
-	desc, err := imagebuild.WriteLayout(dir, "0.0.0-test", res)
-	require.NoError(t, err)
-	store, err := publish.NewRemote(publish.RemoteOptions{Host: reg.Host, Prefix: "solar", PlainHTTP: true})
-	require.NoError(t, err)
-	r, err := imagebuild.Publish(ctx, dir, desc, store, "solar", publish.Options{})
-	require.NoError(t, err)
-	return reg.Host + "/solar/solar@" + r.Digest
+	e.assertCLIUnchanged(t, first)
 }

@@ -2,13 +2,10 @@ package chaintest
 
 import (
 	"context"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
-	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -16,9 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/solar-pipeline/solar/api/kube"
-	"github.com/solar-pipeline/solar/internal/imagebuild"
+	"github.com/solar-pipeline/solar/internal/testkit/imagetest"
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
-	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
 // realNodeTaint keeps every pod but the agents' off the real node: the
@@ -42,7 +38,7 @@ func TestAgentContainerOnRealNode(t *testing.T) {
 		images := testenv.StartRegistry(t, testenv.RegistryOptions{NoAuth: true})
 		node = testenv.StartNode(t, e.api, images)
 		taint(t, e, node.Name)
-		image = publishAgentImage(t, images)
+		image = imagetest.Publish(t, images, "solar-agent")
 		e.edit("shared/pipeline.yaml", e.api.URL, "https://"+testenv.KubernetesServiceIP,
 			"tokenTTL: 24h", "tokenTTL: 24h\n    image: "+image)
 		e.edit("alpha/releases.yaml", "  targetNamespace: solar-system", "  targetNamespace: solar-system\n  values:\n"+
@@ -91,25 +87,4 @@ func taint(t *testing.T, e *chainEnv, node string) {
 	n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: realNodeTaint, Effect: corev1.TaintEffectNoSchedule})
 	_, err = e.api.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
 	require.NoError(t, err)
-}
-
-// publishAgentImage builds solar-agent's image for this machine's
-// architecture, publishes it to reg as solar/solar-agent and returns it by
-// digest.
-func publishAgentImage(t *testing.T, reg *testenv.Registry) string {
-	t.Helper()
-	ctx := context.Background()
-	res, err := imagebuild.Build(ctx, imagebuild.Options{
-		Dir: testenv.Root(t), Package: "./cmd/solar-agent", Name: "solar-agent", Version: "0.0.0-test",
-		Platforms: []v1.Platform{{OS: "linux", Architecture: runtime.GOARCH}},
-	})
-	require.NoError(t, err)
-	dir := filepath.Join(t.TempDir(), "solar-agent")
-	desc, err := imagebuild.WriteLayout(dir, "0.0.0-test", res)
-	require.NoError(t, err)
-	store, err := publish.NewRemote(publish.RemoteOptions{Host: reg.Host, Prefix: "solar", PlainHTTP: true})
-	require.NoError(t, err)
-	r, err := imagebuild.Publish(ctx, dir, desc, store, "solar-agent", publish.Options{})
-	require.NoError(t, err)
-	return reg.Host + "/solar/solar-agent@" + r.Digest
 }
