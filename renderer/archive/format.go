@@ -27,8 +27,6 @@
 package archive
 
 import (
-	"errors"
-
 	"github.com/opencontainers/go-digest"
 )
 
@@ -80,9 +78,6 @@ type Limits struct {
 // DefaultLimits are what solar push reads: ten thousand charts with their
 // signatures fit many times over.
 var DefaultLimits = Limits{Entries: 200_000, Blob: 256 << 20, Total: 8 << 30, Metadata: 64 << 20}
-
-// ErrRefused wraps every reason Unpack refuses an archive.
-var ErrRefused = errors.New("archive refused, nothing pushed")
 
 // maxManifest bounds a manifest read from an archive or a layout.
 const maxManifest = 4 << 20

@@ -2,7 +2,6 @@ package archive
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -14,9 +13,6 @@ import (
 
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
-
-// errReadOnly is what writing to an unpacked archive gets.
-var errReadOnly = errors.New("an unpacked archive is read-only")
 
 // Repository is the repository name of an unpacked archive (a
 // publish.Store): a read-only view of its one version, with its

@@ -23,15 +23,6 @@ const (
 	StateRepaired       = "repaired"
 )
 
-// Errors of Apply: test them with errors.Is.
-var (
-	// ErrChanged: another writer changed the device's attempt between this
-	// run's read and its write. The run lost the race; run it again.
-	ErrChanged = errors.New("the device's attempt changed underneath you")
-	// ErrRebound: the attempt's UUID is already bound to other content.
-	ErrRebound = errors.New("the attempt's UUID is already bound to other content")
-)
-
 // Bucket is the fleet's JetStream key-value bucket: attempt.<deviceId>,
 // state.<deviceId> and uuid.<uuid> (the digest a UUID is bound to).
 type Bucket struct {

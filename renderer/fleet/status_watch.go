@@ -50,10 +50,6 @@ type StatusWatch struct {
 	log    *slog.Logger
 }
 
-// ErrWatchEnded: the bucket's watch ended without being stopped (the
-// bucket was deleted, or the server dropped the watch's consumer).
-var ErrWatchEnded = errors.New("the watch of the bucket ended")
-
 // WatchStatus starts watching the attempts and states of the given devices,
 // or of every device, and returns their statuses now, as Status would
 // (named devices in their order, those the bucket does not know included;

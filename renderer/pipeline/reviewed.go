@@ -23,9 +23,6 @@ import (
 // ReviewedFormat names the format of a reviewed list.
 const ReviewedFormat = api.Group + "/reviewed/v1"
 
-// ErrNotReviewed: a push differs from its reviewed list.
-var ErrNotReviewed = errors.New("the push differs from what was reviewed")
-
 // Reviewed is what a review (solar diff --write-reviewed) saw a push would
 // write: per chart its repository, version and what pins its content. It
 // holds no secret: a chart that carries a token (an agent chart, whose token

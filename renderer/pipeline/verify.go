@@ -99,11 +99,6 @@ type versionNames struct {
 	err                 error
 }
 
-// ErrNoRepository: no repository under the prefix (a mistyped --out,
-// --registry prefix or -n): Verify checked nothing, GC had nothing to
-// collect.
-var ErrNoRepository = errors.New("no chart repository")
-
 // Verify walks the chart repositories of the store under opts.Prefix and
 // checks what solar promises: tags are plain 0.0.N versions; every version's
 // manifest and blobs are there, with the digest and size their descriptors
@@ -357,9 +352,6 @@ func (v *Verified) verifyVersion(ctx context.Context, repo publish.Repository, n
 	}
 	return &m
 }
-
-// errNotSigned: a version without any signature.
-var errNotSigned = errors.New("not signed")
 
 // checkSignature checks the signature of s, in repo.
 func checkSignature(ctx context.Context, repo publish.Repository, s sign.Subject, v *sign.Verifier) error {

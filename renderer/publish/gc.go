@@ -239,9 +239,6 @@ func (r *GCResult) removed(name, v string) {
 	r.Versions = append(r.Versions, name+":"+v)
 }
 
-// errListed stops a catalog listing past the names wanted.
-var errListed = errors.New("listed")
-
 // Repositories lists the registry's repositories under its prefix and then
 // prefix, as names relative to its prefix (the registry's catalog).
 func (r *Remote) Repositories(ctx context.Context, prefix string) ([]string, error) {

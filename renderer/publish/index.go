@@ -88,10 +88,6 @@ type indexLayer struct {
 	Bundle json.RawMessage `json:"bundle,omitempty"`
 }
 
-// ErrIndex: an index that is damaged, of another schema or namespace, or
-// not signed with the run's key: the run goes without it.
-var ErrIndex = errors.New("the namespace's index is not usable")
-
 // IndexVerifier is the verifier of the indexes a signing key writes (nil
 // for none).
 func IndexVerifier(key *sign.Key) (*sign.Verifier, error) {
@@ -172,9 +168,6 @@ func readError(ns string, err error) error {
 	}
 	return fmt.Errorf("reading the index of %s: %w", ns, explain(err))
 }
-
-// errTooLarge: a manifest over maxChartManifest bytes.
-var errTooLarge = errors.New("a manifest too large")
 
 // decodeIndex decodes an index layer and checks it is namespace ns's at
 // version (the tag it was read under), and, with v, signed with one of its

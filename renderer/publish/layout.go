@@ -84,12 +84,6 @@ type LayoutOptions struct {
 	MustExist bool
 }
 
-// ErrNoLayout is what OpenLayout returns for a missing layout it must find.
-var ErrNoLayout = errors.New("no solar layout there")
-
-// errReadOnly is what a dry run gets if it ever tried to write.
-var errReadOnly = errors.New("the OCI layout is open read-only")
-
 // MarkerFile marks a folder as a solar layout; lockFile is what runs lock.
 const (
 	MarkerFile = ".solar-layout"

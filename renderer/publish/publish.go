@@ -2,7 +2,6 @@ package publish
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -173,9 +172,6 @@ type Options struct {
 // maxAttempts bounds how often a job is pushed again because another writer
 // took the version it pushed.
 const maxAttempts = 5
-
-// errTaken: the version was tagged by someone else between deciding and pushing.
-var errTaken = errors.New("version taken by another writer")
 
 // Publish publishes every job at the version its content needs, then
 // confirms, once Settle has passed, that every pushed tag still holds what was

@@ -10,12 +10,6 @@ import (
 	"github.com/solar-pipeline/solar/renderer/sign"
 )
 
-// ErrMoved: the registry changed since the layout was rendered against it.
-var ErrMoved = fmt.Errorf("the registry moved since the layout was rendered")
-
-// ErrNoVersion: a repository does not hold the version asked for.
-var ErrNoVersion = errors.New("no such version")
-
 // Check sees what PushLayout would do, every result with its action, before
 // anything is pushed: an error from it pushes nothing.
 type Check func(ctx context.Context, results []Result) error
@@ -92,10 +86,6 @@ func PushLayout(ctx context.Context, l Source, dst Store, opts Options, check Ch
 	}
 	return results, explain(sign.Confirm(ctx, carried))
 }
-
-// ErrSignature: a version of a layout to push carries no signature that
-// verifies.
-var ErrSignature = errors.New("not signed with the keys given")
 
 // verifyLayout checks the signature of every version results name in l,
 // all before any push, and names every version that fails.

@@ -2,17 +2,12 @@ package publish
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2"
 	"oras.land/oras-go/v2/content"
 )
-
-// ErrImmutable: the tag holds other content. Under Put a tag is bound once:
-// agent versions, device attempts, a version pushed from a layout.
-var ErrImmutable = errors.New("holds other content: versions are immutable")
 
 // Put is the immutable-tag push, beside Publish's versioned one: it copies
 // the graph of root (a manifest or an index, and all it names) from src

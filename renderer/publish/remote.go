@@ -149,15 +149,6 @@ type remoteRepo struct {
 
 func (remoteRepo) BlobsPerRepository() bool { return true }
 
-// What goes wrong with a registry, as errors.Is finds it in a publish error;
-// the CLI says which flag helps.
-var (
-	ErrDenied      = errors.New("the registry denied access")
-	ErrUntrusted   = errors.New("the registry's TLS certificate is not trusted")
-	ErrPlainHTTP   = errors.New("the registry speaks plain HTTP")
-	ErrUnreachable = errors.New("the registry cannot be reached")
-)
-
 // Explain is explain for the registry errors of callers outside this package
 // (the fleet's pushes and reads).
 func Explain(err error) error { return explain(err) }

@@ -248,9 +248,6 @@ func attached(ctx context.Context, t Target, subject, desc ocispec.Descriptor) (
 // that lists more is refused, not followed page after page.
 const maxReferrers = 100
 
-// errTooMany stops a listing past maxReferrers.
-var errTooMany = fmt.Errorf("more than %d signatures", maxReferrers)
-
 // referrers lists the signature referrers of subject in t, at most
 // maxReferrers.
 func referrers(ctx context.Context, t Target, subject ocispec.Descriptor) ([]ocispec.Descriptor, error) {

@@ -19,13 +19,6 @@ import (
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 )
 
-// What ParseKey finds wrong with an encrypted key (cosign's own, or PKCS
-// #8 encrypted): the caller names where the password comes from.
-var (
-	ErrNoPassword    = errors.New("the key is encrypted and no password was given")
-	ErrWrongPassword = errors.New("the password does not decrypt the key")
-)
-
 // Password gives the password of an encrypted key; ok is false where none
 // was given (an empty password is a password: cosign encrypts with one).
 type Password func() (pass []byte, ok bool)

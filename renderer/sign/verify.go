@@ -23,21 +23,6 @@ import (
 	"oras.land/oras-go/v2/content"
 )
 
-// What Check finds wrong with a chart's signatures. ErrUnbound and
-// ErrElsewhere come wrapped in ErrBadSignature: the key signed the
-// manifest, but not as the repository and version it is found at.
-var (
-	ErrUnsigned     = errors.New("not signed")
-	ErrBadSignature = errors.New("no signature verifies with the keys given")
-	// ErrUnbound: signed before Solar named the repository and version
-	// in its signatures; publishing again signs it anew.
-	ErrUnbound = errors.New("signed by an older solar, without naming its repository and version: publish it again to sign it anew")
-	// ErrElsewhere: signed as another repository or version (a signed
-	// chart moved to another Target's repository, or an old version tagged
-	// as a newer one).
-	ErrElsewhere = errors.New("signed for another repository or version")
-)
-
 // maxBundle bounds a bundle read from a store.
 const maxBundle = 1 << 20
 
@@ -301,9 +286,6 @@ func rank(err error) int {
 	}
 	return 0
 }
-
-// errNotSignature: a referrer that is not a signature as cosign reads them.
-var errNotSignature = errors.New("not a signature")
 
 // sigRead is a signature referrer as read: its manifest, raw and
 // decoded, and its bundle.
