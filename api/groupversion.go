@@ -31,7 +31,9 @@ var Kinds = []string{KindTarget, KindProfile, KindRelease, KindComponent, KindCo
 	KindReleaseBinding, KindRegistryBinding, KindReferenceGrant, KindTargetReport, KindPipelineConfig,
 	KindDevice, KindDeviceUpgrade}
 
-// ControllerKinds are the kinds solar controller watches and renders from.
+// ControllerKinds are the kinds solar controller watches: every input of a
+// render. A TargetReport is the agents' output, and Device and DeviceUpgrade
+// are the fleet's (solar fleet apply), so none of them re-plans a namespace.
 var ControllerKinds = []string{KindTarget, KindProfile, KindRelease, KindComponent, KindComponentVersion,
 	KindRegistry, KindReleaseBinding, KindRegistryBinding, KindReferenceGrant, KindPipelineConfig}
 
