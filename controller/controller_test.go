@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/solar-pipeline/solar/api"
+	"github.com/solar-pipeline/solar/api/kube"
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/load"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
@@ -62,7 +62,7 @@ func startEnvOn(t *testing.T, api *testenv.APIServer, ro testenv.RegistryOptions
 }
 
 func gvr(kind string) schema.GroupVersionResource {
-	return schema.GroupVersionResource{Group: gvk(kind).Group, Version: api.Version, Resource: api.Plural(kind)}
+	return kube.GVR(kind)
 }
 
 // options are a controller's options against e, quick to retry and to

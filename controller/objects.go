@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -15,14 +14,10 @@ import (
 	"github.com/solar-pipeline/solar/renderer/load"
 )
 
-func gvk(kind string) schema.GroupVersionKind {
-	return kube.GVK(kind)
-}
-
 // newObject is an empty object of kind, to watch or get.
 func newObject(kind string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(gvk(kind))
+	u.SetGroupVersionKind(kube.GVK(kind))
 	return u
 }
 
@@ -30,7 +25,7 @@ func newObject(kind string) *unstructured.Unstructured {
 // cache.
 func list(ctx context.Context, c client.Reader, kind, ns string) ([]unstructured.Unstructured, error) {
 	l := &unstructured.UnstructuredList{}
-	l.SetGroupVersionKind(gvk(kind + "List"))
+	l.SetGroupVersionKind(kube.GVK(kind + "List"))
 	if err := c.List(ctx, l, client.InNamespace(ns)); err != nil {
 		return nil, fmt.Errorf("listing %s: %w", kind, err)
 	}
