@@ -83,6 +83,11 @@ func TestArchitecture(t *testing.T) {
 				"%s links %s: device/ links nothing of renderer/, controller or callout", p, d)
 		}
 	}
+	// An agent embeds the link and the wire without the root updater.
+	for _, p := range []string{"device/agentlink", "device/wire"} {
+		assert.NotContains(t, pkgs[p].deps, "device/updater",
+			"%s links device/updater: the agent's side speaks to the updater through device/wire", p)
+	}
 	// The line runs below its front ends: nothing of renderer/ or internal/
 	// imports the CLI, the controller, the callout or a command.
 	for p, pkg := range pkgs {
@@ -130,4 +135,19 @@ func TestOnlyAPIDeclaresTheVocabulary(t *testing.T) {
 		return nil
 	})
 	require.NoError(t, err)
+}
+
+// TestEveryPackageHasADoc: go doc of any package says what it is.
+func TestEveryPackageHasADoc(t *testing.T) {
+	cmd := exec.Command("go", "list", "-f", "{{.ImportPath}}|{{.Name}}|{{.Doc}}", "./...")
+	cmd.Dir = testenv.Root(t)
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.SplitN(line, "|", 3)
+		if !assert.NotEmpty(t, f[2], "%s has no package doc", f[0]) || f[1] == "main" {
+			continue
+		}
+		assert.True(t, strings.HasPrefix(f[2], "Package "+f[1]+" "), "%s: its doc begins %q, not \"Package %s \"", f[0], f[2], f[1])
+	}
 }

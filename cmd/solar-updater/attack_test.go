@@ -10,10 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/solar-pipeline/solar/device/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/solar-pipeline/solar/device/updater"
 )
 
 // The updater runs as root; the agent and its group do not. These tests
@@ -53,7 +52,7 @@ func TestAttackLogLink(t *testing.T) {
 
 	o, ok := d.run(t, "", server.attempt(t, builds["v2"], "2.0.0", "blobs"))
 	require.True(t, ok)
-	require.Equal(t, updater.PhaseCommitted, o.State, o.Reason)
+	require.Equal(t, wire.PhaseCommitted, o.State, o.Reason)
 	b, err := os.ReadFile(victim)
 	require.NoError(t, err)
 	assert.Equal(t, "root's own\n", string(b), "the updater wrote through the agent's link")
@@ -77,7 +76,7 @@ func TestAttackPidFile(t *testing.T) {
 
 	o, ok := d.run(t, "", server.attempt(t, builds["v2"], "2.0.0", "blobs"))
 	require.True(t, ok)
-	assert.Equal(t, updater.PhaseCommitted, o.State, o.Reason)
+	assert.Equal(t, wire.PhaseCommitted, o.State, o.Reason)
 	assert.True(t, processAlive(rootProc.Process.Pid), "the updater killed the root process the agent named")
 	assert.Equal(t, "v2", running(t, d.paths, builds))
 }
@@ -94,7 +93,7 @@ func TestAttackReadyFile(t *testing.T) {
 			o, ok := d.run(t, "", server.attempt(t, builds[build], "2.0.0", "blobs"))
 			require.True(t, ok, "the updater answered")
 			assert.Less(t, time.Since(began), 20*time.Second)
-			assert.Equal(t, updater.PhaseRolledBack, o.State, o.Reason)
+			assert.Equal(t, wire.PhaseRolledBack, o.State, o.Reason)
 			assert.Equal(t, "readiness", o.Step)
 			assert.Contains(t, o.Reason, map[string]string{"v2-ready-devzero": "too many levels of symbolic links", "v2-ready-fifo": "not a regular file"}[build])
 			assert.Equal(t, "v1", running(t, d.paths, builds))

@@ -21,7 +21,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/solar-pipeline/solar/device/updater"
 	"github.com/solar-pipeline/solar/device/wire"
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 )
@@ -84,9 +83,9 @@ func TestRegistryLogin(t *testing.T) {
 
 	o, ok := d.runSeeing(t, "", attemptFrom(t, u, time.Now().Add(2*time.Second).UTC().Format(time.RFC3339)), seen.add, &logs)
 	require.True(t, ok)
-	assert.Equal(t, updater.StateRefused, o.State)
+	assert.Equal(t, wire.StateRefused, o.State)
 	assert.Contains(t, o.Reason, "expired while retrying: GET "+u+": 401 Unauthorized")
-	retries := seen.of(updater.StateDownloadRetrying)
+	retries := seen.of(wire.StateDownloadRetrying)
 	require.NotEmpty(t, retries)
 	assert.Contains(t, retries[0].Reason, "401 Unauthorized")
 	assert.Empty(t, journalOf(t, d.paths).Failed)
@@ -94,7 +93,7 @@ func TestRegistryLogin(t *testing.T) {
 	d.extra = append(d.extra, "--credentials", credentialsFile(t, map[string][2]string{r.Host: {r.Username, r.Password}}))
 	o, ok = d.runSeeing(t, "", attemptFrom(t, u, ""), seen.add, &logs)
 	require.True(t, ok)
-	require.Equal(t, updater.PhaseCommitted, o.State, "%s\n%s", o.Reason, logs.String())
+	require.Equal(t, wire.PhaseCommitted, o.State, "%s\n%s", o.Reason, logs.String())
 	assert.Equal(t, "v2", running(t, d.paths, builds))
 	journal, err := os.ReadFile(d.paths.Journal())
 	require.NoError(t, err)
@@ -177,7 +176,7 @@ func TestRedirectLoginStaysHome(t *testing.T) {
 	var logs bytes.Buffer
 	o, ok := d.runSeeing(t, "", attemptFrom(t, registry.URL+"/v2/fleet/agent/blobs/"+digestOf(b), ""), seen.add, &logs)
 	require.True(t, ok)
-	require.Equal(t, updater.PhaseCommitted, o.State, "%s\n%s", o.Reason, logs.String())
+	require.Equal(t, wire.PhaseCommitted, o.State, "%s\n%s", o.Reason, logs.String())
 	for _, a := range registry.seen() {
 		assert.True(t, strings.HasPrefix(a, "Basic "), "the registry gets its login")
 	}
@@ -185,7 +184,7 @@ func TestRedirectLoginStaysHome(t *testing.T) {
 	for _, a := range storage.seen() {
 		assert.True(t, a == "", "the storage host gets no login")
 	}
-	retries := seen.of(updater.StateDownloadRetrying)
+	retries := seen.of(wire.StateDownloadRetrying)
 	require.Len(t, retries, 1)
 	assert.Contains(t, retries[0].Reason, storage.URL+"/blob", "the reason names the storage")
 	noSecret(t, "the reason and the logs (the storage's presigned query)", retries[0].Reason+logs.String(), "presigned-s3cret")
@@ -229,14 +228,14 @@ func TestBearerToken(t *testing.T) {
 	var logs bytes.Buffer
 	o, ok := d.runSeeing(t, "", attemptFrom(t, evil.URL+"/v2/fleet/agent/blobs/"+digestOf(b), time.Now().Add(3*time.Second).UTC().Format(time.RFC3339)), nil, &logs)
 	require.True(t, ok)
-	require.Equal(t, updater.StateRefused, o.State, o.Reason)
+	require.Equal(t, wire.StateRefused, o.State, o.Reason)
 	for _, a := range tokens.seen() {
 		assert.Empty(t, a, "the realm got a login for a host that has none")
 	}
 	tokens.reset()
 	o, ok = d.runSeeing(t, "", attemptFrom(t, registry.URL+"/v2/fleet/agent/blobs/"+digestOf(b), ""), nil, &logs)
 	require.True(t, ok)
-	require.Equal(t, updater.PhaseCommitted, o.State, "%s\n%s", o.Reason, logs.String())
+	require.Equal(t, wire.PhaseCommitted, o.State, "%s\n%s", o.Reason, logs.String())
 	var got []string // what the registry saw, named without showing a login
 	for _, a := range registry.seen() {
 		switch a {

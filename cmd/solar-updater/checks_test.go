@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/solar-pipeline/solar/device/updater"
 	"github.com/solar-pipeline/solar/device/wire"
 )
 
@@ -50,9 +49,9 @@ func TestHTTPAttemptRefused(t *testing.T) {
 	var seen outcomes
 	o, ok := d.runSeeing(t, "", a, seen.add, new(bytes.Buffer))
 	require.True(t, ok)
-	assert.Equal(t, updater.StateRefused, o.State)
+	assert.Equal(t, wire.StateRefused, o.State)
 	assert.Contains(t, o.Reason, `the artifact URL "`+plain.URL+`/blob" is not https`)
-	assert.Equal(t, []updater.Outcome{o}, seen.list, "refused before anything began")
+	assert.Equal(t, []wire.Outcome{o}, seen.list, "refused before anything began")
 	assert.Zero(t, hits.Load(), "no request went out")
 	assert.Equal(t, "v1", running(t, d.paths, builds))
 }
@@ -74,7 +73,7 @@ func TestInstalledBinaryRecheckedByDigest(t *testing.T) {
 	require.NoError(t, os.WriteFile(d.paths.Binary(digestOf(v2)), other, 0o755))
 	o, ok := d.run(t, "", server.attempt(t, v2, "2.0.0", "blobs"))
 	require.True(t, ok)
-	assert.Equal(t, updater.PhaseCommitted, o.State, "%s: %s", o.Step, o.Reason)
+	assert.Equal(t, wire.PhaseCommitted, o.State, "%s: %s", o.Step, o.Reason)
 	assert.Equal(t, "v2", selected(t, d.paths, builds), "the installed file is v2's bytes now")
 	assert.Equal(t, "v2", running(t, d.paths, builds))
 }

@@ -180,16 +180,16 @@ var fastRetries = []string{"--download-backoff", "50ms", "--download-backoff-max
 // outcomes collects what the updater reports.
 type outcomes struct {
 	mu   sync.Mutex
-	list []updater.Outcome
+	list []wire.Outcome
 }
 
-func (o *outcomes) add(x updater.Outcome) { o.mu.Lock(); o.list = append(o.list, x); o.mu.Unlock() }
+func (o *outcomes) add(x wire.Outcome) { o.mu.Lock(); o.list = append(o.list, x); o.mu.Unlock() }
 
 // of are the outcomes of one state.
-func (o *outcomes) of(state string) []updater.Outcome {
+func (o *outcomes) of(state string) []wire.Outcome {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	var out []updater.Outcome
+	var out []wire.Outcome
 	for _, x := range o.list {
 		if x.State == state {
 			out = append(out, x)
@@ -237,9 +237,9 @@ func TestTransportFailureMatrix(t *testing.T) {
 			var logs bytes.Buffer
 			o, ok := d.runSeeing(t, "", s.attempt(t, ""), seen.add, &logs)
 			require.True(t, ok, "%s", logs.String())
-			require.Equal(t, updater.PhaseCommitted, o.State, "%s: %s\n%s", o.Step, o.Reason, logs.String())
+			require.Equal(t, wire.PhaseCommitted, o.State, "%s: %s\n%s", o.Step, o.Reason, logs.String())
 			assert.Equal(t, "v2", running(t, d.paths, builds))
-			retries := seen.of(updater.StateDownloadRetrying)
+			retries := seen.of(wire.StateDownloadRetrying)
 			require.Len(t, retries, tc.fails, "a download-retrying outcome per failed try: %+v", seen.list)
 			t.Logf("reported: %s", retries[0].Reason)
 			for _, r := range retries {
@@ -249,7 +249,7 @@ func TestTransportFailureMatrix(t *testing.T) {
 					assert.Regexp(t, "reset by peer|unexpected EOF", r.Reason)
 				}
 			}
-			assert.Len(t, seen.of(updater.PhasePreparing), 1, "one Handle call, one try counted")
+			assert.Len(t, seen.of(wire.PhasePreparing), 1, "one Handle call, one try counted")
 			assert.Empty(t, journalOf(t, d.paths).Failed, "no digest is marked failed")
 			hits := s.hitsSeen()
 			if tc.gap > 0 {
@@ -309,10 +309,10 @@ func TestDownloadCancelled(t *testing.T) {
 	var seen outcomes
 	sent := make(chan error, 1)
 	go func() {
-		_, err := updater.Send(context.Background(), d.paths.Socket(), a, seen.add)
+		_, err := wire.Send(context.Background(), d.paths.Socket(), a, seen.add)
 		sent <- err
 	}()
-	require.Eventually(t, func() bool { return len(seen.of(updater.StateDownloadRetrying)) >= 2 }, 20*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return len(seen.of(wire.StateDownloadRetrying)) >= 2 }, 20*time.Second, 20*time.Millisecond)
 	require.NoError(t, syscall.Kill(pid, syscall.SIGTERM))
 	select {
 	case err := <-sent:
@@ -322,7 +322,7 @@ func TestDownloadCancelled(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return !processAlive(pid) }, 5*time.Second, 20*time.Millisecond, "the updater exits")
 	j := journalOf(t, d.paths)
-	assert.Equal(t, updater.PhaseIdle, j.Phase)
+	assert.Equal(t, wire.PhaseIdle, j.Phase)
 	assert.Zero(t, j.Tries[a.Artifact.Digest], "a cancelled try is not counted")
 	assert.Empty(t, j.Failed)
 	assert.Equal(t, "v1", running(t, d.paths, builds))
@@ -330,6 +330,6 @@ func TestDownloadCancelled(t *testing.T) {
 	s.fails.Store(0)
 	o, ok := d.run(t, "", a)
 	require.True(t, ok)
-	assert.Equal(t, updater.PhaseCommitted, o.State, o.Reason)
+	assert.Equal(t, wire.PhaseCommitted, o.State, o.Reason)
 	assert.Equal(t, "v2", running(t, d.paths, builds))
 }

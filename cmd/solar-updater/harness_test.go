@@ -268,14 +268,14 @@ func (d *device) updaterCmd(killpoint string) *exec.Cmd {
 
 // run starts the updater (killed at killpoint when set), sends the attempt
 // and returns the final outcome, or ok false when the updater died first.
-func (d *device) run(t *testing.T, killpoint string, a wire.Attempt) (updater.Outcome, bool) {
+func (d *device) run(t *testing.T, killpoint string, a wire.Attempt) (wire.Outcome, bool) {
 	t.Helper()
 	return d.runSeeing(t, killpoint, a, nil, new(bytes.Buffer))
 }
 
 // runSeeing is run that also calls seen for every outcome and writes the
 // updater's logs into logs.
-func (d *device) runSeeing(t *testing.T, killpoint string, a wire.Attempt, seen func(updater.Outcome), logs *bytes.Buffer) (updater.Outcome, bool) {
+func (d *device) runSeeing(t *testing.T, killpoint string, a wire.Attempt, seen func(wire.Outcome), logs *bytes.Buffer) (wire.Outcome, bool) {
 	t.Helper()
 	cmd := d.updaterCmd(killpoint)
 	cmd.Stdout, cmd.Stderr = logs, logs
@@ -300,7 +300,7 @@ func (d *device) runSeeing(t *testing.T, killpoint string, a wire.Attempt, seen 
 		select {
 		case err := <-exited:
 			exited <- err
-			return updater.Outcome{}, false
+			return wire.Outcome{}, false
 		case <-time.After(20 * time.Millisecond):
 		}
 		require.False(t, time.Now().After(deadline), "the updater made no socket: %s", logs.String())
@@ -310,7 +310,7 @@ func (d *device) runSeeing(t *testing.T, killpoint string, a wire.Attempt, seen 
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	o, err := updater.Send(ctx, d.paths.Socket(), a, seen)
+	o, err := wire.Send(ctx, d.paths.Socket(), a, seen)
 	if err != nil {
 		return o, false
 	}
@@ -320,13 +320,13 @@ func (d *device) runSeeing(t *testing.T, killpoint string, a wire.Attempt, seen 
 // sendAsAgent sends the attempt as the agent's user, whose group the
 // socket serves, and returns the last outcome, or ok false when the
 // updater gave none.
-func (d *device) sendAsAgent(t *testing.T, a wire.Attempt) (updater.Outcome, bool) {
+func (d *device) sendAsAgent(t *testing.T, a wire.Attempt) (wire.Outcome, bool) {
 	t.Helper()
-	b, err := json.Marshal(updater.Request{Attempt: &a})
+	b, err := json.Marshal(wire.Request{Attempt: &a})
 	require.NoError(t, err)
 	out, _ := as(t, agentUID, agentGroup, nil, string(b)+"\n", peerBin, d.paths.Socket())
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	var o updater.Outcome
+	var o wire.Outcome
 	if json.Unmarshal([]byte(lines[len(lines)-1]), &o) != nil || o.State == "" {
 		return o, false
 	}

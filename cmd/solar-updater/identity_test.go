@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/solar-pipeline/solar/callout"
-	"github.com/solar-pipeline/solar/device/updater"
+	"github.com/solar-pipeline/solar/device/wire"
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/fleet"
 )
@@ -56,7 +56,7 @@ func TestThroughTheCallout(t *testing.T) {
 	d.start(t)
 
 	applyBuild(t, bucket, server, "v2", "2.0.0")
-	st := reported(t, bucket, updater.PhaseCommitted)
+	st := reported(t, bucket, wire.PhaseCommitted)
 	assert.Equal(t, "2.0.0", st.Version)
 	assert.Equal(t, "v2", running(t, d.paths, builds))
 
@@ -69,7 +69,7 @@ func TestThroughTheCallout(t *testing.T) {
 	applyBuild(t, bucket, server, "v1", "1.0.0")
 	require.Eventually(t, func() bool {
 		s, err := bucket.Status(ctx, "dev-1")
-		return err == nil && len(s) == 1 && s[0].State != nil && s[0].State.State == updater.PhaseCommitted && s[0].State.Version == "1.0.0"
+		return err == nil && len(s) == 1 && s[0].State != nil && s[0].State.State == wire.PhaseCommitted && s[0].State.Version == "1.0.0"
 	}, 30*time.Second, 100*time.Millisecond, "1.0.0 not committed after the agent logged in again")
 	assert.Equal(t, "v1", running(t, d.paths, builds))
 	_, refused := svc.Counts()

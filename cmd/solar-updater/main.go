@@ -153,7 +153,7 @@ func serve(c *config, paths updater.Paths, cred *syscall.Credential, log *slog.L
 		Paths: paths, Service: service, Credential: cred, Cgroup: cgroup, MaxTries: c.maxTries, MaxSize: c.maxSize,
 		Client: client, Download: download,
 		ProbeTimeout: c.probeTimeout, ReadyTimeout: c.readyTimeout,
-		Report: func(o updater.Outcome) {
+		Report: func(o wire.Outcome) {
 			log.Info("outcome", "uuid", o.UUID, "device", o.DeviceID, "state", o.State, "version", o.Version, "step", o.Step, "reason", o.Reason)
 		},
 		Log: log,

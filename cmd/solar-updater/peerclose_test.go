@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/solar-pipeline/solar/device/updater"
 	"github.com/solar-pipeline/solar/device/wire"
 )
 
@@ -37,8 +36,8 @@ func hungAttempt(t *testing.T, d *device) (drop context.CancelFunc, sent <-chan 
 	t.Cleanup(cancel)
 	preparing, errs := make(chan struct{}, 1), make(chan error, 1)
 	go func() {
-		_, err := updater.Send(ctx, d.paths.Socket(), hung, func(o updater.Outcome) {
-			if o.State == updater.PhasePreparing {
+		_, err := wire.Send(ctx, d.paths.Socket(), hung, func(o wire.Outcome) {
+			if o.State == wire.PhasePreparing {
 				preparing <- struct{}{}
 			}
 		})
@@ -57,9 +56,9 @@ func sendV2(t *testing.T, d *device, server *artifactServer) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	o, err := updater.Send(ctx, d.paths.Socket(), server.attempt(t, builds["v2"], "2.0.0", "blobs"), nil)
+	o, err := wire.Send(ctx, d.paths.Socket(), server.attempt(t, builds["v2"], "2.0.0", "blobs"), nil)
 	require.NoError(t, err, "the updater takes the next attempt")
-	assert.Equal(t, updater.PhaseCommitted, o.State, o.Reason)
+	assert.Equal(t, wire.PhaseCommitted, o.State, o.Reason)
 	assert.Equal(t, "v2", running(t, d.paths, builds))
 }
 

@@ -41,11 +41,11 @@ func TestStrictReadiness(t *testing.T) {
 			// The previous case's outcome gone: what comes is this one's.
 			require.NoError(t, kv.Delete(ctx, "state.dev-1"))
 			a := applyBuild(t, bucket, server, tc.build, "2.0.0")
-			st := reported(t, bucket, updater.PhaseRolledBack)
+			st := reported(t, bucket, wire.PhaseRolledBack)
 			assert.Equal(t, "readiness", st.Step, st.Reason)
 			assert.Contains(t, st.Reason, "the agent reported nothing", "the candidate withheld readiness")
 			j := journalOf(t, d.paths)
-			assert.Equal(t, updater.PhaseRolledBack+" readiness "+a.UUID, j.Phase+" "+j.Step+" "+j.Attempt.UUID)
+			assert.Equal(t, wire.PhaseRolledBack+" readiness "+a.UUID, j.Phase+" "+j.Step+" "+j.Attempt.UUID)
 			assert.Equal(t, "v1", selected(t, d.paths, builds))
 			assert.Equal(t, "v1", running(t, d.paths, builds))
 			log, err := os.ReadFile(d.paths.Log())
@@ -57,7 +57,7 @@ func TestStrictReadiness(t *testing.T) {
 	t.Run("all met", func(t *testing.T) {
 		require.NoError(t, kv.Delete(ctx, "state.dev-1"))
 		applyBuild(t, bucket, server, "v2", "2.0.0")
-		st := reported(t, bucket, updater.PhaseCommitted)
+		st := reported(t, bucket, wire.PhaseCommitted)
 		assert.Equal(t, "2.0.0", st.Running, "the new agent's startup publication and its outcome carry its version")
 		assert.Equal(t, "v2", running(t, d.paths, builds))
 		var r updater.Readiness
@@ -81,7 +81,7 @@ func TestStartupPublicationKeepsTheOutcome(t *testing.T) {
 	server := startArtifactServer(t)
 	d, bucket, kv := natsDevice(t, server)
 	ctx := context.Background()
-	blocked := wire.DeviceState{State: updater.PhaseRollbackFailed, Step: "readiness", Reason: "by hand", At: "2026-01-01T00:00:00Z"}
+	blocked := wire.DeviceState{State: wire.PhaseRollbackFailed, Step: "readiness", Reason: "by hand", At: "2026-01-01T00:00:00Z"}
 	v, err := json.Marshal(blocked)
 	require.NoError(t, err)
 	_, err = kv.Put(ctx, "state.dev-1", v)

@@ -16,7 +16,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/solar-pipeline/solar/device/updater"
 	"github.com/solar-pipeline/solar/device/wire"
 )
 
@@ -35,7 +34,7 @@ func TestAttemptNeverDeletesInstalled(t *testing.T) {
 	require.NoError(t, err)
 	o, ok := d.run(t, "", a)
 	require.True(t, ok)
-	assert.Equal(t, updater.PhaseRolledBack, o.State)
+	assert.Equal(t, wire.PhaseRolledBack, o.State)
 	assert.Equal(t, "attempt", o.Step, o.Reason)
 	_, err = os.Stat(d.paths.Binary(digestOf(v1)))
 	assert.NoError(t, err, "the installed binary is there")
@@ -69,7 +68,7 @@ func TestDownloadIsRootsAlone(t *testing.T) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() { _, _ = updater.Send(ctx, d.paths.Socket(), a, nil) }()
+	go func() { _, _ = wire.Send(ctx, d.paths.Socket(), a, nil) }()
 	staging := d.paths.Staging(digestOf(b))
 	require.Eventually(t, func() bool {
 		fi, err := os.Stat(filepath.Join(staging, "agent"))

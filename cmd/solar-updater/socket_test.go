@@ -17,7 +17,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/solar-pipeline/solar/device/updater"
 	"github.com/solar-pipeline/solar/device/wire"
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/fleet"
@@ -44,7 +43,7 @@ func (d *device) start(t *testing.T) int {
 }
 
 // exchange sends raw bytes on the socket and returns the one reply.
-func exchange(t *testing.T, socket string, raw string) updater.Outcome {
+func exchange(t *testing.T, socket string, raw string) wire.Outcome {
 	t.Helper()
 	conn, err := net.Dial("unix", socket)
 	require.NoError(t, err)
@@ -52,7 +51,7 @@ func exchange(t *testing.T, socket string, raw string) updater.Outcome {
 	// The updater may refuse and close before it reads (a peer outside the
 	// group): the write may then fail; the reply is there to read.
 	_, _ = conn.Write([]byte(raw))
-	var o updater.Outcome
+	var o wire.Outcome
 	require.NoError(t, json.NewDecoder(conn).Decode(&o))
 	return o
 }
@@ -97,14 +96,14 @@ func TestSocket(t *testing.T) {
 	}
 	server := startArtifactServer(t)
 	a := server.attempt(t, builds["v2"], "2.0.0", "blobs")
-	line, err := json.Marshal(updater.Request{Attempt: &a})
+	line, err := json.Marshal(wire.Request{Attempt: &a})
 	require.NoError(t, err)
 
 	t.Run("a peer outside the group", func(t *testing.T) {
 		d := newDevice(t, server, nil, "--group", "4242") // the later --group wins
 		d.start(t)
 		o := exchange(t, d.paths.Socket(), string(line)+"\n")
-		assert.Equal(t, updater.StateRefused, o.State)
+		assert.Equal(t, wire.StateRefused, o.State)
 		assert.Contains(t, o.Reason, "is not in group 4242")
 		assert.Equal(t, "v1", selected(t, d.paths, builds), "nothing happened")
 	})
@@ -114,15 +113,15 @@ func TestSocket(t *testing.T) {
 		pid := d.start(t)
 		for _, raw := range []string{`{"command":"reboot"}`, `{"attempt":{"uuid":"x"},"exec":"/bin/sh"}`, "rm -rf /", `{}`, strings.Repeat("x", 100000)} {
 			o := exchange(t, d.paths.Socket(), raw+"\n")
-			assert.Equal(t, updater.StateRefused, o.State, "%.40s", raw)
+			assert.Equal(t, wire.StateRefused, o.State, "%.40s", raw)
 		}
 		o := exchange(t, d.paths.Socket(), `{"attempt":{"uuid":"00000000-0000-0000-0000-000000000000","deviceId":"a.b"}}`+"\n")
-		assert.Equal(t, updater.StateRefused, o.State, "an attempt that does not verify")
+		assert.Equal(t, wire.StateRefused, o.State, "an attempt that does not verify")
 		assert.Equal(t, "v1", selected(t, d.paths, builds))
 
-		final, err := updater.Send(context.Background(), d.paths.Socket(), a, nil)
+		final, err := wire.Send(context.Background(), d.paths.Socket(), a, nil)
 		require.NoError(t, err)
-		assert.Equal(t, updater.PhaseCommitted, final.State, final.Reason)
+		assert.Equal(t, wire.PhaseCommitted, final.State, final.Reason)
 		for _, s := range sockets(t, pid) {
 			assert.True(t, strings.HasPrefix(s, "unix "), "the updater holds %s: no network connection after the download", s)
 		}
@@ -194,21 +193,21 @@ func TestThroughNATS(t *testing.T) {
 	d, bucket, _ := natsDevice(t, server)
 
 	applyBuild(t, bucket, server, "v2", "2.0.0")
-	st := reported(t, bucket, updater.PhaseCommitted)
+	st := reported(t, bucket, wire.PhaseCommitted)
 	assert.Equal(t, "2.0.0", st.Version)
 	assert.Equal(t, "v2", running(t, d.paths, builds), "the new agent runs, and it forwards the next attempts")
 
 	applyBuild(t, bucket, server, "v2-never-ready", "3.0.0")
-	st = reported(t, bucket, updater.PhaseRolledBack)
+	st = reported(t, bucket, wire.PhaseRolledBack)
 	assert.Equal(t, "readiness", st.Step)
 	assert.Equal(t, "v2", running(t, d.paths, builds), "back to the previous agent")
 
 	// An attempt whose download is retried without end (a 404, no
 	// notAfter) gives way to the next one the operator applies.
 	applyBuild(t, bucket, server, "v2-wrong-version", "4.0.0", "missing")
-	reported(t, bucket, updater.StateDownloadRetrying)
+	reported(t, bucket, wire.StateDownloadRetrying)
 	applyBuild(t, bucket, server, "v1", "1.0.0")
-	st = reported(t, bucket, updater.PhaseCommitted)
+	st = reported(t, bucket, wire.PhaseCommitted)
 	assert.Equal(t, "1.0.0", st.Version)
 	assert.Equal(t, "v1", running(t, d.paths, builds))
 }
@@ -253,5 +252,5 @@ func TestForgedAttemptNotForwarded(t *testing.T) {
 	assert.Equal(t, "v1", running(t, d.paths, builds))
 
 	applyBuild(t, bucket, server, "v2", "2.0.0")
-	reported(t, bucket, updater.PhaseCommitted) // an attempt fleet apply wrote is forwarded and commits
+	reported(t, bucket, wire.PhaseCommitted) // an attempt fleet apply wrote is forwarded and commits
 }

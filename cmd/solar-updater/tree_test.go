@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/solar-pipeline/solar/device/updater"
+	"github.com/solar-pipeline/solar/device/wire"
 )
 
 // One workload owner: the updater stops everything it started, and
@@ -33,7 +34,7 @@ func TestCandidateTreeStopped(t *testing.T) {
 	}
 	o, ok := d.run(t, "", server.attempt(t, builds["v2-daemonize"], "2.0.0", "blobs"))
 	require.True(t, ok)
-	assert.Equal(t, updater.PhaseRolledBack, o.State, o.Reason)
+	assert.Equal(t, wire.PhaseRolledBack, o.State, o.Reason)
 	assert.Equal(t, "readiness", o.Step)
 	for _, what := range []string{"probe", "agent"} {
 		pid := daemonPID(t, d.paths, what)
@@ -92,7 +93,7 @@ func TestOtherUsersAgentLives(t *testing.T) {
 
 	o, ok := d.run(t, "", server.attempt(t, builds["v2"], "2.0.0", "blobs"))
 	require.True(t, ok)
-	assert.Equal(t, updater.PhaseCommitted, o.State, o.Reason)
+	assert.Equal(t, wire.PhaseCommitted, o.State, o.Reason)
 	assert.True(t, processAlive(other.Process.Pid), "the updater stopped another user's process")
 }
 

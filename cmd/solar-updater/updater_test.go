@@ -11,10 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/solar-pipeline/solar/device/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/solar-pipeline/solar/device/updater"
 )
 
 // killPoints are the moments of an attempt a kill lands at: each side of
@@ -45,7 +44,7 @@ func TestKillMatrix(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			d := newDevice(t, server, nil)
 			a := server.attempt(t, builds[tc.candidate], "2.0.0", "blobs")
-			var final updater.Outcome
+			var final wire.Outcome
 			kills := 0
 			for run := 0; run < 6; run++ {
 				point := ""
@@ -97,25 +96,25 @@ func killMatrix() []killRow {
 			// finds it by what it runs and stops it before v1 starts.
 			// Killed on every run, the rollback's own start is cut too:
 			// no outcome, v1 selected and running, alone.
-			matrix = append(matrix, row{p, false, updater.PhaseRolledBack, "v1", ""}, row{p, true, "", "v1", ""})
+			matrix = append(matrix, row{p, false, wire.PhaseRolledBack, "v1", ""}, row{p, true, "", "v1", ""})
 		case p == "journal-after-committed":
 			// Committed: a restart keeps it, the attempt again says so.
-			matrix = append(matrix, row{p, false, updater.PhaseCommitted, "v2", ""}, row{p, true, updater.PhaseCommitted, "v2", ""})
+			matrix = append(matrix, row{p, false, wire.PhaseCommitted, "v2", ""}, row{p, true, wire.PhaseCommitted, "v2", ""})
 		case switching:
 			// A switch cut before commit resolves to the previous binary,
 			// reported rolled-back ("interrupted"), and is not retried.
-			matrix = append(matrix, row{p, false, updater.PhaseRolledBack, "v1", ""}, row{p, true, updater.PhaseRolledBack, "v1", ""})
+			matrix = append(matrix, row{p, false, wire.PhaseRolledBack, "v1", ""}, row{p, true, wire.PhaseRolledBack, "v1", ""})
 		case p == "journal-before-preparing":
 			// Killed before anything is written, every time: nothing
 			// happens, the old agent runs on.
-			matrix = append(matrix, row{p, false, updater.PhaseCommitted, "v2", ""}, row{p, true, "", "v1", ""})
+			matrix = append(matrix, row{p, false, wire.PhaseCommitted, "v2", ""}, row{p, true, "", "v1", ""})
 		case p == "prepare-installed":
 			// The next try finds the binary installed and checks it again.
-			matrix = append(matrix, row{p, false, updater.PhaseCommitted, "v2", ""}, row{p, true, updater.PhaseCommitted, "v2", ""})
+			matrix = append(matrix, row{p, false, wire.PhaseCommitted, "v2", ""}, row{p, true, wire.PhaseCommitted, "v2", ""})
 		default:
 			// A prepare cut is dropped and the attempt comes again, until
 			// the cap on tries per digest refuses it.
-			matrix = append(matrix, row{p, false, updater.PhaseCommitted, "v2", ""}, row{p, true, updater.StateRefused, "v1", ""})
+			matrix = append(matrix, row{p, false, wire.PhaseCommitted, "v2", ""}, row{p, true, wire.StateRefused, "v1", ""})
 		}
 	}
 	for i := range matrix {
@@ -124,7 +123,7 @@ func killMatrix() []killRow {
 	// The rollback of a candidate that never gets ready, killed once at
 	// each of its points: the restart finishes it.
 	for _, p := range []string{"journal-before-rolling-back", "journal-after-rolling-back", "rollback-stopped", "journal-before-rolled-back", "journal-after-rolled-back"} {
-		matrix = append(matrix, row{p, false, updater.PhaseRolledBack, "v1", "v2-never-ready"})
+		matrix = append(matrix, row{p, false, wire.PhaseRolledBack, "v1", "v2-never-ready"})
 	}
 	return matrix
 }
@@ -172,7 +171,7 @@ func TestErrorMatrix(t *testing.T) {
 			a := server.attempt(t, builds[tc.build], tc.version, tc.path)
 			o, ok := d.run(t, "", a)
 			require.True(t, ok)
-			assert.Equal(t, updater.PhaseRolledBack, o.State, o.Reason)
+			assert.Equal(t, wire.PhaseRolledBack, o.State, o.Reason)
 			assert.Equal(t, tc.step, o.Step, o.Reason)
 			assert.Equal(t, "v1", selected(t, d.paths, builds))
 			assert.Equal(t, "v1", running(t, d.paths, builds))
@@ -189,7 +188,7 @@ func TestErrorMatrix(t *testing.T) {
 				d.bin = updaterBin // the disk has room again
 				again, ok = d.run(t, "", other)
 				require.True(t, ok)
-				assert.Equal(t, updater.PhaseCommitted, again.State, "another attempt of the digest is tried: %s", again.Reason)
+				assert.Equal(t, wire.PhaseCommitted, again.State, "another attempt of the digest is tried: %s", again.Reason)
 				assert.Equal(t, "v2", running(t, d.paths, builds))
 				return
 			}
@@ -200,7 +199,7 @@ func TestErrorMatrix(t *testing.T) {
 				assert.Equal(t, o.State+" "+o.Step, again.State+" "+again.Step, "another attempt of the digest is tried again")
 				return
 			}
-			assert.Equal(t, updater.StateRefused, again.State, "another attempt of a digest that failed is not tried")
+			assert.Equal(t, wire.StateRefused, again.State, "another attempt of a digest that failed is not tried")
 			assert.Contains(t, again.Reason, "failed before")
 		})
 	}
@@ -214,21 +213,21 @@ func TestErrorMatrix(t *testing.T) {
 		var seen outcomes
 		o, ok := d.runSeeing(t, "", a, seen.add, new(bytes.Buffer))
 		require.True(t, ok)
-		assert.Equal(t, updater.StateRefused, o.State, "the 404 is retried until notAfter, then refused")
+		assert.Equal(t, wire.StateRefused, o.State, "the 404 is retried until notAfter, then refused")
 		assert.Contains(t, o.Reason, "expired while retrying: GET "+server.URL+"/missing/")
 		assert.Contains(t, o.Reason, "404 Not Found")
-		assert.NotEmpty(t, seen.of(updater.StateDownloadRetrying))
+		assert.NotEmpty(t, seen.of(wire.StateDownloadRetrying))
 		assert.Equal(t, "v1", running(t, d.paths, builds))
 		assert.Empty(t, journalOf(t, d.paths).Failed, "a 404 is not the artifact's fault")
 		again, ok := d.run(t, "", a)
 		require.True(t, ok)
-		assert.Equal(t, updater.StateRefused, again.State)
+		assert.Equal(t, wire.StateRefused, again.State)
 		assert.Contains(t, again.Reason, "expired", "the same attempt again: expired, not failed before")
 		// The blob is there now (the operator pushed it; here, another URL):
 		// another attempt of the digest is tried and commits.
 		again, ok = d.run(t, "", server.attempt(t, builds["v2"], "2.0.0", "blobs"))
 		require.True(t, ok)
-		assert.Equal(t, updater.PhaseCommitted, again.State, again.Reason)
+		assert.Equal(t, wire.PhaseCommitted, again.State, again.Reason)
 		assert.Equal(t, "v2", running(t, d.paths, builds))
 	})
 }
@@ -240,7 +239,7 @@ func TestCrashAfterCommit(t *testing.T) {
 	d := newDevice(t, server, nil)
 	o, ok := d.run(t, "", server.attempt(t, builds["v2-crash-after-commit"], "2.0.0", "blobs"))
 	require.True(t, ok)
-	assert.Equal(t, updater.PhaseCommitted, o.State, "ready is committed at once")
+	assert.Equal(t, wire.PhaseCommitted, o.State, "ready is committed at once")
 	assert.Equal(t, "v2-crash-after-commit", selected(t, d.paths, builds), "no protocol rollback after commit")
 }
 
@@ -257,22 +256,22 @@ func TestRollbackFailedBlocks(t *testing.T) {
 	failed := server.attempt(t, builds["v2-never-ready"], "2.0.0", "blobs")
 	o, ok := d.run(t, "", failed)
 	require.True(t, ok)
-	assert.Equal(t, updater.PhaseRollbackFailed, o.State, o.Reason)
+	assert.Equal(t, wire.PhaseRollbackFailed, o.State, o.Reason)
 	assert.Equal(t, "readiness", o.Step)
 	good := server.attempt(t, builds["v2"], "2.0.0", "blobs")
 	o, ok = d.run(t, "", good)
 	require.True(t, ok)
-	assert.Equal(t, updater.StateRefused, o.State, "blocked until repaired")
+	assert.Equal(t, wire.StateRefused, o.State, "blocked until repaired")
 	assert.Contains(t, o.Reason, "rollback-failed")
 
 	out, err := exec.Command(d.bin, "--root", d.paths.Root, "--repair", "v1 reinstalled by hand").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	o, ok = d.run(t, "", failed)
 	require.True(t, ok)
-	assert.Equal(t, updater.PhaseRollbackFailed, o.State, "the failed attempt again: its outcome, for the agent to publish")
+	assert.Equal(t, wire.PhaseRollbackFailed, o.State, "the failed attempt again: its outcome, for the agent to publish")
 	o, ok = d.run(t, "", good)
 	require.True(t, ok)
-	assert.Equal(t, updater.PhaseCommitted, o.State, o.Reason)
+	assert.Equal(t, wire.PhaseCommitted, o.State, o.Reason)
 	assert.Equal(t, "v2", running(t, d.paths, builds))
 }
 
@@ -289,7 +288,7 @@ func TestTriesCap(t *testing.T) {
 			kills++
 			continue
 		}
-		assert.Equal(t, updater.StateRefused, o.State)
+		assert.Equal(t, wire.StateRefused, o.State)
 		assert.Contains(t, o.Reason, "tried 2 times")
 		break
 	}
@@ -304,7 +303,7 @@ func TestRollbackWaitsForReadiness(t *testing.T) {
 	d := newDeviceWith(t, server, deviceOptions{first: "v1-never-ready"})
 	o, ok := d.run(t, "", server.attempt(t, builds["v2-never-ready"], "2.0.0", "blobs"))
 	require.True(t, ok)
-	assert.Equal(t, updater.PhaseRollbackFailed, o.State, o.Reason)
+	assert.Equal(t, wire.PhaseRollbackFailed, o.State, o.Reason)
 	assert.Contains(t, o.Reason, "the rollback failed")
 	assert.Contains(t, o.Reason, "not ready", "the candidate's failure and the rollback's are both said")
 }

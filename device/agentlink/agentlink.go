@@ -12,7 +12,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/solar-pipeline/solar/device/updater"
 	"github.com/solar-pipeline/solar/device/wire"
 )
 
@@ -237,8 +236,8 @@ func genuine(ctx context.Context, kv Store, cur wire.Current) error {
 // takes up one it dropped.
 func (l *Link) forward(ctx context.Context, kv Store, cur wire.Current, s *shared) {
 	for pause := l.Retry; ; pause = min(2*pause, 40*l.Retry) {
-		_, err := updater.SendNotify(ctx, l.Socket, cur.Attempt, func() { s.sent(cur.UUID) },
-			func(o updater.Outcome) { l.publish(ctx, kv, o) })
+		_, err := wire.SendNotify(ctx, l.Socket, cur.Attempt, func() { s.sent(cur.UUID) },
+			func(o wire.Outcome) { l.publish(ctx, kv, o) })
 		if err == nil || ctx.Err() != nil {
 			return
 		}
@@ -289,7 +288,7 @@ func (f *forwarder) stop() {
 
 // publish writes an outcome into state.<DeviceID>, with this agent's
 // version as Running.
-func (l *Link) publish(ctx context.Context, kv Store, o updater.Outcome) {
+func (l *Link) publish(ctx context.Context, kv Store, o wire.Outcome) {
 	b, err := json.Marshal(wire.DeviceState{State: o.State, Version: o.Version, Step: o.Step, Reason: o.Reason,
 		At: time.Now().UTC().Format(time.RFC3339), Running: l.Version})
 	key, kerr := wire.StateKey(l.DeviceID)

@@ -19,7 +19,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/solar-pipeline/solar/device/updater"
 	"github.com/solar-pipeline/solar/device/wire"
 )
 
@@ -50,7 +49,7 @@ func startFakeUpdater(t *testing.T, path string) *fakeUpdater {
 				return
 			}
 			t.Cleanup(func() { conn.Close() })
-			var req updater.Request
+			var req wire.Request
 			line, _ := bufio.NewReader(conn).ReadBytes('\n')
 			if json.Unmarshal(line, &req) == nil && req.Attempt != nil {
 				u.got <- req.Attempt.UUID

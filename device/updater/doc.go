@@ -1,6 +1,6 @@
 // Package updater is the device side of the fleet agent upgrade: the root
 // updater that replaces a device's agent in one crash-safe transaction
-// (docs/updater.md). It takes an attempt (package fleet) and
+// (docs/updater.md). It takes an attempt (device/wire's Attempt) and
 //
 //   - prepares, while the live agent keeps running: downloads the binary over
 //     HTTPS with the attempt's size as a hard cap, verifies its SHA-256 while
@@ -14,6 +14,6 @@
 // A journal is written before every side effect; New resumes from it: any
 // state before commit resolves to the previous binary. Every path derives
 // from one root folder (Paths). The updater has no NATS connection: the
-// device's agent forwards attempts over a Unix socket (Serve) and publishes
-// the outcomes the updater reports.
+// device's agent forwards attempts over a Unix socket (Serve; the agent's
+// side is wire.Send) and publishes the outcomes the updater reports.
 package updater

@@ -109,7 +109,7 @@ func (u *Updater) download(ctx context.Context, a wire.Attempt, file string) err
 		if !deadline.IsZero() && time.Now().Add(wait).After(deadline) {
 			return &expiredError{last: err}
 		}
-		u.report(Outcome{UUID: a.UUID, DeviceID: a.DeviceID, Version: a.TargetVersion, State: StateDownloadRetrying,
+		u.report(wire.Outcome{UUID: a.UUID, DeviceID: a.DeviceID, Version: a.TargetVersion, State: wire.StateDownloadRetrying,
 			Step: "download", Reason: capReason(fmt.Sprintf("try %d: %v; next try in %s", try, err, wait.Round(time.Millisecond)))})
 		t := time.NewTimer(wait)
 		select {

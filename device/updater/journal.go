@@ -12,20 +12,6 @@ import (
 	"github.com/solar-pipeline/solar/internal/killpoint"
 )
 
-// Phases of the journal, in the order an attempt goes through them.
-const (
-	PhaseIdle           = "idle"
-	PhasePreparing      = "preparing"
-	PhasePrepared       = "prepared"
-	PhaseStopping       = "stopping"  // the old service is being stopped
-	PhaseSelected       = "selected"  // the candidate is (being) selected
-	PhaseStarting       = "starting"  // the candidate is (being) started
-	PhaseCommitted      = "committed" // the candidate reported ready
-	PhaseRollingBack    = "rolling-back"
-	PhaseRolledBack     = "rolled-back"
-	PhaseRollbackFailed = "rollback-failed"
-)
-
 // Journal is the updater's state on disk: what it was doing, so that a
 // restart resumes it.
 type Journal struct {
@@ -49,7 +35,7 @@ type Journal struct {
 
 // readJournal reads the journal; a missing one is idle.
 func readJournal(p Paths) (Journal, error) {
-	j := Journal{Phase: PhaseIdle}
+	j := Journal{Phase: wire.PhaseIdle}
 	b, err := os.ReadFile(p.Journal())
 	if errors.Is(err, os.ErrNotExist) {
 		return j, nil

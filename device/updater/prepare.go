@@ -119,34 +119,34 @@ var contentSteps = []string{"digest", "size", "probe"}
 //   - the attempt's notAfter passed while retrying: refused, back to idle;
 //   - otherwise rolled-back with the step, the digest marked failed only
 //     for a content failure.
-func (u *Updater) prepareFailed(ctx context.Context, j Journal, err error, report func(string, string, error) Outcome) Outcome {
+func (u *Updater) prepareFailed(ctx context.Context, j Journal, err error, report func(string, string, error) wire.Outcome) wire.Outcome {
 	p, digest := u.opts.Paths, j.Attempt.Artifact.Digest
 	var expiredErr *expiredError
 	switch {
 	case ctx.Err() != nil:
 		j.Tries[digest]--
-		j.Phase, j.Step, j.Reason = PhaseIdle, "", ""
+		j.Phase, j.Step, j.Reason = wire.PhaseIdle, "", ""
 		if werr := j.write(p); werr != nil {
 			u.opts.Log.Error("writing the journal after a cancelled prepare", "err", werr)
 		}
 		u.opts.Log.Info("the prepare was cancelled: back to idle", "uuid", j.Attempt.UUID, "err", err)
-		return Outcome{UUID: j.Attempt.UUID, DeviceID: j.Attempt.DeviceID, Version: j.Attempt.TargetVersion, Reason: context.Cause(ctx).Error()}
+		return wire.Outcome{UUID: j.Attempt.UUID, DeviceID: j.Attempt.DeviceID, Version: j.Attempt.TargetVersion, Reason: context.Cause(ctx).Error()}
 	case errors.As(err, &expiredErr):
-		j.Phase, j.Step, j.Reason = PhaseIdle, "", ""
+		j.Phase, j.Step, j.Reason = wire.PhaseIdle, "", ""
 		if werr := j.write(p); werr != nil {
 			err = errors.Join(err, werr)
 		}
-		return report(StateRefused, "", err)
+		return report(wire.StateRefused, "", err)
 	}
 	step := stepOf(err)
 	if slices.Contains(contentSteps, step) && !slices.Contains(j.Failed, digest) {
 		j.Failed = append(j.Failed, digest)
 	}
-	j.Phase, j.Step, j.Reason = PhaseRolledBack, step, err.Error()
+	j.Phase, j.Step, j.Reason = wire.PhaseRolledBack, step, err.Error()
 	if werr := j.write(p); werr != nil {
 		err = errors.Join(err, werr)
 	}
-	return report(PhaseRolledBack, step, err)
+	return report(wire.PhaseRolledBack, step, err)
 }
 
 // hashFile is the size and digest of an installed binary.

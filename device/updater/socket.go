@@ -22,12 +22,6 @@ import (
 	"github.com/solar-pipeline/solar/device/wire"
 )
 
-// Request is the one message the updater accepts on its socket: an attempt.
-// It takes no command.
-type Request struct {
-	Attempt *wire.Attempt `json:"attempt"`
-}
-
 // maxRequest bounds a request: an attempt is a few hundred bytes.
 const maxRequest = 64 << 10
 
@@ -124,7 +118,7 @@ func (u *Updater) serveConn(ctx context.Context, conn *net.UnixConn, gid int) {
 	enc := json.NewEncoder(conn)
 	refuse := func(err error) {
 		u.opts.Log.Warn("refused a connection on the socket", "err", err)
-		_ = enc.Encode(Outcome{State: StateRefused, Reason: err.Error()})
+		_ = enc.Encode(wire.Outcome{State: wire.StateRefused, Reason: err.Error()})
 	}
 	if err := peerInGroup(conn, gid); err != nil {
 		refuse(err)
@@ -143,7 +137,7 @@ func (u *Updater) serveConn(ctx context.Context, conn *net.UnixConn, gid int) {
 		return
 	}
 	_ = conn.SetReadDeadline(time.Time{})
-	var req Request
+	var req wire.Request
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil || req.Attempt == nil {
@@ -160,7 +154,7 @@ func (u *Updater) serveConn(ctx context.Context, conn *net.UnixConn, gid int) {
 		_, _ = io.Copy(io.Discard, conn)
 	}()
 	u.preempt(cancel)
-	u.handle(ctx, *req.Attempt, func(o Outcome) {
+	u.handle(ctx, *req.Attempt, func(o wire.Outcome) {
 		// A peer that stops reading does not hold the updater.
 		_ = conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
 		_ = enc.Encode(o)
@@ -215,55 +209,4 @@ func supplementaryGroups(pid int) ([]int, error) {
 		}
 	}
 	return nil, nil
-}
-
-// Send is the agent's side of the socket: it forwards an attempt to the
-// updater at path and calls outcome for every outcome reported, until the
-// final one. It returns the final one.
-func Send(ctx context.Context, path string, a wire.Attempt, outcome func(Outcome)) (Outcome, error) {
-	return SendNotify(ctx, path, a, nil, outcome)
-}
-
-// SendNotify is Send that also calls sent (when not nil) once the attempt
-// is written to the updater's connection, before any outcome: the updater
-// may hold it until the transaction under way ends (a candidate's link
-// resends the attempt that started it, and its readiness waits for that).
-func SendNotify(ctx context.Context, path string, a wire.Attempt, sent func(), outcome func(Outcome)) (Outcome, error) {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", path)
-	if err != nil {
-		return Outcome{}, fmt.Errorf("connecting to the updater: %w", err)
-	}
-	defer conn.Close()
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	defer stop()
-	if err := json.NewEncoder(conn).Encode(Request{Attempt: &a}); err != nil {
-		return Outcome{}, fmt.Errorf("sending the attempt: %w", err)
-	}
-	if sent != nil {
-		sent()
-	}
-	dec := json.NewDecoder(conn)
-	var last Outcome
-	for {
-		var o Outcome
-		if err := dec.Decode(&o); err != nil {
-			if last.State != "" && final(last.State) {
-				return last, nil
-			}
-			return last, fmt.Errorf("the updater ended the connection before a final outcome: %w", err)
-		}
-		last = o
-		if outcome != nil {
-			outcome(o)
-		}
-		if final(o.State) {
-			return o, nil
-		}
-	}
-}
-
-// final: no outcome follows.
-func final(state string) bool {
-	return state == PhaseCommitted || state == PhaseRolledBack || state == PhaseRollbackFailed || state == StateRefused
 }

@@ -18,29 +18,6 @@ import (
 	"github.com/solar-pipeline/solar/internal/killpoint"
 )
 
-// Outcome is what the updater reports about an attempt: the states of
-// docs/fleet.md (preparing, prepared, switching, committed, rolled-back,
-// rollback-failed) or refused.
-type Outcome struct {
-	UUID     string `json:"uuid"`
-	DeviceID string `json:"deviceId"`
-	State    string `json:"state"`
-	Version  string `json:"version,omitempty"`
-	// Step is the step that failed, for rolled-back and rollback-failed.
-	Step   string `json:"step,omitempty"`
-	Reason string `json:"reason,omitempty"`
-}
-
-// Outcome states the updater reports besides the journal's phases.
-const (
-	StateSwitching = "switching"
-	StateRefused   = "refused"
-	// StateDownloadRetrying: a download try failed for a reason that is not
-	// the artifact's (the link, TLS, the server, the login); the reason says
-	// which, and when the next try is. Not final.
-	StateDownloadRetrying = "download-retrying"
-)
-
 // Options configure an Updater.
 type Options struct {
 	Paths   Paths
@@ -64,7 +41,7 @@ type Options struct {
 	// included), so that repeated cuts do not loop.
 	MaxTries int
 	// Report receives every outcome (the agent publishes them).
-	Report func(Outcome)
+	Report func(wire.Outcome)
 	Log    *slog.Logger
 }
 
@@ -73,7 +50,7 @@ type Updater struct {
 	opts Options
 	mu   sync.Mutex // one attempt at a time
 	// sink is the connection of the attempt under way (under mu).
-	sink func(Outcome)
+	sink func(wire.Outcome)
 	// newest cancels the prepare of the newest connection's attempt: the
 	// next connection preempts it.
 	newest struct {
@@ -84,7 +61,7 @@ type Updater struct {
 
 // report gives an outcome to Options.Report and to the connection of the
 // attempt under way.
-func (u *Updater) report(o Outcome) {
+func (u *Updater) report(o wire.Outcome) {
 	u.opts.Report(o)
 	if u.sink != nil {
 		u.sink(o)
@@ -110,7 +87,7 @@ func New(ctx context.Context, opts Options) (*Updater, error) {
 		opts.Client = http.DefaultClient
 	}
 	if opts.Report == nil {
-		opts.Report = func(Outcome) {}
+		opts.Report = func(wire.Outcome) {}
 	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
@@ -133,16 +110,16 @@ func (u *Updater) resume(ctx context.Context) error {
 		return err
 	}
 	switch j.Phase {
-	case PhasePreparing, PhasePrepared:
-		j.Phase = PhaseIdle
+	case wire.PhasePreparing, wire.PhasePrepared:
+		j.Phase = wire.PhaseIdle
 		if err := u.cleanStaging(); err != nil {
 			return err
 		}
 		return j.write(u.opts.Paths)
-	case PhaseStopping, PhaseSelected, PhaseStarting:
+	case wire.PhaseStopping, wire.PhaseSelected, wire.PhaseStarting:
 		u.opts.Log.Warn("resuming: the switch was interrupted before commit; going back to the previous binary", "phase", j.Phase)
 		u.rollback(ctx, j, "interrupted", fmt.Errorf("the updater stopped during the switch (%s), before commit", j.Phase), false)
-	case PhaseRollingBack:
+	case wire.PhaseRollingBack:
 		u.rollback(ctx, j, j.Step, errors.New(j.Reason), slices.Contains(j.Failed, j.Attempt.Artifact.Digest))
 	}
 	return nil
@@ -169,21 +146,21 @@ func (u *Updater) cleanStaging() error {
 // among them. When ctx ends while the binary is being prepared, Handle
 // returns without a final outcome (State empty, nothing reported): the
 // journal is idle again and the attempt is tried again when it comes again.
-func (u *Updater) Handle(ctx context.Context, a wire.Attempt) Outcome {
+func (u *Updater) Handle(ctx context.Context, a wire.Attempt) wire.Outcome {
 	return u.handle(ctx, a, nil)
 }
 
 // handle is Handle, every outcome also given to sink.
-func (u *Updater) handle(ctx context.Context, a wire.Attempt, sink func(Outcome)) Outcome {
+func (u *Updater) handle(ctx context.Context, a wire.Attempt, sink func(wire.Outcome)) wire.Outcome {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if ctx.Err() != nil { // preempted, or its peer gone, while it waited
-		return Outcome{UUID: a.UUID, DeviceID: a.DeviceID, Version: a.TargetVersion, Reason: ctx.Err().Error()}
+		return wire.Outcome{UUID: a.UUID, DeviceID: a.DeviceID, Version: a.TargetVersion, Reason: ctx.Err().Error()}
 	}
 	u.sink = sink
 	defer func() { u.sink = nil }()
-	out := Outcome{UUID: a.UUID, DeviceID: a.DeviceID, Version: a.TargetVersion}
-	report := func(state, step string, err error) Outcome {
+	out := wire.Outcome{UUID: a.UUID, DeviceID: a.DeviceID, Version: a.TargetVersion}
+	report := func(state, step string, err error) wire.Outcome {
 		out.State, out.Step, out.Reason = state, step, ""
 		if err != nil {
 			out.Reason = capReason(err.Error())
@@ -192,44 +169,44 @@ func (u *Updater) handle(ctx context.Context, a wire.Attempt, sink func(Outcome)
 		return out
 	}
 	if err := a.Verify(); err != nil {
-		return report(StateRefused, "", err)
+		return report(wire.StateRefused, "", err)
 	}
 	p := u.opts.Paths
 	j, err := readJournal(p)
 	switch {
 	case err != nil:
-		return report(StateRefused, "", err)
-	case j.Attempt != nil && j.Attempt.UUID == a.UUID && final(j.Phase):
+		return report(wire.StateRefused, "", err)
+	case j.Attempt != nil && j.Attempt.UUID == a.UUID && wire.Final(j.Phase):
 		// Done before: its outcome again. The agent that forwarded it was
 		// stopped by the switch; the one running now asks again.
 		return report(j.Phase, j.Step, reasonOf(j))
 	case j.Blocked:
-		return report(StateRefused, "", fmt.Errorf("%w (solar-updater --repair)", wire.ErrBlocked))
+		return report(wire.StateRefused, "", fmt.Errorf("%w (solar-updater --repair)", wire.ErrBlocked))
 	case slices.Contains(j.Failed, a.Artifact.Digest):
-		return report(StateRefused, "", fmt.Errorf("digest %s failed before: not retried automatically", a.Artifact.Digest))
+		return report(wire.StateRefused, "", fmt.Errorf("digest %s failed before: not retried automatically", a.Artifact.Digest))
 	case j.Tries[a.Artifact.Digest] >= u.opts.MaxTries:
-		return report(StateRefused, "", fmt.Errorf("digest %s was tried %d times: not again", a.Artifact.Digest, u.opts.MaxTries))
+		return report(wire.StateRefused, "", fmt.Errorf("digest %s was tried %d times: not again", a.Artifact.Digest, u.opts.MaxTries))
 	}
 	if err := expired(a, time.Now()); err != nil {
-		return report(StateRefused, "", err)
+		return report(wire.StateRefused, "", err)
 	}
 	if j.Tries == nil {
 		j.Tries = map[string]int{}
 	}
 	j.Tries[a.Artifact.Digest]++
-	j.Phase, j.Attempt, j.Step, j.Previous, j.Reason = PhasePreparing, &a, "", "", ""
+	j.Phase, j.Attempt, j.Step, j.Previous, j.Reason = wire.PhasePreparing, &a, "", "", ""
 	if err := j.write(p); err != nil {
-		return report(StateRefused, "", err)
+		return report(wire.StateRefused, "", err)
 	}
-	report(PhasePreparing, "", nil)
+	report(wire.PhasePreparing, "", nil)
 	if err := u.prepare(ctx, a); err != nil {
 		return u.prepareFailed(ctx, j, err, report)
 	}
-	j.Phase = PhasePrepared
+	j.Phase = wire.PhasePrepared
 	if err := j.write(p); err != nil {
-		return report(StateRefused, "", err)
+		return report(wire.StateRefused, "", err)
 	}
-	report(PhasePrepared, "", nil)
+	report(wire.PhasePrepared, "", nil)
 	// Once the old agent is stopped, neither the peer's going away (the
 	// switch stops it) nor a SIGTERM cuts the switch: it ends in commit or
 	// rollback, each step bounded by its own timeout.
@@ -238,23 +215,23 @@ func (u *Updater) handle(ctx context.Context, a wire.Attempt, sink func(Outcome)
 
 // transaction stops the old agent, selects and starts the candidate, and
 // commits on strict readiness; otherwise it rolls back.
-func (u *Updater) transaction(ctx context.Context, j Journal, report func(string, string, error) Outcome) Outcome {
+func (u *Updater) transaction(ctx context.Context, j Journal, report func(string, string, error) wire.Outcome) wire.Outcome {
 	p, a := u.opts.Paths, *j.Attempt
 	prev, err := os.Readlink(p.Current())
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return report(StateRefused, "", err)
+		return report(wire.StateRefused, "", err)
 	}
-	j.Previous, j.Phase = prev, PhaseStopping
+	j.Previous, j.Phase = prev, wire.PhaseStopping
 	if err := j.write(p); err != nil {
-		return report(StateRefused, "", err)
+		return report(wire.StateRefused, "", err)
 	}
-	report(StateSwitching, "", nil)
+	report(wire.StateSwitching, "", nil)
 	if err := u.stop(ctx); err != nil {
 		u.opts.Log.Warn("stopping the agent", "err", err)
 		return u.rollback(ctx, j, "stop", err, false) // not the candidate's fault
 	}
 	killpoint.Here("transaction-stopped")
-	j.Phase = PhaseSelected
+	j.Phase = wire.PhaseSelected
 	if err := j.write(p); err != nil {
 		return u.rollback(ctx, j, "internal", err, false)
 	}
@@ -262,7 +239,7 @@ func (u *Updater) transaction(ctx context.Context, j Journal, report func(string
 		return u.rollback(ctx, j, "select", err, false)
 	}
 	killpoint.Here("transaction-selected")
-	j.Phase = PhaseStarting
+	j.Phase = wire.PhaseStarting
 	if err := j.write(p); err != nil {
 		return u.rollback(ctx, j, "internal", err, false)
 	}
@@ -276,11 +253,11 @@ func (u *Updater) transaction(ctx context.Context, j Journal, report func(string
 		u.opts.Log.Warn("the candidate did not report ready", "err", err)
 		return u.rollback(ctx, j, "readiness", err, true)
 	}
-	j.Phase = PhaseCommitted
+	j.Phase = wire.PhaseCommitted
 	if err := j.write(p); err != nil {
-		return report(StateRefused, "", err)
+		return report(wire.StateRefused, "", err)
 	}
-	return report(PhaseCommitted, "", nil)
+	return report(wire.PhaseCommitted, "", nil)
 }
 
 // rollback selects and starts the previous binary, and waits until it is
@@ -288,13 +265,13 @@ func (u *Updater) transaction(ctx context.Context, j Journal, report func(string
 // failure of the candidate's content, not an interruption or a failure of
 // the service. cause is why, reported with the outcome and kept in the
 // journal. A rollback that fails blocks the updater.
-func (u *Updater) rollback(ctx context.Context, j Journal, step string, cause error, failed bool) Outcome {
+func (u *Updater) rollback(ctx context.Context, j Journal, step string, cause error, failed bool) wire.Outcome {
 	p, a := u.opts.Paths, *j.Attempt
-	out := Outcome{UUID: a.UUID, DeviceID: a.DeviceID, Version: a.TargetVersion, Step: step, Reason: capReason(cause.Error())}
+	out := wire.Outcome{UUID: a.UUID, DeviceID: a.DeviceID, Version: a.TargetVersion, Step: step, Reason: capReason(cause.Error())}
 	if failed && !slices.Contains(j.Failed, a.Artifact.Digest) {
 		j.Failed = append(j.Failed, a.Artifact.Digest)
 	}
-	j.Phase, j.Step, j.Reason = PhaseRollingBack, step, out.Reason
+	j.Phase, j.Step, j.Reason = wire.PhaseRollingBack, step, out.Reason
 	err := j.write(p)
 	if err == nil {
 		err = u.stop(ctx)
@@ -311,20 +288,20 @@ func (u *Updater) rollback(ctx context.Context, j Journal, step string, cause er
 	}
 	if err != nil {
 		u.opts.Log.Error("the rollback failed: blocked until repaired", "step", step, "err", err)
-		j.Phase, j.Blocked = PhaseRollbackFailed, true
+		j.Phase, j.Blocked = wire.PhaseRollbackFailed, true
 		j.Reason = fmt.Sprintf("%s; the rollback failed: %v", out.Reason, err)
-		out.State, out.Reason = PhaseRollbackFailed, capReason(j.Reason)
+		out.State, out.Reason = wire.PhaseRollbackFailed, capReason(j.Reason)
 		if werr := j.write(p); werr != nil {
 			out.Reason += "; " + werr.Error()
 		}
 		u.report(out)
 		return out
 	}
-	j.Phase = PhaseRolledBack
+	j.Phase = wire.PhaseRolledBack
 	if werr := j.write(p); werr != nil {
 		out.Reason += "; " + werr.Error()
 	}
-	out.State = PhaseRolledBack
+	out.State = wire.PhaseRolledBack
 	u.report(out)
 	return out
 }

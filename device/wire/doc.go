@@ -3,8 +3,10 @@
 // Current: the agent version to install, the binary's URL, digest, size and
 // platform, the version it replaces, until when), the state a device reports
 // (DeviceState, state.<deviceId>: where the updater's transaction is), the
-// bucket's keys (AttemptKey, StateKey, UUIDKey, InboxPrefix) and the version a
-// binary reports of itself (BuildVersion). solar fleet apply writes attempts; the updater
+// bucket's keys (AttemptKey, StateKey, UUIDKey, InboxPrefix), the version a
+// binary reports of itself (BuildVersion), and the updater's socket as the
+// agent speaks it (Send: one Request, then Outcomes in the states Phase* and
+// State* until a Final one). solar fleet apply writes attempts; the updater
 // and the fleet agent read them and write states; the auth callout gives
 // each device its own keys only.
 //

@@ -1,0 +1,7 @@
+// Package chaintest holds the end-to-end tests of the Flux chain: Solar
+// publishes examples/ and the real source-controller, the helm-controller
+// stand-in held to recorded traces (internal/testkit/helmdriver) and, where
+// the machine allows, a real kubelet install every level down to each
+// application's Deployment, Available; the agent reports and solar status
+// converges. It has no code outside its tests.
+package chaintest
