@@ -65,7 +65,8 @@ func TestCueCLIRejectsSchemaErrors(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ar, err := txtar.ParseFile(filepath.Join("testdata/vet", name+".txtar"))
 			require.NoError(t, err)
-			dir := extract(t, ar)
+			dir := t.TempDir()
+			require.True(t, writeInputs(t, ar, dir))
 			files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 			require.NoError(t, err)
 			code, out := cueVet(t, files...)

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -23,12 +25,9 @@ import (
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 )
 
-// TestGolden runs each case of testdata/golden/*.txtar twice on a fresh copy
-// of examples/, the way a user sees it: on pipes (in process), where stdout
-// and stderr must be exactly "stdout" and "stderr", and on a real terminal
-// (the binary under a pseudo-terminal, stdout and stderr both on it), where
-// the screen must be exactly "tty": what the terminal shows, each line as
-// its last redraw leaves it, escapes written as <ESC>. Sections:
+// The CLI's golden cases, testdata/golden/*.txtar and the bad-input corpus
+// testdata/vet/*.txtar, are one format: a txtar archive whose comment says
+// what the case shows, with these sections:
 //
 //	cmd      the arguments of solar, one per line
 //	setup    commands run before, each must exit 0: solar's arguments, or
@@ -37,9 +36,70 @@ import (
 //	env      KEY=VALUE lines set for the terminal run (NO_COLOR=1)
 //	services "registry": a real registry (anonymous, plain HTTP) per run,
 //	         $REGISTRY in cmd and setup, and in the output
+//	stdout   exactly what solar writes on stdout, on pipes
+//	stderr   exactly what it writes on stderr, on pipes
+//	tty      when present: the screen of solar run on a real terminal (the
+//	         binary under a pseudo-terminal, stdout and stderr both on it),
+//	         each line as its last redraw leaves it, escapes written <ESC>
 //
-// Rates, times and the work folder are normalized. go test -run TestGolden
-// -update rewrites stdout, stderr and tty.
+// Every other section is an input file: a case that has some runs in a
+// folder holding them alone; one that has none runs on a fresh copy of
+// examples/. Rates, times and the work folder are normalized. go test
+// -run 'TestGolden|TestVetBadInput' -update rewrites stdout, stderr and tty.
+var update = flag.Bool("update", false, "rewrite the stdout, stderr and tty sections of testdata/{golden,vet}/*.txtar")
+
+// outputs are the sections a run writes; the others are what it reads.
+var outputs = []string{"stdout", "stderr", "tty"}
+
+// golden runs the case in file, asserts its sections (or rewrites them
+// with -update) and returns what solar wrote on stderr, on pipes.
+func golden(t *testing.T, file string) string {
+	t.Helper()
+	ar, err := txtar.ParseFile(file)
+	require.NoError(t, err)
+	want := 0
+	if s := strings.TrimSpace(section(ar, "exit")); s != "" {
+		want, err = strconv.Atoi(s)
+		require.NoError(t, err)
+	}
+	dir, args := goldenSetup(t, ar)
+	var stdout, stderr bytes.Buffer
+	code := inDir(t, dir, func() int { return run(context.Background(), args, strings.NewReader(""), &stdout, &stderr) })
+	assert.Equal(t, want, code, "exit code on pipes; stderr:\n%s", stderr.String())
+	norm := func(text, dir string) string {
+		text = normalize(text, dir)
+		if section(ar, "services") != "" {
+			// A bootstrap chart names the registry's URL, whose
+			// port varies: so does its digest.
+			text = bootstrapDigest.ReplaceAllString(text, "${1}<digest>")
+		}
+		return text
+	}
+	got := map[string]string{"stdout": norm(stdout.String(), dir), "stderr": norm(stderr.String(), dir)}
+	if hasSection(ar, "tty") {
+		dir, args = goldenSetup(t, ar)
+		screen, code := onTerminal(t, dir, args, strings.Fields(section(ar, "env")))
+		assert.Equal(t, want, code, "exit code on a terminal; screen:\n%s", screen)
+		got["tty"] = norm(screen, dir)
+	}
+	for _, name := range outputs {
+		if _, ok := got[name]; !ok {
+			continue
+		}
+		if *update {
+			setSection(ar, name, got[name])
+			continue
+		}
+		assert.Equal(t, section(ar, name), got[name], "%s of solar %s", name, strings.Join(args, " "))
+	}
+	if *update {
+		require.NoError(t, os.WriteFile(file, txtar.Format(ar), 0o644))
+	}
+	return got["stderr"]
+}
+
+// TestGolden runs each case of testdata/golden/*.txtar, the way a user sees
+// the command: on pipes and on a terminal.
 func TestGolden(t *testing.T) {
 	// What the developer's shell may set changes the output.
 	t.Setenv("NO_COLOR", "")
@@ -51,52 +111,21 @@ func TestGolden(t *testing.T) {
 		t.Run(strings.TrimSuffix(filepath.Base(file), ".txtar"), func(t *testing.T) {
 			ar, err := txtar.ParseFile(file)
 			require.NoError(t, err)
-			want := 0
-			if s := strings.TrimSpace(section(ar, "exit")); s != "" {
-				want, err = strconv.Atoi(s)
-				require.NoError(t, err)
-			}
-
-			dir, args := goldenSetup(t, ar)
-			var stdout, stderr bytes.Buffer
-			code := inDir(t, dir, func() int { return run(context.Background(), args, strings.NewReader(""), &stdout, &stderr) })
-			assert.Equal(t, want, code, "exit code on pipes; stderr:\n%s", stderr.String())
-			norm := func(text, dir string) string {
-				text = normalize(text, dir)
-				if section(ar, "services") != "" {
-					// A bootstrap chart names the registry's URL, whose
-					// port varies: so does its digest.
-					text = bootstrapDigest.ReplaceAllString(text, "${1}<digest>")
-				}
-				return text
-			}
-			got := map[string]string{"stdout": norm(stdout.String(), dir), "stderr": norm(stderr.String(), dir)}
-
-			dir, args = goldenSetup(t, ar)
-			screen, code := onTerminal(t, dir, args, strings.Fields(section(ar, "env")))
-			assert.Equal(t, want, code, "exit code on a terminal; screen:\n%s", screen)
-			got["tty"] = norm(screen, dir)
-
-			for _, name := range []string{"stdout", "stderr", "tty"} {
-				if *update {
-					setSection(ar, name, got[name])
-					continue
-				}
-				assert.Equal(t, section(ar, name), got[name], "%s of solar %s", name, strings.Join(args, " "))
-			}
-			if *update {
-				require.NoError(t, os.WriteFile(file, txtar.Format(ar), 0o644))
-			}
+			require.True(t, hasSection(ar, "tty"), "a golden case shows the terminal too: add an empty tty section and run -update")
+			golden(t, file)
 		})
 	}
 }
 
-// goldenSetup starts the services, copies examples/ into a new folder and
-// runs the setup there; args are the command's, $REGISTRY replaced.
+// goldenSetup writes the case's input files into a new folder (or copies
+// examples/ there when it has none), starts the services and runs the
+// setup; args are the command's, $REGISTRY replaced.
 func goldenSetup(t *testing.T, ar *txtar.Archive) (dir string, args []string) {
 	t.Helper()
 	dir = t.TempDir()
-	testenv.CopyExamples(t, dir)
+	if !writeInputs(t, ar, dir) {
+		testenv.CopyExamples(t, dir)
+	}
 	expand := func(s string) string { return s }
 	if strings.TrimSpace(section(ar, "services")) == "registry" {
 		host := testenv.StartRegistry(t, testenv.RegistryOptions{NoAuth: true}).Host
@@ -122,6 +151,56 @@ func goldenSetup(t *testing.T, ar *txtar.Archive) (dir string, args []string) {
 		}
 	}
 	return dir, strings.Fields(expand(section(ar, "cmd")))
+}
+
+// writeInputs writes the case's input files (every section that is not one
+// of the format's) into dir and says whether it had any.
+func writeInputs(t *testing.T, ar *txtar.Archive, dir string) bool {
+	t.Helper()
+	any := false
+	for _, f := range ar.Files {
+		if slices.Contains(outputs, f.Name) || slices.Contains([]string{"cmd", "setup", "exit", "env", "services"}, f.Name) {
+			continue
+		}
+		p := filepath.Join(dir, f.Name)
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, f.Data, 0o644))
+		any = true
+	}
+	return any
+}
+
+// section is the content of an archive's section, "" when it has none.
+func section(ar *txtar.Archive, name string) string {
+	for _, f := range ar.Files {
+		if f.Name == name {
+			return string(f.Data)
+		}
+	}
+	return ""
+}
+
+// hasSection says whether the archive has the section, empty or not.
+func hasSection(ar *txtar.Archive, name string) bool {
+	return slices.ContainsFunc(ar.Files, func(f txtar.File) bool { return f.Name == name })
+}
+
+// setSection sets a section of the archive, adding it when missing; an
+// empty "stdout" is left out.
+func setSection(ar *txtar.Archive, name, data string) {
+	for i, f := range ar.Files {
+		if f.Name == name {
+			if data == "" && name == "stdout" {
+				ar.Files = append(ar.Files[:i], ar.Files[i+1:]...)
+			} else {
+				ar.Files[i].Data = []byte(data)
+			}
+			return
+		}
+	}
+	if data != "" || name != "stdout" {
+		ar.Files = append(ar.Files, txtar.File{Name: name, Data: []byte(data)})
+	}
 }
 
 // inDir runs f in dir as the working directory.

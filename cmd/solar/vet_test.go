@@ -4,24 +4,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"golang.org/x/tools/txtar"
 	"sigs.k8s.io/yaml"
 
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/diag"
 )
-
-var update = flag.Bool("update", false, "rewrite the want sections of testdata/vet/*.txtar")
 
 // solar runs the CLI in process and returns its exit code, stdout and stderr.
 func solar(t *testing.T, args ...string) (int, string, string) {
@@ -31,90 +26,19 @@ func solar(t *testing.T, args ...string) (int, string, string) {
 	return code, stdout.String(), stderr.String()
 }
 
-// extract writes the files of an archive (all but "want", "args" and
-// "exit") into a new directory and returns it.
-func extract(t *testing.T, ar *txtar.Archive) string {
-	t.Helper()
-	dir := t.TempDir()
-	for _, f := range ar.Files {
-		if f.Name == "want" || f.Name == "stdout" || f.Name == "args" || f.Name == "exit" {
-			continue
-		}
-		p := filepath.Join(dir, f.Name)
-		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
-		require.NoError(t, os.WriteFile(p, f.Data, 0o644))
-	}
-	return dir
-}
-
-// section is the content of an archive's file, "" when it has none.
-func section(ar *txtar.Archive, name string) string {
-	for _, f := range ar.Files {
-		if f.Name == name {
-			return string(f.Data)
-		}
-	}
-	return ""
-}
-
-// setSection sets a section of the archive, adding it when missing; an
-// empty "stdout" is left out.
-func setSection(ar *txtar.Archive, name, data string) {
-	for i, f := range ar.Files {
-		if f.Name == name {
-			if data == "" && name == "stdout" {
-				ar.Files = append(ar.Files[:i], ar.Files[i+1:]...)
-			} else {
-				ar.Files[i].Data = []byte(data)
-			}
-			return
-		}
-	}
-	if data != "" || name != "stdout" {
-		ar.Files = append(ar.Files, txtar.File{Name: name, Data: []byte(data)})
-	}
-}
-
-// TestVetBadInput runs solar vet on every case of the bad-input corpus: each must
-// exit 1 and print exactly its golden lines on stderr ("want", paths relative
-// to the case) and, where the command has a result, on stdout ("stdout"). A
-// case may give another command line ("args", default "vet .") and exit code
-// ("exit", default 1).
+// TestVetBadInput runs every case of the bad-input corpus, testdata/vet/*.txtar
+// (the golden format, golden_test.go): each prints exactly its problems on
+// stderr and, where the command has a result, that on stdout.
 func TestVetBadInput(t *testing.T) {
 	cases, err := filepath.Glob("testdata/vet/*.txtar")
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, len(cases), 30, "the corpus should hold at least 30 cases")
 	for _, c := range cases {
 		t.Run(strings.TrimSuffix(filepath.Base(c), ".txtar"), func(t *testing.T) {
-			ar, err := txtar.ParseFile(c)
-			require.NoError(t, err)
-			dir := extract(t, ar)
-			t.Chdir(dir)
-			args := strings.Fields(section(ar, "args"))
-			if len(args) == 0 {
-				args = []string{"vet", "."}
-			}
-			exit := 1
-			if e := strings.TrimSpace(section(ar, "exit")); e != "" {
-				exit, err = strconv.Atoi(e)
-				require.NoError(t, err)
-			}
-			code, stdout, stderr := solar(t, args...)
-			if *update {
-				setSection(ar, "want", stderr)
-				setSection(ar, "stdout", stdout)
-				require.NoError(t, os.WriteFile(filepath.Join(origDir, c), txtar.Format(ar), 0o644))
-				return
-			}
-			assert.Equal(t, exit, code, "exit code; stderr:\n%s", stderr)
-			assert.Equal(t, section(ar, "want"), stderr, "problems are the conversation: stderr")
-			assert.NotEmpty(t, stderr, "a bad input must print at least one problem")
-			assert.Equal(t, section(ar, "stdout"), stdout, "stdout is the result only")
+			assert.NotEmpty(t, golden(t, c), "a bad input must print at least one problem")
 		})
 	}
 }
-
-var origDir, _ = os.Getwd()
 
 func TestVetExamples(t *testing.T) {
 	code, stdout, stderr := solar(t, "vet", "../../examples")
