@@ -53,11 +53,13 @@ type FleetOptions struct {
 }
 
 // ApplyFleet reads and validates the objects of opts.Paths, resolves every
-// DeviceUpgrade into one attempt per device (reading the agent indexes), and
-// applies them (opts.DryRun: reads only). A problem of the input or of
-// resolving stops it before the bucket is opened: no results then.
+// DeviceUpgrade into one attempt per device (reading the agent indexes
+// first), and applies them (opts.DryRun: reads only). It resolves the
+// fleet's kinds alone, not the cluster Targets (Load does): a Target that
+// fails to resolve does not block a device rollout. A problem of the input or
+// of resolving stops it before the bucket is opened: no results then.
 func ApplyFleet(ctx context.Context, opts Options, fo FleetOptions) (DeviceResults, diag.List, error) {
-	set, problems, err := Load(opts)
+	set, problems, err := loadSet(opts, false)
 	if err != nil || set == nil || problems.HasErrors() {
 		return nil, problems, err
 	}
