@@ -13,7 +13,8 @@ import (
 )
 
 // Agent is an agent index as the caller read it from the registry for a
-// DeviceUpgrade's spec.artifact (ReadAgents): Resolve reads nothing.
+// DeviceUpgrade's spec.artifact (package pipeline reads them): Resolve reads
+// nothing.
 type Agent struct {
 	// Repository is the index's repository, as the store names it.
 	Repository string
@@ -26,8 +27,8 @@ type Agent struct {
 	Err error
 }
 
-// Artifacts are the spec.artifact of the set's DeviceUpgrades, each once,
-// in their order: the agent indexes a caller reads before Resolve.
+// Artifacts are the spec.artifact of the set's DeviceUpgrades, each once, in
+// the DeviceUpgrades' order: the agent indexes a caller reads before Resolve.
 func Artifacts(set *model.Set) []string {
 	var out []string
 	for _, u := range set.DeviceUpgrades {
