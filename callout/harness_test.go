@@ -15,7 +15,7 @@ import (
 	"github.com/solar-pipeline/solar/callout"
 	"github.com/solar-pipeline/solar/device/wire"
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
-	solarfleet "github.com/solar-pipeline/solar/renderer/fleet"
+	"github.com/solar-pipeline/solar/renderer/fleetkv"
 )
 
 // fleet is a real nats-server whose devices log in through the callout,
@@ -68,7 +68,7 @@ func startFleet(t testing.TB, sealed bool, is callout.Issuer) *fleet {
 	_, js := f.nats.Connect(t)
 	ctx := context.Background()
 	// As solar fleet apply creates it.
-	if _, err := solarfleet.OpenBucket(ctx, js, bucket, 1, solarfleet.Create, slog.New(slog.DiscardHandler)); err != nil {
+	if _, err := fleetkv.OpenBucket(ctx, js, bucket, 1, fleetkv.Create, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}
 	if f.kv, err = js.KeyValue(ctx, bucket); err != nil {

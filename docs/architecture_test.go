@@ -34,6 +34,16 @@ func listPackages(t *testing.T) packages {
 	return pkgs
 }
 
+// allDeps is all that the module's package pkg links, its own and others'.
+func allDeps(t *testing.T, pkg string) []string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-f", "{{join .Deps \"\\n\"}}", "./"+pkg)
+	cmd.Dir = testenv.Root(t)
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	return strings.Fields(string(out))
+}
+
 // ours is the module's packages among the space-separated paths.
 func ours(paths string) []string {
 	var out []string
@@ -75,6 +85,12 @@ func TestArchitecture(t *testing.T) {
 	for _, d := range pkgs["renderer/publish"].deps {
 		assert.Contains(t, []string{"api", "internal/cachefile", "internal/capool", "internal/killpoint", "renderer/sign"}, d,
 			"renderer/publish links %s: publish knows no chart, chain, resolution or pipeline", d)
+	}
+	// The fleet's planner is pure: it links nothing of NATS (fleetkv is the
+	// bucket's client).
+	for _, d := range allDeps(t, "renderer/fleet") {
+		assert.False(t, strings.HasPrefix(d, "github.com/nats-io/"),
+			"renderer/fleet links %s: the fleet's planner links nothing of NATS (renderer/fleetkv does)", d)
 	}
 	// The device side links nothing of the pipeline, the controller or the callout.
 	for _, p := range under("device") {

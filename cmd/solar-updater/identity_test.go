@@ -15,7 +15,7 @@ import (
 	"github.com/solar-pipeline/solar/callout"
 	"github.com/solar-pipeline/solar/device/wire"
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
-	"github.com/solar-pipeline/solar/renderer/fleet"
+	"github.com/solar-pipeline/solar/renderer/fleetkv"
 )
 
 // TestThroughTheCallout: the identity chain to the end. The device's agent
@@ -39,7 +39,7 @@ func TestThroughTheCallout(t *testing.T) {
 
 	_, js := srv.Connect(t) // the operator: a service user
 	ctx := context.Background()
-	bucket, err := fleet.OpenBucket(ctx, js, "solar-fleet", 1, fleet.Create, slog.New(slog.DiscardHandler))
+	bucket, err := fleetkv.OpenBucket(ctx, js, "solar-fleet", 1, fleetkv.Create, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 
 	key := op.AddDevice(t, "dev-1")

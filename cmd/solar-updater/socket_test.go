@@ -20,6 +20,7 @@ import (
 	"github.com/solar-pipeline/solar/device/wire"
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/fleet"
+	"github.com/solar-pipeline/solar/renderer/fleetkv"
 )
 
 // start runs the updater until the test ends and returns its pid once its
@@ -132,12 +133,12 @@ func TestSocket(t *testing.T) {
 // bucket solar-fleet of a real NATS server (the updater starts each agent
 // with the same arguments), its updater running with extra flags besides;
 // and the bucket, as solar fleet and as a raw key-value store.
-func natsDevice(t *testing.T, server *artifactServer, extra ...string) (*device, *fleet.Bucket, jetstream.KeyValue) {
+func natsDevice(t *testing.T, server *artifactServer, extra ...string) (*device, *fleetkv.Bucket, jetstream.KeyValue) {
 	t.Helper()
 	nats := testenv.StartNATS(t)
 	_, js := nats.Connect(t)
 	ctx := context.Background()
-	bucket, err := fleet.OpenBucket(ctx, js, "solar-fleet", 1, fleet.Create, slog.New(slog.DiscardHandler))
+	bucket, err := fleetkv.OpenBucket(ctx, js, "solar-fleet", 1, fleetkv.Create, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	kv, err := js.KeyValue(ctx, "solar-fleet")
 	require.NoError(t, err)
@@ -153,11 +154,11 @@ func natsDevice(t *testing.T, server *artifactServer, extra ...string) (*device,
 
 // applyBuild is solar fleet apply of an attempt of build as version for
 // dev-1, its URL under path ("blobs" when none).
-func applyBuild(t *testing.T, bucket *fleet.Bucket, server *artifactServer, build, version string, path ...string) wire.Attempt {
+func applyBuild(t *testing.T, bucket *fleetkv.Bucket, server *artifactServer, build, version string, path ...string) wire.Attempt {
 	t.Helper()
 	ctx := context.Background()
 	a := server.attempt(t, builds[build], version, append(path, "blobs")[0])
-	p, err := fleet.PackAttempt(ctx, a)
+	p, err := fleet.PackAttempt(a)
 	require.NoError(t, err)
 	_, err = bucket.Apply(ctx, a, p.Root.Digest.String(), false)
 	require.NoError(t, err)
@@ -165,7 +166,7 @@ func applyBuild(t *testing.T, bucket *fleet.Bucket, server *artifactServer, buil
 }
 
 // reported waits until dev-1 reports the state want into the bucket.
-func reported(t *testing.T, bucket *fleet.Bucket, want string) *wire.DeviceState {
+func reported(t *testing.T, bucket *fleetkv.Bucket, want string) *wire.DeviceState {
 	t.Helper()
 	var st *wire.DeviceState
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -48,8 +49,19 @@ func TestAttemptArtifactIsORASs(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, string(wantBytes), string(manifest))
 		assert.Equal(t, want.Digest.String(), digest)
-		p, err := PackAttempt(ctx, x)
+		p, err := PackAttempt(x)
 		require.NoError(t, err)
 		assert.Equal(t, want.Digest, p.Root.Digest, "PackAttempt pushes the same")
 	}
+}
+
+// attempt is a sealed attempt for device with the n-th binary.
+func attempt(t *testing.T, device string, n int) (wire.Attempt, string) {
+	t.Helper()
+	digest := fmt.Sprintf("sha256:%064x", n)
+	a, err := wire.Attempt{DeviceID: device, TargetVersion: fmt.Sprintf("1.%d.0", n),
+		Artifact: wire.Artifact{URL: "https://registry.example.com/v2/fleet/agent/blobs/" + digest, Digest: digest, Size: 1000 + int64(n), Platform: "linux/arm64"}}.Seal()
+	require.NoError(t, err)
+	// The digest of the attempt's own artifact stands in for PackAttempt's.
+	return a, fmt.Sprintf("sha256:%064x", 1<<20+n)
 }

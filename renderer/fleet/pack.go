@@ -1,8 +1,6 @@
 package fleet
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,10 +11,6 @@ import (
 	"github.com/opencontainers/go-digest"
 	"github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
-	"oras.land/oras-go/v2"
-	"oras.land/oras-go/v2/content"
-	"oras.land/oras-go/v2/content/memory"
-	"oras.land/oras-go/v2/errdef"
 
 	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/device/wire"
@@ -32,68 +26,101 @@ type Binary struct {
 	Data []byte
 }
 
-// Packed is an artifact packed in memory: its root (an index or a manifest)
-// and every node below it, ready to be put into a repository under Tag.
+// Blob is one node of a packed artifact: its descriptor and its bytes.
+type Blob struct {
+	Descriptor ocispec.Descriptor
+	Data       []byte
+}
+
+// Packed is an artifact packed as bytes: its root (an index or a manifest)
+// and every node of it, the root included, ready to be put into a
+// repository under Tag.
 type Packed struct {
 	Tag  string
 	Root ocispec.Descriptor
 	// Layers are the agent binaries by platform.
 	Layers map[string]ocispec.Descriptor
-	store  *memory.Store
+	// Blobs are the artifact's nodes, each once, the root last.
+	Blobs []Blob
+}
+
+// add adds a node, unless the artifact holds it already, and returns its
+// descriptor.
+func (p *Packed) add(mediaType string, data []byte) ocispec.Descriptor {
+	d := describe(mediaType, data)
+	if !slices.ContainsFunc(p.Blobs, func(b Blob) bool { return b.Descriptor.Digest == d.Digest }) {
+		p.Blobs = append(p.Blobs, Blob{Descriptor: d, Data: data})
+	}
+	return d
+}
+
+// describe is the descriptor of data (as oras' content.NewDescriptorFromBytes).
+func describe(mediaType string, data []byte) ocispec.Descriptor {
+	return ocispec.Descriptor{MediaType: mediaType, Digest: digest.FromBytes(data), Size: int64(len(data))}
 }
 
 // PackAgent packs one manifest per binary (the binary its single layer, with
 // its title, digest and size) and an index over them with their platforms,
-// tagged version, created at created (zero: publish.Epoch).
-func PackAgent(ctx context.Context, version string, bins []Binary, created time.Time) (*Packed, error) {
+// tagged version, created at created (zero: publish.Epoch). The manifests
+// are byte for byte what oras.PackManifest (version 1.1) makes of them.
+func PackAgent(version string, bins []Binary, created time.Time) (*Packed, error) {
 	if len(bins) == 0 {
 		return nil, errors.New("no agent binary to push")
 	}
 	bins = slices.Clone(bins)
 	slices.SortFunc(bins, func(a, b Binary) int { return strings.Compare(a.Platform, b.Platform) })
-	p := &Packed{Tag: version, Layers: map[string]ocispec.Descriptor{}, store: memory.New()}
+	p := &Packed{Tag: version, Layers: map[string]ocispec.Descriptor{}}
 	annotations := map[string]string{ocispec.AnnotationCreated: publish.Created(created)}
 	index := ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex,
 		ArtifactType: api.ArtifactTypeAgent, Manifests: []ocispec.Descriptor{},
 		Annotations: map[string]string{ocispec.AnnotationCreated: annotations[ocispec.AnnotationCreated], ocispec.AnnotationVersion: version}}
 	for i, b := range bins {
-		platform, err := ParsePlatform(b.Platform)
-		if err != nil {
+		if _, err := ParsePlatform(b.Platform); err != nil {
 			return nil, err
 		}
 		if i > 0 && bins[i-1].Platform == b.Platform {
 			return nil, fmt.Errorf("two binaries for platform %s", b.Platform)
 		}
-		layer := content.NewDescriptorFromBytes(api.MediaTypeAgentBinary, b.Data)
-		layer.Annotations = map[string]string{ocispec.AnnotationTitle: b.Name}
-		if err := p.store.Push(ctx, layer, bytes.NewReader(b.Data)); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
-			return nil, err
-		}
-		// An image config naming the platform, not the empty one: image
-		// tools (go-containerregistry's validate, crane) check a child's
-		// platform against its config. No diff ids: the binary is not a
-		// filesystem layer.
-		config, err := json.Marshal(ocispec.Image{Platform: platform, RootFS: ocispec.RootFS{Type: "layers", DiffIDs: []digest.Digest{}}})
+		m, err := p.packBinary(b, annotations)
 		if err != nil {
 			return nil, err
 		}
-		configDesc := content.NewDescriptorFromBytes(ocispec.MediaTypeImageConfig, config)
-		if err := p.store.Push(ctx, configDesc, bytes.NewReader(config)); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
-			return nil, err
-		}
-		m, err := oras.PackManifest(ctx, p.store, oras.PackManifestVersion1_1, api.ArtifactTypeAgent,
-			oras.PackManifestOptions{Layers: []ocispec.Descriptor{layer}, ConfigDescriptor: &configDesc, ManifestAnnotations: annotations})
-		if err != nil {
-			return nil, fmt.Errorf("packing the binary for %s: %w", b.Platform, err)
-		}
-		m.Platform = &platform
 		index.Manifests = append(index.Manifests, m)
-		p.Layers[b.Platform] = layer
 	}
-	if err := p.pushRoot(ctx, ocispec.MediaTypeImageIndex, index); err != nil {
+	data, err := json.Marshal(index)
+	if err != nil {
 		return nil, err
 	}
+	p.Root = p.add(ocispec.MediaTypeImageIndex, data)
 	return p, nil
+}
+
+// packBinary packs the manifest of one binary, and returns its descriptor
+// with its platform.
+func (p *Packed) packBinary(b Binary, annotations map[string]string) (ocispec.Descriptor, error) {
+	platform, err := ParsePlatform(b.Platform)
+	if err != nil {
+		return ocispec.Descriptor{}, err
+	}
+	layer := p.add(api.MediaTypeAgentBinary, b.Data)
+	layer.Annotations = map[string]string{ocispec.AnnotationTitle: b.Name}
+	// An image config naming the platform, not the empty one: image tools
+	// (go-containerregistry's validate, crane) check a child's platform
+	// against its config. No diff ids: the binary is not a filesystem layer.
+	config, err := json.Marshal(ocispec.Image{Platform: platform, RootFS: ocispec.RootFS{Type: "layers", DiffIDs: []digest.Digest{}}})
+	if err != nil {
+		return ocispec.Descriptor{}, err
+	}
+	manifest, err := json.Marshal(ocispec.Manifest{Versioned: specs.Versioned{SchemaVersion: 2},
+		Config: p.add(ocispec.MediaTypeImageConfig, config), MediaType: ocispec.MediaTypeImageManifest,
+		Layers: []ocispec.Descriptor{layer}, ArtifactType: api.ArtifactTypeAgent, Annotations: annotations})
+	if err != nil {
+		return ocispec.Descriptor{}, fmt.Errorf("packing the binary for %s: %w", b.Platform, err)
+	}
+	m := p.add(ocispec.MediaTypeImageManifest, manifest)
+	m.ArtifactType, m.Annotations, m.Platform = api.ArtifactTypeAgent, annotations, &platform
+	p.Layers[b.Platform] = layer
+	return m, nil
 }
 
 // PackAttempt packs an attempt as an OCI artifact (the attempt's JSON its
@@ -101,7 +128,7 @@ func PackAgent(ctx context.Context, version string, bins []Binary, created time.
 // are wire.AttemptArtifact's, the ones a device checks the binding against;
 // created is fixed (the Unix epoch), so that the digest is a function of the
 // attempt alone and its UUID stays bound to one digest.
-func PackAttempt(ctx context.Context, a wire.Attempt) (*Packed, error) {
+func PackAttempt(a wire.Attempt) (*Packed, error) {
 	if err := a.Verify(); err != nil {
 		return nil, err
 	}
@@ -109,33 +136,12 @@ func PackAttempt(ctx context.Context, a wire.Attempt) (*Packed, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Packed{Tag: a.UUID, store: memory.New()}
-	for _, b := range []struct {
-		mediaType string
-		data      []byte
-	}{{api.MediaTypeAttempt, layer}, {api.MediaTypeOCIEmpty, config}} {
-		if err := p.store.Push(ctx, content.NewDescriptorFromBytes(b.mediaType, b.data), bytes.NewReader(b.data)); err != nil {
-			return nil, fmt.Errorf("packing the attempt of device %s: %w", a.DeviceID, err)
-		}
-	}
-	p.Root = content.NewDescriptorFromBytes(api.MediaTypeOCIManifest, manifest)
+	p := &Packed{Tag: a.UUID}
+	p.add(api.MediaTypeAttempt, layer)
+	p.add(api.MediaTypeOCIEmpty, config)
+	p.Root = p.add(api.MediaTypeOCIManifest, manifest)
 	p.Root.ArtifactType = api.ArtifactTypeAttempt
-	if err := p.store.Push(ctx, p.Root, bytes.NewReader(manifest)); err != nil {
-		return nil, fmt.Errorf("packing the attempt of device %s: %w", a.DeviceID, err)
-	}
-	return p, p.store.Tag(ctx, p.Root, p.Tag)
-}
-
-func (p *Packed) pushRoot(ctx context.Context, mediaType string, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	p.Root = content.NewDescriptorFromBytes(mediaType, b)
-	if err := p.store.Push(ctx, p.Root, bytes.NewReader(b)); err != nil {
-		return err
-	}
-	return p.store.Tag(ctx, p.Root, p.Tag)
+	return p, nil
 }
 
 // ParsePlatform parses OS/ARCH[/VARIANT].
@@ -161,10 +167,4 @@ func PlatformString(p *ocispec.Platform) string {
 		s += "/" + p.Variant
 	}
 	return s
-}
-
-// Put copies the packed artifact into repo under its tag (publish.Put: the
-// immutable-tag push; other content there is publish.ErrImmutable).
-func Put(ctx context.Context, repo publish.Repository, p *Packed) (string, error) {
-	return publish.Put(ctx, p.store, p.Root, repo, p.Tag)
 }

@@ -2,73 +2,18 @@ package fleet
 
 import (
 	"cmp"
-	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/device/wire"
 
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"oras.land/oras-go/v2/content"
 
 	"github.com/solar-pipeline/solar/renderer/diag"
 	"github.com/solar-pipeline/solar/renderer/model"
-	"github.com/solar-pipeline/solar/renderer/publish"
 )
-
-// Agent is an agent index read back from the registry.
-type Agent struct {
-	// Repository is the index's repository, as the store names it.
-	Repository string
-	// BlobURL is where a device downloads a blob of the agent's repository:
-	// BlobURL + digest.
-	BlobURL string
-	// Layers are the binaries by platform.
-	Layers map[string]ocispec.Descriptor
-}
-
-// ReadAgent reads the agent index ref (a tag or a digest) of repo: the
-// binary layer of each platform.
-func ReadAgent(ctx context.Context, repo publish.Repository, ref string) (map[string]ocispec.Descriptor, error) {
-	desc, b, err := fetch(ctx, repo, ref)
-	if err != nil {
-		return nil, err
-	}
-	var index ocispec.Index
-	if err := json.Unmarshal(b, &index); err != nil || desc.MediaType != ocispec.MediaTypeImageIndex || index.ArtifactType != api.ArtifactTypeAgent {
-		return nil, fmt.Errorf("%s is not an agent index (%s of artifact type %s); push one with solar fleet push-agent", ref, desc.MediaType, index.ArtifactType)
-	}
-	layers := map[string]ocispec.Descriptor{}
-	for _, m := range index.Manifests {
-		_, mb, err := fetch(ctx, repo, m.Digest.String())
-		if err != nil {
-			return nil, err
-		}
-		var manifest ocispec.Manifest
-		if err := json.Unmarshal(mb, &manifest); err != nil || len(manifest.Layers) != 1 || manifest.Layers[0].MediaType != api.MediaTypeAgentBinary {
-			return nil, fmt.Errorf("%s: the manifest %s of %s is not an agent binary's", ref, m.Digest, PlatformString(m.Platform))
-		}
-		layers[PlatformString(m.Platform)] = manifest.Layers[0]
-	}
-	return layers, nil
-}
-
-func fetch(ctx context.Context, repo publish.Repository, ref string) (ocispec.Descriptor, []byte, error) {
-	desc, err := repo.Resolve(ctx, ref)
-	if err != nil {
-		return desc, nil, fmt.Errorf("reading %s: %w", ref, err)
-	}
-	b, err := content.FetchAll(ctx, repo, desc)
-	if err != nil {
-		return desc, nil, fmt.Errorf("reading %s: %w", ref, err)
-	}
-	return desc, b, nil
-}
 
 // Planned is a device's attempt and the DeviceUpgrade it comes from.
 type Planned struct {
@@ -80,40 +25,15 @@ type Planned struct {
 	Repository string
 }
 
-// AgentReader reads the agent index of a DeviceUpgrade's spec.artifact.
-type AgentReader func(ctx context.Context, artifact string) (Agent, error)
-
-// StoreAgents reads agent indexes from store; a device downloads a blob of
-// repository repo from blobURL(repo) + digest.
-func StoreAgents(store publish.Store, blobURL func(repo string) string) AgentReader {
-	return func(ctx context.Context, artifact string) (Agent, error) {
-		repo, ref, ok := strings.Cut(artifact, "@")
-		if !ok {
-			i := strings.LastIndex(artifact, ":")
-			if i < 0 {
-				return Agent{}, fmt.Errorf("%s is not REPO:VERSION or REPO@DIGEST", artifact)
-			}
-			repo, ref = artifact[:i], artifact[i+1:]
-		}
-		r, err := store.Repository(ctx, repo)
-		if err != nil {
-			return Agent{}, err
-		}
-		layers, err := ReadAgent(ctx, r, ref)
-		if err != nil {
-			return Agent{}, err
-		}
-		return Agent{Repository: repo, BlobURL: blobURL(repo), Layers: layers}, nil
-	}
-}
-
 // Resolve turns every DeviceUpgrade of set into one sealed attempt per device,
 // sorted by device id: the devices are its deviceIds or the Devices of its
 // namespace its deviceSelector matches; each device's platform comes from its
-// Device, and picks the binary from the agent index. A device named by two
-// DeviceUpgrades, a device without a Device, a platform the index lacks and an
-// index that cannot be read are problems naming the file and line.
-func Resolve(ctx context.Context, set *model.Set, agent AgentReader) ([]Planned, diag.List) {
+// Device, and picks the binary from the agent index of its spec.artifact in
+// agents, which the caller read beforehand (Artifacts): Resolve reads
+// nothing. A device named by two DeviceUpgrades, a device without a Device, a
+// platform the index lacks and an index that could not be read (or was not:
+// ErrAgentNotRead) are problems naming the file and line.
+func Resolve(set *model.Set, agents map[string]Agent) ([]Planned, diag.List) {
 	var out []Planned
 	var problems diag.List
 	from := map[string]string{} // device id: the DeviceUpgrade that named it
@@ -128,9 +48,12 @@ func Resolve(ctx context.Context, set *model.Set, agent AgentReader) ([]Planned,
 			errorf(field, "DeviceUpgrade %s names no device", name)
 			continue
 		}
-		a, err := agent(ctx, u.Spec.Artifact)
-		if err != nil {
-			errorf("spec.artifact", "DeviceUpgrade %s: %v", name, err)
+		a, ok := agents[u.Spec.Artifact]
+		if !ok {
+			a.Err = fmt.Errorf("%s: %w", u.Spec.Artifact, ErrAgentNotRead)
+		}
+		if a.Err != nil {
+			errorf("spec.artifact", "DeviceUpgrade %s: %v", name, a.Err)
 			continue
 		}
 		for _, d := range devices {

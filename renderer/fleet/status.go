@@ -1,14 +1,11 @@
 package fleet
 
 import (
-	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/solar-pipeline/solar/device/wire"
 )
@@ -43,71 +40,24 @@ func (s Status) Known() bool {
 // be read.
 func (s Status) Bad() bool { return s.AttemptError != "" || s.StateError != "" }
 
-// Status reads the given devices, or every device the bucket knows of; a
-// named device the bucket does not know has neither attempt nor state
-// (Known). A value that is not JSON of its kind, or a listed key whose id is
-// not a valid device id, makes that device's row Bad; only a failing
-// request (or an invalid named id) fails the whole call.
-func (b *Bucket) Status(ctx context.Context, deviceIDs ...string) ([]Status, error) {
-	for _, id := range deviceIDs {
-		if err := wire.CheckDeviceID(id); err != nil {
-			return nil, err
-		}
-	}
-	listed := len(deviceIDs) == 0
-	var invalid map[string]*Status
-	if listed && !b.missing {
-		var err error
-		if deviceIDs, invalid, err = b.listKeys(ctx); err != nil {
-			return nil, fmt.Errorf("listing the bucket's keys: %w", err)
-		}
-	}
-	var out []Status
-	for _, id := range deviceIDs {
-		if s, ok := invalid[id]; ok {
-			out = append(out, *s)
-			continue
-		}
-		s, err := b.deviceStatus(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		if listed && !s.Known() {
-			continue // deleted since the listing
-		}
-		out = append(out, s)
-	}
-	return out, nil
+// Entry is the value of a key as the bucket holds it.
+type Entry struct {
+	Key   string
+	Value []byte
+	// Created is when the value was written (the server's time).
+	Created time.Time
+	// Deleted: the key was deleted or purged; Value is then empty.
+	Deleted bool
 }
 
-// listTimeout bounds a listing of the bucket's keys or values.
-const listTimeout = time.Minute
-
-// listKeys lists the devices of the bucket's keys (listedDevices), within
-// listTimeout. A listing whose context ended looks complete (nats.go then
-// closes the keys' channel), so that is checked.
-func (b *Bucket) listKeys(ctx context.Context) ([]string, map[string]*Status, error) {
-	lctx, cancel := context.WithTimeout(ctx, listTimeout)
-	defer cancel()
-	keys, err := b.kv.ListKeys(lctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	ids, invalid := listedDevices(keys.Keys())
-	if lctx.Err() != nil {
-		return nil, nil, fmt.Errorf("cut short: %w", context.Cause(lctx))
-	}
-	return ids, invalid, nil
-}
-
-// listedDevices is the sorted device ids of the keys attempt.<id> and
+// ListedDevices is the sorted device ids of the keys attempt.<id> and
 // state.<id>, and the rows of those ids that are not valid device ids: such
 // a key (state.a.b, written by hand) is never read, as it cannot be a
 // device's.
-func listedDevices(keys <-chan string) ([]string, map[string]*Status) {
+func ListedDevices(keys []string) ([]string, map[string]*Status) {
 	var ids []string
 	invalid := map[string]*Status{}
-	for k := range keys {
+	for _, k := range keys {
 		kind, id, _ := strings.Cut(k, ".")
 		if kind != "attempt" && kind != "state" {
 			continue // uuid.<uuid>, or not the fleet's
@@ -124,16 +74,16 @@ func listedDevices(keys <-chan string) ([]string, map[string]*Status) {
 			s = &Status{DeviceID: id}
 			invalid[id] = s
 		}
-		s.setKeyError(kind, k, err)
+		s.SetKeyError(kind, k, err)
 	}
 	slices.Sort(ids)
 	return ids, invalid
 }
 
-// setKeyError makes s Bad for its key of kind (attempt or state) whose id
+// SetKeyError makes s Bad for its key of kind (attempt or state) whose id
 // is no valid device id (err): such a key is never read. A nil err clears
 // it (the key was deleted).
-func (s *Status) setKeyError(kind, key string, err error) {
+func (s *Status) SetKeyError(kind, key string, err error) {
 	msg := ""
 	if err != nil {
 		msg = fmt.Sprintf("key %q: %v", key, err)
@@ -145,48 +95,30 @@ func (s *Status) setKeyError(kind, key string, err error) {
 	}
 }
 
-// deviceStatus reads a device's attempt and state; a value that is not JSON
-// of its kind is the row's error, not the call's.
-func (b *Bucket) deviceStatus(ctx context.Context, id string) (Status, error) {
-	s := Status{DeviceID: id}
-	key, _ := wire.AttemptKey(id) // checked by the caller
-	e, err := b.entry(ctx, key)
-	if err != nil {
-		return s, err
-	}
-	s.setAttempt(e)
-	key, _ = wire.StateKey(id)
-	if e, err = b.entry(ctx, key); err != nil {
-		return s, err
-	}
-	s.setState(e)
-	return s, nil
-}
-
-// setAttempt sets the attempt of s from the entry of attempt.<id>: none
+// SetAttempt sets the attempt of s from the entry of attempt.<id>: none
 // when e is nil or a deletion.
-func (s *Status) setAttempt(e jetstream.KeyValueEntry) {
+func (s *Status) SetAttempt(e *Entry) {
 	s.Current, s.AttemptTime, s.AttemptError = nil, time.Time{}, ""
-	if e == nil || e.Operation() != jetstream.KeyValuePut {
+	if e == nil || e.Deleted {
 		return
 	}
-	s.AttemptTime = e.Created().UTC()
+	s.AttemptTime = e.Created.UTC()
 	var err error
-	if s.Current, err = decode[wire.Current](e, "an attempt"); err != nil {
+	if s.Current, err = Decode[wire.Current](e.Key, e.Value, "an attempt"); err != nil {
 		s.AttemptError = err.Error()
 	}
 }
 
-// setState sets the reported state of s from the entry of state.<id>: none
+// SetState sets the reported state of s from the entry of state.<id>: none
 // when e is nil or a deletion.
-func (s *Status) setState(e jetstream.KeyValueEntry) {
+func (s *Status) SetState(e *Entry) {
 	s.State, s.StateTime, s.StateError = nil, time.Time{}, ""
-	if e == nil || e.Operation() != jetstream.KeyValuePut {
+	if e == nil || e.Deleted {
 		return
 	}
-	s.StateTime = e.Created().UTC()
+	s.StateTime = e.Created.UTC()
 	var err error
-	s.State, err = decode[wire.DeviceState](e, "a device state")
+	s.State, err = Decode[wire.DeviceState](e.Key, e.Value, "a device state")
 	if err != nil {
 		s.StateError = err.Error()
 	} else if at, perr := time.Parse(time.RFC3339, s.State.At); perr == nil {
@@ -194,14 +126,12 @@ func (s *Status) setState(e jetstream.KeyValueEntry) {
 	}
 }
 
-// entry reads key; nil when there is none.
-func (b *Bucket) entry(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
-	e, err := b.get(ctx, key)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, nil
+// Decode decodes the value of key as a JSON document of type T (what says
+// which, for errors).
+func Decode[T any](key string, value []byte, what string) (*T, error) {
+	v := new(T)
+	if err := json.Unmarshal(value, v); err != nil {
+		return nil, fmt.Errorf("%s: not %s: %w", key, what, err)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", key, err)
-	}
-	return e, nil
+	return v, nil
 }

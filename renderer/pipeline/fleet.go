@@ -11,12 +11,13 @@ import (
 	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/diag"
 	"github.com/solar-pipeline/solar/renderer/fleet"
+	"github.com/solar-pipeline/solar/renderer/fleetkv"
 )
 
-// The fleet's names, as the CLI reaches them (package fleet).
+// The fleet's names, as the CLI reaches them (packages fleet and fleetkv).
 type (
 	// NATS says where the fleet's bucket is and how to log in.
-	NATS = fleet.NATS
+	NATS = fleetkv.NATS
 	// DeviceResult is what ApplyFleet did for one device.
 	DeviceResult = fleet.Result
 	// DeviceStatus is what the bucket holds about one device.
@@ -52,38 +53,40 @@ type FleetOptions struct {
 }
 
 // ApplyFleet reads and validates the objects of opts.Paths, resolves every
-// DeviceUpgrade into one attempt per device (reading the agent indexes), and
-// applies them (opts.DryRun: reads only). A problem of the input or of
-// resolving stops it before the bucket is opened: no results then.
+// DeviceUpgrade into one attempt per device (reading the agent indexes
+// first), and applies them (opts.DryRun: reads only). It resolves the
+// fleet's kinds alone, not the cluster Targets (Load does): a Target that
+// fails to resolve does not block a device rollout. A problem of the input or
+// of resolving stops it before the bucket is opened: no results then.
 func ApplyFleet(ctx context.Context, opts Options, fo FleetOptions) (DeviceResults, diag.List, error) {
-	set, problems, err := Load(opts)
+	set, problems, err := loadSet(opts, false)
 	if err != nil || set == nil || problems.HasErrors() {
 		return nil, problems, err
 	}
 	if len(set.DeviceUpgrades) == 0 {
 		return nil, problems, fmt.Errorf("no DeviceUpgrade in %v: nothing to apply", opts.Paths)
 	}
-	planned, more := fleet.Resolve(ctx, set, fleet.StoreAgents(fo.Store.Store, fo.Store.BlobURL))
+	planned, more := fleet.Resolve(set, readAgents(ctx, fo.Store, set))
 	if problems = append(problems, more...).Sorted(); problems.HasErrors() {
 		return nil, problems, nil
 	}
-	fo.NATS.Mode = fleet.Create
+	fo.NATS.Mode = fleetkv.Create
 	if opts.DryRun {
-		fo.NATS.Mode = fleet.MayBeMissing
+		fo.NATS.Mode = fleetkv.MayBeMissing
 	}
-	bucket, done, err := fleet.Connect(ctx, fo.NATS)
+	bucket, done, err := fleetkv.Connect(ctx, fo.NATS)
 	if err != nil {
 		return nil, problems, err
 	}
 	defer done()
-	return fleet.Apply(ctx, planned, fo.Store.Store, bucket, fleet.ApplyOptions{DryRun: opts.DryRun, Concurrency: fo.Concurrency, Progress: fo.Progress}), problems, nil
+	return fleetkv.Apply(ctx, planned, fo.Store.putAttempt, bucket, fleetkv.ApplyOptions{DryRun: opts.DryRun, Concurrency: fo.Concurrency, Progress: fo.Progress}), problems, nil
 }
 
 // FleetStatus reads what the bucket, which must exist, holds about the
 // devices named, or about every device it knows.
 func FleetStatus(ctx context.Context, n NATS, deviceIDs ...string) ([]DeviceStatus, error) {
-	n.Mode = fleet.MustExist
-	bucket, done, err := fleet.Connect(ctx, n)
+	n.Mode = fleetkv.MustExist
+	bucket, done, err := fleetkv.Connect(ctx, n)
 	if err != nil {
 		return nil, err
 	}
@@ -92,10 +95,10 @@ func FleetStatus(ctx context.Context, n NATS, deviceIDs ...string) ([]DeviceStat
 }
 
 // RepairDevice clears a device's rollback-failed block, with the reason
-// (fleet.Bucket.Repair); the bucket must exist.
+// (fleetkv.Bucket.Repair); the bucket must exist.
 func RepairDevice(ctx context.Context, n NATS, deviceID, reason string) error {
-	n.Mode = fleet.MustExist
-	bucket, done, err := fleet.Connect(ctx, n)
+	n.Mode = fleetkv.MustExist
+	bucket, done, err := fleetkv.Connect(ctx, n)
 	if err != nil {
 		return err
 	}
@@ -145,7 +148,7 @@ func PushAgent(ctx context.Context, so StoreOptions, ao AgentOptions) (*PushedAg
 	if err != nil {
 		return nil, err
 	}
-	packed, err := fleet.PackAgent(ctx, version, bins, ao.Created)
+	packed, err := fleet.PackAgent(version, bins, ao.Created)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +161,7 @@ func PushAgent(ctx context.Context, so StoreOptions, ao AgentOptions) (*PushedAg
 	if err != nil {
 		return nil, err
 	}
-	action, err := fleet.Put(ctx, repo, packed)
+	action, err := putPacked(ctx, repo, packed)
 	if err != nil {
 		return nil, fmt.Errorf("%s:%s: %w", ao.Repository, version, err)
 	}

@@ -3,23 +3,23 @@ package pipeline
 import (
 	"context"
 
-	"github.com/solar-pipeline/solar/renderer/fleet"
+	"github.com/solar-pipeline/solar/renderer/fleetkv"
 )
 
 // WatchFleetStatus reads the devices as FleetStatus does and hands them to
 // listed, then watches the bucket and hands a device to changed each time
 // its attempt or state changes. It ends when ctx ends once the listing was
 // handed on (nil: an interrupted watch is its normal end), when the watch
-// fails (the connection to NATS lost, the bucket deleted: fleet.StatusWatch)
+// fails (the connection to NATS lost, the bucket deleted: fleetkv.StatusWatch)
 // or when listed or changed fails.
 func WatchFleetStatus(ctx context.Context, n NATS, deviceIDs []string, listed func([]DeviceStatus) error, changed func(DeviceStatus) error) error {
-	n.Mode = fleet.MustExist
-	bucket, done, err := fleet.Connect(ctx, n)
+	n.Mode = fleetkv.MustExist
+	bucket, done, err := fleetkv.Connect(ctx, n)
 	if err != nil {
 		return err
 	}
 	defer done()
-	w, st, err := bucket.WatchStatus(ctx, fleet.WatchOptions{}, deviceIDs...)
+	w, st, err := bucket.WatchStatus(ctx, fleetkv.WatchOptions{}, deviceIDs...)
 	if err != nil {
 		return err
 	}

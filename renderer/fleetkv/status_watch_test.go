@@ -1,4 +1,4 @@
-package fleet
+package fleetkv
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
+	"github.com/solar-pipeline/solar/renderer/fleet"
 )
 
 // TestWatchStatus: the watch lists the devices as Status does, bad rows
@@ -50,7 +51,7 @@ func TestWatchStatus(t *testing.T) {
 	wctx, cancel := context.WithCancel(ctx)
 	w, _, err := b.WatchStatus(wctx, WatchOptions{}, "dev-1", "dev-2")
 	require.NoError(t, err)
-	next := func() Status {
+	next := func() fleet.Status {
 		t.Helper()
 		nctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()

@@ -1,4 +1,4 @@
-package fleet
+package fleetkv
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/solar-pipeline/solar/renderer/fleet"
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
@@ -276,65 +277,11 @@ func getJSON[T any](ctx context.Context, b *Bucket, key, what string) (*T, uint6
 	if e == nil || err != nil {
 		return nil, 0, err
 	}
-	v, err := decode[T](e, what)
+	v, err := fleet.Decode[T](e.Key(), e.Value(), what)
 	if err != nil {
 		return nil, 0, fmt.Errorf("reading %w", err)
 	}
 	return v, e.Revision(), nil
-}
-
-// decode decodes an entry's value as a JSON document of type T.
-func decode[T any](e jetstream.KeyValueEntry, what string) (*T, error) {
-	v := new(T)
-	if err := json.Unmarshal(e.Value(), v); err != nil {
-		return nil, fmt.Errorf("%s: not %s: %w", e.Key(), what, err)
-	}
-	return v, nil
-}
-
-// Repair clears a device's rollback-failed block: it writes the state
-// repaired with the operator's reason, compare-and-set over the state it
-// read, and logs it. A device that is not blocked is an error.
-func (b *Bucket) Repair(ctx context.Context, deviceID, reason string) error {
-	if strings.TrimSpace(reason) == "" {
-		return errors.New("a repair needs a reason (--reason)")
-	}
-	st, rev, err := b.State(ctx, deviceID)
-	if err != nil {
-		return err
-	}
-	if st == nil || st.State != StateRollbackFailed {
-		now := "nothing"
-		if st != nil {
-			now = st.State
-		}
-		return fmt.Errorf("device %s is not blocked: it reports %s, not %s", deviceID, now, StateRollbackFailed)
-	}
-	v, err := json.Marshal(wire.DeviceState{State: StateRepaired, Reason: reason, At: time.Now().UTC().Format(time.RFC3339)})
-	if err != nil {
-		return err
-	}
-	key, _ := wire.StateKey(deviceID)
-	if b.beforeRepairWrite != nil {
-		b.beforeRepairWrite(v)
-	}
-	err = retry(ctx, func(ctx context.Context) error {
-		_, err := b.kv.Update(ctx, key, v, rev)
-		return err
-	})
-	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-		// A write retried after a lost reply finds its own value.
-		if e, gerr := b.entry(ctx, key); gerr == nil && e != nil && string(e.Value()) == string(v) {
-			err = nil
-		} else {
-			return fmt.Errorf("device %s: its state changed while repairing (revision %d was read): run again", deviceID, rev)
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("device %s: writing %s: %w", deviceID, key, err)
-	}
-	b.log.Warn("repaired: the device takes new attempts again", "device", deviceID, "reason", reason)
-	return nil
 }
 
 // retry runs op until it succeeds, fails for good, or 30 seconds have

@@ -1,4 +1,4 @@
-package fleet
+package fleetkv
 
 import (
 	"context"

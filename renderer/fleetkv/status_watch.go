@@ -1,4 +1,4 @@
-package fleet
+package fleetkv
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/solar-pipeline/solar/device/wire"
+	"github.com/solar-pipeline/solar/renderer/fleet"
 )
 
 // WatchOptions say how long a status watch waits for what; the zero value
@@ -46,7 +47,7 @@ type StatusWatch struct {
 	status chan nats.Status
 	down   *time.Timer
 	outage time.Duration
-	rows   map[string]*Status
+	rows   map[string]*fleet.Status
 	log    *slog.Logger
 }
 
@@ -56,7 +57,7 @@ type StatusWatch struct {
 // else every device it knows, by id). The watch delivers what changes
 // after that listing, without a gap, to Next, until ctx ends or Stop. Its
 // start and the listing have timeouts; the watch itself has none.
-func (b *Bucket) WatchStatus(ctx context.Context, o WatchOptions, deviceIDs ...string) (*StatusWatch, []Status, error) {
+func (b *Bucket) WatchStatus(ctx context.Context, o WatchOptions, deviceIDs ...string) (*StatusWatch, []fleet.Status, error) {
 	for _, id := range deviceIDs {
 		if err := wire.CheckDeviceID(id); err != nil {
 			return nil, nil, err
@@ -66,7 +67,7 @@ func (b *Bucket) WatchStatus(ctx context.Context, o WatchOptions, deviceIDs ...s
 		return nil, nil, errors.New("the key-value bucket does not exist: nothing to watch")
 	}
 	w := &StatusWatch{kv: b.kv, name: b.kv.Bucket(), conn: b.conn, outage: orDefault(o.Outage, 2*time.Minute),
-		rows: map[string]*Status{}, log: b.log}
+		rows: map[string]*fleet.Status{}, log: b.log}
 	if w.log == nil {
 		w.log = slog.New(slog.DiscardHandler)
 	}
@@ -150,8 +151,8 @@ func (w *StatusWatch) listing(timeout time.Duration) error {
 
 // listed is the statuses of the listing: the named devices in their order,
 // else every device the bucket knows, by id.
-func (w *StatusWatch) listed(deviceIDs []string) []Status {
-	var out []Status
+func (w *StatusWatch) listed(deviceIDs []string) []fleet.Status {
+	var out []fleet.Status
 	if len(deviceIDs) > 0 {
 		for _, id := range deviceIDs {
 			out = append(out, w.row(id))
@@ -167,23 +168,23 @@ func (w *StatusWatch) listed(deviceIDs []string) []Status {
 }
 
 // row is the device's status as the watch knows it.
-func (w *StatusWatch) row(id string) Status {
+func (w *StatusWatch) row(id string) fleet.Status {
 	if s := w.rows[id]; s != nil {
 		return *s
 	}
-	return Status{DeviceID: id}
+	return fleet.Status{DeviceID: id}
 }
 
 // apply sets a device's attempt or state from the entry of its key; false
 // for a key that is neither.
-func (w *StatusWatch) apply(e jetstream.KeyValueEntry) (Status, bool) {
+func (w *StatusWatch) apply(e jetstream.KeyValueEntry) (fleet.Status, bool) {
 	kind, id, _ := strings.Cut(e.Key(), ".")
 	if kind != "attempt" && kind != "state" {
-		return Status{}, false
+		return fleet.Status{}, false
 	}
 	s := w.rows[id]
 	if s == nil {
-		s = &Status{DeviceID: id}
+		s = &fleet.Status{DeviceID: id}
 		w.rows[id] = s
 	}
 	switch err := wire.CheckDeviceID(id); {
@@ -191,11 +192,11 @@ func (w *StatusWatch) apply(e jetstream.KeyValueEntry) (Status, bool) {
 		if e.Operation() != jetstream.KeyValuePut {
 			err = nil
 		}
-		s.setKeyError(kind, e.Key(), err)
+		s.SetKeyError(kind, e.Key(), err)
 	case kind == "attempt":
-		s.setAttempt(e)
+		s.SetAttempt(entryOf(e))
 	default:
-		s.setState(e)
+		s.SetState(entryOf(e))
 	}
 	return *s, true
 }
@@ -205,7 +206,7 @@ func (w *StatusWatch) apply(e jetstream.KeyValueEntry) (Status, bool) {
 // ends (its error), when the connection stays down longer than
 // WatchOptions.Outage or is closed, and when the watch ends (the bucket was
 // deleted: ErrWatchEnded); a watch that failed stays failed.
-func (w *StatusWatch) Next(ctx context.Context) (Status, error) {
+func (w *StatusWatch) Next(ctx context.Context) (fleet.Status, error) {
 	for {
 		var down <-chan time.Time
 		if w.down != nil {
@@ -213,10 +214,10 @@ func (w *StatusWatch) Next(ctx context.Context) (Status, error) {
 		}
 		select {
 		case <-ctx.Done():
-			return Status{}, ctx.Err()
+			return fleet.Status{}, ctx.Err()
 		case e, ok := <-w.kw.Updates():
 			if !ok {
-				return Status{}, w.ended()
+				return fleet.Status{}, w.ended()
 			}
 			if e == nil {
 				continue // the end of the first values (sent once)
@@ -230,10 +231,10 @@ func (w *StatusWatch) Next(ctx context.Context) (Status, error) {
 				continue
 			}
 			if err := w.connection(st); err != nil {
-				return Status{}, err
+				return fleet.Status{}, err
 			}
 		case <-down:
-			return Status{}, fmt.Errorf("lost the connection to NATS: not back within %s", w.outage)
+			return fleet.Status{}, fmt.Errorf("lost the connection to NATS: not back within %s", w.outage)
 		}
 	}
 }
