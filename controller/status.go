@@ -19,14 +19,6 @@ import (
 	"github.com/solar-pipeline/solar/renderer/targetreport"
 )
 
-// Reasons of the Ready, Reconciling and Stalled conditions the controller
-// writes (Flux's meaning: Stalled waits for a change of input, Reconciling
-// retries on its own).
-const (
-	ReasonSucceeded = meta.SucceededReason
-	ReasonRetrying  = meta.ProgressingWithRetryReason
-)
-
 // targetStatus is #TargetStatus of the schemas.
 type targetStatus struct {
 	ObservedGeneration int64              `json:"observedGeneration,omitempty"`
@@ -135,7 +127,7 @@ func apply(st *targetStatus, out outcomes, o targetOutcome) {
 	case c != nil && c.Reason == api.ReasonMintFailed:
 		msg := targetreport.BoundMessage("the agent credential is not issued, retrying: " + c.Message)
 		set(meta.ReadyCondition, metav1.ConditionFalse, api.ReasonMintFailed, msg)
-		set(meta.ReconcilingCondition, metav1.ConditionTrue, ReasonRetrying, msg)
+		set(meta.ReconcilingCondition, metav1.ConditionTrue, meta.ProgressingWithRetryReason, msg)
 		apimeta.RemoveStatusCondition(&st.Conditions, meta.StalledCondition)
 	case out.problems != "" || o.problems != "":
 		msg := targetreport.BoundMessage(joinLines(out.problems, o.problems))
@@ -145,10 +137,10 @@ func apply(st *targetStatus, out outcomes, o targetOutcome) {
 	case out.runErr != nil && o.published == nil:
 		msg := targetreport.BoundMessage("retrying: " + out.runErr.Error())
 		set(meta.ReadyCondition, metav1.ConditionFalse, api.ReasonPublishFailed, msg)
-		set(meta.ReconcilingCondition, metav1.ConditionTrue, ReasonRetrying, msg)
+		set(meta.ReconcilingCondition, metav1.ConditionTrue, meta.ProgressingWithRetryReason, msg)
 		apimeta.RemoveStatusCondition(&st.Conditions, meta.StalledCondition)
 	case o.published != nil:
-		set(meta.ReadyCondition, metav1.ConditionTrue, ReasonSucceeded,
+		set(meta.ReadyCondition, metav1.ConditionTrue, meta.SucceededReason,
 			fmt.Sprintf("bootstrap chart %s:%s published", o.published.Repository, o.published.Version))
 		settled()
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/stretchr/testify/assert"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -31,7 +32,7 @@ func TestApply(t *testing.T) {
 		reason                     string
 		reconciling, stalled, boot bool
 	}{
-		{"published", outcomes{}, targetOutcome{published: published}, metav1.ConditionTrue, ReasonSucceeded, false, false, true},
+		{"published", outcomes{}, targetOutcome{published: published}, metav1.ConditionTrue, meta.SucceededReason, false, false, true},
 		{"invalid namespace", outcomes{problems: "a.yaml:3: spec: bad"}, targetOutcome{}, metav1.ConditionFalse, api.ReasonInvalidInput, false, true, false},
 		{"invalid Target", outcomes{}, targetOutcome{problems: "no registry"}, metav1.ConditionFalse, api.ReasonInvalidInput, false, true, false},
 		{"mint failed", outcomes{}, targetOutcome{credential: &credential.Credential{Reason: api.ReasonMintFailed, Message: "refused"}},
@@ -40,7 +41,7 @@ func TestApply(t *testing.T) {
 		// Its bootstrap chart was published before another Target's push
 		// failed: it is Ready at its new version, not marked failed.
 		{"published, then the run failed", outcomes{runErr: errors.New("pushing bootstrap-edge-2: connection refused")},
-			targetOutcome{published: published}, metav1.ConditionTrue, ReasonSucceeded, false, false, true},
+			targetOutcome{published: published}, metav1.ConditionTrue, meta.SucceededReason, false, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := &targetStatus{Conditions: []metav1.Condition{

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/solar-pipeline/solar/internal/english"
+	"github.com/solar-pipeline/solar/renderer/chart"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 )
 
@@ -68,7 +69,7 @@ the credentials given. Which of the two was checked is said on stderr.
 				}
 			}
 			target := args[0]
-			fc := pipeline.FirstContact{Target: target, Namespace: ns, Host: l.host, Prefix: l.prefix, FluxNamespace: fluxNS,
+			fc := chart.FirstContact{Target: target, Namespace: ns, Host: l.host, Prefix: l.prefix, FluxNamespace: fluxNS,
 				Username: rf.username, Password: l.password, PlainHTTP: rf.plainHTTP}
 			if rf.caFile != "" {
 				if fc.CA, err = os.ReadFile(rf.caFile); err != nil {
@@ -78,7 +79,7 @@ the credentials given. Which of the two was checked is said on stderr.
 			if fc.VerifyKeys, err = readPublicKeys(verifyKeys); err != nil {
 				return err
 			}
-			docs, err := pipeline.FirstContactManifests(fc)
+			docs, err := chart.Manifests(fc)
 			if err != nil {
 				return err
 			}

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/solar-pipeline/solar/internal/english"
+	"github.com/solar-pipeline/solar/renderer/archive"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 )
 
@@ -72,7 +73,7 @@ func newExportCmd(g *globals) *cobra.Command {
 
 // printExport writes the table of the versions an archive holds, then what
 // was written.
-func (g *globals) printExport(s *pipeline.ArchiveSummary, out string) error {
+func (g *globals) printExport(s *archive.Summary, out string) error {
 	if g.output == "name" {
 		for _, v := range s.Versions {
 			fmt.Fprintf(g.stdout, "%s:%s\n", v.Repository, v.Version)

@@ -77,7 +77,7 @@ func TestPublishThroughFaults(t *testing.T) {
 
 // registryState is registryTags of the registry behind proxy (pointed at reg
 // when retarget says so), checked with solar verify.
-func registryState(t *testing.T, reg *testenv.Registry, proxy *testenv.Proxy, retarget bool) map[string]string {
+func registryState(t *testing.T, reg *testenv.Registry, proxy *countproxy.Proxy, retarget bool) map[string]string {
 	t.Helper()
 	if retarget {
 		proxy.Retarget(reg.Host)

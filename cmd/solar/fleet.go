@@ -3,7 +3,7 @@ package main
 import (
 	"os"
 
-	"github.com/solar-pipeline/solar/renderer/pipeline"
+	"github.com/solar-pipeline/solar/renderer/fleetkv"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -49,8 +49,8 @@ func (f *natsFlags) register(fl *pflag.FlagSet) {
 
 // nats is what the flags say, with the password of $NATS_PASSWORD: where
 // the fleet's bucket is and how to log in.
-func (f *natsFlags) nats(g *globals) pipeline.NATS {
-	n := pipeline.NATS{Servers: f.server, Creds: f.creds, NKey: f.nkey, TLSCA: f.tlsCA, TLSCert: f.tlsCert, TLSKey: f.tlsKey,
+func (f *natsFlags) nats(g *globals) fleetkv.NATS {
+	n := fleetkv.NATS{Servers: f.server, Creds: f.creds, NKey: f.nkey, TLSCA: f.tlsCA, TLSCert: f.tlsCert, TLSKey: f.tlsKey,
 		Bucket: f.bucket, Replicas: f.replicas, Log: g.log}
 	if f.user != "" {
 		n.User, n.Password = f.user, os.Getenv("NATS_PASSWORD")

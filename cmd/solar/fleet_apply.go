@@ -8,6 +8,7 @@ import (
 
 	"github.com/solar-pipeline/solar/internal/english"
 	"github.com/solar-pipeline/solar/renderer/diag"
+	"github.com/solar-pipeline/solar/renderer/fleet"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 )
 
@@ -87,7 +88,7 @@ func newFleetApplyCmd(g *globals) *cobra.Command {
 
 // printFleet prints apply's results: a table, the devices' ids (-o name),
 // or one JSON/YAML document {"devices": [...], "problems": [...]}.
-func (g *globals) printFleet(results []pipeline.DeviceResult, problems diag.List, dryRun bool) error {
+func (g *globals) printFleet(results []fleet.Result, problems diag.List, dryRun bool) error {
 	if g.structured() {
 		if problems == nil {
 			problems = diag.List{}
@@ -99,7 +100,7 @@ func (g *globals) printFleet(results []pipeline.DeviceResult, problems diag.List
 	}
 	failed := 0
 	w := newTable(g.stdout)
-	if g.output != "name" && slices.ContainsFunc(results, func(r pipeline.DeviceResult) bool { return r.Error == "" }) {
+	if g.output != "name" && slices.ContainsFunc(results, func(r fleet.Result) bool { return r.Error == "" }) {
 		g.header(w, "DEVICE\tVERSION\tPLATFORM\tATTEMPT\tDIGEST\tACTION")
 	}
 	for _, r := range results {

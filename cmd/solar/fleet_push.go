@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
@@ -16,7 +17,7 @@ func newFleetPushAgentCmd(g *globals) *cobra.Command {
 		Use:   "push-agent (--registry HOST[:PORT][/PREFIX] | --out DIR) --repository REPO [--version V] FILE=OS/ARCH[/VARIANT]...",
 		Short: "Push device-agent binaries as an OCI index by platform",
 		Long: `push-agent pushes each FILE as an OCI artifact (artifactType
-` + pipeline.ArtifactTypeAgent + `, the binary its single layer with its file name as
+` + api.ArtifactTypeAgent + `, the binary its single layer with its file name as
 title) and an OCI image index over them with their platforms, tagged --version,
 into REPO of the registry (or of the OCI layout --out). The same files give the
 same digests (created is SOURCE_DATE_EPOCH, else 1970-01-01). Blobs the registry

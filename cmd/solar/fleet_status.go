@@ -12,6 +12,7 @@ import (
 
 	"github.com/solar-pipeline/solar/device/wire"
 	"github.com/solar-pipeline/solar/internal/english"
+	"github.com/solar-pipeline/solar/renderer/fleet"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 )
 
@@ -114,7 +115,7 @@ error.`,
 // printStatus prints the devices the bucket knows, as a table or one
 // JSON/YAML document {"devices": [...], "notFound": [...]}, and fails naming
 // the devices it could not read and those it does not know.
-func (g *globals) printStatus(st []pipeline.DeviceStatus, bucket string) error {
+func (g *globals) printStatus(st []fleet.Status, bucket string) error {
 	known, bad, notFound := splitStatus(st)
 	var err error
 	switch g.output {
@@ -136,7 +137,7 @@ func (g *globals) printStatus(st []pipeline.DeviceStatus, bucket string) error {
 // splitStatus sorts the devices into those the bucket knows (the rows, bad
 // ones included), the printable ids of the bad ones, and the ids of those it
 // does not know.
-func splitStatus(st []pipeline.DeviceStatus) (known []pipeline.DeviceStatus, bad, notFound []string) {
+func splitStatus(st []fleet.Status) (known []fleet.Status, bad, notFound []string) {
 	for _, s := range st {
 		switch {
 		case s.Bad():
@@ -174,7 +175,7 @@ const reasonWidth = 80
 
 // statusTable writes the devices as a table, kubectl style: a header line
 // (unless --no-headers), ages relative to now, the reason last.
-func (g *globals) statusTable(st []pipeline.DeviceStatus, now time.Time) error {
+func (g *globals) statusTable(st []fleet.Status, now time.Time) error {
 	if len(st) == 0 {
 		return nil
 	}
@@ -192,7 +193,7 @@ func (g *globals) statusTable(st []pipeline.DeviceStatus, now time.Time) error {
 
 // statusRow is a device's cells of the status table, every string from the
 // bucket printable.
-func statusRow(s pipeline.DeviceStatus, now time.Time) []string {
+func statusRow(s fleet.Status, now time.Time) []string {
 	attempt, version := "-", "-"
 	switch {
 	case s.AttemptError != "":

@@ -6,7 +6,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/solar-pipeline/solar/renderer/pipeline"
+	"github.com/solar-pipeline/solar/renderer/fleet"
 )
 
 // statusWatch prints fleet status --watch: the listing as fleet status
@@ -26,7 +26,7 @@ type statusWatch struct {
 // listed prints the devices of the listing and names on stderr those the
 // bucket could not read or does not know: watched all the same, they do
 // not fail the watch.
-func (p *statusWatch) listed(st []pipeline.DeviceStatus) error {
+func (p *statusWatch) listed(st []fleet.Status) error {
 	known, bad, notFound := splitStatus(st)
 	switch p.g.output {
 	case "name":
@@ -60,7 +60,7 @@ func (p *statusWatch) listed(st []pipeline.DeviceStatus) error {
 
 // changed prints a device that changed: its row, aligned with the table
 // (and after a header, if none was printed yet), or its document.
-func (p *statusWatch) changed(s pipeline.DeviceStatus) error {
+func (p *statusWatch) changed(s fleet.Status) error {
 	switch p.g.output {
 	case "name":
 		_, err := fmt.Fprintln(p.g.stdout, printable(s.DeviceID))
@@ -84,7 +84,7 @@ func (p *statusWatch) changed(s pipeline.DeviceStatus) error {
 }
 
 // document prints a device as one JSON or YAML document of the stream.
-func (p *statusWatch) document(s pipeline.DeviceStatus) error {
+func (p *statusWatch) document(s fleet.Status) error {
 	if p.g.output == "yaml" && p.docs > 0 {
 		if _, err := fmt.Fprintln(p.g.stdout, "---"); err != nil {
 			return err

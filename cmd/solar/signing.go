@@ -1,14 +1,14 @@
 package main
 
 import (
+	"crypto"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 
+	"github.com/solar-pipeline/solar/renderer/sign"
 	"github.com/spf13/pflag"
-
-	"github.com/solar-pipeline/solar/renderer/pipeline"
 )
 
 // signingKeyEnv holds the signing key's PEM itself, for CI secrets.
@@ -31,7 +31,7 @@ func (f *signFlags) register(fl *pflag.FlagSet) {
 }
 
 // key reads the signing key: nil when none is given.
-func (f *signFlags) key(g *globals) (*pipeline.SigningKey, error) {
+func (f *signFlags) key(g *globals) (*sign.Key, error) {
 	var pemBytes []byte
 	from := "$" + signingKeyEnv
 	switch {
@@ -46,11 +46,11 @@ func (f *signFlags) key(g *globals) (*pipeline.SigningKey, error) {
 	default:
 		return nil, nil
 	}
-	k, err := pipeline.ParseSigningKey(pemBytes, keyPassword)
+	k, err := sign.ParseKey(pemBytes, keyPassword)
 	switch {
-	case errors.Is(err, pipeline.ErrKeyNoPassword):
+	case errors.Is(err, sign.ErrNoPassword):
 		return nil, fmt.Errorf("%s: the key is encrypted: set $%s to its password", from, keyPasswordEnv)
-	case errors.Is(err, pipeline.ErrKeyWrongPassword):
+	case errors.Is(err, sign.ErrWrongPassword):
 		return nil, fmt.Errorf("%s: $%s does not decrypt the key", from, keyPasswordEnv)
 	case err != nil:
 		return nil, fmt.Errorf("%s: %w", from, err)
@@ -91,7 +91,7 @@ func readKeyFile(g *globals, name string) ([]byte, error) {
 }
 
 // verifier verifies with the public keys in the files named (nil for none).
-func verifier(files []string) (*pipeline.Verifier, error) {
+func verifier(files []string) (*sign.Verifier, error) {
 	if len(files) == 0 {
 		return nil, nil
 	}
@@ -99,7 +99,7 @@ func verifier(files []string) (*pipeline.Verifier, error) {
 	if err != nil {
 		return nil, err
 	}
-	return pipeline.NewVerifier(files, pems...)
+	return sign.NewNamedVerifier(files, pems...)
 }
 
 // readPublicKeys reads PEM public key files, one key each, and returns
@@ -112,8 +112,12 @@ func readPublicKeys(files []string) ([][]byte, error) {
 		if err == nil && len(b) > maxKeyFile {
 			err = fmt.Errorf("larger than %d KiB: not a key", maxKeyFile>>10)
 		}
+		var pub crypto.PublicKey
 		if err == nil {
-			b, err = pipeline.PublicKey(b)
+			pub, err = sign.ParsePublicKey(b)
+		}
+		if err == nil {
+			b, err = sign.PublicPEM(pub)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("public key %s: %w", name, err)

@@ -6,20 +6,9 @@ import (
 
 	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/chain"
-	"github.com/solar-pipeline/solar/renderer/chart"
 	"github.com/solar-pipeline/solar/renderer/credential"
 	"github.com/solar-pipeline/solar/renderer/model"
 )
-
-// FirstContact says what a Target's cluster needs once to pull its
-// bootstrap chart (chart.FirstContact).
-type FirstContact = chart.FirstContact
-
-// FirstContactManifests are the first-contact objects of fc, ready to print
-// for kubectl apply (chart.Manifests).
-func FirstContactManifests(fc FirstContact) ([]map[string]any, error) {
-	return chart.Manifests(fc)
-}
 
 // HasTarget says whether the set holds Target ns/name.
 func HasTarget(set *model.Set, ns, name string) bool {

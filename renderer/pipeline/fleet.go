@@ -8,27 +8,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/diag"
 	"github.com/solar-pipeline/solar/renderer/fleet"
 	"github.com/solar-pipeline/solar/renderer/fleetkv"
 )
 
-// The fleet's names, as the CLI reaches them (packages fleet and fleetkv).
-type (
-	// NATS says where the fleet's bucket is and how to log in.
-	NATS = fleetkv.NATS
-	// DeviceResult is what ApplyFleet did for one device.
-	DeviceResult = fleet.Result
-	// DeviceStatus is what the bucket holds about one device.
-	DeviceStatus = fleet.Status
-)
-
-// ArtifactTypeAgent is the artifactType of an agent binary's artifact.
-const ArtifactTypeAgent = api.ArtifactTypeAgent
-
 // DeviceResults are ApplyFleet's results, in the order of the input.
-type DeviceResults []DeviceResult
+type DeviceResults []fleet.Result
 
 // Failed says whether a device failed.
 func (r DeviceResults) Failed() bool { return fleet.Failed(r) }
@@ -45,7 +31,7 @@ type FleetOptions struct {
 	// NATS is the fleet's bucket, opened once the input holds no error: it
 	// is created when missing, except in a dry run (Options.DryRun), which
 	// reads a missing bucket as empty.
-	NATS NATS
+	NATS fleetkv.NATS
 	// Concurrency is how many devices are applied at once.
 	Concurrency int
 	// Progress, when set, is called after each device.
@@ -84,7 +70,7 @@ func ApplyFleet(ctx context.Context, opts Options, fo FleetOptions) (DeviceResul
 
 // FleetStatus reads what the bucket, which must exist, holds about the
 // devices named, or about every device it knows.
-func FleetStatus(ctx context.Context, n NATS, deviceIDs ...string) ([]DeviceStatus, error) {
+func FleetStatus(ctx context.Context, n fleetkv.NATS, deviceIDs ...string) ([]fleet.Status, error) {
 	n.Mode = fleetkv.MustExist
 	bucket, done, err := fleetkv.Connect(ctx, n)
 	if err != nil {
@@ -96,7 +82,7 @@ func FleetStatus(ctx context.Context, n NATS, deviceIDs ...string) ([]DeviceStat
 
 // RepairDevice clears a device's rollback-failed block, with the reason
 // (fleetkv.Bucket.Repair); the bucket must exist.
-func RepairDevice(ctx context.Context, n NATS, deviceID, reason string) error {
+func RepairDevice(ctx context.Context, n fleetkv.NATS, deviceID, reason string) error {
 	n.Mode = fleetkv.MustExist
 	bucket, done, err := fleetkv.Connect(ctx, n)
 	if err != nil {

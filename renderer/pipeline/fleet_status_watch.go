@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 
+	"github.com/solar-pipeline/solar/renderer/fleet"
 	"github.com/solar-pipeline/solar/renderer/fleetkv"
 )
 
@@ -12,7 +13,7 @@ import (
 // handed on (nil: an interrupted watch is its normal end), when the watch
 // fails (the connection to NATS lost, the bucket deleted: fleetkv.StatusWatch)
 // or when listed or changed fails.
-func WatchFleetStatus(ctx context.Context, n NATS, deviceIDs []string, listed func([]DeviceStatus) error, changed func(DeviceStatus) error) error {
+func WatchFleetStatus(ctx context.Context, n fleetkv.NATS, deviceIDs []string, listed func([]fleet.Status) error, changed func(fleet.Status) error) error {
 	n.Mode = fleetkv.MustExist
 	bucket, done, err := fleetkv.Connect(ctx, n)
 	if err != nil {

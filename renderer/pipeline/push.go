@@ -6,14 +6,15 @@ import (
 
 	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/sign"
 )
 
 // PushOptions say how Push pushes: DryRun, SigningKey (sign what is
 // pushed) and Verifier (push nothing unless every version verifies).
 type PushOptions struct {
 	DryRun     bool
-	SigningKey *SigningKey
-	Verifier   *Verifier
+	SigningKey *sign.Key
+	Verifier   *sign.Verifier
 	// Reviewed, when set, must be what is pushed (Reviewed.Check): else
 	// nothing is.
 	Reviewed *Reviewed

@@ -137,12 +137,9 @@ func StartRegistry(t testing.TB, opts RegistryOptions) *Registry {
 	return r
 }
 
-// Proxy is the counting proxy of package countproxy.
-type Proxy = countproxy.Proxy
-
 // StartProxy forwards 127.0.0.1:PORT to the plain-HTTP host target until the
 // test ends.
-func StartProxy(t testing.TB, target string) *Proxy {
+func StartProxy(t testing.TB, target string) *countproxy.Proxy {
 	t.Helper()
 	p, err := countproxy.Start(target)
 	require.NoError(t, err)
