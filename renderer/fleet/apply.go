@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // Result is what Apply did for one device.
@@ -38,7 +39,7 @@ type ApplyOptions struct {
 //
 // Devices are independent (one key each): up to opts.Concurrency of them
 // are applied at once; the results keep the order of planned.
-func Apply(ctx context.Context, planned []Planned, store publish.Store, bucket *Bucket, opts ApplyOptions) []Result {
+func Apply(ctx context.Context, planned []Planned, store store.Store, bucket *Bucket, opts ApplyOptions) []Result {
 	out := make([]Result, len(planned))
 	sem := make(chan struct{}, max(opts.Concurrency, 1))
 	var wg sync.WaitGroup
@@ -69,7 +70,7 @@ func Apply(ctx context.Context, planned []Planned, store publish.Store, bucket *
 	return out
 }
 
-func applyOne(ctx context.Context, p Planned, store publish.Store, bucket *Bucket, dryRun bool, r *Result) (string, error) {
+func applyOne(ctx context.Context, p Planned, store store.Store, bucket *Bucket, dryRun bool, r *Result) (string, error) {
 	packed, err := PackAttempt(ctx, p.Attempt)
 	if err != nil {
 		return "", err

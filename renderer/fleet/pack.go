@@ -21,6 +21,7 @@ import (
 	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/device/wire"
 	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // Binary is an agent executable for one platform.
@@ -165,6 +166,6 @@ func PlatformString(p *ocispec.Platform) string {
 
 // Put copies the packed artifact into repo under its tag (publish.Put: the
 // immutable-tag push; other content there is publish.ErrImmutable).
-func Put(ctx context.Context, repo publish.Repository, p *Packed) (string, error) {
+func Put(ctx context.Context, repo store.Repository, p *Packed) (string, error) {
 	return publish.Put(ctx, p.store, p.Root, repo, p.Tag)
 }

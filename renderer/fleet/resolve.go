@@ -18,7 +18,7 @@ import (
 
 	"github.com/solar-pipeline/solar/renderer/diag"
 	"github.com/solar-pipeline/solar/renderer/model"
-	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // Agent is an agent index read back from the registry.
@@ -34,7 +34,7 @@ type Agent struct {
 
 // ReadAgent reads the agent index ref (a tag or a digest) of repo: the
 // binary layer of each platform.
-func ReadAgent(ctx context.Context, repo publish.Repository, ref string) (map[string]ocispec.Descriptor, error) {
+func ReadAgent(ctx context.Context, repo store.Repository, ref string) (map[string]ocispec.Descriptor, error) {
 	desc, b, err := fetch(ctx, repo, ref)
 	if err != nil {
 		return nil, err
@@ -58,7 +58,7 @@ func ReadAgent(ctx context.Context, repo publish.Repository, ref string) (map[st
 	return layers, nil
 }
 
-func fetch(ctx context.Context, repo publish.Repository, ref string) (ocispec.Descriptor, []byte, error) {
+func fetch(ctx context.Context, repo store.Repository, ref string) (ocispec.Descriptor, []byte, error) {
 	desc, err := repo.Resolve(ctx, ref)
 	if err != nil {
 		return desc, nil, fmt.Errorf("reading %s: %w", ref, err)
@@ -85,7 +85,7 @@ type AgentReader func(ctx context.Context, artifact string) (Agent, error)
 
 // StoreAgents reads agent indexes from store; a device downloads a blob of
 // repository repo from blobURL(repo) + digest.
-func StoreAgents(store publish.Store, blobURL func(repo string) string) AgentReader {
+func StoreAgents(store store.Store, blobURL func(repo string) string) AgentReader {
 	return func(ctx context.Context, artifact string) (Agent, error) {
 		repo, ref, ok := strings.Cut(artifact, "@")
 		if !ok {
