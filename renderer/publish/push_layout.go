@@ -16,7 +16,7 @@ import (
 type Check func(ctx context.Context, results []Result) error
 
 // PushLayout pushes the newest version of every repository of the layout
-// (or of an unpacked archive: any Source) that the registry lacks, exactly the bytes the layout holds (what was
+// (or of an unpacked archive: any store.Source) that the registry lacks, exactly the bytes the layout holds (what was
 // reviewed): opts.PushLast's repositories (bootstrap charts) after the
 // others (release charts). The layout's version
 // must be the one after the registry's latest, as it was when the layout was
