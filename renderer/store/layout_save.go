@@ -47,11 +47,7 @@ func compareBool(a, b bool) int {
 func (l *Layout) Save(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	names := slices.Sorted(maps.Keys(l.repos))
-	// Those told to SaveLast last: they name what the others hold.
-	slices.SortStableFunc(names, func(a, b string) int {
-		return cmp.Or(compareBool(l.repos[a].last, l.repos[b].last), cmp.Compare(l.repos[a].order, l.repos[b].order))
-	})
+	names := l.saveOrder()
 	type pending struct {
 		s        *layoutStore
 		tmp, dst string
@@ -110,6 +106,17 @@ func (l *Layout) Save(ctx context.Context) error {
 	}
 	killpoint.Here("layout-save-synced")
 	return nil
+}
+
+// saveOrder is the order Save writes the repositories in: those told to
+// SaveLast after the others (they name what the others hold), each in the
+// order they first changed. Layout.mu is held.
+func (l *Layout) saveOrder() []string {
+	names := slices.Sorted(maps.Keys(l.repos))
+	slices.SortStableFunc(names, func(a, b string) int {
+		return cmp.Or(compareBool(l.repos[a].last, l.repos[b].last), cmp.Compare(l.repos[a].order, l.repos[b].order))
+	})
+	return names
 }
 
 // indexJSON is the index.json of repository name: its tagged manifests in
