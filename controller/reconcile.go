@@ -19,7 +19,7 @@ import (
 	"github.com/solar-pipeline/solar/renderer/credential"
 	"github.com/solar-pipeline/solar/renderer/diag"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
-	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // reconciler plans and publishes one namespace per request: the request's
@@ -28,7 +28,7 @@ type reconciler struct {
 	client   client.Client
 	reader   client.Reader // the API server itself, not the cache
 	minting  *rest.Config  // Options.Config with a timeout on every request
-	store    publish.Store
+	store    store.Store
 	opts     Options
 	selector labels.Selector
 	metrics  *metrics

@@ -85,9 +85,9 @@ func TestArchitecture(t *testing.T) {
 			assert.True(t, d == "api", "%s links %s: the vocabulary links nothing of the module", p, d)
 		}
 	}
-	// The store and the version protocol know no chart, chain or resolution.
+	// The version protocol knows no chart, chain or resolution.
 	for _, d := range pkgs["renderer/publish"].deps {
-		assert.Contains(t, []string{"api", "internal/cachefile", "internal/capool", "internal/killpoint", "renderer/sign"}, d,
+		assert.Contains(t, []string{"api", "internal/cachefile", "internal/capool", "internal/killpoint", "renderer/sign", "renderer/store"}, d,
 			"renderer/publish links %s: publish knows no chart, chain, resolution or pipeline", d)
 	}
 	// The fleet's planner is pure: it links nothing of NATS (fleetkv is the
@@ -95,6 +95,12 @@ func TestArchitecture(t *testing.T) {
 	for _, d := range allDeps(t, "renderer/fleet") {
 		assert.False(t, strings.HasPrefix(d, "github.com/nats-io/"),
 			"renderer/fleet links %s: the fleet's planner links nothing of NATS (renderer/fleetkv does)", d)
+	}
+	// The store knows no protocol: nothing of renderer/ but the signatures
+	// it keeps beside the versions.
+	for _, d := range pkgs["renderer/store"].deps {
+		assert.Contains(t, []string{"api", "internal/capool", "internal/killpoint", "renderer/sign"}, d,
+			"renderer/store links %s: the store knows no publish protocol, chart, chain, resolution or pipeline", d)
 	}
 	// The device side links nothing of the pipeline, the controller or the callout.
 	for _, p := range under("device") {

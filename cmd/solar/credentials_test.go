@@ -20,6 +20,7 @@ import (
 	"github.com/solar-pipeline/solar/api/kube"
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 func TestCredentialsSyncAndRender(t *testing.T) {
@@ -90,7 +91,7 @@ func TestCredentialsSyncAndRender(t *testing.T) {
 		assert.Equal(t, publish.Unchanged, tr.Action, tr.Name)
 	}
 	// The agent chart carries the kubeconfig for PipelineConfig's apiserverURL.
-	l, err := publish.OpenLayout(ctx, out, publish.LayoutOptions{ReadOnly: true})
+	l, err := store.OpenLayout(ctx, out, store.LayoutOptions{ReadOnly: true})
 	require.NoError(t, err)
 	defer l.Close()
 	repo, err := l.Repository(ctx, "alpha/alpha/edge-1/release-solar-agent")

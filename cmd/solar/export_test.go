@@ -22,11 +22,12 @@ import (
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/archive"
 	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // storeContents is, per repository of the layout, the newest version, its
 // manifest digest and its signatures' digests, as store s holds them.
-func storeContents(t *testing.T, s publish.Store, repos []string) map[string]string {
+func storeContents(t *testing.T, s store.Store, repos []string) map[string]string {
 	t.Helper()
 	ctx := context.Background()
 	out := map[string]string{}
@@ -140,12 +141,12 @@ func TestExportPushArchive(t *testing.T) {
 	code, stdout, stderr = cli(append([]string{"push", bundle, "--key", pub}, login...)...)
 	require.Equal(t, 0, code, stderr)
 	assert.Len(t, strings.Split(strings.TrimSpace(stdout), "\n"), 1+len(s.Versions), "a header and a row per version")
-	l, err := publish.OpenLayout(context.Background(), out, publish.LayoutOptions{ReadOnly: true})
+	l, err := store.OpenLayout(context.Background(), out, store.LayoutOptions{ReadOnly: true})
 	require.NoError(t, err)
 	defer l.Close()
 	repos, err := l.Repositories(context.Background(), "")
 	require.NoError(t, err)
-	remote, err := publish.NewRemote(publish.RemoteOptions{Host: reg.Host, Prefix: "solar", Username: reg.Username, Password: reg.Password, PlainHTTP: true})
+	remote, err := store.NewRemote(store.RemoteOptions{Host: reg.Host, Prefix: "solar", Username: reg.Username, Password: reg.Password, PlainHTTP: true})
 	require.NoError(t, err)
 	inRegistry, err := remote.Repositories(context.Background(), "")
 	require.NoError(t, err)

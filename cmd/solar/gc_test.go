@@ -15,6 +15,7 @@ import (
 
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // countFiles counts the files below dir.
@@ -161,7 +162,7 @@ func TestGCRewritesTheIndex(t *testing.T) {
 	code, _, stderr := solar(t, "render", "--no-credentials", "-n", "beta", "--out", out, "../../examples")
 	require.Equal(t, 0, code, stderr)
 	ctx := context.Background()
-	l, err := publish.OpenLayout(ctx, out, publish.LayoutOptions{})
+	l, err := store.OpenLayout(ctx, out, store.LayoutOptions{})
 	require.NoError(t, err)
 	repo, err := l.Repository(ctx, "beta/bootstrap-plant-1")
 	require.NoError(t, err)
@@ -198,9 +199,9 @@ func TestGCRewritesTheIndex(t *testing.T) {
 }
 
 // mustLayout opens the layout dir read-only for the test.
-func mustLayout(t *testing.T, dir string) *publish.Layout {
+func mustLayout(t *testing.T, dir string) *store.Layout {
 	t.Helper()
-	l, err := publish.OpenLayout(context.Background(), dir, publish.LayoutOptions{ReadOnly: true, MustExist: true})
+	l, err := store.OpenLayout(context.Background(), dir, store.LayoutOptions{ReadOnly: true, MustExist: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
 	return l

@@ -14,6 +14,7 @@ import (
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // replayStore is where TestIndexReplay runs: its solar verb and flags, and
@@ -24,7 +25,7 @@ type replayStore struct {
 	// verb renders or publishes; exitCode: it takes --exit-code.
 	verb     string
 	exitCode bool
-	open     func(t *testing.T) (publish.Store, func())
+	open     func(t *testing.T) (store.Store, func())
 }
 
 // replays are the ways to put index v1 back without the key: under the tag
@@ -53,8 +54,8 @@ func TestIndexReplay(t *testing.T) {
 				cli: func(t *testing.T, args ...string) (int, string, string) {
 					return solar(t, append([]string{args[0], "--out", out}, args[1:]...)...)
 				},
-				open: func(t *testing.T) (publish.Store, func()) {
-					l, err := publish.OpenLayout(context.Background(), out, publish.LayoutOptions{})
+				open: func(t *testing.T) (store.Store, func()) {
+					l, err := store.OpenLayout(context.Background(), out, store.LayoutOptions{})
 					require.NoError(t, err)
 					return l, func() { require.NoError(t, l.Save(context.Background())); require.NoError(t, l.Close()) }
 				},
@@ -78,8 +79,8 @@ func TestIndexReplayRegistry(t *testing.T) {
 					code := run(context.Background(), args, strings.NewReader(reg.Password+"\n"), &stdout, &stderr)
 					return code, stdout.String(), stderr.String()
 				},
-				open: func(t *testing.T) (publish.Store, func()) {
-					r, err := publish.NewRemote(publish.RemoteOptions{Host: reg.Host, Prefix: "solar", Username: reg.Username, Password: reg.Password, PlainHTTP: true})
+				open: func(t *testing.T) (store.Store, func()) {
+					r, err := store.NewRemote(store.RemoteOptions{Host: reg.Host, Prefix: "solar", Username: reg.Username, Password: reg.Password, PlainHTTP: true})
 					require.NoError(t, err)
 					return r, func() {}
 				},

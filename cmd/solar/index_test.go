@@ -15,6 +15,7 @@ import (
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // TestFullRepairsARolledBackRepository: a release chart's repository put
@@ -78,8 +79,8 @@ func TestGCKeepsTheNewestIndex(t *testing.T) {
 		require.Equal(t, 0, code, stderr)
 	}
 	render()
-	st := replayStore{open: func(t *testing.T) (publish.Store, func()) {
-		l, err := publish.OpenLayout(context.Background(), out, publish.LayoutOptions{})
+	st := replayStore{open: func(t *testing.T) (store.Store, func()) {
+		l, err := store.OpenLayout(context.Background(), out, store.LayoutOptions{})
 		require.NoError(t, err)
 		return l, func() { require.NoError(t, l.Save(context.Background())); require.NoError(t, l.Close()) }
 	}}
@@ -92,14 +93,14 @@ func TestGCKeepsTheNewestIndex(t *testing.T) {
 
 	code, stdout, stderr := solar(t, "gc", "--out", out, "--keep", "5", "-o", "json")
 	require.Equal(t, 0, code, stderr)
-	var res publish.GCResult
+	var res store.GCResult
 	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
 	assert.Empty(t, res.Versions, "every chart version kept")
 	ctx := context.Background()
 	l := mustLayout(t, out)
 	repo, err := l.Repository(ctx, publish.IndexRepository("alpha"))
 	require.NoError(t, err)
-	tags, err := publish.Tags(ctx, repo)
+	tags, err := store.Tags(ctx, repo)
 	require.NoError(t, err)
 	require.NoError(t, l.Close())
 	assert.ElementsMatch(t, []string{"0.0.1", newest, publish.IndexTag}, tags, "the newest, and what the tag index names")

@@ -13,7 +13,7 @@ import (
 	"oras.land/oras-go/v2"
 
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
-	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // TestVerifyRegistryRefusesMovedCharts (S1, solar verify --registry --key):
@@ -49,7 +49,7 @@ func TestVerifyRegistryRefusesMovedCharts(t *testing.T) {
 	code, _, stderr = cli("verify", "--key", pub)
 	require.Equal(t, 0, code, stderr)
 
-	store, err := publish.NewRemote(publish.RemoteOptions{Host: reg.Host, Prefix: "solar", Username: reg.Username, Password: reg.Password, PlainHTTP: true})
+	store, err := store.NewRemote(store.RemoteOptions{Host: reg.Host, Prefix: "solar", Username: reg.Username, Password: reg.Password, PlainHTTP: true})
 	require.NoError(t, err)
 	edge1, err := store.Repository(ctx, "alpha/bootstrap-edge-1")
 	require.NoError(t, err)

@@ -18,6 +18,7 @@ import (
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 func needRegistry(t *testing.T) {
@@ -190,7 +191,7 @@ func TestPublishConcurrentWriters(t *testing.T) {
 			require.False(t, t.Failed(), "every publish must succeed")
 
 			ctx := context.Background()
-			store, err := publish.NewRemote(publish.RemoteOptions{Host: reg.Host, Prefix: "solar", Username: reg.Username, Password: reg.Password, PlainHTTP: true})
+			store, err := store.NewRemote(store.RemoteOptions{Host: reg.Host, Prefix: "solar", Username: reg.Username, Password: reg.Password, PlainHTTP: true})
 			require.NoError(t, err)
 			const contested = "alpha/alpha/release-podinfo-stable"
 			versions := map[string]string{} // version -> digest of the contested chart

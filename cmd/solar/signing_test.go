@@ -20,6 +20,7 @@ import (
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/publish"
 	"github.com/solar-pipeline/solar/renderer/sign"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // writeKey writes a new Ed25519 signing key (PKCS #8 PEM, 0600) and its
@@ -69,7 +70,7 @@ func TestPublishSigned(t *testing.T) {
 	code, _, stderr := cli("publish", "--no-credentials", "--signing-key", key, "../../examples")
 	require.Equal(t, 0, code, stderr)
 	proxy.Take()
-	remote, err := publish.NewRemote(publish.RemoteOptions{Host: reg.Host, Prefix: "solar", Username: reg.Username, Password: reg.Password, PlainHTTP: true})
+	remote, err := store.NewRemote(store.RemoteOptions{Host: reg.Host, Prefix: "solar", Username: reg.Username, Password: reg.Password, PlainHTTP: true})
 	require.NoError(t, err)
 	repos, err := remote.Repositories(context.Background(), "")
 	require.NoError(t, err)

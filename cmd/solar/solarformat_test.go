@@ -24,7 +24,7 @@ import (
 	"github.com/solar-pipeline/solar/api/kube"
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/load"
-	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 const solarFormat = "../../testdata/solar-format"
@@ -33,7 +33,7 @@ const solarFormat = "../../testdata/solar-format"
 func chartFiles(t *testing.T, dir, repository, version string) map[string]string {
 	t.Helper()
 	ctx := context.Background()
-	l, err := publish.OpenLayout(ctx, dir, publish.LayoutOptions{ReadOnly: true})
+	l, err := store.OpenLayout(ctx, dir, store.LayoutOptions{ReadOnly: true})
 	require.NoError(t, err)
 	defer l.Close()
 	repo, err := l.Repository(ctx, repository)

@@ -14,8 +14,7 @@ import (
 	"oras.land/oras-go/v2/content"
 
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
-
-	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // chartLayer is the path of the chart layer of a layout repository's only
@@ -70,7 +69,7 @@ func TestVerifyNamesTagsSolarDoesNotWrite(t *testing.T) {
 	code, _, stderr := solar(t, "render", "--no-credentials", "--out", out, "../../examples")
 	require.Equal(t, 0, code, stderr)
 	ctx := context.Background()
-	l, err := publish.OpenLayout(ctx, out, publish.LayoutOptions{})
+	l, err := store.OpenLayout(ctx, out, store.LayoutOptions{})
 	require.NoError(t, err)
 	repo, err := l.Repository(ctx, "beta/beta/release-podinfo")
 	require.NoError(t, err)
@@ -132,7 +131,7 @@ func TestVerifyRegistry(t *testing.T) {
 	reg := c.reg
 	layers := map[string]string{}
 	for _, name := range []string{"beta/beta/release-podinfo", "beta/bootstrap-plant-2"} {
-		r, err := publish.NewRemote(publish.RemoteOptions{Host: reg.Host, Prefix: "solar", Username: reg.Username, Password: reg.Password, PlainHTTP: true})
+		r, err := store.NewRemote(store.RemoteOptions{Host: reg.Host, Prefix: "solar", Username: reg.Username, Password: reg.Password, PlainHTTP: true})
 		require.NoError(t, err)
 		repo, err := r.Repository(context.Background(), name)
 		require.NoError(t, err)

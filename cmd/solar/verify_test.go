@@ -13,7 +13,7 @@ import (
 	"oras.land/oras-go/v2/content"
 
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
-	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // TestVerify: a layout solar wrote keeps its promises; a lost release chart
@@ -60,13 +60,13 @@ func TestUntaggedRepository(t *testing.T) {
 	needRegistry(t)
 	reg := testenv.StartRegistry(t, testenv.RegistryOptions{})
 	ctx := context.Background()
-	r, err := publish.NewRemote(publish.RemoteOptions{Host: reg.Host, Prefix: "solar", Username: reg.Username, Password: reg.Password, PlainHTTP: true})
+	r, err := store.NewRemote(store.RemoteOptions{Host: reg.Host, Prefix: "solar", Username: reg.Username, Password: reg.Password, PlainHTTP: true})
 	require.NoError(t, err)
 	repo, err := r.Repository(ctx, "alpha/bootstrap-edge-1")
 	require.NoError(t, err)
 	blob := []byte("a layer whose manifest never came")
 	require.NoError(t, repo.Push(ctx, content.NewDescriptorFromBytes("application/octet-stream", blob), bytes.NewReader(blob)))
-	tags, err := publish.Tags(ctx, repo)
+	tags, err := store.Tags(ctx, repo)
 	require.NoError(t, err)
 	assert.Empty(t, tags)
 

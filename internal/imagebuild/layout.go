@@ -19,6 +19,7 @@ import (
 
 	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // WriteLayout writes the result as a new OCI image layout in dir (replacing
@@ -107,7 +108,7 @@ func ocispecDigest(h v1.Hash) digest.Digest {
 // Publish publishes the image WriteLayout wrote to dir (desc, its index)
 // into repository of dst with publish.PublishImage: versioned by content,
 // its SBOMs along, signed with opts.SigningKey.
-func Publish(ctx context.Context, dir string, desc v1.Descriptor, dst publish.Store, repository string, opts publish.Options) (publish.Result, error) {
+func Publish(ctx context.Context, dir string, desc v1.Descriptor, dst store.Store, repository string, opts publish.Options) (publish.Result, error) {
 	src, err := oci.NewFromFS(ctx, os.DirFS(dir))
 	if err != nil {
 		return publish.Result{}, fmt.Errorf("reading %s: %w", dir, err)

@@ -19,6 +19,7 @@ import (
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/publish"
 	"github.com/solar-pipeline/solar/renderer/sign"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // An image published with Solar's publish path gets its version from its
@@ -40,7 +41,7 @@ func TestPublishedImageIsSignedAndVersionedByContent(t *testing.T) {
 	require.NoError(t, err)
 	key, err := sign.ParseKey(pem, func() ([]byte, bool) { return []byte("pw"), true })
 	require.NoError(t, err)
-	store, err := publish.NewRemote(publish.RemoteOptions{Host: reg.Host, Prefix: "solar", PlainHTTP: true})
+	store, err := store.NewRemote(store.RemoteOptions{Host: reg.Host, Prefix: "solar", PlainHTTP: true})
 	require.NoError(t, err)
 
 	src := writeHello(t, "src")

@@ -25,6 +25,7 @@ import (
 	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/publish"
 	"github.com/solar-pipeline/solar/renderer/sign"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 func signingKey(t *testing.T) (*sign.Key, *sign.Verifier) {
@@ -59,7 +60,7 @@ func signedLayout(t *testing.T, k *sign.Key, old bool) string {
 		runs = append([][]publish.Job{{textJob("a/one", "hello")}}, runs...)
 	}
 	for _, jobs := range runs {
-		l, err := publish.OpenLayout(ctx, dir, publish.LayoutOptions{})
+		l, err := store.OpenLayout(ctx, dir, store.LayoutOptions{})
 		require.NoError(t, err)
 		_, err = publish.Publish(ctx, l, jobs, publish.Options{SigningKey: k})
 		require.NoError(t, err)
@@ -73,7 +74,7 @@ func signedLayout(t *testing.T, k *sign.Key, old bool) string {
 func export(t *testing.T, dir string) (string, *Summary) {
 	t.Helper()
 	ctx := context.Background()
-	l, err := publish.OpenLayout(ctx, dir, publish.LayoutOptions{ReadOnly: true, MustExist: true})
+	l, err := store.OpenLayout(ctx, dir, store.LayoutOptions{ReadOnly: true, MustExist: true})
 	require.NoError(t, err)
 	defer l.Close()
 	out := filepath.Join(t.TempDir(), "bundle.tar")
@@ -84,7 +85,7 @@ func export(t *testing.T, dir string) (string, *Summary) {
 
 // contents lists, per newest version of each repository of a store, its
 // manifest digest and sorted signature digests.
-func contents(t *testing.T, s publish.Store, repos []string) map[string][]string {
+func contents(t *testing.T, s store.Store, repos []string) map[string][]string {
 	t.Helper()
 	ctx := context.Background()
 	out := map[string][]string{}
@@ -164,7 +165,7 @@ func TestExport(t *testing.T) {
 	assert.Equal(t, []string{"a/one:0.0.2", "a/two:0.0.1", "b/bootstrap-x:0.0.1"}, refs, "the newest versions only")
 	assert.Len(t, index.Manifests, 6, "and one signature each")
 
-	l, err := publish.OpenLayout(context.Background(), dir, publish.LayoutOptions{ReadOnly: true})
+	l, err := store.OpenLayout(context.Background(), dir, store.LayoutOptions{ReadOnly: true})
 	require.NoError(t, err)
 	defer l.Close()
 	want := contents(t, l, repos)

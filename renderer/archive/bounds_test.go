@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // sharedArchive is an archive of n versions (r/app-000 … at 0.0.1, unsigned)
@@ -188,7 +188,7 @@ func bigManifestLayout(t *testing.T, size int) string {
 	t.Helper()
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "out")
-	l, err := publish.OpenLayout(ctx, dir, publish.LayoutOptions{})
+	l, err := store.OpenLayout(ctx, dir, store.LayoutOptions{})
 	require.NoError(t, err)
 	defer l.Close()
 	repo, err := l.Repository(ctx, "a/big")
@@ -224,7 +224,7 @@ func TestExportBound(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, u.Close())
 
-	l, err := publish.OpenLayout(ctx, bigManifestLayout(t, maxManifest+1), publish.LayoutOptions{ReadOnly: true, MustExist: true})
+	l, err := store.OpenLayout(ctx, bigManifestLayout(t, maxManifest+1), store.LayoutOptions{ReadOnly: true, MustExist: true})
 	require.NoError(t, err)
 	defer l.Close()
 	out := t.TempDir()

@@ -18,11 +18,12 @@ import (
 
 	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // source is where a blob of the archive is read from.
 type source struct {
-	repo publish.Repository
+	repo store.Repository
 	desc ocispec.Descriptor
 }
 
@@ -36,7 +37,7 @@ type plan struct {
 // Export writes the newest version of every repository of l, with its
 // signatures, to w as one OCI image-layout archive (see the package's
 // doc). Every blob is checked against its digest as it is read.
-func Export(ctx context.Context, l *publish.Layout, w io.Writer) (*Summary, error) {
+func Export(ctx context.Context, l *store.Layout, w io.Writer) (*Summary, error) {
 	p, err := collect(ctx, l)
 	if err != nil {
 		return nil, err
@@ -114,7 +115,7 @@ func writeBlob(ctx context.Context, tw *tar.Writer, s source) error {
 }
 
 // collect lists the versions, index entries and blobs of l's archive.
-func collect(ctx context.Context, l *publish.Layout) (*plan, error) {
+func collect(ctx context.Context, l *store.Layout) (*plan, error) {
 	repos, err := l.Repositories(ctx, "")
 	if err != nil {
 		return nil, err
@@ -149,7 +150,7 @@ func collect(ctx context.Context, l *publish.Layout) (*plan, error) {
 }
 
 // addVersion adds one version, its blobs and its signatures.
-func (p *plan) addVersion(ctx context.Context, repo publish.Repository, name, version string) (Version, error) {
+func (p *plan) addVersion(ctx context.Context, repo store.Repository, name, version string) (Version, error) {
 	desc, err := repo.Resolve(ctx, version)
 	if err != nil {
 		return Version{}, err
@@ -183,7 +184,7 @@ func (p *plan) addVersion(ctx context.Context, repo publish.Repository, name, ve
 }
 
 // addManifest adds a manifest and the blobs it names.
-func (p *plan) addManifest(ctx context.Context, repo publish.Repository, desc ocispec.Descriptor) error {
+func (p *plan) addManifest(ctx context.Context, repo store.Repository, desc ocispec.Descriptor) error {
 	m, err := readManifest(ctx, repo, desc)
 	if err != nil {
 		return err
@@ -196,7 +197,7 @@ func (p *plan) addManifest(ctx context.Context, repo publish.Repository, desc oc
 	return nil
 }
 
-func (p *plan) addBlob(repo publish.Repository, d ocispec.Descriptor) error {
+func (p *plan) addBlob(repo store.Repository, d ocispec.Descriptor) error {
 	if d.Digest.Algorithm() != digest.SHA256 || d.Digest.Validate() != nil {
 		return fmt.Errorf("blob %q: not a sha256 digest", d.Digest)
 	}

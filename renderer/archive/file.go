@@ -9,7 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // WriteFile exports l into the file name, whole or not at all: a temporary
@@ -17,7 +17,7 @@ import (
 // .solar-export-…, locked while written), synced, then renamed over name.
 // The temporary files of earlier runs killed before their rename are
 // removed first. The summary carries the file's size and sha256.
-func WriteFile(ctx context.Context, l *publish.Layout, name string) (*Summary, error) {
+func WriteFile(ctx context.Context, l *store.Layout, name string) (*Summary, error) {
 	if info, err := os.Stat(name); err == nil && info.IsDir() {
 		return nil, fmt.Errorf("%s is a folder: name the archive file to write", name)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/publish"
 	"github.com/solar-pipeline/solar/renderer/sign"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 func addBlob(entries []tarEntry, b []byte) ([]tarEntry, ocispec.Descriptor) {
@@ -145,7 +146,7 @@ func TestCraftedSignatures(t *testing.T) {
 			u, err := Unpack(ctx, crafted, DefaultLimits)
 			require.NoError(t, err)
 			defer u.Close()
-			remote, err := publish.NewRemote(publish.RemoteOptions{Host: reg.Host, Prefix: fmt.Sprint("p", i), Username: reg.Username, Password: reg.Password, PlainHTTP: true})
+			remote, err := store.NewRemote(store.RemoteOptions{Host: reg.Host, Prefix: fmt.Sprint("p", i), Username: reg.Username, Password: reg.Password, PlainHTTP: true})
 			require.NoError(t, err)
 			_, err = publish.PushLayout(ctx, u, remote, publish.Options{Verifier: v}, nil)
 			if c.refused {
@@ -174,7 +175,7 @@ func TestAmplifiedArchive(t *testing.T) {
 	for i := range 40 {
 		jobs = append(jobs, textJob(fmt.Sprintf("r/app-%d", i), string(make([]byte, 1<<20))))
 	}
-	l, err := publish.OpenLayout(ctx, dir, publish.LayoutOptions{})
+	l, err := store.OpenLayout(ctx, dir, store.LayoutOptions{})
 	require.NoError(t, err)
 	_, err = publish.Publish(ctx, l, jobs, publish.Options{})
 	require.NoError(t, err)

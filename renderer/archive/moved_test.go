@@ -13,6 +13,7 @@ import (
 
 	"github.com/solar-pipeline/solar/renderer/publish"
 	"github.com/solar-pipeline/solar/renderer/sign"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // retag renames version from ("repo:version") to to in index.json and
@@ -69,7 +70,7 @@ func TestPushRefusesMovedSignature(t *testing.T) {
 	// before any write.
 	rolled := filepath.Join(t.TempDir(), "rolled")
 	for _, text := range []string{"hello again", "newer"} {
-		l, err := publish.OpenLayout(ctx, rolled, publish.LayoutOptions{})
+		l, err := store.OpenLayout(ctx, rolled, store.LayoutOptions{})
 		require.NoError(t, err)
 		_, err = publish.Publish(ctx, l, []publish.Job{textJob("a/one", text)}, publish.Options{SigningKey: k})
 		require.NoError(t, err)
@@ -90,7 +91,7 @@ func TestPushRefusesMovedSignature(t *testing.T) {
 			u, err := Unpack(ctx, crafted, DefaultLimits)
 			require.NoError(t, err, "the archive itself is whole")
 			defer u.Close()
-			l, err := publish.OpenLayout(ctx, c.dst, publish.LayoutOptions{})
+			l, err := store.OpenLayout(ctx, c.dst, store.LayoutOptions{})
 			require.NoError(t, err)
 			defer l.Close()
 			before, err := l.Repositories(ctx, "")
@@ -115,7 +116,7 @@ func TestPushRefusesMovedSignature(t *testing.T) {
 	u, err := Unpack(ctx, file, DefaultLimits)
 	require.NoError(t, err)
 	defer u.Close()
-	fresh, err := publish.OpenLayout(ctx, filepath.Join(t.TempDir(), "fresh"), publish.LayoutOptions{})
+	fresh, err := store.OpenLayout(ctx, filepath.Join(t.TempDir(), "fresh"), store.LayoutOptions{})
 	require.NoError(t, err)
 	defer fresh.Close()
 	_, err = publish.PushLayout(ctx, u, fresh, publish.Options{Verifier: v}, nil)

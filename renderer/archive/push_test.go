@@ -12,6 +12,7 @@ import (
 	"github.com/solar-pipeline/solar/internal/testkit/countproxy"
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // TestPushArchive: an archive pushed into a fresh registry puts there every
@@ -28,7 +29,7 @@ func TestPushArchive(t *testing.T) {
 	file, _ := export(t, dir)
 	reg := testenv.StartRegistry(t, testenv.RegistryOptions{})
 	proxy := testenv.StartProxy(t, reg.Host)
-	remote, err := publish.NewRemote(publish.RemoteOptions{Host: proxy.Host, Prefix: "p", Username: reg.Username, Password: reg.Password, PlainHTTP: true})
+	remote, err := store.NewRemote(store.RemoteOptions{Host: proxy.Host, Prefix: "p", Username: reg.Username, Password: reg.Password, PlainHTTP: true})
 	require.NoError(t, err)
 	catalog := func() []string {
 		t.Helper()
@@ -64,7 +65,7 @@ func TestPushArchive(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, results, 3)
 	assert.Equal(t, repos, catalog())
-	l, err := publish.OpenLayout(ctx, dir, publish.LayoutOptions{ReadOnly: true})
+	l, err := store.OpenLayout(ctx, dir, store.LayoutOptions{ReadOnly: true})
 	require.NoError(t, err)
 	defer l.Close()
 	assert.Equal(t, contents(t, l, repos), contents(t, remote, repos), "the registry holds what the layout held")

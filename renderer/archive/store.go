@@ -11,14 +11,14 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/errdef"
 
-	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // Repository is the repository name of an unpacked archive (a
-// publish.Store): a read-only view of its one version, with its
+// store.Store): a read-only view of its one version, with its
 // signatures, over the blobs staged once each. A repository the archive
 // does not hold is empty.
-func (u *Unpacked) Repository(_ context.Context, name string) (publish.Repository, error) {
+func (u *Unpacked) Repository(_ context.Context, name string) (store.Repository, error) {
 	if r, ok := u.repos[name]; ok {
 		return r, nil
 	}
@@ -26,7 +26,7 @@ func (u *Unpacked) Repository(_ context.Context, name string) (publish.Repositor
 }
 
 // Repositories lists the archive's repositories under prefix, sorted (a
-// publish.Lister).
+// store.Lister).
 func (u *Unpacked) Repositories(_ context.Context, prefix string) ([]string, error) {
 	var out []string
 	for _, v := range u.Versions {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // TestPushUnpackedIntoALayout: an unpacked archive is a store PushLayout
@@ -26,7 +27,7 @@ func TestPushUnpackedIntoALayout(t *testing.T) {
 	require.NoError(t, err)
 	defer u.Close()
 
-	dst, err := publish.OpenLayout(ctx, filepath.Join(t.TempDir(), "site"), publish.LayoutOptions{})
+	dst, err := store.OpenLayout(ctx, filepath.Join(t.TempDir(), "site"), store.LayoutOptions{})
 	require.NoError(t, err)
 	defer dst.Close()
 	_, other := signingKey(t)
@@ -39,7 +40,7 @@ func TestPushUnpackedIntoALayout(t *testing.T) {
 		assert.Equal(t, publish.Create, r.Action, r.Repository)
 	}
 	require.NoError(t, dst.Save(ctx))
-	l, err := publish.OpenLayout(ctx, src, publish.LayoutOptions{ReadOnly: true})
+	l, err := store.OpenLayout(ctx, src, store.LayoutOptions{ReadOnly: true})
 	require.NoError(t, err)
 	defer l.Close()
 	assert.Equal(t, contents(t, l, repos), contents(t, dst, repos), "the site holds what the layout held, signatures too")
@@ -56,7 +57,7 @@ func TestPushUnpackedIntoALayout(t *testing.T) {
 	assert.True(t, errors.Is(repo.Tag(ctx, desc, "0.0.2"), errReadOnly))
 	none, err := u.Repository(ctx, "c/none")
 	require.NoError(t, err)
-	tags, err := publish.Tags(ctx, none)
+	tags, err := store.Tags(ctx, none)
 	require.NoError(t, err)
 	assert.Empty(t, tags)
 	ok, err := none.Exists(ctx, desc)

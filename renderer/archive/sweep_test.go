@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // plant makes what a run killed with SIGKILL leaves (a folder with a file
@@ -61,7 +61,7 @@ func TestLeftoversRemoved(t *testing.T) {
 	require.NoError(t, os.Symlink(p(out, ".solar-export-live"), p(out, ".solar-export-link")))
 
 	ctx := context.Background()
-	l, err := publish.OpenLayout(ctx, layout, publish.LayoutOptions{ReadOnly: true, MustExist: true})
+	l, err := store.OpenLayout(ctx, layout, store.LayoutOptions{ReadOnly: true, MustExist: true})
 	require.NoError(t, err)
 	defer l.Close()
 	file := p(out, "bundle.tar")

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // Unpacked is an archive read, checked and unpacked into a private
 // temporary folder, each blob once by its digest however many versions name
-// it: a read-only publish.Store (and publish.Lister) of its versions, which
+// it: a read-only store.Store (and store.Lister) of its versions, which
 // publish.PushLayout pushes as it pushes a rendered layout. Close removes
 // the folder.
 type Unpacked struct {
@@ -20,7 +20,7 @@ type Unpacked struct {
 	tmp      *tempDir
 }
 
-var _ publish.Source = (*Unpacked)(nil)
+var _ store.Source = (*Unpacked)(nil)
 
 // Close removes the unpacked archive.
 func (u *Unpacked) Close() error {

@@ -11,8 +11,8 @@ import (
 
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/load"
-	"github.com/solar-pipeline/solar/renderer/publish"
 	"github.com/solar-pipeline/solar/renderer/resolve"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // benchPlan resolves namespaces × targets Targets, each getting 5 Releases
@@ -60,7 +60,7 @@ func BenchmarkRender10kTargets(b *testing.B) {
 	b.ReportAllocs()
 	charts := 0
 	for b.Loop() {
-		l, err := publish.OpenLayout(ctx, filepath.Join(b.TempDir(), "out"), publish.LayoutOptions{})
+		l, err := store.OpenLayout(ctx, filepath.Join(b.TempDir(), "out"), store.LayoutOptions{})
 		require.NoError(b, err)
 		r, err := Run(ctx, p, l, Options{})
 		require.NoError(b, err)
@@ -77,7 +77,7 @@ func BenchmarkRender10kTargets(b *testing.B) {
 // release descended into. Reported: Targets/s.
 func BenchmarkDiffObjects1000Targets(b *testing.B) {
 	ctx := context.Background()
-	l, err := publish.OpenLayout(ctx, filepath.Join(b.TempDir(), "out"), publish.LayoutOptions{})
+	l, err := store.OpenLayout(ctx, filepath.Join(b.TempDir(), "out"), store.LayoutOptions{})
 	require.NoError(b, err)
 	defer l.Close()
 	_, err = Run(ctx, plan(benchPlan(b, 10, 100)), l, Options{})

@@ -17,6 +17,7 @@ import (
 	"github.com/solar-pipeline/solar/renderer/diag"
 	"github.com/solar-pipeline/solar/renderer/objdiff"
 	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // DiffReport is what a publish would change, file by file.
@@ -68,7 +69,7 @@ func (d *DiffReport) Changed() bool {
 // would change: per chart the diff of its files between the latest version in
 // the store and the new content (at the same version, so only content shows)
 // and, with objects, the Kubernetes objects that change.
-func Diff(ctx context.Context, plan *Plan, store publish.Store, opts Options, objects *ObjectOptions) (*DiffReport, error) {
+func Diff(ctx context.Context, plan *Plan, store store.Store, opts Options, objects *ObjectOptions) (*DiffReport, error) {
 	opts.DryRun, opts.Compare = true, true
 	report, err := Run(ctx, plan, store, opts)
 	d := &DiffReport{Charts: []ChartDiff{}, Orphans: report.Orphans, Problems: report.Problems}

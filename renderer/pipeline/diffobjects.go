@@ -13,6 +13,7 @@ import (
 	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/objdiff"
 	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // ObjectOptions ask Diff for the Kubernetes objects that change, rendered
@@ -82,7 +83,7 @@ const renderCacheSize = 1024
 // and after (objdiff.Changes; the Targets at once, GOMAXPROCS at a time), and
 // lists the objects that change; a change that is the same on several
 // Targets is listed once, naming them all. notes say what was not rendered.
-func (s *chainState) objects(ctx context.Context, plan *Plan, store publish.Store, registry string, oo ObjectOptions) ([]ObjectChange, []string, error) {
+func (s *chainState) objects(ctx context.Context, plan *Plan, store store.Store, registry string, oo ObjectOptions) ([]ObjectChange, []string, error) {
 	registries, fallback := renderRegistries(plan, registry)
 	flux := cmp.Or(oo.FluxNamespace, "flux-system")
 	read := storeReader(store)
@@ -194,7 +195,7 @@ func noteLines(notes []objdiff.Note) []string {
 
 // storeReader reads chart archives from the store, each version once (two
 // Targets at the same moment may both read it).
-func storeReader(store publish.Store) func(ctx context.Context, repo, version string) ([]byte, error) {
+func storeReader(store store.Store) func(ctx context.Context, repo, version string) ([]byte, error) {
 	type read struct {
 		archive []byte
 		err     error

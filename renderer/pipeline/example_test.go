@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/solar-pipeline/solar/renderer/pipeline"
-	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // The whole line on examples/: plan, then publish into an OCI image layout.
@@ -22,7 +22,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	store, err := publish.OpenLayout(ctx, filepath.Join(dir, "out"), publish.LayoutOptions{})
+	store, err := store.OpenLayout(ctx, filepath.Join(dir, "out"), store.LayoutOptions{})
 	if err != nil {
 		panic(err)
 	}

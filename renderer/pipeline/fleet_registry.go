@@ -12,6 +12,7 @@ import (
 	"github.com/solar-pipeline/solar/renderer/fleet"
 	"github.com/solar-pipeline/solar/renderer/model"
 	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // The fleet's registry side: the planner (package fleet) reads and writes
@@ -67,7 +68,7 @@ func readAgent(ctx context.Context, s *Store, artifact string) (fleet.Agent, err
 }
 
 // fetch reads ref of repo: its descriptor and its bytes.
-func fetch(ctx context.Context, repo publish.Repository, ref string) (ocispec.Descriptor, []byte, error) {
+func fetch(ctx context.Context, repo store.Repository, ref string) (ocispec.Descriptor, []byte, error) {
 	desc, err := repo.Resolve(ctx, ref)
 	if err != nil {
 		return desc, nil, fmt.Errorf("reading %s: %w", ref, err)
@@ -81,7 +82,7 @@ func fetch(ctx context.Context, repo publish.Repository, ref string) (ocispec.De
 
 // putPacked copies a packed artifact into repo under its tag (publish.Put:
 // the immutable-tag push; other content there is publish.ErrImmutable).
-func putPacked(ctx context.Context, repo publish.Repository, p *fleet.Packed) (string, error) {
+func putPacked(ctx context.Context, repo store.Repository, p *fleet.Packed) (string, error) {
 	src := memory.New()
 	for _, b := range p.Blobs {
 		if err := src.Push(ctx, b.Descriptor, bytes.NewReader(b.Data)); err != nil {

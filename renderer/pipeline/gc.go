@@ -6,13 +6,14 @@ import (
 
 	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
-// Collector is a store that removes its old versions: publish.Layout,
-// publish.Remote.
+// Collector is a store that removes its old versions: store.Layout,
+// store.Remote.
 type Collector interface {
-	publish.Lister
-	GC(ctx context.Context, opts publish.GCOptions) (publish.GCResult, error)
+	store.Lister
+	GC(ctx context.Context, opts store.GCOptions) (store.GCResult, error)
 }
 
 // GC removes the old versions of solar's chart repositories in c, as Verify
@@ -21,13 +22,13 @@ type Collector interface {
 // bootstrap chart version it keeps: the release chart versions one names stay
 // (GCResult.Held), for a Target not rendered since (one skipped, say, because
 // its credential failed) still installs them.
-func GC(ctx context.Context, c Collector, opts publish.GCOptions) (publish.GCResult, error) {
+func GC(ctx context.Context, c Collector, opts store.GCOptions) (store.GCResult, error) {
 	repos, err := c.Repositories(ctx, opts.Prefix)
 	if err != nil {
-		return publish.GCResult{}, err
+		return store.GCResult{}, err
 	}
 	if len(repos) == 0 {
-		return publish.GCResult{}, ErrNoRepository
+		return store.GCResult{}, ErrNoRepository
 	}
 	known := map[string]bool{}
 	for _, name := range repos {
@@ -35,7 +36,9 @@ func GC(ctx context.Context, c Collector, opts publish.GCOptions) (publish.GCRes
 	}
 	// The namespaces' indexes are collected too: their old manifests.
 	opts.Select = func(name string) bool { return chain.IsChartRepository(name) || publish.IsIndexRepository(name) }
-	opts.Refs = func(ctx context.Context, repo publish.Repository, name, version string) ([]publish.Ref, error) {
+	// An index keeps its newest version only, and names nothing.
+	opts.Own = publish.GCIndexes
+	opts.Refs = func(ctx context.Context, repo store.Repository, name, version string) ([]store.Ref, error) {
 		if !chain.IsBootstrapRepository(name) {
 			return nil, nil
 		}
@@ -43,10 +46,10 @@ func GC(ctx context.Context, c Collector, opts publish.GCOptions) (publish.GCRes
 		if err != nil {
 			return nil, err
 		}
-		var refs []publish.Ref
+		var refs []store.Ref
 		for _, n := range named {
 			if target := repository(n.URL, func(name string) bool { return known[name] }); target != "" {
-				refs = append(refs, publish.Ref{Repository: target, Version: n.Version})
+				refs = append(refs, store.Ref{Repository: target, Version: n.Version})
 			}
 		}
 		return refs, nil
@@ -68,7 +71,7 @@ func GC(ctx context.Context, c Collector, opts publish.GCOptions) (publish.GCRes
 // removed (repository:version): none, unless an index was stale, since a
 // collection keeps the newest version an entry names.
 func gcIndexes(ctx context.Context, c Collector, removed []string) error {
-	store, ok := c.(publish.Store)
+	st, ok := c.(store.Store)
 	if !ok {
 		return nil
 	}
@@ -82,11 +85,11 @@ func gcIndexes(ctx context.Context, c Collector, removed []string) error {
 		byNS[ns][repo] = version
 	}
 	var opts Options
-	if _, registry := store.(*publish.Remote); registry {
+	if _, registry := st.(*store.Remote); registry {
 		opts.Settle = DefaultSettle
 	}
-	ix := newIndexes(store, opts)
-	return updateIndexes(ctx, ix, store, byNS, func(x *publish.Index, gone map[string]string) {
+	ix := newIndexes(st, opts)
+	return updateIndexes(ctx, ix, st, byNS, func(x *publish.Index, gone map[string]string) {
 		for repo, version := range gone {
 			if e, ok := x.Repositories[repo]; ok && e.Version == version {
 				delete(x.Repositories, repo)

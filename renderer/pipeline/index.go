@@ -9,6 +9,7 @@ import (
 
 	"github.com/solar-pipeline/solar/internal/killpoint"
 	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // indexes are the namespace indexes of a run (publish.Index): read before
@@ -18,7 +19,7 @@ type indexes struct {
 	// store is where the indexes are read and written; removals is where
 	// the entries of what the run pushes are removed (a layout over a
 	// registry: its layout, whose indexes it neither reads nor writes).
-	store, removals publish.Store
+	store, removals store.Store
 	opts            Options
 	// read are the indexes read, by namespace; none the namespaces read
 	// that had none. A namespace in neither was not read (Full, an index
@@ -29,9 +30,9 @@ type indexes struct {
 
 // newIndexes are the indexes of store, none read yet: beforePush removes
 // from each.
-func newIndexes(store publish.Store, opts Options) *indexes {
-	ix := &indexes{store: store, removals: store, opts: opts, read: map[string]*publish.Index{}, none: map[string]bool{}}
-	if o, ok := store.(interface{ Top() *publish.Layout }); ok {
+func newIndexes(st store.Store, opts Options) *indexes {
+	ix := &indexes{store: st, removals: st, opts: opts, read: map[string]*publish.Index{}, none: map[string]bool{}}
+	if o, ok := st.(interface{ Top() *store.Layout }); ok {
 		ix.removals = o.Top()
 	}
 	return ix
@@ -42,7 +43,7 @@ func newIndexes(store publish.Store, opts Options) *indexes {
 // with Full none is read. An index that is damaged or not signed with the
 // run's key is left aside, with a warning: its namespace goes the full way,
 // and it is replaced.
-func openIndexes(ctx context.Context, store publish.Store, namespaces []string, opts Options) (*indexes, error) {
+func openIndexes(ctx context.Context, store store.Store, namespaces []string, opts Options) (*indexes, error) {
 	ix := newIndexes(store, opts)
 	if !indexable(store) || opts.Full {
 		return ix, nil
@@ -79,9 +80,9 @@ func openIndexes(ctx context.Context, store publish.Store, namespaces []string, 
 
 // indexable: the store keeps namespace indexes (a registry or a layout,
 // not a layout over a registry, whose index would describe neither).
-func indexable(store publish.Store) bool {
-	switch store.(type) {
-	case *publish.Remote, *publish.Layout:
+func indexable(st store.Store) bool {
+	switch st.(type) {
+	case *store.Remote, *store.Layout:
 		return true
 	}
 	return false
@@ -160,7 +161,7 @@ const indexConcurrency = 32
 
 // updateIndexes applies change with each namespace's part to its index in
 // store, the namespaces in parallel.
-func updateIndexes[T any](ctx context.Context, ix *indexes, store publish.Store, parts map[string]T, change func(*publish.Index, T)) error {
+func updateIndexes[T any](ctx context.Context, ix *indexes, store store.Store, parts map[string]T, change func(*publish.Index, T)) error {
 	namespaces := slices.Sorted(maps.Keys(parts))
 	iopts := publish.IndexOptions{Settle: max(ix.opts.Settle, 0), SigningKey: ix.opts.SigningKey, Log: ix.opts.log()}
 	return each(ctx, len(namespaces), max(ix.opts.Concurrency, indexConcurrency), func(ctx context.Context, i int) error {

@@ -20,6 +20,7 @@ import (
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/publish"
 	"github.com/solar-pipeline/solar/renderer/resolve"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // runIndexed runs the plan into the layout dir, which keeps namespace
@@ -28,7 +29,7 @@ import (
 func runIndexed(t *testing.T, dir string, resolved *resolve.Plan, opts Options) (*Report, string) {
 	t.Helper()
 	ctx := context.Background()
-	l, err := publish.OpenLayout(ctx, dir, publish.LayoutOptions{})
+	l, err := store.OpenLayout(ctx, dir, store.LayoutOptions{})
 	require.NoError(t, err)
 	defer l.Close()
 	var logs bytes.Buffer
@@ -43,7 +44,7 @@ func runIndexed(t *testing.T, dir string, resolved *resolve.Plan, opts Options) 
 func readIndex(t *testing.T, dir, ns string) (*publish.Index, error) {
 	t.Helper()
 	ctx := context.Background()
-	l, err := publish.OpenLayout(ctx, dir, publish.LayoutOptions{ReadOnly: true})
+	l, err := store.OpenLayout(ctx, dir, store.LayoutOptions{ReadOnly: true})
 	require.NoError(t, err)
 	defer l.Close()
 	return publish.ReadIndex(ctx, l, ns, nil)
@@ -88,7 +89,7 @@ func TestRunFullTrustsNoIndex(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "out")
 	runIndexed(t, dir, testenv.ExamplesPlan(t), Options{})
-	l, err := publish.OpenLayout(ctx, dir, publish.LayoutOptions{})
+	l, err := store.OpenLayout(ctx, dir, store.LayoutOptions{})
 	require.NoError(t, err)
 	repo, err := l.Repository(ctx, "beta/beta/release-podinfo")
 	require.NoError(t, err)
@@ -117,21 +118,21 @@ func TestRunLeavesAHostileIndexAside(t *testing.T) {
 	}
 	for _, hostile := range []struct {
 		name  string
-		write func(t *testing.T, dir string, repo publish.Repository, next string, prev *publish.Index)
+		write func(t *testing.T, dir string, repo store.Repository, next string, prev *publish.Index)
 		// onDisk: write is called on the layout's files, once it is closed.
 		onDisk bool
 	}{
-		{"another namespace's repository", func(t *testing.T, _ string, repo publish.Repository, next string, prev *publish.Index) {
+		{"another namespace's repository", func(t *testing.T, _ string, repo store.Repository, next string, prev *publish.Index) {
 			ix := publish.Index{Schema: 2, Namespace: "alpha", Version: next, Repositories: map[string]publish.Entry{"beta/bootstrap-plant-1": prev.Repositories["alpha/bootstrap-edge-1"]}}
 			putIndexLayer(t, repo, next, body(ix), 0)
 		}, false},
-		{"an entry without a version", func(t *testing.T, _ string, repo publish.Repository, next string, prev *publish.Index) {
+		{"an entry without a version", func(t *testing.T, _ string, repo store.Repository, next string, prev *publish.Index) {
 			e := prev.Repositories["alpha/bootstrap-edge-1"]
 			e.Version = ""
 			ix := publish.Index{Schema: 2, Namespace: "alpha", Version: next, Repositories: map[string]publish.Entry{"alpha/bootstrap-edge-1": e}}
 			putIndexLayer(t, repo, next, body(ix), 0)
 		}, false},
-		{"no version", func(t *testing.T, dir string, _ publish.Repository, _ string, _ *publish.Index) {
+		{"no version", func(t *testing.T, dir string, _ store.Repository, _ string, _ *publish.Index) {
 			// As an older solar left it: its one tag, index.
 			p := filepath.Join(dir, "alpha", "solar-index", "index.json")
 			var index ocispec.Index
@@ -146,19 +147,19 @@ func TestRunLeavesAHostileIndexAside(t *testing.T) {
 			index.Manifests = kept
 			require.NoError(t, os.WriteFile(p, must(json.Marshal(index)), 0o600))
 		}, true},
-		{"over 16 MiB", func(t *testing.T, _ string, repo publish.Repository, next string, _ *publish.Index) {
+		{"over 16 MiB", func(t *testing.T, _ string, repo store.Repository, next string, _ *publish.Index) {
 			putIndexLayer(t, repo, next, []byte("{}"), 16<<20+1)
 		}, false},
-		{"not an index", func(t *testing.T, _ string, repo publish.Repository, next string, _ *publish.Index) {
+		{"not an index", func(t *testing.T, _ string, repo store.Repository, next string, _ *publish.Index) {
 			putIndexLayer(t, repo, next, []byte("not json"), 0)
 		}, false},
-		{"a blob damaged", func(t *testing.T, dir string, repo publish.Repository, next string, prev *publish.Index) {
+		{"a blob damaged", func(t *testing.T, dir string, repo store.Repository, next string, prev *publish.Index) {
 			ix := publish.Index{Schema: 2, Namespace: "alpha", Version: next, Repositories: map[string]publish.Entry{}}
 			layer := putIndexLayer(t, repo, next, body(ix), 0)
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "alpha", "solar-index", "blobs", "sha256", layer.Digest.Encoded()),
 				bytes.Repeat([]byte{' '}, int(layer.Size)), 0o600))
 		}, false},
-		{"an older index under a newer version", func(t *testing.T, _ string, repo publish.Repository, next string, prev *publish.Index) {
+		{"an older index under a newer version", func(t *testing.T, _ string, repo store.Repository, next string, prev *publish.Index) {
 			putIndexLayer(t, repo, next, body(*prev), 0)
 		}, false},
 	} {
@@ -168,7 +169,7 @@ func TestRunLeavesAHostileIndexAside(t *testing.T) {
 			runIndexed(t, dir, testenv.ExamplesPlan(t), Options{})
 			prev, err := readIndex(t, dir, "alpha")
 			require.NoError(t, err)
-			l, err := publish.OpenLayout(ctx, dir, publish.LayoutOptions{})
+			l, err := store.OpenLayout(ctx, dir, store.LayoutOptions{})
 			require.NoError(t, err)
 			repo, err := l.Repository(ctx, publish.IndexRepository("alpha"))
 			require.NoError(t, err)
@@ -202,7 +203,7 @@ func TestRunLeavesAHostileIndexAside(t *testing.T) {
 // putIndexLayer writes into repo, under tag, an index manifest of one
 // layer, b; with size, the manifest says the layer has that many bytes
 // (and the layer is not written).
-func putIndexLayer(t *testing.T, repo publish.Repository, tag string, b []byte, size int64) ocispec.Descriptor {
+func putIndexLayer(t *testing.T, repo store.Repository, tag string, b []byte, size int64) ocispec.Descriptor {
 	t.Helper()
 	ctx := context.Background()
 	layer := content.NewDescriptorFromBytes(api.MediaTypeIndex, b)

@@ -19,14 +19,14 @@ import (
 
 	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
-	"github.com/solar-pipeline/solar/renderer/publish"
 	"github.com/solar-pipeline/solar/renderer/sign"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // copySigned does what anyone who may push can do without the key: it
 // copies the version from of repository src, with its signatures, into
 // repository dst under the tag to.
-func copySigned(t *testing.T, l *publish.Layout, src, from, dst, to string) {
+func copySigned(t *testing.T, l *store.Layout, src, from, dst, to string) {
 	t.Helper()
 	ctx := context.Background()
 	s, err := l.Repository(ctx, src)
@@ -61,7 +61,7 @@ func copySigned(t *testing.T, l *publish.Layout, src, from, dst, to string) {
 func signedViolations(t *testing.T, dir string, v *sign.Verifier) []string {
 	t.Helper()
 	ctx := context.Background()
-	l, err := publish.OpenLayout(ctx, dir, publish.LayoutOptions{ReadOnly: true})
+	l, err := store.OpenLayout(ctx, dir, store.LayoutOptions{ReadOnly: true})
 	require.NoError(t, err)
 	defer l.Close()
 	got, err := Verify(ctx, l, VerifyOptions{Verifier: v})
@@ -98,7 +98,7 @@ func TestVerifyRefusesMovedSignature(t *testing.T) {
 		}
 	}
 	for _, resolved := range []*Plan{plan(testenv.ExamplesPlan(t)), plan(changed)} {
-		l, err := publish.OpenLayout(ctx, dir, publish.LayoutOptions{})
+		l, err := store.OpenLayout(ctx, dir, store.LayoutOptions{})
 		require.NoError(t, err)
 		_, err = Run(ctx, resolved, l, Options{PublishOptions: PublishOptions{SigningKey: k}})
 		require.NoError(t, err)
@@ -107,7 +107,7 @@ func TestVerifyRefusesMovedSignature(t *testing.T) {
 	}
 	require.Empty(t, signedViolations(t, dir, v), "every version signed as what it is")
 
-	l, err := publish.OpenLayout(ctx, dir, publish.LayoutOptions{})
+	l, err := store.OpenLayout(ctx, dir, store.LayoutOptions{})
 	require.NoError(t, err)
 	copySigned(t, l, "alpha/bootstrap-edge-1", "0.0.2", "alpha/bootstrap-edge-2", "0.0.2")
 	copySigned(t, l, "alpha/bootstrap-edge-1", "0.0.1", "alpha/bootstrap-edge-1", "0.0.3")

@@ -7,6 +7,7 @@ import (
 	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/publish"
 	"github.com/solar-pipeline/solar/renderer/sign"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // PushOptions say how Push pushes: DryRun, SigningKey (sign what is
@@ -49,11 +50,11 @@ func Push(ctx context.Context, src, dst *Store, opts PushOptions) ([]PushResult,
 
 // source is what Push pushes from: the layout, or an archive unpacked
 // (OpenArchive); nil for a registry.
-func (s *Store) source() publish.Source {
+func (s *Store) source() store.Source {
 	if s.Layout != nil {
 		return s.Layout
 	}
-	if src, ok := s.Store.(publish.Source); ok && s.Remote == nil {
+	if src, ok := s.Store.(store.Source); ok && s.Remote == nil {
 		return src
 	}
 	return nil

@@ -13,6 +13,7 @@ import (
 
 	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // named is a release chart version a bootstrap chart names: its oci:// URL,
@@ -20,7 +21,7 @@ import (
 type named struct{ URL, Version, Release string }
 
 // bootstrapRefs reads the release charts a bootstrap chart version names.
-func bootstrapRefs(ctx context.Context, repo publish.Repository, tag string) ([]named, error) {
+func bootstrapRefs(ctx context.Context, repo store.Repository, tag string) ([]named, error) {
 	desc, err := repo.Resolve(ctx, tag)
 	if err != nil {
 		return nil, err
@@ -38,7 +39,7 @@ func bootstrapRefs(ctx context.Context, repo publish.Repository, tag string) ([]
 
 // manifestRefs reads the release charts that the bootstrap chart of manifest
 // m names, from its chart layer.
-func manifestRefs(ctx context.Context, repo publish.Repository, m ocispec.Manifest) ([]named, error) {
+func manifestRefs(ctx context.Context, repo store.Repository, m ocispec.Manifest) ([]named, error) {
 	if len(m.Layers) != 1 {
 		return nil, fmt.Errorf("not a chart: %d layers", len(m.Layers))
 	}
@@ -79,10 +80,10 @@ func repository(url string, has func(name string) bool) string {
 
 // BootstrapVersions lists the versions of the bootstrap chart of Target
 // ns/target in store: none when nothing was published for it.
-func BootstrapVersions(ctx context.Context, store publish.Store, ns, target string) ([]string, error) {
-	repo, err := store.Repository(ctx, chain.BootstrapRepository(ns, target))
+func BootstrapVersions(ctx context.Context, st store.Store, ns, target string) ([]string, error) {
+	repo, err := st.Repository(ctx, chain.BootstrapRepository(ns, target))
 	if err != nil {
 		return nil, err
 	}
-	return publish.Tags(ctx, repo)
+	return store.Tags(ctx, repo)
 }

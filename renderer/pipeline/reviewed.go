@@ -18,6 +18,7 @@ import (
 	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/objdiff"
 	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // ReviewedFormat names the format of a reviewed list.
@@ -110,7 +111,7 @@ func clean(registry string) string {
 // same digest (an agent chart: the same RedactedDigest), and every chart of
 // the list must be written or already be in the registry as reviewed. Else
 // nothing is pushed, and the error names each chart that differs.
-func (rv *Reviewed) Check(layout, registry publish.Store) publish.Check {
+func (rv *Reviewed) Check(layout, registry store.Store) publish.Check {
 	return func(ctx context.Context, results []publish.Result) error {
 		reviewed := map[string]ReviewedChart{}
 		for _, c := range rv.Charts {
@@ -153,7 +154,7 @@ func (rv *Reviewed) Check(layout, registry publish.Store) publish.Check {
 
 // differs says how a version the push would write differs from the list, or
 // "".
-func (rv *Reviewed) differs(ctx context.Context, layout, registry publish.Store, r publish.Result, reviewed map[string]ReviewedChart) (string, error) {
+func (rv *Reviewed) differs(ctx context.Context, layout, registry store.Store, r publish.Result, reviewed map[string]ReviewedChart) (string, error) {
 	c, ok := reviewed[r.Repository]
 	switch {
 	case !ok:
@@ -182,7 +183,7 @@ func (rv *Reviewed) differs(ctx context.Context, layout, registry publish.Store,
 
 // written says why a chart of the list that the push does not write is not
 // in the registry as reviewed, or "" when it is (a push run again).
-func (rv *Reviewed) written(ctx context.Context, registry publish.Store, c ReviewedChart) (string, error) {
+func (rv *Reviewed) written(ctx context.Context, registry store.Store, c ReviewedChart) (string, error) {
 	digest, layers, err := publish.Version(ctx, registry, c.Repository, c.Version)
 	if errors.Is(err, publish.ErrNoVersion) {
 		return "reviewed, but the push does not write it", nil
@@ -206,7 +207,7 @@ func (rv *Reviewed) written(ctx context.Context, registry publish.Store, c Revie
 // onlyTokenIsNew says whether an agent chart the push would update differs
 // from its previous version in the registry by its secrets only (and its
 // version): a token rotation.
-func onlyTokenIsNew(ctx context.Context, layout, registry publish.Store, r publish.Result) (bool, error) {
+func onlyTokenIsNew(ctx context.Context, layout, registry store.Store, r publish.Result) (bool, error) {
 	from := previous(r)
 	if from == "" || strings.Count(r.Repository, "/") != 3 || !chain.IsChartRepository(r.Repository) {
 		return false, nil

@@ -11,6 +11,7 @@ import (
 	"github.com/solar-pipeline/solar/renderer/model"
 	"github.com/solar-pipeline/solar/renderer/publish"
 	"github.com/solar-pipeline/solar/renderer/resolve"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // Run publishes the charts of every Target of the plan that resolved without
@@ -19,18 +20,18 @@ import (
 // a bootstrap chart never names a missing chart. Targets with problems are
 // skipped (the report names them). An error is a failure of the store, not of
 // the input; the report then holds what was done before it.
-func Run(ctx context.Context, plan *Plan, store publish.Store, opts Options) (*Report, error) {
-	if _, registry := store.(*publish.Remote); registry && opts.Settle == 0 {
+func Run(ctx context.Context, plan *Plan, st store.Store, opts Options) (*Report, error) {
+	if _, registry := st.(*store.Remote); registry && opts.Settle == 0 {
 		opts.Settle = DefaultSettle
 	}
 	report := NewReport(plan)
 	report.DryRun = opts.DryRun
 	targets := plan.valid()
-	ix, err := openIndexes(ctx, store, runNamespaces(plan, targets, opts), opts)
+	ix, err := openIndexes(ctx, st, runNamespaces(plan, targets, opts), opts)
 	if err != nil {
 		return report, err
 	}
-	listed, listErr := listNamespaces(ctx, plan, store, opts, ix)
+	listed, listErr := listNamespaces(ctx, plan, st, opts, ix)
 	if listErr != nil && opts.Prune {
 		return report, fmt.Errorf("--prune: the bootstrap repositories of Targets no longer in the input cannot be found: %w", listErr)
 	}
@@ -56,7 +57,7 @@ func Run(ctx context.Context, plan *Plan, store publish.Store, opts Options) (*R
 		}
 	}
 	absent(popts.Absent, jobs, listed, ix)
-	released, err := publish.Publish(ctx, store, jobs, popts)
+	released, err := publish.Publish(ctx, st, jobs, popts)
 	if err != nil {
 		return report, err
 	}
@@ -82,7 +83,7 @@ func Run(ctx context.Context, plan *Plan, store publish.Store, opts Options) (*R
 		}
 	}
 	absent(popts.Absent, jobs, listed, ix)
-	boot, err := publish.Publish(ctx, store, jobs, popts)
+	boot, err := publish.Publish(ctx, st, jobs, popts)
 	for i, t := range targets {
 		if boot[i].Action != "" {
 			report.Targets = append(report.Targets, targetReport(t, boot[i], releases[i]))
@@ -93,7 +94,7 @@ func Run(ctx context.Context, plan *Plan, store publish.Store, opts Options) (*R
 	}
 	if listErr != nil {
 		opts.log().Warn("orphans not looked for: the bootstrap charts of Targets no longer in the input stay as they are", "error", listErr)
-	} else if err := orphans(ctx, plan, store, opts, report, listed, ix.beforePush); err != nil {
+	} else if err := orphans(ctx, plan, st, opts, report, listed, ix.beforePush); err != nil {
 		return report, err
 	}
 	// Last, the namespaces' indexes: the commit point of their publish.
@@ -162,8 +163,8 @@ func orphanNamespaces(plan *Plan, opts Options) []string {
 // that cannot list gives nil; a listing that fails (a registry without the
 // catalog API: Docker Hub, GHCR), nil and its error: versions are then asked
 // for, and orphans are not looked for.
-func listNamespaces(ctx context.Context, plan *Plan, store publish.Store, opts Options, ix *indexes) (map[string][]string, error) {
-	lister, ok := store.(publish.Lister)
+func listNamespaces(ctx context.Context, plan *Plan, st store.Store, opts Options, ix *indexes) (map[string][]string, error) {
+	lister, ok := st.(store.Lister)
 	if !ok {
 		return nil, nil
 	}
@@ -207,7 +208,7 @@ func absent(a map[string]bool, jobs []publish.Job, listed map[string][]string, i
 // Targets no longer in the input, and with opts.Prune publishes a version of
 // each without releases (before, as publish.Options.BeforePush, first). A run of one --target, or of a label selector, looks
 // for none.
-func orphans(ctx context.Context, plan *Plan, store publish.Store, opts Options, report *Report, listed map[string][]string,
+func orphans(ctx context.Context, plan *Plan, store store.Store, opts Options, report *Report, listed map[string][]string,
 	before func(context.Context, []string) error) error {
 	var jobs []publish.Job
 	for _, ns := range orphanNamespaces(plan, opts) {

@@ -17,23 +17,24 @@ import (
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/publish"
 	"github.com/solar-pipeline/solar/renderer/resolve"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // counting records every write that reaches the repositories of a store.
 type counting struct {
-	publish.Store
+	store.Store
 	mu     sync.Mutex
 	pushed []string // digests
 	tagged []string // repository:tag
 }
 
-func (c *counting) Repository(ctx context.Context, name string) (publish.Repository, error) {
+func (c *counting) Repository(ctx context.Context, name string) (store.Repository, error) {
 	r, err := c.Store.Repository(ctx, name)
 	return &countingRepo{Repository: r, c: c, name: name}, err
 }
 
 type countingRepo struct {
-	publish.Repository
+	store.Repository
 	c    *counting
 	name string
 }
@@ -64,7 +65,7 @@ func plan(resolved *resolve.Plan) *Plan {
 func publishTo(t *testing.T, dir string, resolved *resolve.Plan, dryRun bool) (*Report, *counting) {
 	t.Helper()
 	ctx := context.Background()
-	l, err := publish.OpenLayout(ctx, dir, publish.LayoutOptions{ReadOnly: dryRun})
+	l, err := store.OpenLayout(ctx, dir, store.LayoutOptions{ReadOnly: dryRun})
 	require.NoError(t, err)
 	defer l.Close()
 	c := &counting{Store: l}
@@ -189,7 +190,7 @@ func TestRunLayout(t *testing.T) {
 	}
 
 	// The layout still holds the old versions: Flux may be on them.
-	l, err := publish.OpenLayout(context.Background(), dir, publish.LayoutOptions{ReadOnly: true})
+	l, err := store.OpenLayout(context.Background(), dir, store.LayoutOptions{ReadOnly: true})
 	require.NoError(t, err)
 	defer l.Close()
 	repo, err := l.Repository(context.Background(), "alpha/bootstrap-edge-1")

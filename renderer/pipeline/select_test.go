@@ -12,7 +12,7 @@ import (
 
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/diag"
-	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // examplesOptions are the options of a run on examples (agents without a
@@ -102,7 +102,7 @@ func TestSelectorLooksForNoOrphans(t *testing.T) {
 		p, err := NewPlan(ctx, opts)
 		require.NoError(t, err)
 		require.False(t, p.Problems.HasErrors(), "%v", p.Problems)
-		l, err := publish.OpenLayout(ctx, out, publish.LayoutOptions{})
+		l, err := store.OpenLayout(ctx, out, store.LayoutOptions{})
 		require.NoError(t, err)
 		defer l.Close()
 		r, err := Run(ctx, p, l, opts)
@@ -112,7 +112,7 @@ func TestSelectorLooksForNoOrphans(t *testing.T) {
 	}
 	tags := func(repo string) []string {
 		t.Helper()
-		l, err := publish.OpenLayout(context.Background(), out, publish.LayoutOptions{ReadOnly: true})
+		l, err := store.OpenLayout(context.Background(), out, store.LayoutOptions{ReadOnly: true})
 		require.NoError(t, err)
 		defer l.Close()
 		r, err := l.Repository(context.Background(), repo)

@@ -18,6 +18,7 @@ import (
 	"github.com/solar-pipeline/solar/renderer/diag"
 	"github.com/solar-pipeline/solar/renderer/load"
 	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/store"
 	"github.com/solar-pipeline/solar/renderer/targetreport"
 )
 
@@ -103,7 +104,7 @@ type ReleaseStatus struct {
 // Status compares, for every Target of the set that opts select, the
 // newest bootstrap chart in store (its release chart versions) with the
 // Target's TargetReport in the API server.
-func Status(ctx context.Context, targets []load.ID, store publish.Store, so StatusOptions) ([]TargetStatus, error) {
+func Status(ctx context.Context, targets []load.ID, store store.Store, so StatusOptions) ([]TargetStatus, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", so.Kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("reading the kubeconfig %s: %w", so.Kubeconfig, err)
@@ -161,7 +162,7 @@ func desiredReleases(ctx context.Context, digests *chartDigests, t load.ID, st *
 	}
 	newest, err := publish.Newest(ctx, repo)
 	if err != nil {
-		return nil, fmt.Errorf("reading the bootstrap chart of %s/%s: %w", t.Namespace, t.Name, publish.Explain(err))
+		return nil, fmt.Errorf("reading the bootstrap chart of %s/%s: %w", t.Namespace, t.Name, store.Explain(err))
 	}
 	if newest == "" {
 		st.Message = "nothing published for it"

@@ -12,7 +12,7 @@ import (
 	"oras.land/oras-go/v2/errdef"
 
 	"github.com/solar-pipeline/solar/renderer/chain"
-	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // digestSuffix is the build metadata helm-controller appends to the version
@@ -60,7 +60,7 @@ func runsPublished(rs *ReleaseStatus, reported string) (same bool, why string) {
 // store, once per oci:// URL and version (the Targets of a namespace share
 // their release charts).
 type chartDigests struct {
-	store publish.Store
+	store store.Store
 	known map[named]string
 }
 
@@ -90,7 +90,7 @@ func (c *chartDigests) of(ctx context.Context, targetNS string, ref named) (stri
 			found, err = desc.Digest, rerr
 		}
 		if err != nil && !errors.Is(err, errdef.ErrNotFound) && failed == nil {
-			failed = fmt.Errorf("reading %s:%s: %w", name, ref.Version, publish.Explain(err))
+			failed = fmt.Errorf("reading %s:%s: %w", name, ref.Version, store.Explain(err))
 		}
 		return err == nil
 	})

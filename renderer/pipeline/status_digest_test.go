@@ -12,7 +12,7 @@ import (
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/content/memory"
 
-	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // askedStore is a store of memory repositories that records which
@@ -36,7 +36,7 @@ func (r refusedRepository) Resolve(context.Context, string) (ocispec.Descriptor,
 	return ocispec.Descriptor{}, r.err
 }
 
-func (s *askedStore) Repository(_ context.Context, name string) (publish.Repository, error) {
+func (s *askedStore) Repository(_ context.Context, name string) (store.Repository, error) {
 	s.asked = append(s.asked, name)
 	if err := s.refused[name]; err != nil {
 		return refusedRepository{memoryRepository{memory.New()}, err}, nil

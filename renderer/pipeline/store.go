@@ -7,12 +7,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // RegistryOptions say how to reach and log in to a registry
-// (publish.RemoteOptions).
-type RegistryOptions = publish.RemoteOptions
+// (store.RemoteOptions).
+type RegistryOptions = store.RemoteOptions
 
 // StoreOptions say which store a command works on: the OCI layout Out, the
 // registry Registry, or both (render --registry --out: the layout over the
@@ -25,7 +25,7 @@ type StoreOptions struct {
 	Registry *RegistryOptions
 	Over     *Store
 	// ReadOnly, MustExist, LockTimeout and Waiting are
-	// publish.LayoutOptions': how the layout is opened.
+	// store.LayoutOptions': how the layout is opened.
 	ReadOnly    bool
 	MustExist   bool
 	LockTimeout time.Duration
@@ -44,10 +44,10 @@ const DefaultSettle = 500 * time.Millisecond
 // Store is what OpenStore opened. Store (the field) is what commands read
 // and write: the layout, the registry, or the layout over the registry.
 type Store struct {
-	publish.Store
+	store.Store
 	// Layout and Remote are the parts opened (nil: not).
-	Layout *publish.Layout
-	Remote *publish.Remote
+	Layout *store.Layout
+	Remote *store.Remote
 	// Registry is the registry's HOST[:PORT][/PREFIX] ("" for none).
 	Registry string
 }
@@ -56,7 +56,7 @@ type Store struct {
 func OpenStore(ctx context.Context, so StoreOptions) (*Store, error) {
 	s := &Store{}
 	if so.Registry != nil {
-		r, err := publish.NewRemote(*so.Registry)
+		r, err := store.NewRemote(*so.Registry)
 		if err != nil {
 			return nil, err
 		}
@@ -66,14 +66,14 @@ func OpenStore(ctx context.Context, so StoreOptions) (*Store, error) {
 		s.Remote, s.Store, s.Registry = so.Over.Remote, so.Over.Remote, so.Over.Registry
 	}
 	if so.Out != "" {
-		l, err := publish.OpenLayout(ctx, so.Out, publish.LayoutOptions{ReadOnly: so.ReadOnly, MustExist: so.MustExist,
+		l, err := store.OpenLayout(ctx, so.Out, store.LayoutOptions{ReadOnly: so.ReadOnly, MustExist: so.MustExist,
 			LockTimeout: so.LockTimeout, Waiting: so.Waiting})
 		if err != nil {
 			return nil, err
 		}
 		s.Layout, s.Store = l, l
 		if s.Remote != nil {
-			s.Store = publish.Overlay(s.Remote, l)
+			s.Store = store.Overlay(s.Remote, l)
 		}
 	}
 	if s.Store == nil {
@@ -128,20 +128,20 @@ func (s *Store) BlobURL(repo string) string {
 // What goes wrong with a registry or a layout, as errors.Is finds it in an
 // error of this package; the CLI says which flag helps.
 var (
-	ErrDenied      = publish.ErrDenied
-	ErrUntrusted   = publish.ErrUntrusted
-	ErrPlainHTTP   = publish.ErrPlainHTTP
-	ErrUnreachable = publish.ErrUnreachable
-	ErrNoLayout    = publish.ErrNoLayout
+	ErrDenied      = store.ErrDenied
+	ErrUntrusted   = store.ErrUntrusted
+	ErrPlainHTTP   = store.ErrPlainHTTP
+	ErrUnreachable = store.ErrUnreachable
+	ErrNoLayout    = store.ErrNoLayout
 )
 
 // Explain marks a registry error with one of the errors above, in a
-// sentence (publish.Explain).
-func Explain(err error) error { return publish.Explain(err) }
+// sentence (store.Explain).
+func Explain(err error) error { return store.Explain(err) }
 
-// GC's options and result (publish.GCOptions, publish.GCResult).
+// GC's options and result (store.GCOptions, store.GCResult).
 type (
-	GCOptions = publish.GCOptions
-	GCResult  = publish.GCResult
-	Held      = publish.Held
+	GCOptions = store.GCOptions
+	GCResult  = store.GCResult
+	Held      = store.Held
 )

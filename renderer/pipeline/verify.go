@@ -23,6 +23,7 @@ import (
 	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/publish"
 	"github.com/solar-pipeline/solar/renderer/sign"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // Violation is a broken promise of the store, at one version.
@@ -104,8 +105,8 @@ type versionNames struct {
 // manifest and blobs are there, with the digest and size their descriptors
 // say; every bootstrap chart version names release chart versions the store
 // holds.
-func Verify(ctx context.Context, store publish.Store, opts VerifyOptions) (*Verified, error) {
-	lister, ok := store.(publish.Lister)
+func Verify(ctx context.Context, st store.Store, opts VerifyOptions) (*Verified, error) {
+	lister, ok := st.(store.Lister)
 	if !ok {
 		return nil, fmt.Errorf("the store cannot list its repositories")
 	}
@@ -115,8 +116,8 @@ func Verify(ctx context.Context, store publish.Store, opts VerifyOptions) (*Veri
 	}
 	v := &Verified{}
 	var repos, indexes []string
-	listed, indexes = publish.SplitRepositories(listed, func(name string) bool { return !publish.IsIndexRepository(name) })
-	repos, v.Skipped = publish.SplitRepositories(listed, chain.IsChartRepository)
+	listed, indexes = store.SplitRepositories(listed, func(name string) bool { return !publish.IsIndexRepository(name) })
+	repos, v.Skipped = store.SplitRepositories(listed, chain.IsChartRepository)
 	if len(repos) == 0 && len(v.Skipped) > 0 {
 		return nil, fmt.Errorf("%w (only %s, not solar's charts)", ErrNoRepository, strings.Join(v.Skipped, ", "))
 	}
@@ -132,7 +133,7 @@ func Verify(ctx context.Context, store publish.Store, opts VerifyOptions) (*Veri
 	done := 0
 	err = each(ctx, len(repos), opts.Concurrency, func(ctx context.Context, i int) error {
 		var err error
-		tags[i], err = parts[i].verifyRepository(ctx, store, repos[i], opts)
+		tags[i], err = parts[i].verifyRepository(ctx, st, repos[i], opts)
 		if err == nil && opts.Progress != nil {
 			mu.Lock()
 			done++
@@ -154,11 +155,11 @@ func Verify(ctx context.Context, store publish.Store, opts VerifyOptions) (*Veri
 	for _, n := range v.names {
 		v.Violations = append(v.Violations, n.check(has, tagsOf)...)
 	}
-	if err := v.verifyIndexes(ctx, store, indexes, tagsOf, opts); err != nil {
+	if err := v.verifyIndexes(ctx, st, indexes, tagsOf, opts); err != nil {
 		return nil, err
 	}
 	if opts.Verifier != nil {
-		if err := v.checkSignatures(ctx, store, pullable(tagsOf, v.names, has), opts); err != nil {
+		if err := v.checkSignatures(ctx, st, pullable(tagsOf, v.names, has), opts); err != nil {
 			return nil, err
 		}
 	}
@@ -199,7 +200,7 @@ func semverLess(a, b string) bool {
 }
 
 // checkSignatures checks the signature of each version of versions.
-func (v *Verified) checkSignatures(ctx context.Context, store publish.Store, versions [][2]string, opts VerifyOptions) error {
+func (v *Verified) checkSignatures(ctx context.Context, store store.Store, versions [][2]string, opts VerifyOptions) error {
 	found := make([]error, len(versions))
 	err := each(ctx, len(versions), opts.Concurrency, func(ctx context.Context, i int) error {
 		repo, err := store.Repository(ctx, versions[i][0])
@@ -230,12 +231,12 @@ func (v *Verified) checkSignatures(ctx context.Context, store publish.Store, ver
 
 // verifyRepository checks every version of one repository and returns its
 // tags.
-func (v *Verified) verifyRepository(ctx context.Context, store publish.Store, name string, opts VerifyOptions) ([]string, error) {
-	repo, err := store.Repository(ctx, name)
+func (v *Verified) verifyRepository(ctx context.Context, st store.Store, name string, opts VerifyOptions) ([]string, error) {
+	repo, err := st.Repository(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	tags, err := publish.Tags(ctx, repo)
+	tags, err := store.Tags(ctx, repo)
 	if err != nil {
 		return nil, fmt.Errorf("listing the versions of %s: %w", name, err)
 	}
@@ -305,7 +306,7 @@ type blobStorer interface {
 // compared) and its blobs: read and hashed in a layout or with deep, else
 // their size compared with the registry's. It returns the manifest, nil when
 // it cannot be read.
-func (v *Verified) verifyVersion(ctx context.Context, repo publish.Repository, name, tag string, opts VerifyOptions) *ocispec.Manifest {
+func (v *Verified) verifyVersion(ctx context.Context, repo store.Repository, name, tag string, opts VerifyOptions) *ocispec.Manifest {
 	bad := func(msg string, args ...any) {
 		v.Violations = append(v.Violations, Violation{name, tag, fmt.Sprintf(msg, args...)})
 	}
@@ -354,7 +355,7 @@ func (v *Verified) verifyVersion(ctx context.Context, repo publish.Repository, n
 }
 
 // checkSignature checks the signature of s, in repo.
-func checkSignature(ctx context.Context, repo publish.Repository, s sign.Subject, v *sign.Verifier) error {
+func checkSignature(ctx context.Context, repo store.Repository, s sign.Subject, v *sign.Verifier) error {
 	t, ok := repo.(sign.Target)
 	if !ok {
 		return errors.New("the store keeps no signatures")
@@ -368,7 +369,7 @@ func checkSignature(ctx context.Context, repo publish.Repository, s sign.Subject
 
 // readBlob reads a blob to its end and checks its size and digest against
 // its descriptor, returning the bytes read.
-func readBlob(ctx context.Context, repo publish.Repository, d ocispec.Descriptor) (int64, error) {
+func readBlob(ctx context.Context, repo store.Repository, d ocispec.Descriptor) (int64, error) {
 	rc, err := repo.Fetch(ctx, d)
 	if err != nil {
 		return 0, err

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // verifyIndexes checks each namespace index of names against the chart
@@ -17,7 +18,7 @@ import (
 // repository deleted, re-created or written by hand, a version pushed by a
 // writer that keeps no index) is a violation, which publish --full repairs.
 // Indexes says how many were checked.
-func (v *Verified) verifyIndexes(ctx context.Context, store publish.Store, names []string, tagsOf map[string][]string, opts VerifyOptions) error {
+func (v *Verified) verifyIndexes(ctx context.Context, store store.Store, names []string, tagsOf map[string][]string, opts VerifyOptions) error {
 	found := make([][]Violation, len(names))
 	err := each(ctx, len(names), opts.Concurrency, func(ctx context.Context, i int) error {
 		var err error
@@ -35,11 +36,11 @@ func (v *Verified) verifyIndexes(ctx context.Context, store publish.Store, names
 }
 
 // verifyIndex checks one namespace index (the repository name).
-func verifyIndex(ctx context.Context, store publish.Store, name string, tagsOf map[string][]string) ([]Violation, error) {
+func verifyIndex(ctx context.Context, st store.Store, name string, tagsOf map[string][]string) ([]Violation, error) {
 	ns := namespaceOf(name)
 	// Not its signature: a cluster never pulls an index, and the publish
 	// that trusts one checks it with its own key.
-	ix, err := publish.ReadIndex(ctx, store, ns, nil)
+	ix, err := publish.ReadIndex(ctx, st, ns, nil)
 	if errors.Is(err, publish.ErrIndex) {
 		return []Violation{{name, publish.IndexTag, err.Error()}}, nil
 	}
@@ -61,7 +62,7 @@ func verifyIndex(ctx context.Context, store publish.Store, name string, tagsOf m
 			bad(repo, "the index names %s, but the newest version is %s", e.Version, newest)
 			continue
 		}
-		r, err := store.Repository(ctx, repo)
+		r, err := st.Repository(ctx, repo)
 		if err != nil {
 			return nil, err
 		}
@@ -69,7 +70,7 @@ func verifyIndex(ctx context.Context, store publish.Store, name string, tagsOf m
 		switch {
 		case err != nil:
 			// The repository's own check says what is wrong with it.
-			bad(repo, "the index names %s, which cannot be read: %v", e.Version, publish.Explain(err))
+			bad(repo, "the index names %s, which cannot be read: %v", e.Version, store.Explain(err))
 		case desc.Digest.String() != e.Digest:
 			bad(repo, "the index names %s as %s, but the store holds %s", e.Version, e.Digest, desc.Digest)
 		case !slices.Equal(layers, e.Layers):

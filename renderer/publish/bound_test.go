@@ -13,12 +13,13 @@ import (
 
 	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/sign"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // signUnbound attaches to repo:version in l the signature an older solar
 // made with k (its statement names neither repository nor version) and
 // returns the referrer's digest.
-func signUnbound(t *testing.T, l *Layout, k *sign.Key, repo, version string) string {
+func signUnbound(t *testing.T, l *store.Layout, k *sign.Key, repo, version string) string {
 	t.Helper()
 	ctx := context.Background()
 	r, err := l.Repository(ctx, repo)
@@ -45,7 +46,7 @@ func signUnbound(t *testing.T, l *Layout, k *sign.Key, repo, version string) str
 // signature is settled without asking.
 func TestPublishSignsUnboundAnew(t *testing.T) {
 	ctx := context.Background()
-	l, err := OpenLayout(ctx, filepath.Join(t.TempDir(), "out"), LayoutOptions{})
+	l, err := store.OpenLayout(ctx, filepath.Join(t.TempDir(), "out"), store.LayoutOptions{})
 	require.NoError(t, err)
 	defer l.Close()
 	k, v := signingKey(t)

@@ -7,21 +7,12 @@ import (
 
 // The sentinel errors of the package, as errors.Is finds them.
 
-// errListed stops a catalog listing past the names wanted.
-var errListed = errors.New("listed")
-
 // ErrIndex: an index that is damaged, of another schema or namespace, or
 // not signed with the run's key: the run goes without it.
 var ErrIndex = errors.New("the namespace's index is not usable")
 
 // errTooLarge: a manifest over maxChartManifest bytes.
 var errTooLarge = errors.New("a manifest too large")
-
-// ErrNoLayout is what OpenLayout returns for a missing layout it must find.
-var ErrNoLayout = errors.New("no solar layout there")
-
-// errReadOnly is what a dry run gets if it ever tried to write.
-var errReadOnly = errors.New("the OCI layout is open read-only")
 
 // errTaken: the version was tagged by someone else between deciding and pushing.
 var errTaken = errors.New("version taken by another writer")
@@ -39,12 +30,3 @@ var ErrSignature = errors.New("not signed with the keys given")
 // ErrImmutable: the tag holds other content. Under Put a tag is bound once:
 // agent versions, device attempts, a version pushed from a layout.
 var ErrImmutable = errors.New("holds other content: versions are immutable")
-
-// What goes wrong with a registry, as errors.Is finds it in a publish error;
-// the CLI says which flag helps.
-var (
-	ErrDenied      = errors.New("the registry denied access")
-	ErrUntrusted   = errors.New("the registry's TLS certificate is not trusted")
-	ErrPlainHTTP   = errors.New("the registry speaks plain HTTP")
-	ErrUnreachable = errors.New("the registry cannot be reached")
-)

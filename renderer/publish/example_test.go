@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // Publishing any content-addressed artifact into an OCI image layout: the
@@ -22,7 +23,7 @@ func Example() {
 		}, nil
 	}}
 	for range 2 {
-		store, err := publish.OpenLayout(ctx, filepath.Join(dir, "out"), publish.LayoutOptions{})
+		store, err := store.OpenLayout(ctx, filepath.Join(dir, "out"), store.LayoutOptions{})
 		if err != nil {
 			panic(err)
 		}

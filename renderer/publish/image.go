@@ -9,6 +9,7 @@ import (
 	"oras.land/oras-go/v2/content"
 
 	"github.com/solar-pipeline/solar/renderer/sign"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // ImageSource is what PublishImage reads an image from: an OCI layout
@@ -29,21 +30,21 @@ type ImageSource interface {
 // a chart's version is signed: cosign verify --key accepts it. opts.DryRun
 // decides the version and writes nothing. A version another writer takes
 // meanwhile fails with ErrImmutable: run it again.
-func PublishImage(ctx context.Context, src ImageSource, root ocispec.Descriptor, dst Store, repository string, opts Options) (Result, error) {
+func PublishImage(ctx context.Context, src ImageSource, root ocispec.Descriptor, dst store.Store, repository string, opts Options) (Result, error) {
 	r := Result{Repository: repository, Digest: root.Digest.String(), manifest: root}
 	repo, err := dst.Repository(ctx, repository)
 	if err != nil {
-		return r, fmt.Errorf("opening %s: %w", repository, explain(err))
+		return r, fmt.Errorf("opening %s: %w", repository, store.Explain(err))
 	}
 	latest, err := latestVersion(ctx, repo)
 	if err != nil {
-		return r, fmt.Errorf("listing the versions of %s: %w", repository, explain(err))
+		return r, fmt.Errorf("listing the versions of %s: %w", repository, store.Explain(err))
 	}
 	r.Version, r.Action = "0.0.1", Create
 	if latest != nil {
 		desc, err := repo.Resolve(ctx, latest.Original())
 		if err != nil {
-			return r, fmt.Errorf("reading version %s of %s: %w", latest.Original(), repository, explain(err))
+			return r, fmt.Errorf("reading version %s of %s: %w", latest.Original(), repository, store.Explain(err))
 		}
 		r.Version, r.Action = latest.IncPatch().String(), Update
 		if desc.Digest == root.Digest {
@@ -56,10 +57,10 @@ func PublishImage(ctx context.Context, src ImageSource, root ocispec.Descriptor,
 	if r.Action != Unchanged {
 		// The images first, their referrers next, the tag last.
 		if err := oras.CopyGraph(ctx, src, repo, root, oras.DefaultCopyGraphOptions); err != nil {
-			return r, fmt.Errorf("pushing %s: %w", repository, explain(err))
+			return r, fmt.Errorf("pushing %s: %w", repository, store.Explain(err))
 		}
 		if err := copyReferrers(ctx, src, root, repo); err != nil {
-			return r, fmt.Errorf("pushing the referrers of %s: %w", repository, explain(err))
+			return r, fmt.Errorf("pushing the referrers of %s: %w", repository, store.Explain(err))
 		}
 		if _, err := Put(ctx, src, root, repo, r.Version); err != nil {
 			return r, fmt.Errorf("%s:%s: %w", repository, r.Version, err)
@@ -74,18 +75,18 @@ func PublishImage(ctx context.Context, src ImageSource, root ocispec.Descriptor,
 	}
 	desc, w, err := sign.Attach(ctx, t, r.subject(), opts.SigningKey)
 	if err != nil {
-		return r, fmt.Errorf("signing %s:%s: %w", repository, r.Version, explain(err))
+		return r, fmt.Errorf("signing %s:%s: %w", repository, r.Version, store.Explain(err))
 	}
 	r.Signature, r.SignatureAction = desc.Digest.String(), Unchanged
 	if w != nil {
 		r.SignatureAction = Create
 	}
-	return r, explain(sign.Confirm(ctx, []*sign.Written{w}))
+	return r, store.Explain(sign.Confirm(ctx, []*sign.Written{w}))
 }
 
 // copyReferrers copies into repo every manifest of src that refers to root
 // or to a manifest root names (an index's images), with what it names.
-func copyReferrers(ctx context.Context, src ImageSource, root ocispec.Descriptor, repo Repository) error {
+func copyReferrers(ctx context.Context, src ImageSource, root ocispec.Descriptor, repo store.Repository) error {
 	nodes := []ocispec.Descriptor{root}
 	children, err := content.Successors(ctx, src, root)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/sign"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // A namespace's index is one small artifact in ns/solar-index that lists
@@ -100,7 +101,7 @@ func IndexVerifier(key *sign.Key) (*sign.Verifier, error) {
 // ReadIndex reads namespace ns's index, its highest version: nil without an
 // error where there is none. An index whose body names another version than
 // the tag it was read under is ErrIndex; with v, so is one it does not verify.
-func ReadIndex(ctx context.Context, store Store, ns string, v *sign.Verifier) (*Index, error) {
+func ReadIndex(ctx context.Context, store store.Store, ns string, v *sign.Verifier) (*Index, error) {
 	ix, _, err := readIndex(ctx, store, ns, v)
 	return ix, err
 }
@@ -108,14 +109,14 @@ func ReadIndex(ctx context.Context, store Store, ns string, v *sign.Verifier) (*
 // readIndex is ReadIndex, with the highest version of the index's
 // repository ("" where it has none), which a writer follows also when the
 // index there is not usable.
-func readIndex(ctx context.Context, store Store, ns string, v *sign.Verifier) (*Index, string, error) {
-	repo, err := store.Repository(ctx, IndexRepository(ns))
+func readIndex(ctx context.Context, st store.Store, ns string, v *sign.Verifier) (*Index, string, error) {
+	repo, err := st.Repository(ctx, IndexRepository(ns))
 	if err != nil {
 		return nil, "", err
 	}
-	tags, err := Tags(ctx, repo)
+	tags, err := store.Tags(ctx, repo)
 	if err != nil {
-		return nil, "", fmt.Errorf("reading the index of %s: %w", ns, explain(err))
+		return nil, "", fmt.Errorf("reading the index of %s: %w", ns, store.Explain(err))
 	}
 	newest := newestTag(tags)
 	if newest == "" {
@@ -163,10 +164,10 @@ func newestTag(tags []string) string {
 // answered with something that is not an index (too large, not the content
 // its digest says, its layer missing), else what the store said.
 func readError(ns string, err error) error {
-	if errors.Is(err, errTooLarge) || errors.Is(err, content.ErrMismatchedDigest) || errors.Is(err, content.ErrTrailingData) || isNotFound(err) {
+	if errors.Is(err, errTooLarge) || errors.Is(err, content.ErrMismatchedDigest) || errors.Is(err, content.ErrTrailingData) || store.IsNotFound(err) {
 		return fmt.Errorf("%w: %s: %v", ErrIndex, IndexRepository(ns), err)
 	}
-	return fmt.Errorf("reading the index of %s: %w", ns, explain(err))
+	return fmt.Errorf("reading the index of %s: %w", ns, store.Explain(err))
 }
 
 // decodeIndex decodes an index layer and checks it is namespace ns's at

@@ -11,17 +11,19 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // racingStore runs after once, right after a version of an index is
 // tagged: another writer's write, landing between this writer's write and
 // its read-back.
 type racingStore struct {
-	Store
-	after func(ctx context.Context, repo Repository, version string)
+	store.Store
+	after func(ctx context.Context, repo store.Repository, version string)
 }
 
-func (s *racingStore) Repository(ctx context.Context, name string) (Repository, error) {
+func (s *racingStore) Repository(ctx context.Context, name string) (store.Repository, error) {
 	r, err := s.Store.Repository(ctx, name)
 	if err != nil || !IsIndexRepository(name) {
 		return r, err
@@ -30,7 +32,7 @@ func (s *racingStore) Repository(ctx context.Context, name string) (Repository, 
 }
 
 type racingRepo struct {
-	Repository
+	store.Repository
 	s *racingStore
 }
 
@@ -61,7 +63,7 @@ func TestUpdateIndexReadsBack(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
-			l, err := OpenLayout(ctx, filepath.Join(t.TempDir(), "out"), LayoutOptions{})
+			l, err := store.OpenLayout(ctx, filepath.Join(t.TempDir(), "out"), store.LayoutOptions{})
 			require.NoError(t, err)
 			defer l.Close()
 			merge := func(names ...string) func(*Index) {
@@ -72,7 +74,7 @@ func TestUpdateIndexReadsBack(t *testing.T) {
 				}
 			}
 			require.NoError(t, UpdateIndex(ctx, l, "a", merge("a/base"), IndexOptions{}))
-			racing := &racingStore{Store: l, after: func(ctx context.Context, repo Repository, mine string) {
+			racing := &racingStore{Store: l, after: func(ctx context.Context, repo store.Repository, mine string) {
 				theirs := &Index{Schema: indexSchema, Namespace: "a", Version: c.version(mine), Repositories: map[string]Entry{"a/base": e, "a/theirs": e}}
 				b, err := encodeIndex(theirs, nil)
 				require.NoError(t, err)

@@ -14,15 +14,16 @@ import (
 
 	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/sign"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // countingStore counts the repositories a publish opens.
 type countingStore struct {
-	Store
+	store.Store
 	opened []string
 }
 
-func (c *countingStore) Repository(ctx context.Context, name string) (Repository, error) {
+func (c *countingStore) Repository(ctx context.Context, name string) (store.Repository, error) {
 	c.opened = append(c.opened, name)
 	return c.Store.Repository(ctx, name)
 }
@@ -33,7 +34,7 @@ func (c *countingStore) Repository(ctx context.Context, name string) (Repository
 // wants go the full way, after BeforePush names them.
 func TestIndexSettlesWithoutAsking(t *testing.T) {
 	ctx := context.Background()
-	l, err := OpenLayout(ctx, filepath.Join(t.TempDir(), "out"), LayoutOptions{})
+	l, err := store.OpenLayout(ctx, filepath.Join(t.TempDir(), "out"), store.LayoutOptions{})
 	require.NoError(t, err)
 	defer l.Close()
 	first, err := Publish(ctx, l, []Job{textJob("a/one", "hello"), textJob("a/two", "world")}, Options{})
@@ -103,7 +104,7 @@ func TestIndexMergeKeepsHigherVersions(t *testing.T) {
 // index where there was none.
 func TestIndexReadWrite(t *testing.T) {
 	ctx := context.Background()
-	l, err := OpenLayout(ctx, filepath.Join(t.TempDir(), "out"), LayoutOptions{})
+	l, err := store.OpenLayout(ctx, filepath.Join(t.TempDir(), "out"), store.LayoutOptions{})
 	require.NoError(t, err)
 	defer l.Close()
 	got, err := ReadIndex(ctx, l, "a", nil)
@@ -166,7 +167,7 @@ func TestIndexReadWrite(t *testing.T) {
 
 // putIndex writes ix into repo as its next version, as a writer without
 // the key may: its own version is the next one unless ix names one.
-func putIndex(t *testing.T, repo Repository, ix *Index) {
+func putIndex(t *testing.T, repo store.Repository, ix *Index) {
 	t.Helper()
 	ctx := context.Background()
 	newest, err := Newest(ctx, repo)
@@ -183,7 +184,7 @@ func putIndex(t *testing.T, repo Repository, ix *Index) {
 }
 
 // putIndexLayer writes an index manifest of one layer, b, under tag.
-func putIndexLayer(t *testing.T, repo Repository, tag string, b []byte) ocispec.Descriptor {
+func putIndexLayer(t *testing.T, repo store.Repository, tag string, b []byte) ocispec.Descriptor {
 	t.Helper()
 	ctx := context.Background()
 	art := &Artifact{ArtifactType: api.ArtifactTypeIndex, Config: NewBlob(ocispec.MediaTypeEmptyJSON, []byte("{}")),

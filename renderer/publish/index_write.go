@@ -15,6 +15,7 @@ import (
 	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/internal/killpoint"
 	"github.com/solar-pipeline/solar/renderer/sign"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // IndexOptions say how an index is written.
@@ -40,20 +41,25 @@ type IndexOptions struct {
 // writer cannot use (another key's, in a rotation), it is left in place: two
 // keys keep one index, the last written. change must give the same index when
 // applied twice (Merge and Remove do).
-func UpdateIndex(ctx context.Context, store Store, ns string, change func(*Index), opts IndexOptions) error {
+func UpdateIndex(ctx context.Context, st store.Store, ns string, change func(*Index), opts IndexOptions) error {
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
-	repo, err := store.Repository(ctx, IndexRepository(ns))
+	repo, err := st.Repository(ctx, IndexRepository(ns))
 	if err != nil {
 		return err
+	}
+	// The index names what the namespace's repositories hold: a layout
+	// saves it after them.
+	if last, ok := repo.(store.LastSaver); ok {
+		last.SaveLast()
 	}
 	v, err := IndexVerifier(opts.SigningKey)
 	if err != nil {
 		return err
 	}
 	for attempt := 1; ; attempt++ {
-		written, err := updateOnce(ctx, store, repo, ns, v, change, opts, attempt > 1)
+		written, err := updateOnce(ctx, st, repo, ns, v, change, opts, attempt > 1)
 		if errors.Is(err, errTaken) && attempt < maxAttempts {
 			continue // another writer took the version: read its index
 		}
@@ -68,7 +74,7 @@ func UpdateIndex(ctx context.Context, store Store, ns string, change func(*Index
 		}
 		held, err := stillNewest(ctx, repo, written)
 		if err != nil {
-			return fmt.Errorf("confirming the index of %s: %w", ns, explain(err))
+			return fmt.Errorf("confirming the index of %s: %w", ns, store.Explain(err))
 		}
 		if held {
 			return nil
@@ -84,8 +90,8 @@ func UpdateIndex(ctx context.Context, store Store, ns string, change func(*Index
 // next version: nil where there was nothing to write (or, again after a
 // write of its own, where another key's writer's index is there); errTaken
 // where another writer took that version first.
-func updateOnce(ctx context.Context, store Store, repo Repository, ns string, v *sign.Verifier, change func(*Index), opts IndexOptions, again bool) (*Index, error) {
-	cur, newest, err := readIndex(ctx, store, ns, v)
+func updateOnce(ctx context.Context, st store.Store, repo store.Repository, ns string, v *sign.Verifier, change func(*Index), opts IndexOptions, again bool) (*Index, error) {
+	cur, newest, err := readIndex(ctx, st, ns, v)
 	unusable := errors.Is(err, ErrIndex)
 	if unusable && again {
 		// Replaced since this writer's write by an index it cannot use:
@@ -114,7 +120,7 @@ func updateOnce(ctx context.Context, store Store, repo Repository, ns string, v 
 		return nil, err
 	}
 	if next.manifest, err = writeIndex(ctx, repo, next, opts.SigningKey); err != nil {
-		return nil, fmt.Errorf("writing the index of %s: %w", ns, explain(err))
+		return nil, fmt.Errorf("writing the index of %s: %w", ns, store.Explain(err))
 	}
 	return next, nil
 }
@@ -137,8 +143,8 @@ func nextIndexVersion(ns, newest string) (string, error) {
 
 // stillNewest says whether ix, written, is still the newest version of the
 // index's repository: its version is the highest and holds it.
-func stillNewest(ctx context.Context, repo Repository, ix *Index) (bool, error) {
-	tags, err := Tags(ctx, repo)
+func stillNewest(ctx context.Context, repo store.Repository, ix *Index) (bool, error) {
+	tags, err := store.Tags(ctx, repo)
 	if err != nil {
 		return false, err
 	}
@@ -154,7 +160,7 @@ func stillNewest(ctx context.Context, repo Repository, ix *Index) (bool, error) 
 
 // writeIndex pushes ix under its version, which must be free (errTaken),
 // and moves IndexTag to it.
-func writeIndex(ctx context.Context, repo Repository, ix *Index, key *sign.Key) (ocispec.Descriptor, error) {
+func writeIndex(ctx context.Context, repo store.Repository, ix *Index, key *sign.Key) (ocispec.Descriptor, error) {
 	b, err := encodeIndex(ix, key)
 	if err != nil {
 		return ocispec.Descriptor{}, err
@@ -174,7 +180,7 @@ func writeIndex(ctx context.Context, repo Repository, ix *Index, key *sign.Key) 
 	}
 	if _, err := repo.Resolve(ctx, ix.Version); err == nil {
 		return manifest, errTaken
-	} else if !isNotFound(err) {
+	} else if !store.IsNotFound(err) {
 		return manifest, err
 	}
 	if err := tagManifest(ctx, repo, manifest, raw, ix.Version); err != nil {

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // TestPackCache: an unchanged job with a Key is compared without packing once
@@ -27,7 +29,7 @@ func TestPackCache(t *testing.T) {
 	}
 	run := func(j Job) string {
 		t.Helper()
-		l, err := OpenLayout(ctx, dir, LayoutOptions{})
+		l, err := store.OpenLayout(ctx, dir, store.LayoutOptions{})
 		require.NoError(t, err)
 		defer l.Close()
 		cache := OpenPackCache(cacheDir)

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/solar-pipeline/solar/renderer/sign"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // Actions a job can get.
@@ -181,14 +182,14 @@ const maxAttempts = 5
 // lost and no version ends up naming two contents, unless a writer stalls
 // longer than Settle between its check and its push. The results are in the
 // order of the jobs; on an error, those done before it are filled in.
-func Publish(ctx context.Context, store Store, jobs []Job, opts Options) ([]Result, error) {
+func Publish(ctx context.Context, st store.Store, jobs []Job, opts Options) ([]Result, error) {
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = runtime.GOMAXPROCS(0)
 	}
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
-	p := &publisher{store: store, opts: opts, keys: make([]*string, len(jobs))}
+	p := &publisher{store: st, opts: opts, keys: make([]*string, len(jobs))}
 	results := make([]Result, len(jobs))
 	pending, err := p.settle(ctx, jobs, results)
 	if err != nil {
@@ -218,7 +219,7 @@ func Publish(ctx context.Context, store Store, jobs []Job, opts Options) ([]Resu
 		}
 	}
 	if err := sign.Confirm(ctx, p.signed); err != nil {
-		return results, explain(err)
+		return results, store.Explain(err)
 	}
 	return results, nil
 }
@@ -240,7 +241,7 @@ func (p *publisher) sign(ctx context.Context, r *Result) error {
 	}
 	desc, w, err := attach(ctx, t, r.subject(), p.opts.SigningKey)
 	if err != nil {
-		return fmt.Errorf("signing %s:%s: %w", r.Repository, r.Version, explain(err))
+		return fmt.Errorf("signing %s:%s: %w", r.Repository, r.Version, store.Explain(err))
 	}
 	r.Signature, r.SignatureAction = desc.Digest.String(), Unchanged
 	if w != nil {
@@ -284,7 +285,7 @@ func (p *publisher) confirm(ctx context.Context, pending []int, results []Result
 		}
 		got, err := repo.Resolve(ctx, r.Version)
 		if err != nil {
-			return fmt.Errorf("confirming version %s of %s: %w", r.Version, r.Repository, explain(err))
+			return fmt.Errorf("confirming version %s of %s: %w", r.Version, r.Repository, store.Explain(err))
 		}
 		lost[k] = got.Digest.String() != r.Digest
 		return nil
@@ -303,7 +304,7 @@ func (p *publisher) confirm(ctx context.Context, pending []int, results []Result
 }
 
 type publisher struct {
-	store  Store
+	store  store.Store
 	opts   Options
 	mu     sync.Mutex // one Done call at a time; signed
 	signed []*sign.Written

@@ -15,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // textJob is an artifact that is not a chart: one text layer, the version in
@@ -32,7 +34,7 @@ func textJob(repo, text string) Job {
 func publishJobs(t *testing.T, dir string, dryRun bool, jobs ...Job) []string {
 	t.Helper()
 	ctx := context.Background()
-	l, err := OpenLayout(ctx, dir, LayoutOptions{ReadOnly: dryRun})
+	l, err := store.OpenLayout(ctx, dir, store.LayoutOptions{ReadOnly: dryRun})
 	require.NoError(t, err)
 	defer l.Close()
 	results, err := Publish(ctx, l, jobs, Options{DryRun: dryRun})
@@ -68,7 +70,7 @@ func TestPublishAnyContent(t *testing.T) {
 // and tags that are no version are not versions.
 func TestLatestVersionIsTheHighest(t *testing.T) {
 	ctx := context.Background()
-	l, err := OpenLayout(ctx, filepath.Join(t.TempDir(), "out"), LayoutOptions{})
+	l, err := store.OpenLayout(ctx, filepath.Join(t.TempDir(), "out"), store.LayoutOptions{})
 	require.NoError(t, err)
 	defer l.Close()
 	repo, err := l.Repository(ctx, "a/b")
@@ -91,17 +93,17 @@ func TestLatestVersionIsTheHighest(t *testing.T) {
 // overwriting is a store whose first tag is overwritten by "another writer"
 // right after it is pushed, before Publish confirms it.
 type overwriting struct {
-	*Layout
+	*store.Layout
 	done bool
 }
 
-func (o *overwriting) Repository(ctx context.Context, name string) (Repository, error) {
+func (o *overwriting) Repository(ctx context.Context, name string) (store.Repository, error) {
 	r, err := o.Layout.Repository(ctx, name)
 	return &overwritingRepo{Repository: r, o: o}, err
 }
 
 type overwritingRepo struct {
-	Repository
+	store.Repository
 	o *overwriting
 }
 
@@ -114,7 +116,7 @@ func (r *overwritingRepo) Tag(ctx context.Context, d ocispec.Descriptor, tag str
 }
 
 // otherWriter publishes another writer's content of a/b at tag into repo.
-func otherWriter(ctx context.Context, repo Repository, tag string) error {
+func otherWriter(ctx context.Context, repo store.Repository, tag string) error {
 	other, err := textJob("a/b", "the other writer's").Pack(tag)
 	if err != nil {
 		return err
@@ -139,17 +141,17 @@ func otherWriter(ctx context.Context, repo Repository, tag string) error {
 // tag is listed before it resolves (as a registry lists a tag before its
 // manifest resolves), twice, and then it is the other writer's.
 type tagging struct {
-	*Layout
+	*store.Layout
 	misses int
 }
 
-func (s *tagging) Repository(ctx context.Context, name string) (Repository, error) {
+func (s *tagging) Repository(ctx context.Context, name string) (store.Repository, error) {
 	r, err := s.Layout.Repository(ctx, name)
 	return &taggingRepo{Repository: r, s: s}, err
 }
 
 type taggingRepo struct {
-	Repository
+	store.Repository
 	s *tagging
 }
 
@@ -177,7 +179,7 @@ func (r *taggingRepo) Resolve(ctx context.Context, ref string) (ocispec.Descript
 // failing, and publishes after it.
 func TestPublishWaitsForATagBeingWritten(t *testing.T) {
 	ctx := context.Background()
-	l, err := OpenLayout(ctx, filepath.Join(t.TempDir(), "out"), LayoutOptions{})
+	l, err := store.OpenLayout(ctx, filepath.Join(t.TempDir(), "out"), store.LayoutOptions{})
 	require.NoError(t, err)
 	defer l.Close()
 	store := &tagging{Layout: l}
@@ -193,7 +195,7 @@ func TestPublishWaitsForATagBeingWritten(t *testing.T) {
 // confirm; Publish sees it and publishes again at the next version.
 func TestPublishRepublishesAnOverwrittenTag(t *testing.T) {
 	ctx := context.Background()
-	l, err := OpenLayout(ctx, filepath.Join(t.TempDir(), "out"), LayoutOptions{})
+	l, err := store.OpenLayout(ctx, filepath.Join(t.TempDir(), "out"), store.LayoutOptions{})
 	require.NoError(t, err)
 	defer l.Close()
 	store := &overwriting{Layout: l}
@@ -219,7 +221,7 @@ func TestPublishAbsentButTaken(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "out")
 	publishJobs(t, dir, false, textJob("a/b", "theirs"), textJob("a/c", "same"))
-	l, err := OpenLayout(ctx, dir, LayoutOptions{})
+	l, err := store.OpenLayout(ctx, dir, store.LayoutOptions{})
 	require.NoError(t, err)
 	absent := map[string]bool{"a/b": true, "a/c": true, "a/d": true}
 	results, err := Publish(ctx, l, []Job{textJob("a/b", "mine"), textJob("a/c", "same"), textJob("a/d", "new")}, Options{Absent: absent})
@@ -239,12 +241,12 @@ func TestPublishAbsentButTaken(t *testing.T) {
 func versionsOf(t *testing.T, dir, repo string) []string {
 	t.Helper()
 	ctx := context.Background()
-	l, err := OpenLayout(ctx, dir, LayoutOptions{ReadOnly: true})
+	l, err := store.OpenLayout(ctx, dir, store.LayoutOptions{ReadOnly: true})
 	require.NoError(t, err)
 	defer l.Close()
 	r, err := l.Repository(ctx, repo)
 	require.NoError(t, err)
-	tags, err := Tags(ctx, r)
+	tags, err := store.Tags(ctx, r)
 	require.NoError(t, err)
 	var out []string
 	for _, tag := range tags {

@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
-	"slices"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2"
@@ -14,7 +12,8 @@ import (
 	"oras.land/oras-go/v2/content/memory"
 	"oras.land/oras-go/v2/errdef"
 	"oras.land/oras-go/v2/registry"
-	"oras.land/oras-go/v2/registry/remote/errcode"
+
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // stage puts the artifact's blobs and manifest into a memory store, from
@@ -41,7 +40,7 @@ func stage(ctx context.Context, art *Artifact) (*memory.Store, ocispec.Descripto
 // push uploads the blobs the repository lacks (all of them without checking
 // when check is false) and then the manifest under the tag, which must be
 // free.
-func push(ctx context.Context, staged content.ReadOnlyStorage, repo Repository, manifest ocispec.Descriptor, tag string, check bool) error {
+func push(ctx context.Context, staged content.ReadOnlyStorage, repo store.Repository, manifest ocispec.Descriptor, tag string, check bool) error {
 	b, err := upload(ctx, staged, repo, manifest, check)
 	if err != nil {
 		return err
@@ -50,7 +49,7 @@ func push(ctx context.Context, staged content.ReadOnlyStorage, repo Repository, 
 	// versions were listed.
 	if _, err := repo.Resolve(ctx, tag); err == nil {
 		return errTaken
-	} else if !isNotFound(err) {
+	} else if !store.IsNotFound(err) {
 		return err
 	}
 	return tagManifest(ctx, repo, manifest, b, tag)
@@ -58,7 +57,7 @@ func push(ctx context.Context, staged content.ReadOnlyStorage, repo Repository, 
 
 // upload uploads the blobs of manifest the repository lacks (all of them
 // without checking when check is false) and returns the manifest's bytes.
-func upload(ctx context.Context, staged content.ReadOnlyStorage, repo Repository, manifest ocispec.Descriptor, check bool) ([]byte, error) {
+func upload(ctx context.Context, staged content.ReadOnlyStorage, repo store.Repository, manifest ocispec.Descriptor, check bool) ([]byte, error) {
 	b, err := content.FetchAll(ctx, staged, manifest)
 	if err != nil {
 		return nil, err
@@ -91,7 +90,7 @@ func upload(ctx context.Context, staged content.ReadOnlyStorage, repo Repository
 }
 
 // tagManifest pushes the manifest b (of descriptor manifest) under tag.
-func tagManifest(ctx context.Context, repo Repository, manifest ocispec.Descriptor, b []byte, tag string) error {
+func tagManifest(ctx context.Context, repo store.Repository, manifest ocispec.Descriptor, b []byte, tag string) error {
 	// A registry takes the manifest and its tag in one request.
 	if rp, ok := repo.(registry.ReferencePusher); ok {
 		return rp.PushReference(ctx, manifest, bytes.NewReader(b), tag)
@@ -106,21 +105,4 @@ func tagManifest(ctx context.Context, repo Repository, manifest ocispec.Descript
 		}
 	}
 	return repo.Tag(ctx, manifest, tag)
-}
-
-// BlobUnknown: the registry lost a blob of the manifest, as the Distribution
-// registry does when two writers upload the same blob into one repository at
-// once (seen with its 2.8 release, Debian's docker-registry).
-func BlobUnknown(err error) bool {
-	var resp *errcode.ErrorResponse
-	return errors.As(err, &resp) && slices.ContainsFunc(resp.Errors, func(e errcode.Error) bool {
-		return e.Code == errcode.ErrorCodeManifestBlobUnknown || e.Code == errcode.ErrorCodeBlobUnknown
-	})
-}
-
-// isNotFound: the store does not have it (a layout says so with an error, a
-// registry with a 404).
-func isNotFound(err error) bool {
-	var resp *errcode.ErrorResponse
-	return errors.Is(err, errdef.ErrNotFound) || (errors.As(err, &resp) && resp.StatusCode == http.StatusNotFound)
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/solar-pipeline/solar/renderer/sign"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // Check sees what PushLayout would do, every result with its action, before
@@ -15,14 +16,14 @@ import (
 type Check func(ctx context.Context, results []Result) error
 
 // PushLayout pushes the newest version of every repository of the layout
-// (or of an unpacked archive: any Source) that the registry lacks, exactly the bytes the layout holds (what was
+// (or of an unpacked archive: any store.Source) that the registry lacks, exactly the bytes the layout holds (what was
 // reviewed): opts.PushLast's repositories (bootstrap charts) after the
 // others (release charts). The layout's version
 // must be the one after the registry's latest, as it was when the layout was
 // rendered against the registry; if any repository moved since, nothing is
 // pushed (ErrMoved). check, when not nil, then sees the results first: its
 // error, too, pushes nothing.
-func PushLayout(ctx context.Context, l Source, dst Store, opts Options, check Check) ([]Result, error) {
+func PushLayout(ctx context.Context, l store.Source, dst store.Store, opts Options, check Check) ([]Result, error) {
 	results, err := planPush(ctx, l, dst, opts.PushLast)
 	if err != nil {
 		return nil, err
@@ -71,25 +72,25 @@ func PushLayout(ctx context.Context, l Source, dst Store, opts Options, check Ch
 		}
 		ws, err := sign.Carry(ctx, src.(sign.Target), st, r.subject(), opts.Verifier)
 		if err != nil {
-			return results, fmt.Errorf("pushing the signatures of %s:%s: %w", r.Repository, r.Version, explain(err))
+			return results, fmt.Errorf("pushing the signatures of %s:%s: %w", r.Repository, r.Version, store.Explain(err))
 		}
 		carried = append(carried, ws...)
 		if opts.SigningKey != nil {
 			_, w, err := sign.Attach(ctx, st, r.subject(), opts.SigningKey)
 			if err != nil {
-				return results, fmt.Errorf("signing %s:%s: %w", r.Repository, r.Version, explain(err))
+				return results, fmt.Errorf("signing %s:%s: %w", r.Repository, r.Version, store.Explain(err))
 			}
 			if w != nil {
 				carried = append(carried, w)
 			}
 		}
 	}
-	return results, explain(sign.Confirm(ctx, carried))
+	return results, store.Explain(sign.Confirm(ctx, carried))
 }
 
 // verifyLayout checks the signature of every version results name in l,
 // all before any push, and names every version that fails.
-func verifyLayout(ctx context.Context, l Source, results []Result, v *sign.Verifier) error {
+func verifyLayout(ctx context.Context, l store.Source, results []Result, v *sign.Verifier) error {
 	var bad []string
 	for _, r := range results {
 		src, err := l.Repository(ctx, r.Repository)
@@ -111,7 +112,7 @@ func verifyLayout(ctx context.Context, l Source, results []Result, v *sign.Verif
 
 // planPush is what PushLayout would do with each repository of the layout,
 // those of last after the others, or ErrMoved.
-func planPush(ctx context.Context, l Source, dst Store, last func(string) bool) ([]Result, error) {
+func planPush(ctx context.Context, l store.Source, dst store.Store, last func(string) bool) ([]Result, error) {
 	repos, err := l.Repositories(ctx, "")
 	if err != nil {
 		return nil, err
@@ -141,7 +142,7 @@ func planPush(ctx context.Context, l Source, dst Store, last func(string) bool) 
 		}
 		theirs, err := latestVersion(ctx, target)
 		if err != nil {
-			return nil, fmt.Errorf("listing the versions of %s: %w", repo, explain(err))
+			return nil, fmt.Errorf("listing the versions of %s: %w", repo, store.Explain(err))
 		}
 		r := Result{Repository: repo, Version: mine.Original()}
 		desc, err := src.Resolve(ctx, mine.Original())
@@ -153,7 +154,7 @@ func planPush(ctx context.Context, l Source, dst Store, last func(string) bool) 
 		case theirs != nil && theirs.Equal(mine):
 			got, err := target.Resolve(ctx, mine.Original())
 			if err != nil {
-				return nil, fmt.Errorf("reading %s:%s: %w", repo, mine, explain(err))
+				return nil, fmt.Errorf("reading %s:%s: %w", repo, mine, store.Explain(err))
 			}
 			if got.Digest != desc.Digest {
 				return nil, fmt.Errorf("%w: %s:%s holds other content; render again", ErrMoved, repo, mine)
@@ -177,21 +178,21 @@ func planPush(ctx context.Context, l Source, dst Store, last func(string) bool) 
 
 // Version reads a version of a repository in a store: its manifest digest
 // and its layers. A version the store lacks is ErrNoVersion.
-func Version(ctx context.Context, s Store, repository, version string) (string, []Blob, error) {
+func Version(ctx context.Context, s store.Store, repository, version string) (string, []Blob, error) {
 	repo, err := s.Repository(ctx, repository)
 	if err != nil {
 		return "", nil, err
 	}
 	desc, err := repo.Resolve(ctx, version)
-	if isNotFound(err) {
+	if store.IsNotFound(err) {
 		return "", nil, fmt.Errorf("%s:%s: %w", repository, version, ErrNoVersion)
 	}
 	if err != nil {
-		return "", nil, fmt.Errorf("reading %s:%s: %w", repository, version, explain(err))
+		return "", nil, fmt.Errorf("reading %s:%s: %w", repository, version, store.Explain(err))
 	}
 	layers, err := fetchLayers(ctx, repo, desc)
 	if err != nil {
-		return "", nil, fmt.Errorf("reading %s:%s: %w", repository, version, explain(err))
+		return "", nil, fmt.Errorf("reading %s:%s: %w", repository, version, store.Explain(err))
 	}
 	return desc.Digest.String(), layers, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // TestPushLayoutKeepsATagTakenMeanwhile: another writer who takes a version
@@ -21,11 +22,11 @@ func TestPushLayoutKeepsATagTakenMeanwhile(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "out")
 	publishJobs(t, dir, false, textJob("a/b", "mine"))
-	l, err := OpenLayout(ctx, dir, LayoutOptions{ReadOnly: true})
+	l, err := store.OpenLayout(ctx, dir, store.LayoutOptions{ReadOnly: true})
 	require.NoError(t, err)
 	defer l.Close()
 	reg := testenv.StartRegistry(t, testenv.RegistryOptions{})
-	remote, err := NewRemote(RemoteOptions{Host: reg.Host, Prefix: "p", Username: reg.Username, Password: reg.Password, PlainHTTP: true})
+	remote, err := store.NewRemote(store.RemoteOptions{Host: reg.Host, Prefix: "p", Username: reg.Username, Password: reg.Password, PlainHTTP: true})
 	require.NoError(t, err)
 	repo, err := remote.Repository(ctx, "a/b")
 	require.NoError(t, err)

@@ -2,27 +2,14 @@ package publish
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/content"
-	"oras.land/oras-go/v2/errdef"
-)
 
-// repairer is a repository whose blobs a run reads back cheaply and can
-// write again: a layout's (Options.Repair).
-type repairer interface {
-	// Damaged says whether blob d is missing or not what d says.
-	Damaged(ctx context.Context, d ocispec.Descriptor) (bool, error)
-	// Rewrite writes blob d again from data.
-	Rewrite(ctx context.Context, d ocispec.Descriptor, data []byte) error
-}
+	"github.com/solar-pipeline/solar/renderer/store"
+)
 
 // repair reads back every blob of version (its manifest desc) of job's
 // repository in a local store, and writes each one missing or damaged again
@@ -30,8 +17,8 @@ type repairer interface {
 // then): what verify finds and a run that trusts the store keeps. A dry run
 // says so. same: the manifest was bad and the job packs to that very one
 // (written again), so the version holds the job's content.
-func (p *publisher) repair(ctx context.Context, repo Repository, job Job, version string, desc ocispec.Descriptor, art *Artifact) (same bool, _ error) {
-	rp, local := repo.(repairer)
+func (p *publisher) repair(ctx context.Context, repo store.Repository, job Job, version string, desc ocispec.Descriptor, art *Artifact) (same bool, _ error) {
+	rp, local := repo.(store.Repairer)
 	if !local {
 		return false, nil
 	}
@@ -75,11 +62,11 @@ func (p *publisher) repair(ctx context.Context, repo Repository, job Job, versio
 
 // damagedBlobs are the blobs of the manifest desc that are missing or
 // damaged: the manifest alone where it is, else its config and layers.
-func damagedBlobs(ctx context.Context, rp repairer, repo Repository, desc ocispec.Descriptor) ([]ocispec.Descriptor, error) {
+func damagedBlobs(ctx context.Context, rp store.Repairer, repo store.Repository, desc ocispec.Descriptor) ([]ocispec.Descriptor, error) {
 	if bad, err := rp.Damaged(ctx, desc); err != nil || bad {
 		return []ocispec.Descriptor{desc}, err
 	}
-	m, err := readManifest(ctx, repo, desc)
+	m, err := store.ReadManifest(ctx, repo, desc)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +85,7 @@ func damagedBlobs(ctx context.Context, rp repairer, repo Repository, desc ocispe
 
 // repairBlob writes blob d of job's version again from data, and says so;
 // nil data: not what this run packs, left as it is.
-func (p *publisher) repairBlob(ctx context.Context, rp repairer, job Job, version string, d ocispec.Descriptor, data []byte) error {
+func (p *publisher) repairBlob(ctx context.Context, rp store.Repairer, job Job, version string, d ocispec.Descriptor, data []byte) error {
 	if data == nil {
 		p.opts.Log.Warn("a blob is damaged or missing, and not what this run packs: left as it is", "repository", job.Repository, "version", version, "blob", d.Digest)
 		return nil
@@ -112,38 +99,4 @@ func (p *publisher) repairBlob(ctx context.Context, rp repairer, job Job, versio
 	}
 	p.opts.Log.Warn("a damaged or missing blob written again", "repository", job.Repository, "version", version, "blob", d.Digest)
 	return nil
-}
-
-// Damaged says whether blob d of the layout is missing or not what d says
-// (read and hashed).
-func (r *layoutRepo) Damaged(ctx context.Context, d ocispec.Descriptor) (bool, error) {
-	rc, err := r.s.backend.Fetch(ctx, d)
-	if errors.Is(err, errdef.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
-		return true, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	defer rc.Close()
-	vr := content.NewVerifyReader(rc, d)
-	if _, err := io.Copy(io.Discard, vr); err != nil {
-		return true, nil
-	}
-	return vr.Verify() != nil, nil
-}
-
-// Rewrite writes blob d of the layout again from data, renamed over what is
-// there (a symlink there is replaced, not followed).
-func (r *layoutRepo) Rewrite(ctx context.Context, d ocispec.Descriptor, data []byte) error {
-	if digest.FromBytes(data) != d.Digest || int64(len(data)) != d.Size {
-		return fmt.Errorf("the content given is not blob %s", d.Digest)
-	}
-	if err := r.write(ctx); err != nil {
-		return err
-	}
-	dir := filepath.Join(r.s.dir, "blobs", d.Digest.Algorithm().String())
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	return writeAtomic(filepath.Join(dir, d.Digest.Encoded()), data)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/solar-pipeline/solar/renderer/sign"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // rivalStore is a store where another writer, with a key of its own,
@@ -20,12 +21,12 @@ import (
 // write of this one, before this one reads its write back: two publishers
 // with different keys (a key rotation) in step.
 type rivalStore struct {
-	Store
+	store.Store
 	key    *sign.Key
 	writes int
 }
 
-func (s *rivalStore) Repository(ctx context.Context, name string) (Repository, error) {
+func (s *rivalStore) Repository(ctx context.Context, name string) (store.Repository, error) {
 	r, err := s.Store.Repository(ctx, name)
 	if err != nil || name != IndexRepository("a") {
 		return r, err
@@ -36,7 +37,7 @@ func (s *rivalStore) Repository(ctx context.Context, name string) (Repository, e
 // rivalRepo hides what else the repository offers (its writes go through
 // Tag).
 type rivalRepo struct {
-	Repository
+	store.Repository
 	s *rivalStore
 }
 
@@ -45,7 +46,7 @@ func (r rivalRepo) Tag(ctx context.Context, desc ocispec.Descriptor, tag string)
 		return err // a write ends with its IndexTag
 	}
 	r.s.writes++
-	tags, err := Tags(ctx, r.Repository)
+	tags, err := store.Tags(ctx, r.Repository)
 	if err != nil {
 		return err
 	}
@@ -69,7 +70,7 @@ func (r rivalRepo) Tag(ctx context.Context, desc ocispec.Descriptor, tag string)
 // over.
 func TestIndexKeyRotationRace(t *testing.T) {
 	ctx := context.Background()
-	l, err := OpenLayout(ctx, filepath.Join(t.TempDir(), "out"), LayoutOptions{})
+	l, err := store.OpenLayout(ctx, filepath.Join(t.TempDir(), "out"), store.LayoutOptions{})
 	require.NoError(t, err)
 	defer l.Close()
 	oldKey, oldV := signingKey(t)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/sign"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 func signingKey(t *testing.T) (*sign.Key, *sign.Verifier) {
@@ -31,7 +32,7 @@ func signingKey(t *testing.T) (*sign.Key, *sign.Verifier) {
 func signedPublish(t *testing.T, dir string, k *sign.Key, jobs ...Job) []string {
 	t.Helper()
 	ctx := context.Background()
-	l, err := OpenLayout(ctx, dir, LayoutOptions{})
+	l, err := store.OpenLayout(ctx, dir, store.LayoutOptions{})
 	require.NoError(t, err)
 	defer l.Close()
 	results, err := Publish(ctx, l, jobs, Options{SigningKey: k})
@@ -45,7 +46,7 @@ func signedPublish(t *testing.T, dir string, k *sign.Key, jobs ...Job) []string 
 }
 
 // checkSigned checks the signature of repo:version in store.
-func checkSigned(t *testing.T, store Store, v *sign.Verifier, repo, version string) error {
+func checkSigned(t *testing.T, store store.Store, v *sign.Verifier, repo, version string) error {
 	t.Helper()
 	ctx := context.Background()
 	r, err := store.Repository(ctx, repo)
@@ -80,21 +81,21 @@ func TestSignedLayout(t *testing.T) {
 	assert.Equal(t, string(before), string(after), "a no-op rewrites no index")
 
 	assert.Equal(t, []string{"a/two 0.0.2 update create"}, signedPublish(t, dir, k, textJob("a/two", "world!")))
-	l, err := OpenLayout(ctx, dir, LayoutOptions{ReadOnly: true})
+	l, err := store.OpenLayout(ctx, dir, store.LayoutOptions{ReadOnly: true})
 	require.NoError(t, err)
 	for _, rv := range [][2]string{{"a/one", "0.0.1"}, {"a/two", "0.0.1"}, {"a/two", "0.0.2"}} {
 		assert.NoError(t, checkSigned(t, l, v, rv[0], rv[1]), "%s:%s", rv[0], rv[1])
 	}
 	l.Close()
 
-	l, err = OpenLayout(ctx, dir, LayoutOptions{})
+	l, err = store.OpenLayout(ctx, dir, store.LayoutOptions{})
 	require.NoError(t, err)
-	res, err := l.GC(ctx, GCOptions{Keep: 1})
+	res, err := l.GC(ctx, store.GCOptions{Keep: 1, Own: GCIndexes})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"a/two:0.0.1"}, res.Versions)
 	assert.Equal(t, 1, res.Signatures, "the signature of a/two:0.0.1 goes with it")
 	l.Close()
-	l, err = OpenLayout(ctx, dir, LayoutOptions{ReadOnly: true})
+	l, err = store.OpenLayout(ctx, dir, store.LayoutOptions{ReadOnly: true})
 	require.NoError(t, err)
 	defer l.Close()
 	assert.NoError(t, checkSigned(t, l, v, "a/two", "0.0.2"), "gc keeps the signature of a kept version")
@@ -106,11 +107,11 @@ func TestSignedLayout(t *testing.T) {
 	// A layout rendered for an empty registry.
 	fresh := filepath.Join(t.TempDir(), "out")
 	signedPublish(t, fresh, k, textJob("a/one", "hello"), textJob("a/two", "world"))
-	l, err = OpenLayout(ctx, fresh, LayoutOptions{ReadOnly: true})
+	l, err = store.OpenLayout(ctx, fresh, store.LayoutOptions{ReadOnly: true})
 	require.NoError(t, err)
 	defer l.Close()
 	reg := testenv.StartRegistry(t, testenv.RegistryOptions{})
-	remote, err := NewRemote(RemoteOptions{Host: reg.Host, Prefix: "p", Username: reg.Username, Password: reg.Password, PlainHTTP: true})
+	remote, err := store.NewRemote(store.RemoteOptions{Host: reg.Host, Prefix: "p", Username: reg.Username, Password: reg.Password, PlainHTTP: true})
 	require.NoError(t, err)
 	_, other := signingKey(t)
 	_, err = PushLayout(ctx, l, remote, Options{Verifier: other}, nil)
@@ -129,7 +130,7 @@ func TestSignedLayout(t *testing.T) {
 	// The registry's gc drops a version with its signatures.
 	_, err = Publish(ctx, remote, []Job{textJob("a/one", "hello again")}, Options{SigningKey: k})
 	require.NoError(t, err)
-	res, err = remote.GC(ctx, GCOptions{Keep: 1, DryRun: true})
+	res, err = remote.GC(ctx, store.GCOptions{Keep: 1, DryRun: true, Own: GCIndexes})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"a/one:0.0.1"}, res.Versions)
 	assert.Equal(t, 1, res.Signatures, "the dry run counts the signatures that would go")

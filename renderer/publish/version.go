@@ -12,6 +12,7 @@ import (
 	"github.com/Masterminds/semver/v3"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/solar-pipeline/solar/api"
+	"github.com/solar-pipeline/solar/renderer/store"
 	"oras.land/oras-go/v2"
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/registry"
@@ -48,9 +49,9 @@ func (p *publisher) publish(ctx context.Context, job Job, key string, absent boo
 		}
 		// Where blobs belong to one repository (a registry), a repository
 		// without versions has none yet: do not ask for each.
-		scoped, ok := repo.(BlobScoper)
+		scoped, ok := repo.(store.BlobScoper)
 		err = push(ctx, staged, repo, manifest, d.version, check || d.updated || !ok || !scoped.BlobsPerRepository())
-		if (errors.Is(err, errTaken) || BlobUnknown(err)) && attempt < maxAttempts {
+		if (errors.Is(err, errTaken) || store.BlobUnknown(err)) && attempt < maxAttempts {
 			// A blob another writer uploaded at the same moment may be lost
 			// to a registry race: check each blob next time.
 			check = true
@@ -65,7 +66,7 @@ func (p *publisher) publish(ctx context.Context, job Job, key string, absent boo
 
 // fail says what publishing job was doing when err happened.
 func fail(doing string, job Job, err error) error {
-	return fmt.Errorf("%s %s: %w", doing, job.Repository, explain(err))
+	return fmt.Errorf("%s %s: %w", doing, job.Repository, store.Explain(err))
 }
 
 // decision is the version an attempt publishes.
@@ -81,7 +82,7 @@ type decision struct {
 // decide reads the latest version of repo (unless ask is false: none then)
 // and compares job with it: unchanged, or the next patch version, or
 // 0.0.1 for a repository without versions.
-func (p *publisher) decide(ctx context.Context, repo Repository, job Job, key string, ask bool, r *Result) (decision, error) {
+func (p *publisher) decide(ctx context.Context, repo store.Repository, job Job, key string, ask bool, r *Result) (decision, error) {
 	var latest *semver.Version
 	if ask {
 		var err error
@@ -121,7 +122,7 @@ func (p *publisher) pack(ctx context.Context, job Job, key string, d decision, r
 // compare compares job with the latest version of repo: unchanged (r says
 // so), or not, with r.Old and r.New filled for Options.Compare. notYet: the
 // latest version is listed but cannot be read yet.
-func (p *publisher) compare(ctx context.Context, repo Repository, job Job, content, latest string, r *Result) (unchanged, notYet bool, _ error) {
+func (p *publisher) compare(ctx context.Context, repo store.Repository, job Job, content, latest string, r *Result) (unchanged, notYet bool, _ error) {
 	packed, art, err := p.layers(job, content, latest)
 	if err != nil {
 		return false, false, err
@@ -137,7 +138,7 @@ func (p *publisher) compare(ctx context.Context, repo Repository, job Job, conte
 		}
 	}
 	if err != nil {
-		return false, isNotFound(err), fmt.Errorf("reading version %s of %s: %w", latest, job.Repository, explain(err))
+		return false, store.IsNotFound(err), fmt.Errorf("reading version %s of %s: %w", latest, job.Repository, store.Explain(err))
 	}
 	if slices.Equal(layers, packed) {
 		r.Version, r.Digest, r.Action, r.manifest, r.layers = latest, desc.Digest.String(), Unchanged, desc, packed
@@ -150,7 +151,7 @@ func (p *publisher) compare(ctx context.Context, repo Repository, job Job, conte
 			}
 		}
 		if r.Old, err = fetchLayers(ctx, repo, desc); err != nil {
-			return false, false, fmt.Errorf("reading version %s of %s: %w", latest, job.Repository, explain(err))
+			return false, false, fmt.Errorf("reading version %s of %s: %w", latest, job.Repository, store.Explain(err))
 		}
 		r.New = art.Layers
 	}
@@ -184,8 +185,8 @@ func digests(blobs []Blob) []string {
 
 // latestVersion is the highest semver tag of the repository, nil if none or
 // if the repository does not exist yet.
-func latestVersion(ctx context.Context, repo Repository) (*semver.Version, error) {
-	tags, err := Tags(ctx, repo)
+func latestVersion(ctx context.Context, repo store.Repository) (*semver.Version, error) {
+	tags, err := store.Tags(ctx, repo)
 	if err != nil {
 		return nil, err
 	}
@@ -201,7 +202,7 @@ func latestVersion(ctx context.Context, repo Repository) (*semver.Version, error
 
 // Newest is the newest version of a repository (its highest strict semver
 // tag), what PushLayout pushes; "" when it has none.
-func Newest(ctx context.Context, repo Repository) (string, error) {
+func Newest(ctx context.Context, repo store.Repository) (string, error) {
 	v, err := latestVersion(ctx, repo)
 	if err != nil || v == nil {
 		return "", err
@@ -209,23 +210,10 @@ func Newest(ctx context.Context, repo Repository) (string, error) {
 	return v.Original(), nil
 }
 
-// Tags lists every tag of a repository. A repository the registry does not
-// know has none: a registry lists a repository in its catalog once a blob is
-// uploaded to it, and answers 404 for its tags until a manifest is tagged (a
-// run killed after its first upload leaves one).
-func Tags(ctx context.Context, repo Repository) ([]string, error) {
-	var tags []string
-	err := repo.Tags(ctx, "", func(t []string) error { tags = append(tags, t...); return nil })
-	if err != nil && !isNotFound(err) {
-		return nil, err
-	}
-	return tags, nil
-}
-
 // ManifestLayers is the manifest descriptor of a tag and the digests of its
 // layers, in one request where the store can: what publish compares with the
 // input, and verify with an index entry.
-func ManifestLayers(ctx context.Context, repo Repository, tag string) (ocispec.Descriptor, []string, error) {
+func ManifestLayers(ctx context.Context, repo store.Repository, tag string) (ocispec.Descriptor, []string, error) {
 	desc, b, err := fetchManifest(ctx, repo, tag)
 	if err != nil {
 		return desc, nil, err
@@ -243,7 +231,7 @@ func ManifestLayers(ctx context.Context, repo Repository, tag string) (ocispec.D
 
 // fetchManifest reads the manifest a tag names, in one request where the
 // store can, at most maxChartManifest bytes.
-func fetchManifest(ctx context.Context, repo Repository, tag string) (ocispec.Descriptor, []byte, error) {
+func fetchManifest(ctx context.Context, repo store.Repository, tag string) (ocispec.Descriptor, []byte, error) {
 	var desc ocispec.Descriptor
 	var rc io.ReadCloser
 	var err error
@@ -267,7 +255,7 @@ func fetchManifest(ctx context.Context, repo Repository, tag string) (ocispec.De
 }
 
 // fetchLayers reads the layers of a manifest.
-func fetchLayers(ctx context.Context, repo Repository, desc ocispec.Descriptor) ([]Blob, error) {
+func fetchLayers(ctx context.Context, repo store.Repository, desc ocispec.Descriptor) ([]Blob, error) {
 	b, err := content.FetchAll(ctx, repo, desc)
 	if err != nil {
 		return nil, err
@@ -289,14 +277,14 @@ func fetchLayers(ctx context.Context, repo Repository, desc ocispec.Descriptor) 
 
 // ReadChart reads the chart archive (the Helm chart layer) of a repository's
 // version from the store.
-func ReadChart(ctx context.Context, store Store, repository, version string) ([]byte, error) {
-	repo, err := store.Repository(ctx, repository)
+func ReadChart(ctx context.Context, st store.Store, repository, version string) ([]byte, error) {
+	repo, err := st.Repository(ctx, repository)
 	if err != nil {
 		return nil, err
 	}
 	archive, err := ChartArchive(ctx, repo, version)
 	if err != nil {
-		return nil, fmt.Errorf("version %s of %s: %w", version, repository, explain(err))
+		return nil, fmt.Errorf("version %s of %s: %w", version, repository, store.Explain(err))
 	}
 	return archive, nil
 }

@@ -44,6 +44,7 @@ import (
 	"github.com/solar-pipeline/solar/renderer/chart"
 	"github.com/solar-pipeline/solar/renderer/publish"
 	"github.com/solar-pipeline/solar/renderer/sign"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // images are Solar's main packages that run in containers.
@@ -94,7 +95,7 @@ func run(ctx context.Context, names []string, o options) error {
 	if err != nil {
 		return err
 	}
-	var dst publish.Store
+	var dst store.Store
 	var popts publish.Options
 	if o.registry != "" {
 		if dst, popts, err = openRegistry(o); err != nil {
@@ -142,7 +143,7 @@ func run(ctx context.Context, names []string, o options) error {
 // publishControllerChart publishes charts/solar-controller as
 // PREFIX/charts/solar-controller, its image the solar image of digest,
 // versioned by content and signed as solar publish does.
-func publishControllerChart(ctx context.Context, dst publish.Store, popts publish.Options, o options, created time.Time, digest string) error {
+func publishControllerChart(ctx context.Context, dst store.Store, popts publish.Options, o options, created time.Time, digest string) error {
 	dir := chart.Dir{FS: os.DirFS(filepath.Join("charts", "solar-controller")), AppVersion: o.version,
 		Set: map[string]string{"image.repository": o.registry + "/solar", "image.digest": digest, "image.tag": ""}}
 	const repo = "charts/solar-controller"
@@ -188,9 +189,9 @@ images:
 }
 
 // openRegistry opens -registry and reads -signing-key.
-func openRegistry(o options) (publish.Store, publish.Options, error) {
+func openRegistry(o options) (store.Store, publish.Options, error) {
 	host, prefix, _ := strings.Cut(o.registry, "/")
-	store, err := publish.NewRemote(publish.RemoteOptions{Host: host, Prefix: prefix, CAFile: o.caFile, PlainHTTP: o.plainHTTP})
+	store, err := store.NewRemote(store.RemoteOptions{Host: host, Prefix: prefix, CAFile: o.caFile, PlainHTTP: o.plainHTTP})
 	if err != nil {
 		return nil, publish.Options{}, err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/solar-pipeline/solar/internal/imagebuild"
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // Publish builds the image of cmd/name (solar, solar-agent) for this
@@ -32,7 +33,7 @@ func Publish(t testing.TB, reg *testenv.Registry, name string) string {
 	dir := filepath.Join(t.TempDir(), name)
 	desc, err := imagebuild.WriteLayout(dir, "0.0.0-test", res)
 	require.NoError(t, err)
-	store, err := publish.NewRemote(publish.RemoteOptions{Host: reg.Host, Prefix: "solar", PlainHTTP: true})
+	store, err := store.NewRemote(store.RemoteOptions{Host: reg.Host, Prefix: "solar", PlainHTTP: true})
 	require.NoError(t, err)
 	r, err := imagebuild.Publish(ctx, dir, desc, store, name, publish.Options{})
 	require.NoError(t, err)

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
-	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // RegistryTags reads every tag of reg under solar/ as repository:tag →
@@ -18,7 +18,7 @@ import (
 func RegistryTags(t testing.TB, reg *testenv.Registry) map[string]string {
 	t.Helper()
 	ctx := context.Background()
-	r, err := publish.NewRemote(publish.RemoteOptions{Host: reg.Host, Prefix: "solar", Username: reg.Username, Password: reg.Password, PlainHTTP: true})
+	r, err := store.NewRemote(store.RemoteOptions{Host: reg.Host, Prefix: "solar", Username: reg.Username, Password: reg.Password, PlainHTTP: true})
 	require.NoError(t, err)
 	repos, err := r.Repositories(ctx, "")
 	require.NoError(t, err)
@@ -26,7 +26,7 @@ func RegistryTags(t testing.TB, reg *testenv.Registry) map[string]string {
 	for _, name := range repos {
 		repo, err := r.Repository(ctx, name)
 		require.NoError(t, err)
-		tags, err := publish.Tags(ctx, repo)
+		tags, err := store.Tags(ctx, repo)
 		require.NoError(t, err)
 		for _, tag := range tags {
 			desc, err := repo.Resolve(ctx, tag)

@@ -1,4 +1,4 @@
-package publish
+package store
 
 import (
 	"context"
@@ -42,7 +42,7 @@ type Layout struct {
 }
 
 // layoutStore is one repository's OCI image layout. Layout.mu guards tags,
-// dirty and order; mu guards making it writable; ready is closed once it is
+// dirty, order and last; mu guards making it writable; ready is closed once it is
 // opened (err says how).
 type layoutStore struct {
 	dir     string
@@ -53,7 +53,8 @@ type layoutStore struct {
 	// subject: the versions' signatures.
 	referrers []ocispec.Descriptor
 	dirty     bool
-	order     int // when it was first tagged in this run
+	order     int  // when it was first tagged in this run
+	last      bool // saved after the others (SaveLast)
 
 	mu    sync.Mutex
 	ready chan struct{}

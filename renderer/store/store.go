@@ -1,4 +1,4 @@
-package publish
+package store
 
 import (
 	"context"
@@ -21,7 +21,7 @@ type Store interface {
 
 // BlobScoper is a Repository that says whether its blobs are its own (a
 // registry's) or shared with the store's other repositories (a layout's).
-// Publish does not ask whether each blob of a repository's first version is
+// publish does not ask whether each blob of a repository's first version is
 // there when the repository's blobs are its own.
 type BlobScoper interface {
 	BlobsPerRepository() bool
@@ -33,11 +33,33 @@ type Lister interface {
 	Repositories(ctx context.Context, prefix string) ([]string, error)
 }
 
-// Source is what PushLayout pushes from: a Layout, or an archive unpacked
+// LastSaver is a repository that can be told it names what the store's
+// other repositories hold, as publish's namespace indexes do: a Layout saves
+// it after them, so that a kill or a power loss while saving never leaves it
+// naming what they do not hold yet (Layout.Save). A registry has nothing to
+// save and is not one.
+type LastSaver interface {
+	SaveLast()
+}
+
+// Source is what publish.PushLayout pushes from: a Layout, or an archive unpacked
 // (renderer/archive), whose repositories it lists.
 type Source interface {
 	Store
 	Lister
+}
+
+// Tags lists every tag of a repository. A repository the registry does not
+// know has none: a registry lists a repository in its catalog once a blob is
+// uploaded to it, and answers 404 for its tags until a manifest is tagged (a
+// run killed after its first upload leaves one).
+func Tags(ctx context.Context, repo Repository) ([]string, error) {
+	var tags []string
+	err := repo.Tags(ctx, "", func(t []string) error { tags = append(tags, t...); return nil })
+	if err != nil && !IsNotFound(err) {
+		return nil, err
+	}
+	return tags, nil
 }
 
 // What each store and repository implements, checked by the compiler: the
@@ -51,4 +73,7 @@ var (
 	_ sign.Target = remoteRepo{}
 	_ sign.Target = (*overlayRepo)(nil)
 	_ BlobScoper  = remoteRepo{}
+	_ LastSaver   = (*layoutRepo)(nil)
+	_ LastSaver   = (*overlayRepo)(nil)
+	_ Repairer    = (*layoutRepo)(nil)
 )

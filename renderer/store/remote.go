@@ -1,15 +1,13 @@
-package publish
+package store
 
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"strings"
 	"syscall"
 
 	"github.com/solar-pipeline/solar/internal/capool"
@@ -17,7 +15,6 @@ import (
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/auth"
 	"oras.land/oras-go/v2/registry/remote/credentials"
-	"oras.land/oras-go/v2/registry/remote/errcode"
 	"oras.land/oras-go/v2/registry/remote/retry"
 )
 
@@ -148,62 +145,3 @@ type remoteRepo struct {
 }
 
 func (remoteRepo) BlobsPerRepository() bool { return true }
-
-// Explain is explain for the registry errors of callers outside this package
-// (the fleet's pushes and reads).
-func Explain(err error) error { return explain(err) }
-
-// explain marks the errors users meet with one of the errors above, in a
-// sentence: what was asked, what the registry answered.
-func explain(err error) error {
-	var already *registryError
-	if err == nil || errors.As(err, &already) {
-		return err
-	}
-	var resp *errcode.ErrorResponse
-	var unknownCA x509.UnknownAuthorityError
-	var hostname x509.HostnameError
-	var opErr *net.OpError
-	switch {
-	case errors.Is(err, auth.ErrBasicCredentialNotFound):
-		return &registryError{kind: ErrDenied, msg: "no credentials for it: none given and none in the docker config or helm's registry config (solar registry login HOST -u USER --password-stdin writes one)", err: err}
-	case errors.As(err, &resp) && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden):
-		return &registryError{kind: ErrDenied, msg: answer(resp), err: err}
-	case errors.As(err, &unknownCA), errors.As(err, &hostname):
-		return &registryError{kind: ErrUntrusted, msg: err.Error(), err: err}
-	case strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
-		return &registryError{kind: ErrPlainHTTP, msg: err.Error(), err: err}
-	case errors.As(err, &opErr):
-		return &registryError{kind: ErrUnreachable, msg: err.Error(), err: err}
-	case errors.As(err, &resp):
-		return &registryError{kind: errors.New("the registry answered with an error"), msg: answer(resp), err: err}
-	}
-	return err
-}
-
-// answer says what a registry answered to which request, without the raw
-// error details oras-go prints ([map[Action:pull ...]]).
-func answer(resp *errcode.ErrorResponse) string {
-	var msgs []string
-	for _, e := range resp.Errors {
-		if e.Message != "" {
-			msgs = append(msgs, e.Message)
-		}
-	}
-	s := fmt.Sprintf("%d %s to %s %s", resp.StatusCode, http.StatusText(resp.StatusCode), resp.Method, resp.URL)
-	if len(msgs) > 0 {
-		s += ": " + strings.Join(msgs, "; ")
-	}
-	return s
-}
-
-// registryError is a registry failure in a sentence; errors.Is finds both its
-// kind and the error it explains.
-type registryError struct {
-	kind error
-	msg  string
-	err  error
-}
-
-func (e *registryError) Error() string   { return e.kind.Error() + ": " + e.msg }
-func (e *registryError) Unwrap() []error { return []error{e.kind, e.err} }

@@ -1,4 +1,4 @@
-package publish
+package store
 
 import (
 	"context"
@@ -61,10 +61,18 @@ func (r *overlayRepo) Push(ctx context.Context, d ocispec.Descriptor, rd io.Read
 
 func (r *overlayRepo) Resolve(ctx context.Context, ref string) (ocispec.Descriptor, error) {
 	d, err := r.top.Resolve(ctx, ref)
-	if err == nil || !isNotFound(err) {
+	if err == nil || !IsNotFound(err) {
 		return d, err
 	}
 	return r.base.Resolve(ctx, ref)
+}
+
+// SaveLast tells top (LastSaver): the base is a registry, which saves
+// nothing.
+func (r *overlayRepo) SaveLast() {
+	if t, ok := r.top.(LastSaver); ok {
+		t.SaveLast()
+	}
 }
 
 func (r *overlayRepo) Tag(ctx context.Context, d ocispec.Descriptor, tag string) error {
@@ -81,7 +89,7 @@ func (r *overlayRepo) Predecessors(ctx context.Context, d ocispec.Descriptor) ([
 			continue
 		}
 		p, err := g.Predecessors(ctx, d)
-		if err != nil && !isNotFound(err) {
+		if err != nil && !IsNotFound(err) {
 			return nil, err
 		}
 		out = append(out, p...)
@@ -93,7 +101,7 @@ func (r *overlayRepo) Predecessors(ctx context.Context, d ocispec.Descriptor) ([
 func (r *overlayRepo) Tags(ctx context.Context, last string, fn func([]string) error) error {
 	var tags []string
 	collect := func(t []string) error { tags = append(tags, t...); return nil }
-	if err := r.base.Tags(ctx, last, collect); err != nil && !isNotFound(err) {
+	if err := r.base.Tags(ctx, last, collect); err != nil && !IsNotFound(err) {
 		return err
 	}
 	if err := r.top.Tags(ctx, last, collect); err != nil && !errors.Is(err, errReadOnly) {

@@ -1,4 +1,4 @@
-package publish
+package store
 
 import (
 	"context"
@@ -36,14 +36,23 @@ type GCOptions struct {
 	// stay, whatever their age (GCResult.Held). Without it every repository
 	// is collected on its own.
 	Refs func(ctx context.Context, repo Repository, name, version string) ([]Ref, error)
+	// Own, when set, picks the repositories whose versions go by a rule of
+	// their own instead of Keep's (publish's namespace indexes: all but the
+	// newest): for such a repository, own is true and drop are the versions
+	// that go, oldest first. Such a repository names nothing and its
+	// versions are not signed: they go without a mark or a look for
+	// signatures, and are counted in GCResult.Indexes. Without it every
+	// repository keeps opts.Keep versions.
+	Own func(ctx context.Context, repo Repository, name string, tags []string) (drop []string, own bool, err error)
 }
 
 // GCResult is what a garbage collection removed (or, in a dry run, would).
 type GCResult struct {
 	// Versions are "repository:version" no longer kept, of the charts.
 	Versions []string `json:"versions"`
-	// Indexes counts the namespace indexes' old versions (each index write
-	// is one) no longer kept: only the newest stays.
+	// Indexes counts the versions no longer kept of the repositories that
+	// GCOptions.Own rules (the namespace indexes' old versions, each index
+	// write one).
 	Indexes int `json:"indexes"`
 	// Blobs and Bytes count the layout's blobs no kept version references,
 	// and leftovers of killed runs.
@@ -111,7 +120,7 @@ func (l *Layout) GC(ctx context.Context, opts GCOptions) (GCResult, error) {
 	}
 	r.Held = plan.held
 	for _, name := range names {
-		if err := l.collect(ctx, name, plan.drop[name], opts.DryRun, &r); err != nil {
+		if err := l.collect(ctx, name, plan.drop[name], plan.own[name], opts.DryRun, &r); err != nil {
 			return r, err
 		}
 	}
@@ -123,7 +132,7 @@ func (l *Layout) GC(ctx context.Context, opts GCOptions) (GCResult, error) {
 // without them (a kill while blobs go then leaves no version naming a
 // missing blob), and sweep the blobs no kept version or signature
 // references. A dry run only counts, into r.
-func (l *Layout) collect(ctx context.Context, name string, drop []string, dryRun bool, r *GCResult) error {
+func (l *Layout) collect(ctx context.Context, name string, drop []string, own, dryRun bool, r *GCResult) error {
 	s, err := l.open(ctx, name)
 	if err != nil {
 		return err
@@ -134,7 +143,7 @@ func (l *Layout) collect(ctx context.Context, name string, drop []string, dryRun
 		}
 	}
 	for _, v := range drop {
-		r.removed(name, v)
+		r.removed(name, v, own)
 		if !dryRun {
 			if err := s.store.Untag(ctx, v); err != nil {
 				return fmt.Errorf("removing %s:%s: %w", name, v, err)
@@ -194,23 +203,23 @@ func (r *Remote) GC(ctx context.Context, opts GCOptions) (GCResult, error) {
 			return res, err
 		}
 		for _, v := range plan.drop[name] {
-			res.removed(name, v)
+			res.removed(name, v, plan.own[name])
 			desc, err := repo.Resolve(ctx, v)
 			if err != nil {
 				return res, fmt.Errorf("reading %s:%s: %w", name, v, explain(err))
 			}
-			if IsIndexRepository(name) {
+			if plan.own[name] {
 				if !opts.DryRun {
-					if err := repo.Delete(ctx, desc); err != nil && !isNotFound(err) {
+					if err := repo.Delete(ctx, desc); err != nil && !IsNotFound(err) {
 						return res, fmt.Errorf("deleting %s:%s: %w", name, v, explain(err))
 					}
 				}
-				continue // an index has no signature of its own
+				continue // not signed (GCOptions.Own)
 			}
 			// Its signatures first: a kill leaves a version unsigned,
 			// never a signature of nothing.
 			refs, err := registry.Referrers(ctx, repo, desc, api.MediaTypeSigstoreBundle)
-			if err != nil && !isNotFound(err) {
+			if err != nil && !IsNotFound(err) {
 				return res, fmt.Errorf("reading the signatures of %s:%s: %w", name, v, explain(err))
 			}
 			res.Signatures += len(refs)
@@ -218,7 +227,7 @@ func (r *Remote) GC(ctx context.Context, opts GCOptions) (GCResult, error) {
 				continue
 			}
 			for _, ref := range refs {
-				if err := repo.Delete(ctx, ref); err != nil && !isNotFound(err) {
+				if err := repo.Delete(ctx, ref); err != nil && !IsNotFound(err) {
 					return res, fmt.Errorf("deleting a signature of %s:%s: %w", name, v, explain(err))
 				}
 			}
@@ -230,9 +239,10 @@ func (r *Remote) GC(ctx context.Context, opts GCOptions) (GCResult, error) {
 	return res, nil
 }
 
-// removed counts version v of repository name as removed.
-func (r *GCResult) removed(name, v string) {
-	if IsIndexRepository(name) {
+// removed counts version v of repository name as removed; own: a
+// repository GCOptions.Own rules.
+func (r *GCResult) removed(name, v string, own bool) {
+	if own {
 		r.Indexes++
 		return
 	}
@@ -286,7 +296,7 @@ func keptReferrers(ctx context.Context, s *layoutStore, kept []string) ([]ocispe
 	}
 	var out []ocispec.Descriptor
 	for _, ref := range s.referrers {
-		m, err := readManifest(ctx, s.backend, ref)
+		m, err := ReadManifest(ctx, s.backend, ref)
 		if err != nil {
 			return nil, err
 		}
@@ -312,7 +322,7 @@ func sweepBlobs(ctx context.Context, s *layoutStore, name string, kept []string,
 		manifests = append(manifests, desc)
 	}
 	for _, desc := range manifests {
-		m, err := readManifest(ctx, s.backend, desc)
+		m, err := ReadManifest(ctx, s.backend, desc)
 		if err != nil {
 			return 0, 0, fmt.Errorf("reading %s@%s: %w", name, desc.Digest, err)
 		}

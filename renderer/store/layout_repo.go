@@ -1,4 +1,4 @@
-package publish
+package store
 
 import (
 	"context"
@@ -54,7 +54,7 @@ func (r *layoutRepo) Predecessors(ctx context.Context, d ocispec.Descriptor) ([]
 	r.l.mu.Unlock()
 	var out []ocispec.Descriptor
 	for _, ref := range refs {
-		m, err := readManifest(ctx, r.s.backend, ref)
+		m, err := ReadManifest(ctx, r.s.backend, ref)
 		if err != nil {
 			return nil, err
 		}
@@ -105,8 +105,9 @@ func (s *layoutStore) changed(l *Layout) {
 	s.dirty = true
 }
 
-// readManifest reads a manifest of the layout, bounded.
-func readManifest(ctx context.Context, st content.Fetcher, d ocispec.Descriptor) (*ocispec.Manifest, error) {
+// ReadManifest reads an image manifest of a store, at most 4 MiB: what a
+// layout reads of its signatures and garbage collection of its versions.
+func ReadManifest(ctx context.Context, st content.Fetcher, d ocispec.Descriptor) (*ocispec.Manifest, error) {
 	if d.Size > maxManifest {
 		return nil, fmt.Errorf("manifest %s is %d bytes: too large", d.Digest, d.Size)
 	}

@@ -1,4 +1,4 @@
-package publish
+package store
 
 import (
 	"context"
@@ -20,9 +20,7 @@ import (
 func TestLayoutViewAnswersAsOras(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "out")
-	for _, text := range []string{"one", "two", "three"} {
-		publishJobs(t, dir, false, textJob("a/b", text))
-	}
+	putTexts(t, dir, "a/b", "one", "two", "three")
 	repo := filepath.Join(dir, "a", "b")
 	index, err := checkRepoLayout(repo)
 	require.NoError(t, err)
@@ -62,9 +60,9 @@ func TestLayoutViewAnswersAsOras(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, ok)
 	_, err = view.Fetch(ctx, missing)
-	assert.True(t, isNotFound(err), "%v", err)
+	assert.True(t, IsNotFound(err), "%v", err)
 	_, err = view.Resolve(ctx, "0.0.4")
-	assert.True(t, isNotFound(err), "%v", err)
+	assert.True(t, IsNotFound(err), "%v", err)
 	_, err = view.Fetch(ctx, ocispec.Descriptor{Digest: "sha256:../../index.json"})
 	assert.Error(t, err, "a digest that is no digest names no file")
 }

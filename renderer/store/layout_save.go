@@ -1,4 +1,4 @@
-package publish
+package store
 
 import (
 	"cmp"
@@ -16,9 +16,28 @@ import (
 	"github.com/solar-pipeline/solar/internal/killpoint"
 )
 
+// SaveLast tells the layout that the repository names what the others hold,
+// as publish's namespace indexes do: Save writes it after them, and empties
+// its old index.json before any of theirs is replaced.
+func (r *layoutRepo) SaveLast() {
+	r.l.mu.Lock()
+	defer r.l.mu.Unlock()
+	r.s.last = true
+}
+
+func compareBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
+
 // Save writes the index.json of every repository that got a tag, in the order
-// they were first tagged: its tagged manifests in version order, so the same
-// layout gives the same bytes. A kill at any moment leaves the old index or the
+// they were first tagged, those told to SaveLast after all others: its tagged
+// manifests in version order, so the same layout gives the same bytes. A kill at any moment leaves the old index or the
 // new one, and so does a power loss: every new index is first written to a
 // temporary file, then the file system is synced once (the blobs, which oras
 // writes unsynced, and the temporary files), the files are renamed over the old
@@ -28,15 +47,11 @@ import (
 func (l *Layout) Save(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	names := slices.Sorted(maps.Keys(l.repos))
-	// The namespace indexes last: they name what the others hold.
-	slices.SortStableFunc(names, func(a, b string) int {
-		return cmp.Or(compareBool(IsIndexRepository(a), IsIndexRepository(b)), cmp.Compare(l.repos[a].order, l.repos[b].order))
-	})
+	names := l.saveOrder()
 	type pending struct {
 		s        *layoutStore
 		tmp, dst string
-		index    bool
+		last     bool
 	}
 	var todo []pending
 	defer func() {
@@ -59,7 +74,7 @@ func (l *Layout) Save(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("saving OCI layout index of %s: %w", name, err)
 		}
-		todo = append(todo, pending{s: s, tmp: tmp, dst: dst, index: IsIndexRepository(name)})
+		todo = append(todo, pending{s: s, tmp: tmp, dst: dst, last: s.last})
 	}
 	if len(todo) == 0 {
 		return nil
@@ -68,14 +83,14 @@ func (l *Layout) Save(ctx context.Context) error {
 	if err := syncFS(l.dir); err != nil {
 		return fmt.Errorf("saving OCI layout %s: %w", l.dir, err)
 	}
-	if !todo[0].index { // a repository changes, not only indexes (sorted last)
-		var indexes []string
+	if !todo[0].last { // a repository changes, not only those saved last (sorted last)
+		var last []string
 		for _, p := range todo {
-			if p.index {
-				indexes = append(indexes, p.dst)
+			if p.last {
+				last = append(last, p.dst)
 			}
 		}
-		if err := blankIndexes(l.dir, indexes); err != nil {
+		if err := blankLast(l.dir, last); err != nil {
 			return err
 		}
 	}
@@ -91,6 +106,17 @@ func (l *Layout) Save(ctx context.Context) error {
 	}
 	killpoint.Here("layout-save-synced")
 	return nil
+}
+
+// saveOrder is the order Save writes the repositories in: those told to
+// SaveLast after the others (they name what the others hold), each in the
+// order they first changed. Layout.mu is held.
+func (l *Layout) saveOrder() []string {
+	names := slices.Sorted(maps.Keys(l.repos))
+	slices.SortStableFunc(names, func(a, b string) int {
+		return cmp.Or(compareBool(l.repos[a].last, l.repos[b].last), cmp.Compare(l.repos[a].order, l.repos[b].order))
+	})
+	return names
 }
 
 // indexJSON is the index.json of repository name: its tagged manifests in
@@ -116,12 +142,13 @@ func (s *layoutStore) indexJSON(ctx context.Context, name string) ([]byte, error
 	return json.Marshal(index)
 }
 
-// blankIndexes empties the namespace indexes about to be replaced (their
-// index.json files, dsts) before any repository's new index.json is renamed
-// into place, and syncs: a kill between the repositories' renames and the
-// indexes' then leaves no index naming what the repositories no longer hold,
-// only namespaces without one.
-func blankIndexes(dir string, dsts []string) error {
+// blankLast empties the repositories saved last (SaveLast: publish's
+// namespace indexes) about to be replaced (their index.json files, dsts)
+// before any other repository's new index.json is renamed into place, and
+// syncs: a kill between the others' renames and theirs then leaves none of
+// them naming what the others no longer hold, only repositories without a
+// version (namespaces without an index).
+func blankLast(dir string, dsts []string) error {
 	empty := ocispec.Index{Manifests: []ocispec.Descriptor{}, MediaType: ocispec.MediaTypeImageIndex}
 	empty.SchemaVersion = 2
 	b, err := json.Marshal(empty)
@@ -131,7 +158,7 @@ func blankIndexes(dir string, dsts []string) error {
 	blanked := false
 	for _, dst := range dsts {
 		if _, err := os.Lstat(dst); err != nil {
-			continue // a new index: it named nothing yet
+			continue // a new repository: it named nothing yet
 		}
 		if err := writeAtomic(dst, b); err != nil {
 			return fmt.Errorf("saving OCI layout index %s: %w", dst, err)

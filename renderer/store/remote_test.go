@@ -1,4 +1,4 @@
-package publish
+package store
 
 import (
 	"context"
@@ -25,14 +25,10 @@ func TestRemoteRepositoriesUnderPrefix(t *testing.T) {
 		return r
 	}
 	p, pp := remote("p"), remote("pp")
-	var jobs []Job
 	for _, name := range []string{"a/one", "a-b/two", "ab/three", "a/sub/four", "b/five", "a.c/six"} {
-		jobs = append(jobs, textJob(name, name))
+		putText(t, p, name, "0.0.1", name)
 	}
-	_, err := Publish(ctx, p, jobs, Options{})
-	require.NoError(t, err)
-	_, err = Publish(ctx, pp, []Job{textJob("a/seven", "seven")}, Options{})
-	require.NoError(t, err)
+	putText(t, pp, "a/seven", "0.0.1", "seven")
 
 	got, err := p.Repositories(ctx, "a/")
 	require.NoError(t, err)

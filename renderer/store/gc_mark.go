@@ -1,4 +1,4 @@
-package publish
+package store
 
 import (
 	"context"
@@ -30,6 +30,7 @@ type Held struct {
 type gcPlan struct {
 	tags map[string][]string // every version of each repository
 	drop map[string][]string // what goes, oldest first
+	own  map[string]bool     // the repositories GCOptions.Own rules
 	held []Held
 }
 
@@ -39,7 +40,7 @@ type gcPlan struct {
 // references cannot be read stops the collection before anything is removed:
 // what it names is unknown, so nothing it might name can go.
 func planGC(ctx context.Context, store Store, names []string, opts GCOptions) (*gcPlan, error) {
-	p := &gcPlan{tags: map[string][]string{}, drop: map[string][]string{}}
+	p := &gcPlan{tags: map[string][]string{}, drop: map[string][]string{}, own: map[string]bool{}}
 	repos := map[string]Repository{}
 	dropping := false
 	for _, name := range names {
@@ -52,11 +53,15 @@ func planGC(ctx context.Context, store Store, names []string, opts GCOptions) (*
 			return nil, fmt.Errorf("listing the versions of %s: %w", name, explain(err))
 		}
 		repos[name], p.tags[name] = repo, tags
-		if IsIndexRepository(name) {
-			if p.drop[name], err = oldIndexes(ctx, repo, tags); err != nil {
+		if opts.Own != nil {
+			drop, own, err := opts.Own(ctx, repo, name, tags)
+			if err != nil {
 				return nil, fmt.Errorf("collecting %s: %w", name, explain(err))
 			}
-			continue // names nothing
+			if own {
+				p.drop[name], p.own[name] = drop, true
+				continue // names nothing
+			}
 		}
 		p.drop[name] = old(tags, opts.Keep)
 		dropping = dropping || len(p.drop[name]) > 0
@@ -67,7 +72,7 @@ func planGC(ctx context.Context, store Store, names []string, opts GCOptions) (*
 	// The mark: a worklist of kept versions whose references are unread.
 	var work []Ref
 	for _, name := range names {
-		if IsIndexRepository(name) {
+		if p.own[name] {
 			continue
 		}
 		for _, tag := range p.tags[name] {
@@ -105,36 +110,4 @@ func planGC(ctx context.Context, store Store, names []string, opts GCOptions) (*
 	}
 	slices.SortFunc(p.held, func(a, b Held) int { return strings.Compare(a.Version, b.Version) })
 	return p, nil
-}
-
-// oldIndexes are the versions of a namespace index's repository that go:
-// all but the newest, which is the index, less those whose manifest the
-// newest or IndexTag (what older solar versions read) names: a registry
-// deletes a manifest with all its tags. A reader that listed a version just
-// removed finds it gone and leaves the index aside: its run goes the full
-// way.
-func oldIndexes(ctx context.Context, repo Repository, tags []string) ([]string, error) {
-	drop := old(tags, 1)
-	if len(drop) == 0 {
-		return nil, nil
-	}
-	pinned := map[string]bool{}
-	for _, tag := range []string{newestTag(tags), IndexTag} {
-		desc, err := repo.Resolve(ctx, tag)
-		if err != nil && !(tag == IndexTag && isNotFound(err)) {
-			return nil, err
-		}
-		pinned[desc.Digest.String()] = err == nil
-	}
-	var out []string
-	for _, v := range drop {
-		desc, err := repo.Resolve(ctx, v)
-		if err != nil {
-			return nil, err
-		}
-		if !pinned[desc.Digest.String()] {
-			out = append(out, v)
-		}
-	}
-	return out, nil
 }
