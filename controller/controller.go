@@ -43,6 +43,7 @@ import (
 
 	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // Options configure a controller.
@@ -55,7 +56,7 @@ type Options struct {
 	Pipeline pipeline.Options
 	// Registry is where the charts are published; its Wrap, when set, is
 	// kept, under the metrics' count of requests.
-	Registry pipeline.RegistryOptions
+	Registry store.RemoteOptions
 	// Concurrent is how many namespaces run at once (default 4).
 	Concurrent int
 	// ConfigNamespace is the namespace of the PipelineConfig (default

@@ -23,6 +23,7 @@ import (
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/load"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // env is an API server holding the examples and a registry.
@@ -265,7 +266,7 @@ func (e *env) publishFiles(tb testing.TB, paths []string, dryRun bool) (*pipelin
 	return report, time.Since(start), float64(requests.Load())
 }
 
-func (e *env) registryOptions() pipeline.RegistryOptions {
-	return pipeline.RegistryOptions{Host: e.registry.Host, Prefix: "solar", Username: e.registry.Username,
+func (e *env) registryOptions() store.RemoteOptions {
+	return store.RemoteOptions{Host: e.registry.Host, Prefix: "solar", Username: e.registry.Username,
 		Password: e.registry.Password, CAFile: e.registry.CAFile, PlainHTTP: e.registry.CAFile == ""}
 }

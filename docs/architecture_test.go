@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -176,4 +177,35 @@ func TestEveryPackageHasADoc(t *testing.T) {
 		}
 		assert.True(t, strings.HasPrefix(f[2], "Package "+f[1]+" "), "%s: its doc begins %q, not \"Package %s \"", f[0], f[2], f[1])
 	}
+}
+
+// reExport is an exported name declared as another package's exported
+// name: type X = pkg.Y, or X = pkg.Y in a var or const declaration.
+var reExport = regexp.MustCompile(`(?m)^(?:type |var |const |\t)([A-Z]\w*)\s+=\s+[a-z]\w*\.[A-Z]\w*\s*(?://.*)?$`)
+
+// TestNoReExports: each name is declared once, where it belongs; a package
+// does not hand on another's names (a caller imports that package).
+func TestNoReExports(t *testing.T) {
+	root := testenv.Root(t)
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || rel == "out") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range reExport.FindAllStringSubmatch(string(b), -1) {
+			assert.Fail(t, "a re-export", "%s: %s: %s is another package's name: use that package", rel, strings.TrimSpace(m[0]), m[1])
+		}
+		return nil
+	})
+	require.NoError(t, err)
 }

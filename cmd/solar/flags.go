@@ -16,6 +16,7 @@ import (
 
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // loadFlags are the flags of every command that reads objects.
@@ -195,8 +196,8 @@ func (f *registryFlags) registerClient(g *globals, fl *pflag.FlagSet, what strin
 
 // options are the client options the flags and l say; with --debug every
 // request is logged.
-func (f *registryFlags) options(l login) *pipeline.RegistryOptions {
-	return &pipeline.RegistryOptions{Host: l.host, Prefix: l.prefix, Username: f.username, Password: l.password,
+func (f *registryFlags) options(l login) *store.RemoteOptions {
+	return &store.RemoteOptions{Host: l.host, Prefix: l.prefix, Username: f.username, Password: l.password,
 		CAFile: f.caFile, PlainHTTP: f.plainHTTP, InsecureSkipTLSVerify: f.insecure, Wrap: f.g.requestLog()}
 }
 

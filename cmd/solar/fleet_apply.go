@@ -10,6 +10,7 @@ import (
 	"github.com/solar-pipeline/solar/renderer/diag"
 	"github.com/solar-pipeline/solar/renderer/fleet"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 const fleetApplyLong = `apply reads and validates the objects of PATH (as vet does), resolves every
@@ -58,7 +59,7 @@ func newFleetApplyCmd(g *globals) *cobra.Command {
 			}
 			results, problems, err := pipeline.ApplyFleet(ctx, opts, pipeline.FleetOptions{Store: remote, NATS: nf.nats(g), Concurrency: concurrency, Progress: g.meter("device")})
 			if err != nil {
-				return hint(pipeline.Explain(err), rf.registry)
+				return hint(store.Explain(err), rf.registry)
 			}
 			if err := g.printFleet(orEmpty(results), problems, dryRun); err != nil {
 				return err

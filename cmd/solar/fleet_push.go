@@ -8,6 +8,7 @@ import (
 	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 func newFleetPushAgentCmd(g *globals) *cobra.Command {
@@ -52,7 +53,7 @@ downloads it from: https://HOST/v2/PREFIX/REPO/blobs/DIGEST.`,
 			}
 			pushed, err := pipeline.PushAgent(cmd.Context(), so, pipeline.AgentOptions{Repository: repository, Version: version, Files: args, Created: created})
 			if err != nil {
-				return hint(pipeline.Explain(err), rf.registry)
+				return hint(store.Explain(err), rf.registry)
 			}
 			return printPushedAgent(g, pushed)
 		},

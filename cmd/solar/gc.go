@@ -9,6 +9,7 @@ import (
 
 	"github.com/solar-pipeline/solar/internal/english"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 const gcLong = `gc keeps the newest --keep versions of every repository (of namespace -n
@@ -42,7 +43,7 @@ func newGCCmd(g *globals) *cobra.Command {
 			if err := rf.orOut(out); err != nil {
 				return err
 			}
-			opts := pipeline.GCOptions{Keep: keep, DryRun: dryRun}
+			opts := store.GCOptions{Keep: keep, DryRun: dryRun}
 			if g.namespace != "" {
 				opts.Prefix = g.namespace + "/"
 			}
@@ -77,11 +78,11 @@ func newGCCmd(g *globals) *cobra.Command {
 }
 
 // printGC prints what gc removed and kept (or, in a dry run, would).
-func (g *globals) printGC(res pipeline.GCResult, keep int, dryRun bool) error {
+func (g *globals) printGC(res store.GCResult, keep int, dryRun bool) error {
 	if g.structured() {
 		res.Versions, res.Skipped = orEmpty(res.Versions), orEmpty(res.Skipped)
 		if res.Held == nil {
-			res.Held = []pipeline.Held{}
+			res.Held = []store.Held{}
 		}
 		return g.printData(res)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/solar-pipeline/solar/renderer/diag"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // finish prints the report (even a partial one, so nothing done goes unsaid)
@@ -123,13 +124,13 @@ func short(d string) string {
 // hint names the registry in a registry error and adds the flag that helps.
 func hint(err error, registry string) error {
 	switch {
-	case errors.Is(err, pipeline.ErrDenied):
+	case errors.Is(err, store.ErrDenied):
 		return fmt.Errorf("registry %s: %w (check --username/--password-stdin or the credentials of the docker config)", registry, err)
-	case errors.Is(err, pipeline.ErrUntrusted):
+	case errors.Is(err, store.ErrUntrusted):
 		return fmt.Errorf("registry %s: %w (pass --ca-file, or --plain-http for a plain HTTP registry)", registry, err)
-	case errors.Is(err, pipeline.ErrPlainHTTP):
+	case errors.Is(err, store.ErrPlainHTTP):
 		return fmt.Errorf("registry %s: %w (pass --plain-http)", registry, err)
-	case errors.Is(err, pipeline.ErrUnreachable):
+	case errors.Is(err, store.ErrUnreachable):
 		return fmt.Errorf("registry %s: %w", registry, err)
 	}
 	return err
@@ -170,7 +171,7 @@ func orEmpty[T any](s []T) []T {
 // other errors get the registry hint.
 func (g *globals) storeError(err error, verb, out, registry string) error {
 	switch {
-	case errors.Is(err, pipeline.ErrNoLayout):
+	case errors.Is(err, store.ErrNoLayout):
 		return fmt.Errorf("nothing to %s: %w (check --out)", verb, err)
 	case !errors.Is(err, pipeline.ErrNoRepository):
 		return hint(err, registry)

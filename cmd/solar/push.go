@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/solar-pipeline/solar/renderer/pipeline"
+	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
 func newPushCmd(g *globals) *cobra.Command {
@@ -65,7 +66,7 @@ func newPushCmd(g *globals) *cobra.Command {
 
 // printPushed writes the table of what push pushed, or with dryRun would
 // (-o wide: with the digests), or -o name, REPOSITORY:VERSION each.
-func (g *globals) printPushed(results []pipeline.PushResult, dryRun bool) error {
+func (g *globals) printPushed(results []publish.Result, dryRun bool) error {
 	if g.output == "name" {
 		for _, r := range results {
 			fmt.Fprintf(g.stdout, "%s:%s\n", r.Repository, r.Version)

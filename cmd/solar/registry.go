@@ -4,9 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/solar-pipeline/solar/renderer/store"
 	"github.com/spf13/cobra"
-
-	"github.com/solar-pipeline/solar/renderer/pipeline"
 )
 
 func newRegistryCmd(g *globals) *cobra.Command {
@@ -54,7 +53,7 @@ func newRegistryLoginCmd(g *globals) *cobra.Command {
 			if l.password == "" {
 				return errors.New("registry login: stdin held no password")
 			}
-			config, err := pipeline.RegistryLogin(cmd.Context(), *f.options(l))
+			config, err := store.Login(cmd.Context(), *f.options(l))
 			if err != nil {
 				return err
 			}
@@ -87,7 +86,7 @@ func newRegistryLogoutCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			config, found, err := pipeline.RegistryLogout(cmd.Context(), host)
+			config, found, err := store.Logout(cmd.Context(), host)
 			if err != nil {
 				return err
 			}

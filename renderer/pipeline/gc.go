@@ -18,9 +18,9 @@ type Collector interface {
 
 // GC removes the old versions of solar's chart repositories in c, as Verify
 // checks them (chain.IsChartRepository); the other repositories under the
-// prefix are left as they are (GCResult.Skipped). It marks from every
+// prefix are left as they are (store.GCResult.Skipped). It marks from every
 // bootstrap chart version it keeps: the release chart versions one names stay
-// (GCResult.Held), for a Target not rendered since (one skipped, say, because
+// (store.GCResult.Held), for a Target not rendered since (one skipped, say, because
 // its credential failed) still installs them.
 func GC(ctx context.Context, c Collector, opts store.GCOptions) (store.GCResult, error) {
 	repos, err := c.Repositories(ctx, opts.Prefix)

@@ -23,12 +23,9 @@ type PushOptions struct {
 	Progress func(done, total int)
 }
 
-// PushResult is what Push did with one repository's newest version.
-type PushResult = publish.Result
-
 // Push pushes the newest version of every repository of the layout src
 // that the registry dst lacks, byte for byte (publish.PushLayout).
-func Push(ctx context.Context, src, dst *Store, opts PushOptions) ([]PushResult, error) {
+func Push(ctx context.Context, src, dst *Store, opts PushOptions) ([]publish.Result, error) {
 	from := src.source()
 	if from == nil || dst.Remote == nil {
 		return nil, errors.New("push goes from a layout to a registry")

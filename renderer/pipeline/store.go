@@ -10,10 +10,6 @@ import (
 	"github.com/solar-pipeline/solar/renderer/store"
 )
 
-// RegistryOptions say how to reach and log in to a registry
-// (store.RemoteOptions).
-type RegistryOptions = store.RemoteOptions
-
 // StoreOptions say which store a command works on: the OCI layout Out, the
 // registry Registry, or both (render --registry --out: the layout over the
 // registry, which is read only).
@@ -22,7 +18,7 @@ type StoreOptions struct {
 	Out string
 	// Registry is the registry (nil: none); Over, one already opened
 	// (render opens it before it plans, the layout after).
-	Registry *RegistryOptions
+	Registry *store.RemoteOptions
 	Over     *Store
 	// ReadOnly, MustExist, LockTimeout and Waiting are
 	// store.LayoutOptions': how the layout is opened.
@@ -99,7 +95,7 @@ func (s *Store) Close() {
 }
 
 // GC is GC of the layout, or else of the registry.
-func (s *Store) GC(ctx context.Context, opts GCOptions) (GCResult, error) {
+func (s *Store) GC(ctx context.Context, opts store.GCOptions) (store.GCResult, error) {
 	if s.Layout != nil {
 		return s.Layout.GC(ctx, opts)
 	}
@@ -125,23 +121,3 @@ func (s *Store) BlobURL(repo string) string {
 	return "https://" + host + "/v2/" + path.Join(prefix, repo) + "/blobs/"
 }
 
-// What goes wrong with a registry or a layout, as errors.Is finds it in an
-// error of this package; the CLI says which flag helps.
-var (
-	ErrDenied      = store.ErrDenied
-	ErrUntrusted   = store.ErrUntrusted
-	ErrPlainHTTP   = store.ErrPlainHTTP
-	ErrUnreachable = store.ErrUnreachable
-	ErrNoLayout    = store.ErrNoLayout
-)
-
-// Explain marks a registry error with one of the errors above, in a
-// sentence (store.Explain).
-func Explain(err error) error { return store.Explain(err) }
-
-// GC's options and result (store.GCOptions, store.GCResult).
-type (
-	GCOptions = store.GCOptions
-	GCResult  = store.GCResult
-	Held      = store.Held
-)
