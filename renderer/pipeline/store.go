@@ -120,4 +120,3 @@ func (s *Store) BlobURL(repo string) string {
 	host, prefix, _ := strings.Cut(s.Registry, "/")
 	return "https://" + host + "/v2/" + path.Join(prefix, repo) + "/blobs/"
 }
-
