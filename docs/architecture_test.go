@@ -140,26 +140,34 @@ func TestArchitecture(t *testing.T) {
 // TestOnlyAPIDeclaresTheVocabulary: the API group and every media type are
 // written in api/ alone (tests aside, which may spell out what they expect).
 func TestOnlyAPIDeclaresTheVocabulary(t *testing.T) {
+	sources(t, []string{"api", "internal/testkit"}, func(rel, text string) {
+		for _, word := range []string{`"solar.opendefense.cloud`, `"v1alpha1"`, `"application/vnd.`} {
+			assert.NotContains(t, text, word, "%s declares %s…: the vocabulary lives in api/", rel, word)
+		}
+	})
+}
+
+// sources calls visit with every Go file of the module but tests, by its
+// path relative to the module, except those under the folders skip names.
+func sources(t *testing.T, skip []string, visit func(rel, text string)) {
+	t.Helper()
 	root := testenv.Root(t)
 	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		rel, _ := filepath.Rel(root, path)
-		if d.IsDir() && (rel == "api" || strings.HasPrefix(d.Name(), ".") || rel == "out" || rel == "internal/testkit") {
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || rel == "out" || slices.Contains(skip, rel)) {
 			return filepath.SkipDir
 		}
 		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 			return nil
 		}
 		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
+		if err == nil {
+			visit(rel, string(b))
 		}
-		for _, word := range []string{`"solar.opendefense.cloud`, `"v1alpha1"`, `"application/vnd.`} {
-			assert.NotContains(t, string(b), word, "%s declares %s…: the vocabulary lives in api/", rel, word)
-		}
-		return nil
+		return err
 	})
 	require.NoError(t, err)
 }
@@ -186,26 +194,9 @@ var reExport = regexp.MustCompile(`(?m)^(?:type |var |const |\t)([A-Z]\w*)\s+=\s
 // TestNoReExports: each name is declared once, where it belongs; a package
 // does not hand on another's names (a caller imports that package).
 func TestNoReExports(t *testing.T) {
-	root := testenv.Root(t)
-	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || rel == "out") {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		for _, m := range reExport.FindAllStringSubmatch(string(b), -1) {
+	sources(t, nil, func(rel, text string) {
+		for _, m := range reExport.FindAllStringSubmatch(text, -1) {
 			assert.Fail(t, "a re-export", "%s: %s: %s is another package's name: use that package", rel, strings.TrimSpace(m[0]), m[1])
 		}
-		return nil
 	})
-	require.NoError(t, err)
 }

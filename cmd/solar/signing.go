@@ -4,7 +4,6 @@ import (
 	"crypto"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 
 	"github.com/solar-pipeline/solar/renderer/sign"
@@ -17,9 +16,6 @@ const signingKeyEnv = "SOLAR_SIGNING_KEY"
 // keyPasswordEnv holds the password of an encrypted signing key, as for
 // cosign.
 const keyPasswordEnv = "COSIGN_PASSWORD"
-
-// maxKeyFile bounds a key file read.
-const maxKeyFile = 64 << 10
 
 // signFlags say whether and with which key the charts written are signed.
 type signFlags struct {
@@ -65,27 +61,12 @@ func keyPassword() ([]byte, bool) {
 	return []byte(p), ok
 }
 
-// readKeyFile reads a private key file, bounded; one that others may read
-// is read with a warning.
+// readKeyFile reads a private key file (sign.ReadKeyFile); one that others
+// may read is read with a warning.
 func readKeyFile(g *globals, name string) ([]byte, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !info.Mode().IsRegular() {
-		return nil, errors.New("not a regular file")
-	}
-	if info.Mode().Perm()&0o077 != 0 {
-		fmt.Fprintf(g.stderr, "warning: %s may be read by others (mode %v): chmod 600 it\n", name, info.Mode().Perm())
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
-	if err == nil && len(b) > maxKeyFile {
-		err = fmt.Errorf("larger than %d KiB: not a key", maxKeyFile>>10)
+	b, perm, err := sign.ReadKeyFile(name)
+	if perm&0o077 != 0 {
+		fmt.Fprintf(g.stderr, "warning: %s may be read by others (mode %v): chmod 600 it\n", name, perm)
 	}
 	return b, err
 }
@@ -108,10 +89,7 @@ func verifier(files []string) (*sign.Verifier, error) {
 func readPublicKeys(files []string) ([][]byte, error) {
 	var pems [][]byte
 	for _, name := range files {
-		b, err := os.ReadFile(name)
-		if err == nil && len(b) > maxKeyFile {
-			err = fmt.Errorf("larger than %d KiB: not a key", maxKeyFile>>10)
-		}
+		b, _, err := sign.ReadKeyFile(name)
 		var pub crypto.PublicKey
 		if err == nil {
 			pub, err = sign.ParsePublicKey(b)

@@ -197,9 +197,12 @@ func openRegistry(o options) (store.Store, publish.Options, error) {
 	}
 	opts := publish.Options{DryRun: o.dryRun}
 	if o.keyFile != "" {
-		pem, err := os.ReadFile(o.keyFile)
+		pem, perm, err := sign.ReadKeyFile(o.keyFile)
 		if err != nil {
-			return nil, opts, err
+			return nil, opts, fmt.Errorf("-signing-key %s: %w", o.keyFile, err)
+		}
+		if perm&0o077 != 0 {
+			fmt.Fprintf(os.Stderr, "warning: %s may be read by others (mode %v): chmod 600 it\n", o.keyFile, perm)
 		}
 		if opts.SigningKey, err = sign.ParseKey(pem, func() ([]byte, bool) {
 			p, ok := os.LookupEnv("COSIGN_PASSWORD")
