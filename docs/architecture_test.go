@@ -76,7 +76,8 @@ func TestArchitecture(t *testing.T) {
 	// declared (pipeline re-exports nothing).
 	cli := []string{"api", "controller", "device/wire", "internal/buildinfo", "internal/english",
 		"renderer/archive", "renderer/chart", "renderer/diag", "renderer/fleet", "renderer/fleetkv",
-		"renderer/objdiff", "renderer/pipeline", "renderer/publish", "renderer/sign", "renderer/store"}
+		"renderer/objdiff", "renderer/pipeline", "renderer/publish", "renderer/published", "renderer/reviewed",
+		"renderer/sign", "renderer/status", "renderer/store", "renderer/verify"}
 	for _, imp := range pkgs["cmd/solar"].imports {
 		assert.Contains(t, cli, imp, "cmd/solar imports %s: the CLI imports only %v", imp, cli)
 	}
@@ -90,6 +91,14 @@ func TestArchitecture(t *testing.T) {
 	for _, d := range pkgs["renderer/publish"].deps {
 		assert.Contains(t, []string{"api", "internal/cachefile", "internal/capool", "internal/killpoint", "renderer/sign", "renderer/store"}, d,
 			"renderer/publish links %s: publish knows no chart, chain, resolution or pipeline", d)
+	}
+	// The verbs beside the line read back what it published: they link
+	// neither pipeline nor the stages that validate and resolve the input.
+	for _, p := range []string{"renderer/published", "renderer/reviewed", "renderer/status", "renderer/verify"} {
+		for _, d := range pkgs[p].deps {
+			assert.NotContains(t, []string{"renderer/pipeline", "renderer/validate", "renderer/resolve"}, d,
+				"%s links %s: the verbs beside the line read the store, not the line", p, d)
+		}
 	}
 	// The fleet's planner is pure: it links nothing of NATS (fleetkv is the
 	// bucket's client).

@@ -15,6 +15,7 @@ import (
 	"github.com/solar-pipeline/solar/internal/english"
 	"github.com/solar-pipeline/solar/renderer/chart"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
+	"github.com/solar-pipeline/solar/renderer/published"
 )
 
 func newBootstrapCmd(g *globals) *cobra.Command {
@@ -131,7 +132,7 @@ func (g *globals) checkPublished(ctx context.Context, rf *registryFlags, l login
 	}
 	where := path.Join(l.host, l.prefix, pipeline.BootstrapRepository(ns, target))
 	instead := "; or pass the PATHs of the objects to check the Target against them instead"
-	tags, err := pipeline.BootstrapVersions(ctx, r.Store, ns, target)
+	tags, err := published.BootstrapVersions(ctx, r.Store, ns, target)
 	if err != nil {
 		return fmt.Errorf("checking that Target %s/%s is published: %w%s", ns, target, hint(err, rf.registry), instead)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/solar-pipeline/solar/renderer/diag"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/published"
 	"github.com/solar-pipeline/solar/renderer/store"
 )
 
@@ -173,7 +174,7 @@ func (g *globals) storeError(err error, verb, out, registry string) error {
 	switch {
 	case errors.Is(err, store.ErrNoLayout):
 		return fmt.Errorf("nothing to %s: %w (check --out)", verb, err)
-	case !errors.Is(err, pipeline.ErrNoRepository):
+	case !errors.Is(err, published.ErrNoRepository):
 		return hint(err, registry)
 	}
 	where := registry

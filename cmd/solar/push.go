@@ -9,6 +9,7 @@ import (
 
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/reviewed"
 )
 
 func newPushCmd(g *globals) *cobra.Command {
@@ -24,10 +25,10 @@ func newPushCmd(g *globals) *cobra.Command {
 		Example: pushExample,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var reviewed *pipeline.Reviewed
+			var list *reviewed.List
 			if reviewedFile != "" {
 				var err error
-				if reviewed, err = pipeline.ReadReviewed(reviewedFile); err != nil {
+				if list, err = reviewed.Read(reviewedFile); err != nil {
 					return err
 				}
 			}
@@ -35,7 +36,7 @@ func newPushCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			popts.DryRun, popts.Reviewed, popts.Progress = dryRun, reviewed, g.meter("repository")
+			popts.DryRun, popts.Reviewed, popts.Progress = dryRun, list, g.meter("repository")
 			remote, err := rf.remote(cmd.Context(), cmd.InOrStdin())
 			if err != nil {
 				return err

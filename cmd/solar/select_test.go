@@ -13,6 +13,7 @@ import (
 	"github.com/solar-pipeline/solar/internal/testkit/countproxy"
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
+	"github.com/solar-pipeline/solar/renderer/status"
 )
 
 // targetNames are the namespace/name of the Targets of a report.
@@ -176,12 +177,12 @@ current-context: c
 		args := append([]string{"status", "--kubeconfig", kubeconfig, "--out", out, "-o", "json"}, tc.args...)
 		code, stdout, stderr := solar(t, append(args, "../../examples")...)
 		require.Equal(t, 0, code, "%v: %s", tc.args, stderr)
-		var doc struct{ Targets []pipeline.TargetStatus }
+		var doc struct{ Targets []status.Target }
 		require.NoError(t, json.Unmarshal([]byte(stdout), &doc))
 		var got []string
 		for _, s := range doc.Targets {
 			got = append(got, s.Namespace+"/"+s.Name)
-			assert.Equal(t, pipeline.Unknown, s.State, "nothing published for it")
+			assert.Equal(t, status.Unknown, s.State, "nothing published for it")
 		}
 		assert.Equal(t, tc.want, got, "%v", tc.args)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/solar-pipeline/solar/renderer/diag"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
+	"github.com/solar-pipeline/solar/renderer/status"
 )
 
 const statusLong = `status compares, per Target of PATH (of -n, of --target, matching -l), what
@@ -79,27 +80,15 @@ func newStatusCmd(g *globals) *cobra.Command {
 				return g.storeError(err, "compare with", out, rf.registry)
 			}
 			defer store.Close()
-			for {
-				st, err := pipeline.Status(cmd.Context(), targets, store.Store, pipeline.StatusOptions{Kubeconfig: kubeconfig, MaxAge: maxAge, WrapTransport: g.requestLog()})
-				if err != nil {
-					return hint(err, rf.registry)
-				}
-				if err := g.printTargetStatus(st); err != nil {
-					return err
-				}
-				code := pipeline.StatusExitCode(st)
-				if !watch || code != 2 {
-					if exitCode && code != 0 {
-						return exitError{code: code}
-					}
-					return nil
-				}
-				select {
-				case <-cmd.Context().Done():
-					return cmd.Context().Err()
-				case <-time.After(interval):
-				}
+			so := status.Options{Kubeconfig: kubeconfig, MaxAge: maxAge, WrapTransport: g.requestLog()}
+			code, err := status.Watch(cmd.Context(), targets, store.Store, so, watch, interval, g.printTargetStatus)
+			if err != nil {
+				return hint(err, rf.registry)
 			}
+			if exitCode && code != 0 {
+				return exitError{code: code}
+			}
+			return nil
 		},
 	}
 	lf.register(cmd)
@@ -109,7 +98,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 	rf.registerClient(g, fl, "to compare with")
 	fl.StringVar(&target, "target", "", "the Target of this name only (with -n, of that namespace)")
 	fl.StringVar(&kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), requiredKubeconfig("the SolAr API server the agents report to"))
-	fl.DurationVar(&maxAge, "max-age", pipeline.DefaultMaxAge, "a report older than this is stale (solar-agent's --max-age)")
+	fl.DurationVar(&maxAge, "max-age", status.DefaultMaxAge, "a report older than this is stale (solar-agent's --max-age)")
 	fl.BoolVar(&watch, "watch", false, "ask again every --interval while a Target is progressing")
 	fl.DurationVar(&interval, "interval", 5*time.Second, "time between two looks with --watch")
 	fl.BoolVar(&exitCode, "exit-code", false, "exit 0 when converged, 2 while progressing, 1 when failed, stale or unknown")
@@ -132,7 +121,7 @@ func (g *globals) printStatusProblems(problems diag.List) error {
 
 // printTargetStatus prints one row per release of each Target (one for a
 // Target without), or one JSON/YAML document {"targets": [...]}.
-func (g *globals) printTargetStatus(st []pipeline.TargetStatus) error {
+func (g *globals) printTargetStatus(st []status.Target) error {
 	if g.structured() {
 		return g.printData(map[string]any{"targets": st, "problems": []any{}})
 	}

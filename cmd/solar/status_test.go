@@ -17,6 +17,7 @@ import (
 	"github.com/solar-pipeline/solar/api/kube"
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
+	"github.com/solar-pipeline/solar/renderer/status"
 	"github.com/solar-pipeline/solar/renderer/targetreport"
 )
 
@@ -50,15 +51,15 @@ func TestStatusComparesArtifactDigests(t *testing.T) {
 			Namespace: "flux-system", Phase: targetreport.Ready, Revision: suffixed[rel.Release]})
 	}
 	writeReport(t, api, report)
-	status := func(args ...string) (int, string, string) {
+	runStatus := func(args ...string) (int, string, string) {
 		return solar(t, append([]string{"status", "../../examples", "-n", "alpha", "--target", "edge-1", "--out", layout,
 			"--kubeconfig", api.Kubeconfig, "--exit-code"}, args...)...)
 	}
 
-	code, stdout, stderr = status("-o", "json")
+	code, stdout, stderr = runStatus("-o", "json")
 	require.Equal(t, 0, code, "%s\n%s", stdout, stderr)
 	st := decodeStatus(t, stdout)
-	assert.Equal(t, pipeline.Converged, st.State, st.Message)
+	assert.Equal(t, status.Converged, st.State, st.Message)
 	require.Len(t, st.Releases, len(published))
 	for i, rel := range published {
 		assert.Equal(t, rel.Release, st.Releases[i].Release)
@@ -67,7 +68,7 @@ func TestStatusComparesArtifactDigests(t *testing.T) {
 		assert.Equal(t, digest.Digest(rel.Digest).Encoded()[:12], st.Releases[i].ReportedDigest)
 	}
 
-	code, stdout, stderr = status("--no-headers")
+	code, stdout, stderr = runStatus("--no-headers")
 	assert.Equal(t, 0, code, stderr)
 	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
 		assert.Regexp(t, `^alpha +edge-1 +Converged +0\.0\.1 +\S+ +alpha/\S+ +0\.0\.1 +0\.0\.1\+[0-9a-f]{12} +Ready +-$`, line, "RUNNING as reported, no message")
@@ -80,15 +81,15 @@ func TestStatusComparesArtifactDigests(t *testing.T) {
 	report.LastReportTime = metav1.Now()
 	writeReport(t, api, report)
 	want := "runs " + rel.Version + " from artifact sha256:0123456789ab…, published is sha256:" + digest.Digest(rel.Digest).Encoded()[:12] + "…"
-	code, stdout, stderr = status("-o", "json")
+	code, stdout, stderr = runStatus("-o", "json")
 	assert.Equal(t, 2, code, "%s\n%s", stdout, stderr)
 	st = decodeStatus(t, stdout)
-	assert.Equal(t, pipeline.Progressing, st.State)
+	assert.Equal(t, status.Progressing, st.State)
 	assert.Contains(t, st.Message, rel.Release+": "+want)
 	assert.Equal(t, "0123456789ab", st.Releases[0].ReportedDigest)
 	assert.Contains(t, st.Releases[0].Message, want)
 
-	code, stdout, stderr = status("--no-headers")
+	code, stdout, stderr = runStatus("--no-headers")
 	assert.Equal(t, 2, code, stderr)
 	line := strings.Split(stdout, "\n")[0]
 	assert.Contains(t, line, rel.Version+"+0123456789ab", "RUNNING is what the cluster reported")
@@ -119,9 +120,9 @@ func writeReport(t *testing.T, api *testenv.APIServer, spec targetreport.Spec) {
 }
 
 // decodeStatus is the one Target of solar status -o json.
-func decodeStatus(t *testing.T, stdout string) pipeline.TargetStatus {
+func decodeStatus(t *testing.T, stdout string) status.Target {
 	t.Helper()
-	var doc struct{ Targets []pipeline.TargetStatus }
+	var doc struct{ Targets []status.Target }
 	require.NoError(t, json.Unmarshal([]byte(stdout), &doc), stdout)
 	require.Len(t, doc.Targets, 1, stdout)
 	return doc.Targets[0]

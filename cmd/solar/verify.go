@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/solar-pipeline/solar/internal/english"
-	"github.com/solar-pipeline/solar/renderer/pipeline"
+	"github.com/solar-pipeline/solar/renderer/verify"
 )
 
 const verifyLong = `verify walks the repositories of an OCI layout (--out) or a registry
@@ -55,7 +55,7 @@ func newVerifyCmd(g *globals) *cobra.Command {
 			}
 			defer store.Close()
 			g.dryRun = true // verify writes nothing
-			opts := pipeline.VerifyOptions{Deep: deep, Progress: g.meter("repository"), Concurrency: concurrency}
+			opts := verify.Options{Deep: deep, Progress: g.meter("repository"), Concurrency: concurrency}
 			if opts.Verifier, err = verifier(keys); err != nil {
 				return err
 			}
@@ -63,7 +63,7 @@ func newVerifyCmd(g *globals) *cobra.Command {
 				opts.Prefix = g.namespace + "/"
 			}
 			start := time.Now()
-			v, err := pipeline.Verify(cmd.Context(), store.Store, opts)
+			v, err := verify.Store(cmd.Context(), store.Store, opts)
 			if err != nil {
 				return g.storeError(err, "verify", out, store.Registry)
 			}

@@ -28,6 +28,13 @@ func BootstrapTarget(repository string) (targetNS, target string, ok bool) {
 	return ns, target, true
 }
 
+// Namespace is the Target namespace whose charts repository holds: its
+// first component.
+func Namespace(repository string) string {
+	ns, _, _ := strings.Cut(repository, "/")
+	return ns
+}
+
 // ReleaseRepository is where a release chart for the Targets of targetNS lives.
 // The Target namespace comes first so that one namespace's charts never share a
 // repository with another's: a CI job per namespace writes only its own.

@@ -1,15 +1,10 @@
 package pipeline
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"context"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/pmezard/go-difflib/difflib"
 
@@ -17,6 +12,8 @@ import (
 	"github.com/solar-pipeline/solar/renderer/diag"
 	"github.com/solar-pipeline/solar/renderer/objdiff"
 	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/published"
+	"github.com/solar-pipeline/solar/renderer/reviewed"
 	"github.com/solar-pipeline/solar/renderer/store"
 )
 
@@ -95,7 +92,7 @@ func Diff(ctx context.Context, plan *Plan, store store.Store, opts Options, obje
 			return fmt.Errorf("comparing %s: %w", r.Repository, err)
 		}
 		index[r.Repository] = len(d.Charts)
-		c := ChartDiff{Repository: r.Repository, From: previous(r), To: r.Version, Targets: []string{target}, Files: files, Digest: r.Digest}
+		c := ChartDiff{Repository: r.Repository, From: r.Previous(), To: r.Version, Targets: []string{target}, Files: files, Digest: r.Digest}
 		if a, ok := agents[r.Repository]; ok {
 			if err := a.describe(&c); err != nil {
 				return fmt.Errorf("comparing %s: %w", r.Repository, err)
@@ -158,7 +155,7 @@ func (a agentChart) describe(c *ChartDiff) error {
 	if err != nil {
 		return err
 	}
-	if c.RedactedDigest, err = RedactedDigest(art.Layers); err != nil {
+	if c.RedactedDigest, err = reviewed.RedactedDigest(art.Layers); err != nil {
 		return err
 	}
 	c.Digest = ""
@@ -171,16 +168,14 @@ func (a agentChart) describe(c *ChartDiff) error {
 	return nil
 }
 
-// previous is the version an update replaces.
-func previous(r publish.Result) string {
-	if r.Action != publish.Update {
-		return ""
+// Reviewed is the reviewed list of the diff, computed against registry.
+func (d *DiffReport) Reviewed(registry string) *reviewed.List {
+	rv := &reviewed.List{Format: reviewed.Format, Registry: registry, Charts: []reviewed.Chart{}}
+	for _, c := range d.Charts {
+		rv.Charts = append(rv.Charts, reviewed.Chart{Repository: c.Repository, From: c.From, Version: c.To,
+			Digest: c.Digest, RedactedDigest: c.RedactedDigest, Token: c.Token})
 	}
-	var major, minor, patch int
-	if _, err := fmt.Sscanf(r.Version, "%d.%d.%d", &major, &minor, &patch); err != nil || patch == 0 {
-		return ""
-	}
-	return fmt.Sprintf("%d.%d.%d", major, minor, patch-1)
+	return rv
 }
 
 // chartFileDiffs compares the files of a changed chart's layers, when asked.
@@ -193,11 +188,11 @@ func chartFileDiffs(r publish.Result, asked bool) ([]FileDiff, error) {
 
 // fileDiffs compares the files of two chart layers (.tgz).
 func fileDiffs(old, new []publish.Blob) ([]FileDiff, error) {
-	a, err := chartFiles(old)
+	a, err := published.ChartFiles(old)
 	if err != nil {
 		return nil, err
 	}
-	b, err := chartFiles(new)
+	b, err := published.ChartFiles(new)
 	if err != nil {
 		return nil, err
 	}
@@ -223,32 +218,4 @@ func fileDiffs(old, new []publish.Blob) ([]FileDiff, error) {
 		out = append(out, FileDiff{Name: n, Diff: text})
 	}
 	return out, nil
-}
-
-// chartFiles reads the files of a chart's layers, without the chart's folder.
-func chartFiles(layers []publish.Blob) (map[string]string, error) {
-	files := map[string]string{}
-	for _, l := range layers {
-		zr, err := gzip.NewReader(bytes.NewReader(l.Data))
-		if err != nil {
-			return nil, err
-		}
-		tr := tar.NewReader(zr)
-		for {
-			h, err := tr.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				return nil, err
-			}
-			b, err := io.ReadAll(io.LimitReader(tr, 64<<20))
-			if err != nil {
-				return nil, err
-			}
-			_, name, _ := strings.Cut(h.Name, "/")
-			files[name] = string(b)
-		}
-	}
-	return files, nil
 }

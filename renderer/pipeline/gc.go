@@ -6,6 +6,7 @@ import (
 
 	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/published"
 	"github.com/solar-pipeline/solar/renderer/store"
 )
 
@@ -28,7 +29,7 @@ func GC(ctx context.Context, c Collector, opts store.GCOptions) (store.GCResult,
 		return store.GCResult{}, err
 	}
 	if len(repos) == 0 {
-		return store.GCResult{}, ErrNoRepository
+		return store.GCResult{}, published.ErrNoRepository
 	}
 	known := map[string]bool{}
 	for _, name := range repos {
@@ -42,13 +43,13 @@ func GC(ctx context.Context, c Collector, opts store.GCOptions) (store.GCResult,
 		if !chain.IsBootstrapRepository(name) {
 			return nil, nil
 		}
-		named, err := bootstrapRefs(ctx, repo, version)
+		named, err := published.BootstrapRefs(ctx, repo, version)
 		if err != nil {
 			return nil, err
 		}
 		var refs []store.Ref
 		for _, n := range named {
-			if target := repository(n.URL, func(name string) bool { return known[name] }); target != "" {
+			if target := published.Repository(n.URL, func(name string) bool { return known[name] }); target != "" {
 				refs = append(refs, store.Ref{Repository: target, Version: n.Version})
 			}
 		}
@@ -78,7 +79,7 @@ func gcIndexes(ctx context.Context, c Collector, removed []string) error {
 	byNS := map[string]map[string]string{}
 	for _, rv := range removed {
 		repo, version, _ := strings.Cut(rv, ":")
-		ns := namespaceOf(repo)
+		ns := chain.Namespace(repo)
 		if byNS[ns] == nil {
 			byNS[ns] = map[string]string{}
 		}

@@ -5,9 +5,10 @@ import (
 	"errors"
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/solar-pipeline/solar/internal/killpoint"
+	"github.com/solar-pipeline/solar/internal/parallel"
+	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/publish"
 	"github.com/solar-pipeline/solar/renderer/store"
 )
@@ -54,7 +55,7 @@ func openIndexes(ctx context.Context, store store.Store, namespaces []string, op
 	}
 	got := make([]*publish.Index, len(namespaces))
 	aside := make([]bool, len(namespaces))
-	err = each(ctx, len(namespaces), opts.Concurrency, func(ctx context.Context, i int) error {
+	err = parallel.Each(ctx, len(namespaces), opts.Concurrency, func(ctx context.Context, i int) error {
 		var err error
 		got[i], err = publish.ReadIndex(ctx, store, namespaces[i], v)
 		if errors.Is(err, publish.ErrIndex) {
@@ -119,7 +120,7 @@ func (ix *indexes) repositories(ns string) (_ []string, ok bool) {
 func (ix *indexes) beforePush(ctx context.Context, repos []string) error {
 	byNS := map[string][]string{}
 	for _, r := range repos {
-		ns := namespaceOf(r)
+		ns := chain.Namespace(r)
 		if x, ok := ix.read[ns]; ok {
 			if _, named := x.Repositories[r]; !named {
 				continue
@@ -141,7 +142,7 @@ func (ix *indexes) commit(ctx context.Context, results ...[]publish.Result) erro
 	byNS := map[string]map[string]publish.Entry{}
 	for _, rs := range results {
 		for repo, e := range publish.IndexEntries(rs) {
-			ns := namespaceOf(repo)
+			ns := chain.Namespace(repo)
 			if byNS[ns] == nil {
 				byNS[ns] = map[string]publish.Entry{}
 			}
@@ -164,14 +165,8 @@ const indexConcurrency = 32
 func updateIndexes[T any](ctx context.Context, ix *indexes, store store.Store, parts map[string]T, change func(*publish.Index, T)) error {
 	namespaces := slices.Sorted(maps.Keys(parts))
 	iopts := publish.IndexOptions{Settle: max(ix.opts.Settle, 0), SigningKey: ix.opts.SigningKey, Log: ix.opts.log()}
-	return each(ctx, len(namespaces), max(ix.opts.Concurrency, indexConcurrency), func(ctx context.Context, i int) error {
+	return parallel.Each(ctx, len(namespaces), max(ix.opts.Concurrency, indexConcurrency), func(ctx context.Context, i int) error {
 		ns := namespaces[i]
 		return publish.UpdateIndex(ctx, store, ns, func(x *publish.Index) { change(x, parts[ns]) }, iopts)
 	})
-}
-
-// namespaceOf is the Target namespace of a repository: its first component.
-func namespaceOf(repo string) string {
-	ns, _, _ := strings.Cut(repo, "/")
-	return ns
 }

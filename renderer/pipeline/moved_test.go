@@ -21,6 +21,7 @@ import (
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/sign"
 	"github.com/solar-pipeline/solar/renderer/store"
+	"github.com/solar-pipeline/solar/renderer/verify"
 )
 
 // copySigned does what anyone who may push can do without the key: it
@@ -64,7 +65,7 @@ func signedViolations(t *testing.T, dir string, v *sign.Verifier) []string {
 	l, err := store.OpenLayout(ctx, dir, store.LayoutOptions{ReadOnly: true})
 	require.NoError(t, err)
 	defer l.Close()
-	got, err := Verify(ctx, l, VerifyOptions{Verifier: v})
+	got, err := verify.Store(ctx, l, verify.Options{Verifier: v})
 	require.NoError(t, err)
 	var out []string
 	for _, x := range got.Violations {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/reviewed"
 	"github.com/solar-pipeline/solar/renderer/sign"
 	"github.com/solar-pipeline/solar/renderer/store"
 )
@@ -18,7 +19,7 @@ type PushOptions struct {
 	Verifier   *sign.Verifier
 	// Reviewed, when set, must be what is pushed (Reviewed.Check): else
 	// nothing is.
-	Reviewed *Reviewed
+	Reviewed *reviewed.List
 	// Progress, when set, is called after each repository is pushed.
 	Progress func(done, total int)
 }

@@ -194,7 +194,7 @@ func absent(a map[string]bool, jobs []publish.Job, listed map[string][]string, i
 		}
 	}
 	for _, j := range jobs {
-		ns := namespaceOf(j.Repository)
+		ns := chain.Namespace(j.Repository)
 		if _, indexed := ix.read[ns]; indexed {
 			continue
 		}

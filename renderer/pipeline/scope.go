@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -163,4 +165,26 @@ func owners(objs []*load.Object) func(diag.Problem) *load.Object {
 		}
 		return l[i-1]
 	}
+}
+
+// StatusTargets are the Targets of opts.Paths that -n, --target and -l select,
+// once the input is valid.
+func StatusTargets(opts Options) ([]load.ID, diag.List, error) {
+	set, problems, err := Load(opts)
+	if err != nil || set == nil {
+		return nil, problems, err
+	}
+	var out []load.ID
+	for _, t := range set.Targets {
+		if opts.selects(t) {
+			out = append(out, targetID(t.Namespace, t.Name))
+		}
+	}
+	if len(out) == 0 {
+		if sel := opts.selection(); sel != "" {
+			return nil, problems, fmt.Errorf("no Target matches %s: nothing to show", sel)
+		}
+		return nil, problems, errors.New("no Target in the input: nothing to show")
+	}
+	return out, problems, nil
 }

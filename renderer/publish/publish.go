@@ -115,6 +115,18 @@ type Result struct {
 	indexed bool
 }
 
+// Previous is the version an update replaces ("" for another action).
+func (r Result) Previous() string {
+	if r.Action != Update {
+		return ""
+	}
+	var major, minor, patch int
+	if _, err := fmt.Sscanf(r.Version, "%d.%d.%d", &major, &minor, &patch); err != nil || patch == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d.%d.%d", major, minor, patch-1)
+}
+
 // Options configures a publish. The zero value publishes with GOMAXPROCS
 // jobs at once, confirms without waiting and logs to slog's default.
 type Options struct {

@@ -19,8 +19,8 @@ import (
 	"github.com/solar-pipeline/solar/internal/testkit/helmdriver"
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/chain"
-	"github.com/solar-pipeline/solar/renderer/pipeline"
 	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/status"
 	"github.com/solar-pipeline/solar/renderer/targetreport"
 )
 
@@ -82,7 +82,7 @@ func TestFluxChainToTheApplication(t *testing.T) {
 	e.agentReport(agentBin, "alpha/edge-1")
 	code, st := e.status("alpha/edge-1")
 	require.Equal(t, 0, code, "%+v", st)
-	assert.Equal(t, pipeline.Converged, st.State)
+	assert.Equal(t, status.Converged, st.State)
 	require.NotEmpty(t, st.Releases)
 	for _, r := range st.Releases {
 		// helm-controller's version: the published one and the first 12 hex
@@ -115,7 +115,7 @@ func TestFluxChainToTheApplication(t *testing.T) {
 	e.agentReport(agentBin, "alpha/edge-1")
 	code, st = e.status("alpha/edge-1")
 	assert.Equal(t, 2, code, "published, not yet on the cluster: %+v", st)
-	assert.Equal(t, pipeline.Progressing, st.State)
+	assert.Equal(t, status.Progressing, st.State)
 	edge1 := e.names["alpha/edge-1"]["podinfo"]
 	assert.Equal(t, map[string]bool{
 		"upgrade flux-alpha-edge-1/" + chain.Bootstrap:   true,
@@ -130,7 +130,7 @@ func TestFluxChainToTheApplication(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	code, st = e.status("alpha/edge-1", "--max-age", "1s")
 	assert.Equal(t, 1, code)
-	assert.Equal(t, pipeline.Stale, st.State, st.Message)
+	assert.Equal(t, status.Stale, st.State, st.Message)
 
 	// 4. A Release a Target no longer gets (its Profile no longer matches)
 	// is uninstalled at every level.
@@ -270,7 +270,7 @@ func TestFailingApplicationLeavesItsParentsReady(t *testing.T) {
 	e.agentReport(buildAgent(t), "alpha/edge-1")
 	code, st := e.status("alpha/edge-1")
 	assert.Equal(t, 1, code)
-	assert.Equal(t, pipeline.Failed, st.State)
+	assert.Equal(t, status.Failed, st.State)
 	hr, err := e.dyn.Resource(testenv.HelmReleaseGVR).Namespace("flux-alpha-edge-1").Get(context.Background(), edge1.App.Name, metav1.GetOptions{})
 	require.NoError(t, err)
 	var ready string

@@ -9,13 +9,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/solar-pipeline/solar/renderer/status"
 	"github.com/stretchr/testify/require"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-
-	"github.com/solar-pipeline/solar/renderer/pipeline"
 )
 
 // buildAgent builds solar-agent once per test.
@@ -66,13 +65,13 @@ func (e *chainEnv) agentReport(agentBin, key string) {
 
 // status runs solar status --exit-code for Target key and returns its exit
 // code and the Target's status.
-func (e *chainEnv) status(key string, extra ...string) (int, pipeline.TargetStatus) {
+func (e *chainEnv) status(key string, extra ...string) (int, status.Target) {
 	e.t.Helper()
 	ns, name, _ := strings.Cut(key, "/")
 	code, stdout, stderr := e.solar(e.render.Password, append([]string{"status", e.examples, "-n", ns, "--target", name,
 		"--registry", e.registry(), "--username", e.render.Username, "--password-stdin", "--ca-file", e.render.CAFile,
 		"--kubeconfig", e.api.Kubeconfig, "--exit-code", "-o", "json"}, extra...)...)
-	var doc struct{ Targets []pipeline.TargetStatus }
+	var doc struct{ Targets []status.Target }
 	require.NoError(e.t, json.Unmarshal([]byte(stdout), &doc), "solar status: %s\n%s", stdout, stderr)
 	require.Len(e.t, doc.Targets, 1, stderr)
 	return code, doc.Targets[0]

@@ -1,8 +1,7 @@
-package pipeline
+package status
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -15,9 +14,9 @@ import (
 
 	"github.com/solar-pipeline/solar/api/kube"
 	"github.com/solar-pipeline/solar/renderer/chain"
-	"github.com/solar-pipeline/solar/renderer/diag"
 	"github.com/solar-pipeline/solar/renderer/load"
 	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/published"
 	"github.com/solar-pipeline/solar/renderer/store"
 	"github.com/solar-pipeline/solar/renderer/targetreport"
 )
@@ -49,8 +48,8 @@ const DefaultMaxAge = 15 * time.Minute
 // clock ahead of solar's) before it is not believed.
 const maxSkew = time.Minute
 
-// StatusOptions say where the reports are and when one is stale.
-type StatusOptions struct {
+// Options say where the reports are and when one is stale.
+type Options struct {
 	// Kubeconfig is the kubeconfig of the SolAr API server.
 	Kubeconfig string
 	// WrapTransport, when set, wraps the HTTP transport of its connection
@@ -62,9 +61,9 @@ type StatusOptions struct {
 	Now time.Time
 }
 
-// TargetStatus compares what was published for a Target with what its
+// Target compares what was published for a Target with what its
 // agent reported.
-type TargetStatus struct {
+type Target struct {
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
 	State     string `json:"state"`
@@ -74,12 +73,12 @@ type TargetStatus struct {
 	LastReportTime *time.Time `json:"lastReportTime,omitempty"`
 	Age            string     `json:"age,omitempty"`
 	// Message says why the state is not Converged.
-	Message  string          `json:"message,omitempty"`
-	Releases []ReleaseStatus `json:"releases"`
+	Message  string    `json:"message,omitempty"`
+	Releases []Release `json:"releases"`
 }
 
-// ReleaseStatus is one release: published (Desired) and reported.
-type ReleaseStatus struct {
+// Release is one release: published (Desired) and reported.
+type Release struct {
 	// Release is the SolAr Release, <namespace>/<name>.
 	Release string `json:"release"`
 	// Desired is the release chart version the newest bootstrap chart names,
@@ -101,10 +100,10 @@ type ReleaseStatus struct {
 	Message string `json:"message,omitempty"`
 }
 
-// Status compares, for every Target of the set that opts select, the
+// Of compares, for every Target of the set that opts select, the
 // newest bootstrap chart in store (its release chart versions) with the
 // Target's TargetReport in the API server.
-func Status(ctx context.Context, targets []load.ID, store store.Store, so StatusOptions) ([]TargetStatus, error) {
+func Of(ctx context.Context, targets []load.ID, store store.Store, so Options) ([]Target, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", so.Kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("reading the kubeconfig %s: %w", so.Kubeconfig, err)
@@ -120,8 +119,8 @@ func Status(ctx context.Context, targets []load.ID, store store.Store, so Status
 	if so.Now.IsZero() {
 		so.Now = time.Now()
 	}
-	out := make([]TargetStatus, 0, len(targets))
-	digests := &chartDigests{store: store, known: map[named]string{}}
+	out := make([]Target, 0, len(targets))
+	digests := &chartDigests{store: store, known: map[published.Ref]string{}}
 	for _, t := range targets {
 		st, err := targetStatus(ctx, t, digests, dyn, so)
 		if err != nil {
@@ -133,8 +132,8 @@ func Status(ctx context.Context, targets []load.ID, store store.Store, so Status
 }
 
 // targetStatus is one Target's status.
-func targetStatus(ctx context.Context, t load.ID, digests *chartDigests, dyn dynamic.Interface, so StatusOptions) (TargetStatus, error) {
-	st := TargetStatus{Namespace: t.Namespace, Name: t.Name, State: Unknown, Releases: []ReleaseStatus{}}
+func targetStatus(ctx context.Context, t load.ID, digests *chartDigests, dyn dynamic.Interface, so Options) (Target, error) {
+	st := Target{Namespace: t.Namespace, Name: t.Name, State: Unknown, Releases: []Release{}}
 	desired, err := desiredReleases(ctx, digests, t, &st)
 	if err != nil || desired == nil {
 		return st, err
@@ -155,7 +154,7 @@ func targetStatus(ctx context.Context, t load.ID, digests *chartDigests, dyn dyn
 // desiredReleases reads the newest bootstrap chart of t: its version into
 // st.Bootstrap and its releases, each with its manifest digest in the store
 // digests reads; nil when nothing is published.
-func desiredReleases(ctx context.Context, digests *chartDigests, t load.ID, st *TargetStatus) ([]ReleaseStatus, error) {
+func desiredReleases(ctx context.Context, digests *chartDigests, t load.ID, st *Target) ([]Release, error) {
 	repo, err := digests.store.Repository(ctx, chain.BootstrapRepository(t.Namespace, t.Name))
 	if err != nil {
 		return nil, err
@@ -169,24 +168,24 @@ func desiredReleases(ctx context.Context, digests *chartDigests, t load.ID, st *
 		return nil, nil
 	}
 	st.Bootstrap = newest
-	refs, err := bootstrapRefs(ctx, repo, newest)
+	refs, err := published.BootstrapRefs(ctx, repo, newest)
 	if err != nil {
 		return nil, fmt.Errorf("reading the bootstrap chart %s/%s:%s: %w", t.Namespace, t.Name, newest, err)
 	}
-	out := []ReleaseStatus{}
+	out := []Release{}
 	for _, r := range refs {
 		d, err := digests.of(ctx, t.Namespace, r)
 		if err != nil {
 			return nil, fmt.Errorf("reading the release chart %s of %s/%s: %w", r.URL, t.Namespace, t.Name, err)
 		}
-		out = append(out, ReleaseStatus{Release: r.Release, Desired: r.Version, DesiredDigest: d})
+		out = append(out, Release{Release: r.Release, Desired: r.Version, DesiredDigest: d})
 	}
 	return out, nil
 }
 
 // compare fills st from the report: each release's reported version and
 // phase, the report's age, and the Target's state.
-func compare(st *TargetStatus, report targetreport.Spec, so StatusOptions) {
+func compare(st *Target, report targetreport.Spec, so Options) {
 	if report.LastReportTime.IsZero() {
 		st.Message = "the agent has not reported yet"
 		return
@@ -235,7 +234,7 @@ func compare(st *TargetStatus, report targetreport.Spec, so StatusOptions) {
 
 // compareRelease fills rs from the release r the report names and says
 // the release's state, and why when it is not Converged and can say.
-func compareRelease(rs *ReleaseStatus, r targetreport.Release) (state, why string) {
+func compareRelease(rs *Release, r targetreport.Release) (state, why string) {
 	rs.Reported, rs.Phase, rs.Message = r.Revision, string(r.Phase), failing(r)
 	same, other := runsPublished(rs, r.Revision)
 	switch {
@@ -313,10 +312,10 @@ func worse(a, b string) string {
 	return a
 }
 
-// StatusExitCode is what solar status --exit-code exits with: 0 when every
+// ExitCode is what solar status --exit-code exits with: 0 when every
 // Target converged, 2 while one is progressing, 1 when one failed, is
 // stale, or is unknown.
-func StatusExitCode(st []TargetStatus) int {
+func ExitCode(st []Target) int {
 	code := 0
 	for _, s := range st {
 		switch s.State {
@@ -329,24 +328,27 @@ func StatusExitCode(st []TargetStatus) int {
 	return code
 }
 
-// StatusTargets are the Targets of opts.Paths that -n, --target and -l select,
-// once the input is valid.
-func StatusTargets(opts Options) ([]load.ID, diag.List, error) {
-	set, problems, err := Load(opts)
-	if err != nil || set == nil {
-		return nil, problems, err
-	}
-	var out []load.ID
-	for _, t := range set.Targets {
-		if opts.selects(t) {
-			out = append(out, targetID(t.Namespace, t.Name))
+// Watch compares as Of does, hands each result to show, and while a Target
+// is Progressing asks again after interval (with watch false, once). It
+// returns the last result's ExitCode, or why it stopped (ctx done, an
+// error of Of or of show).
+func Watch(ctx context.Context, targets []load.ID, st store.Store, so Options, watch bool, interval time.Duration, show func([]Target) error) (int, error) {
+	for {
+		res, err := Of(ctx, targets, st, so)
+		if err != nil {
+			return 0, err
+		}
+		if err := show(res); err != nil {
+			return 0, err
+		}
+		code := ExitCode(res)
+		if !watch || code != 2 {
+			return code, nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(interval):
 		}
 	}
-	if len(out) == 0 {
-		if sel := opts.selection(); sel != "" {
-			return nil, problems, fmt.Errorf("no Target matches %s: nothing to show", sel)
-		}
-		return nil, problems, errors.New("no Target in the input: nothing to show")
-	}
-	return out, problems, nil
 }

@@ -1,4 +1,4 @@
-package pipeline
+package status
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/content/memory"
 
+	"github.com/solar-pipeline/solar/renderer/published"
 	"github.com/solar-pipeline/solar/renderer/store"
 )
 
@@ -59,19 +60,19 @@ func TestChartDigests(t *testing.T) {
 	require.NoError(t, web.Push(ctx, desc, bytes.NewReader(manifest)))
 	require.NoError(t, web.Tag(ctx, desc, "0.0.3"))
 	store := &askedStore{repos: map[string]*memory.Store{"alpha/alpha/release-web": web}}
-	digests := &chartDigests{store: store, known: map[named]string{}}
-	ref := named{URL: "oci://registry.example.com/solar/alpha/alpha/release-web", Version: "0.0.3", Release: "alpha/web"}
+	digests := &chartDigests{store: store, known: map[published.Ref]string{}}
+	ref := published.Ref{URL: "oci://registry.example.com/solar/alpha/alpha/release-web", Version: "0.0.3", Release: "alpha/web"}
 
 	d, err := digests.of(ctx, "alpha", ref)
 	require.NoError(t, err)
 	assert.Equal(t, desc.Digest.String(), d)
 	assert.Equal(t, []string{"alpha/alpha/release-web"}, store.asked, "the prefix's longer suffix is not a release chart of alpha")
-	d, err = digests.of(ctx, "alpha", named{URL: ref.URL, Version: ref.Version, Release: "alpha/web"})
+	d, err = digests.of(ctx, "alpha", published.Ref{URL: ref.URL, Version: ref.Version, Release: "alpha/web"})
 	require.NoError(t, err)
 	assert.Equal(t, desc.Digest.String(), d)
 	assert.Len(t, store.asked, 1, "asked once")
 
-	d, err = digests.of(ctx, "alpha", named{URL: ref.URL, Version: "0.0.4"})
+	d, err = digests.of(ctx, "alpha", published.Ref{URL: ref.URL, Version: "0.0.4"})
 	require.NoError(t, err)
 	assert.Empty(t, d, "a version the store does not have")
 
@@ -79,13 +80,13 @@ func TestChartDigests(t *testing.T) {
 	// refused, and the right one still found.
 	store.refused = map[string]error{"alpha/alpha/alpha/release-web": errors.New("denied: requested access to the resource is denied")}
 	store.asked = nil
-	d, err = digests.of(ctx, "alpha", named{URL: "oci://registry.example.com/alpha/alpha/alpha/release-web", Version: "0.0.3"})
+	d, err = digests.of(ctx, "alpha", published.Ref{URL: "oci://registry.example.com/alpha/alpha/alpha/release-web", Version: "0.0.3"})
 	require.NoError(t, err)
 	assert.Equal(t, desc.Digest.String(), d)
 	assert.Equal(t, []string{"alpha/alpha/alpha/release-web", "alpha/alpha/release-web"}, store.asked)
 
 	store.refused["alpha/alpha/release-web"] = errors.New("denied: requested access to the resource is denied")
-	_, err = digests.of(ctx, "alpha", named{URL: "oci://registry.example.com/solar/alpha/alpha/release-web", Version: "0.0.5"})
+	_, err = digests.of(ctx, "alpha", published.Ref{URL: "oci://registry.example.com/solar/alpha/alpha/release-web", Version: "0.0.5"})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "reading alpha/alpha/release-web:0.0.5: denied")
 }

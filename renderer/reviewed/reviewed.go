@@ -1,4 +1,4 @@
-package pipeline
+package reviewed
 
 import (
 	"context"
@@ -18,27 +18,28 @@ import (
 	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/objdiff"
 	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/published"
 	"github.com/solar-pipeline/solar/renderer/store"
 )
 
-// ReviewedFormat names the format of a reviewed list.
-const ReviewedFormat = api.Group + "/reviewed/v1"
+// Format names the format of a reviewed list.
+const Format = api.Group + "/reviewed/v1"
 
-// Reviewed is what a review (solar diff --write-reviewed) saw a push would
+// List is what a review (solar diff --write-reviewed) saw a push would
 // write: per chart its repository, version and what pins its content. It
 // holds no secret: a chart that carries a token (an agent chart, whose token
 // a publish mints) is pinned by its RedactedDigest, every other chart by its
 // manifest digest, so a push checked against it (solar push --reviewed)
 // writes exactly what was reviewed, tokens aside.
-type Reviewed struct {
+type List struct {
 	Format string `json:"format"`
 	// Registry is the HOST[:PORT][/PREFIX] the review was computed against.
-	Registry string          `json:"registry"`
-	Charts   []ReviewedChart `json:"charts"`
+	Registry string  `json:"registry"`
+	Charts   []Chart `json:"charts"`
 }
 
-// ReviewedChart is one chart a reviewed push writes.
-type ReviewedChart struct {
+// Chart is one chart a reviewed push writes.
+type Chart struct {
 	Repository string `json:"repository"`
 	// From is the version it replaces, empty for a new repository.
 	From    string `json:"from,omitempty"`
@@ -51,18 +52,8 @@ type ReviewedChart struct {
 	Token string `json:"token,omitempty"`
 }
 
-// Reviewed is the reviewed list of the diff, computed against registry.
-func (d *DiffReport) Reviewed(registry string) *Reviewed {
-	rv := &Reviewed{Format: ReviewedFormat, Registry: registry, Charts: []ReviewedChart{}}
-	for _, c := range d.Charts {
-		rv.Charts = append(rv.Charts, ReviewedChart{Repository: c.Repository, From: c.From, Version: c.To,
-			Digest: c.Digest, RedactedDigest: c.RedactedDigest, Token: c.Token})
-	}
-	return rv
-}
-
 // WriteFile writes the list as JSON.
-func (rv *Reviewed) WriteFile(file string) error {
+func (rv *List) WriteFile(file string) error {
 	b, err := json.MarshalIndent(rv, "", "  ")
 	if err != nil {
 		return err
@@ -73,18 +64,18 @@ func (rv *Reviewed) WriteFile(file string) error {
 	return nil
 }
 
-// ReadReviewed reads a list WriteFile wrote.
-func ReadReviewed(file string) (*Reviewed, error) {
+// Read reads a list WriteFile wrote.
+func Read(file string) (*List, error) {
 	b, err := os.ReadFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("reading the reviewed list: %w", err)
 	}
-	var rv Reviewed
+	var rv List
 	if err := json.Unmarshal(b, &rv); err != nil {
 		return nil, fmt.Errorf("reading the reviewed list %s: %w", file, err)
 	}
-	if rv.Format != ReviewedFormat {
-		return nil, fmt.Errorf("%s is not a reviewed list (format %q, want %q): write one with solar diff --write-reviewed", file, rv.Format, ReviewedFormat)
+	if rv.Format != Format {
+		return nil, fmt.Errorf("%s is not a reviewed list (format %q, want %q): write one with solar diff --write-reviewed", file, rv.Format, Format)
 	}
 	for _, c := range rv.Charts {
 		if c.Repository == "" || c.Version == "" || (c.Digest == "") == (c.RedactedDigest == "") {
@@ -95,7 +86,7 @@ func ReadReviewed(file string) (*Reviewed, error) {
 }
 
 // CheckRegistry refuses a push to another registry than the one reviewed.
-func (rv *Reviewed) CheckRegistry(registry string) error {
+func (rv *List) CheckRegistry(registry string) error {
 	if clean(rv.Registry) != clean(registry) {
 		return fmt.Errorf("%w: it was reviewed against %s, not %s", ErrNotReviewed, rv.Registry, registry)
 	}
@@ -111,9 +102,9 @@ func clean(registry string) string {
 // same digest (an agent chart: the same RedactedDigest), and every chart of
 // the list must be written or already be in the registry as reviewed. Else
 // nothing is pushed, and the error names each chart that differs.
-func (rv *Reviewed) Check(layout, registry store.Store) publish.Check {
+func (rv *List) Check(layout, registry store.Store) publish.Check {
 	return func(ctx context.Context, results []publish.Result) error {
-		reviewed := map[string]ReviewedChart{}
+		reviewed := map[string]Chart{}
 		for _, c := range rv.Charts {
 			reviewed[c.Repository] = c
 		}
@@ -154,7 +145,7 @@ func (rv *Reviewed) Check(layout, registry store.Store) publish.Check {
 
 // differs says how a version the push would write differs from the list, or
 // "".
-func (rv *Reviewed) differs(ctx context.Context, layout, registry store.Store, r publish.Result, reviewed map[string]ReviewedChart) (string, error) {
+func (rv *List) differs(ctx context.Context, layout, registry store.Store, r publish.Result, reviewed map[string]Chart) (string, error) {
 	c, ok := reviewed[r.Repository]
 	switch {
 	case !ok:
@@ -183,7 +174,7 @@ func (rv *Reviewed) differs(ctx context.Context, layout, registry store.Store, r
 
 // written says why a chart of the list that the push does not write is not
 // in the registry as reviewed, or "" when it is (a push run again).
-func (rv *Reviewed) written(ctx context.Context, registry store.Store, c ReviewedChart) (string, error) {
+func (rv *List) written(ctx context.Context, registry store.Store, c Chart) (string, error) {
 	digest, layers, err := publish.Version(ctx, registry, c.Repository, c.Version)
 	if errors.Is(err, publish.ErrNoVersion) {
 		return "reviewed, but the push does not write it", nil
@@ -208,7 +199,7 @@ func (rv *Reviewed) written(ctx context.Context, registry store.Store, c Reviewe
 // from its previous version in the registry by its secrets only (and its
 // version): a token rotation.
 func onlyTokenIsNew(ctx context.Context, layout, registry store.Store, r publish.Result) (bool, error) {
-	from := previous(r)
+	from := r.Previous()
 	if from == "" || strings.Count(r.Repository, "/") != 3 || !chain.IsChartRepository(r.Repository) {
 		return false, nil
 	}
@@ -242,7 +233,7 @@ var chartVersion = regexp.MustCompile(`(?m)^version: .*$`)
 // redactedFiles are the files of a chart with every secret value (what a
 // diff masks) replaced by "<redacted>".
 func redactedFiles(layers []publish.Blob) (map[string]string, error) {
-	files, err := chartFiles(layers)
+	files, err := published.ChartFiles(layers)
 	if err != nil {
 		return nil, err
 	}

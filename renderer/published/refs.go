@@ -1,4 +1,4 @@
-package pipeline
+package published
 
 import (
 	"context"
@@ -16,12 +16,12 @@ import (
 	"github.com/solar-pipeline/solar/renderer/store"
 )
 
-// named is a release chart version a bootstrap chart names: its oci:// URL,
+// Ref is a release chart version a bootstrap chart names: its oci:// URL,
 // and the SolAr Release it is the chart of (<namespace>/<name>).
-type named struct{ URL, Version, Release string }
+type Ref struct{ URL, Version, Release string }
 
-// bootstrapRefs reads the release charts a bootstrap chart version names.
-func bootstrapRefs(ctx context.Context, repo store.Repository, tag string) ([]named, error) {
+// BootstrapRefs reads the release charts a bootstrap chart version names.
+func BootstrapRefs(ctx context.Context, repo store.Repository, tag string) ([]Ref, error) {
 	desc, err := repo.Resolve(ctx, tag)
 	if err != nil {
 		return nil, err
@@ -34,12 +34,12 @@ func bootstrapRefs(ctx context.Context, repo store.Repository, tag string) ([]na
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("not a chart: %v", err)
 	}
-	return manifestRefs(ctx, repo, m)
+	return ManifestRefs(ctx, repo, m)
 }
 
-// manifestRefs reads the release charts that the bootstrap chart of manifest
+// ManifestRefs reads the release charts that the bootstrap chart of manifest
 // m names, from its chart layer.
-func manifestRefs(ctx context.Context, repo store.Repository, m ocispec.Manifest) ([]named, error) {
+func ManifestRefs(ctx context.Context, repo store.Repository, m ocispec.Manifest) ([]Ref, error) {
 	if len(m.Layers) != 1 {
 		return nil, fmt.Errorf("not a chart: %d layers", len(m.Layers))
 	}
@@ -47,12 +47,12 @@ func manifestRefs(ctx context.Context, repo store.Repository, m ocispec.Manifest
 	if err != nil {
 		return nil, err
 	}
-	files, err := chartFiles([]publish.Blob{{Desc: m.Layers[0], Data: layer}})
+	files, err := ChartFiles([]publish.Blob{{Desc: m.Layers[0], Data: layer}})
 	if err != nil {
 		return nil, fmt.Errorf("its chart cannot be read: %w", err)
 	}
 	var values struct {
-		Releases []named `json:"releases"`
+		Releases []Ref `json:"releases"`
 	}
 	if err := yaml.Unmarshal([]byte(files["values.yaml"]), &values); err != nil {
 		return nil, fmt.Errorf("its values cannot be read: %w", err)
@@ -65,10 +65,10 @@ func manifestRefs(ctx context.Context, repo store.Repository, m ocispec.Manifest
 	return values.Releases, nil
 }
 
-// repository is the store's repository an oci:// URL names: the longest
+// Repository is the store's repository an oci:// URL names: the longest
 // suffix of its path that the store has (the URL carries the registry and
 // prefix the charts were rendered for).
-func repository(url string, has func(name string) bool) string {
+func Repository(url string, has func(name string) bool) string {
 	parts := strings.Split(strings.TrimPrefix(url, "oci://"), "/")
 	for i := 1; i < len(parts); i++ {
 		if name := strings.Join(parts[i:], "/"); has(name) {

@@ -1,4 +1,4 @@
-package pipeline
+package status
 
 import (
 	"strings"
@@ -15,8 +15,8 @@ import (
 // Target's state and solar status --exit-code's code.
 func TestCompare(t *testing.T) {
 	now := time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
-	desired := func() []ReleaseStatus {
-		return []ReleaseStatus{{Release: "apps/web", Desired: "0.0.3"}, {Release: "ops/mon", Desired: "0.0.1"}}
+	desired := func() []Release {
+		return []Release{{Release: "apps/web", Desired: "0.0.3"}, {Release: "ops/mon", Desired: "0.0.1"}}
 	}
 	rel := func(name, version string, phase targetreport.Phase, msg string) targetreport.Release {
 		r := targetreport.Release{Name: name, Namespace: "flux-system", Revision: version, Phase: phase}
@@ -45,14 +45,14 @@ func TestCompare(t *testing.T) {
 			{Type: "FluxReadable", Status: metav1.ConditionFalse, Reason: "Forbidden", Message: "listing helmreleases: forbidden"}}}}, Unknown, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st := TargetStatus{Namespace: "apps", State: Unknown, Releases: desired()}
-			compare(&st, tc.report, StatusOptions{MaxAge: DefaultMaxAge, Now: now})
+			st := Target{Namespace: "apps", State: Unknown, Releases: desired()}
+			compare(&st, tc.report, Options{MaxAge: DefaultMaxAge, Now: now})
 			assert.Equal(t, tc.state, st.State, st.Message)
-			assert.Equal(t, tc.code, StatusExitCode([]TargetStatus{st}))
+			assert.Equal(t, tc.code, ExitCode([]Target{st}))
 		})
 	}
-	st := TargetStatus{Namespace: "apps", Releases: desired()}
-	compare(&st, report(time.Minute, rel("web", "0.0.3", "Failed", "Failed to install after 4 attempt(s)")), StatusOptions{MaxAge: DefaultMaxAge, Now: now})
+	st := Target{Namespace: "apps", Releases: desired()}
+	compare(&st, report(time.Minute, rel("web", "0.0.3", "Failed", "Failed to install after 4 attempt(s)")), Options{MaxAge: DefaultMaxAge, Now: now})
 	assert.Equal(t, "Failed to install after 4 attempt(s)", st.Releases[0].Message, "the failing condition's message")
 	assert.Contains(t, st.Message, "apps/web: Failed: Failed to install after 4 attempt(s)")
 }
@@ -61,10 +61,10 @@ func TestCompare(t *testing.T) {
 // told apart: the one not on the cluster is not taken for the other.
 func TestCompareSameNames(t *testing.T) {
 	now := time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
-	st := TargetStatus{Namespace: "apps", Releases: []ReleaseStatus{{Release: "apps/web", Desired: "1.0.0"}, {Release: "ops/web", Desired: "1.0.0"}}}
+	st := Target{Namespace: "apps", Releases: []Release{{Release: "apps/web", Desired: "1.0.0"}, {Release: "ops/web", Desired: "1.0.0"}}}
 	compare(&st, targetreport.Spec{LastReportTime: metav1.NewTime(now), Releases: []targetreport.Release{
 		{Name: targetreport.ReleaseName("apps", "ops", "web"), Namespace: "flux-system", Phase: targetreport.Ready, Revision: "1.0.0"},
-	}}, StatusOptions{MaxAge: DefaultMaxAge, Now: now})
+	}}, Options{MaxAge: DefaultMaxAge, Now: now})
 	assert.Equal(t, Progressing, st.State)
 	assert.Empty(t, st.Releases[0].Reported, "apps/web is not on the cluster")
 	assert.Equal(t, "1.0.0", st.Releases[1].Reported)
@@ -94,9 +94,9 @@ func TestCompareDigests(t *testing.T) {
 		{"the store lacks the chart: the version alone", "", "0.0.3+1234abcd5678", Converged, "1234abcd5678", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st := TargetStatus{Namespace: "apps", Releases: []ReleaseStatus{{Release: "apps/web", Desired: "0.0.3", DesiredDigest: tc.desiredDigest}}}
+			st := Target{Namespace: "apps", Releases: []Release{{Release: "apps/web", Desired: "0.0.3", DesiredDigest: tc.desiredDigest}}}
 			compare(&st, targetreport.Spec{LastReportTime: metav1.NewTime(now), Releases: []targetreport.Release{
-				{Name: "web", Namespace: "flux-system", Phase: targetreport.Ready, Revision: tc.reported}}}, StatusOptions{MaxAge: DefaultMaxAge, Now: now})
+				{Name: "web", Namespace: "flux-system", Phase: targetreport.Ready, Revision: tc.reported}}}, Options{MaxAge: DefaultMaxAge, Now: now})
 			assert.Equal(t, tc.state, st.State, st.Message)
 			assert.Equal(t, tc.message, st.Message)
 			rs := st.Releases[0]
@@ -147,7 +147,7 @@ func TestRetryingIsProgressing(t *testing.T) {
 		{Type: "Reconciling", Status: metav1.ConditionTrue, Reason: "ProgressingWithRetry", Message: failed},
 		{Type: "Released", Status: metav1.ConditionFalse, Reason: "InstallFailed", Message: failed},
 	}}
-	rs := ReleaseStatus{Release: "apps/demo", Desired: "0.1.0"}
+	rs := Release{Release: "apps/demo", Desired: "0.1.0"}
 	state, why := compareRelease(&rs, r)
 	assert.Equal(t, Progressing, state)
 	assert.Equal(t, "retrying: "+failed, why)

@@ -1,4 +1,4 @@
-package pipeline
+package verify
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/solar-pipeline/solar/internal/parallel"
+	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/publish"
 	"github.com/solar-pipeline/solar/renderer/store"
 )
@@ -18,9 +20,9 @@ import (
 // repository deleted, re-created or written by hand, a version pushed by a
 // writer that keeps no index) is a violation, which publish --full repairs.
 // Indexes says how many were checked.
-func (v *Verified) verifyIndexes(ctx context.Context, store store.Store, names []string, tagsOf map[string][]string, opts VerifyOptions) error {
+func (v *Result) verifyIndexes(ctx context.Context, store store.Store, names []string, tagsOf map[string][]string, opts Options) error {
 	found := make([][]Violation, len(names))
-	err := each(ctx, len(names), opts.Concurrency, func(ctx context.Context, i int) error {
+	err := parallel.Each(ctx, len(names), opts.Concurrency, func(ctx context.Context, i int) error {
 		var err error
 		found[i], err = verifyIndex(ctx, store, names[i], tagsOf)
 		return err
@@ -37,7 +39,7 @@ func (v *Verified) verifyIndexes(ctx context.Context, store store.Store, names [
 
 // verifyIndex checks one namespace index (the repository name).
 func verifyIndex(ctx context.Context, st store.Store, name string, tagsOf map[string][]string) ([]Violation, error) {
-	ns := namespaceOf(name)
+	ns := chain.Namespace(name)
 	// Not its signature: a cluster never pulls an index, and the publish
 	// that trusts one checks it with its own key.
 	ix, err := publish.ReadIndex(ctx, st, ns, nil)

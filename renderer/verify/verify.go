@@ -1,4 +1,4 @@
-package pipeline
+package verify
 
 import (
 	"cmp"
@@ -15,13 +15,14 @@ import (
 	"sync"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
-	"golang.org/x/sync/errgroup"
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/errdef"
 	"oras.land/oras-go/v2/registry"
 
+	"github.com/solar-pipeline/solar/internal/parallel"
 	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/publish"
+	"github.com/solar-pipeline/solar/renderer/published"
 	"github.com/solar-pipeline/solar/renderer/sign"
 	"github.com/solar-pipeline/solar/renderer/store"
 )
@@ -48,8 +49,8 @@ var (
 	referrersTag = regexp.MustCompile(`^sha256-[0-9a-f]{64}$`)
 )
 
-// VerifyOptions say how deep Verify reads.
-type VerifyOptions struct {
+// Options say how deep Store reads.
+type Options struct {
 	// Prefix limits the walk to repositories under it ("alpha/").
 	Prefix string
 	// Deep downloads and hashes every blob of a registry too; without it a
@@ -69,8 +70,8 @@ type VerifyOptions struct {
 	Verifier *sign.Verifier
 }
 
-// Verified is what Verify checked, and what it found broken.
-type Verified struct {
+// Result is what Store checked, and what it found broken.
+type Result struct {
 	Violations   []Violation `json:"violations"`
 	Repositories int         `json:"repositories"`
 	Versions     int         `json:"versions"`
@@ -82,7 +83,7 @@ type Verified struct {
 	// charts, such as the fleet's: not checked.
 	Skipped []string `json:"skipped"`
 	// Signed counts the versions whose signatures were checked
-	// (VerifyOptions.Verifier).
+	// (Options.Verifier).
 	Signed int `json:"signed,omitempty"`
 	// Indexes counts the namespace indexes checked against the
 	// repositories (publish.Index).
@@ -96,16 +97,16 @@ type Verified struct {
 // versionNames are the release charts a bootstrap chart version names.
 type versionNames struct {
 	repository, version string
-	named               []named
+	named               []published.Ref
 	err                 error
 }
 
-// Verify walks the chart repositories of the store under opts.Prefix and
+// Store walks the chart repositories of the store under opts.Prefix and
 // checks what solar promises: tags are plain 0.0.N versions; every version's
 // manifest and blobs are there, with the digest and size their descriptors
 // say; every bootstrap chart version names release chart versions the store
 // holds.
-func Verify(ctx context.Context, st store.Store, opts VerifyOptions) (*Verified, error) {
+func Store(ctx context.Context, st store.Store, opts Options) (*Result, error) {
 	lister, ok := st.(store.Lister)
 	if !ok {
 		return nil, fmt.Errorf("the store cannot list its repositories")
@@ -114,24 +115,24 @@ func Verify(ctx context.Context, st store.Store, opts VerifyOptions) (*Verified,
 	if err != nil {
 		return nil, err
 	}
-	v := &Verified{}
+	v := &Result{}
 	var repos, indexes []string
 	listed, indexes = store.SplitRepositories(listed, func(name string) bool { return !publish.IsIndexRepository(name) })
 	repos, v.Skipped = store.SplitRepositories(listed, chain.IsChartRepository)
 	if len(repos) == 0 && len(v.Skipped) > 0 {
-		return nil, fmt.Errorf("%w (only %s, not solar's charts)", ErrNoRepository, strings.Join(v.Skipped, ", "))
+		return nil, fmt.Errorf("%w (only %s, not solar's charts)", published.ErrNoRepository, strings.Join(v.Skipped, ", "))
 	}
 	if len(repos) == 0 {
-		return nil, ErrNoRepository
+		return nil, published.ErrNoRepository
 	}
 	v.Repositories = len(repos)
 	// Each repository on its own (a registry answers requests at once):
 	// their results are merged in the order of repos.
-	parts := make([]Verified, len(repos))
+	parts := make([]Result, len(repos))
 	tags := make([][]string, len(repos))
 	var mu sync.Mutex
 	done := 0
-	err = each(ctx, len(repos), opts.Concurrency, func(ctx context.Context, i int) error {
+	err = parallel.Each(ctx, len(repos), opts.Concurrency, func(ctx context.Context, i int) error {
 		var err error
 		tags[i], err = parts[i].verifyRepository(ctx, st, repos[i], opts)
 		if err == nil && opts.Progress != nil {
@@ -184,7 +185,7 @@ func pullable(tagsOf map[string][]string, names []versionNames, has func(string)
 			continue
 		}
 		for _, ref := range n.named {
-			if target := repository(ref.URL, has); target != "" && slices.Contains(tagsOf[target], ref.Version) {
+			if target := published.Repository(ref.URL, has); target != "" && slices.Contains(tagsOf[target], ref.Version) {
 				seen[[2]string{target, ref.Version}] = true
 			}
 		}
@@ -200,9 +201,9 @@ func semverLess(a, b string) bool {
 }
 
 // checkSignatures checks the signature of each version of versions.
-func (v *Verified) checkSignatures(ctx context.Context, store store.Store, versions [][2]string, opts VerifyOptions) error {
+func (v *Result) checkSignatures(ctx context.Context, store store.Store, versions [][2]string, opts Options) error {
 	found := make([]error, len(versions))
-	err := each(ctx, len(versions), opts.Concurrency, func(ctx context.Context, i int) error {
+	err := parallel.Each(ctx, len(versions), opts.Concurrency, func(ctx context.Context, i int) error {
 		repo, err := store.Repository(ctx, versions[i][0])
 		if err != nil {
 			return err
@@ -231,7 +232,7 @@ func (v *Verified) checkSignatures(ctx context.Context, store store.Store, versi
 
 // verifyRepository checks every version of one repository and returns its
 // tags.
-func (v *Verified) verifyRepository(ctx context.Context, st store.Store, name string, opts VerifyOptions) ([]string, error) {
+func (v *Result) verifyRepository(ctx context.Context, st store.Store, name string, opts Options) ([]string, error) {
 	repo, err := st.Repository(ctx, name)
 	if err != nil {
 		return nil, err
@@ -251,7 +252,7 @@ func (v *Verified) verifyRepository(ctx context.Context, st store.Store, name st
 		}
 		m := v.verifyVersion(ctx, repo, name, tag, opts)
 		if m != nil && chain.IsBootstrapRepository(name) {
-			refs, err := manifestRefs(ctx, repo, *m)
+			refs, err := published.ManifestRefs(ctx, repo, *m)
 			v.names = append(v.names, versionNames{name, tag, refs, err})
 		}
 	}
@@ -259,23 +260,12 @@ func (v *Verified) verifyRepository(ctx context.Context, st store.Store, name st
 }
 
 // add adds what another part of the walk checked and found.
-func (v *Verified) add(o Verified) {
+func (v *Result) add(o Result) {
 	v.Violations = append(v.Violations, o.Violations...)
 	v.names = append(v.names, o.names...)
 	v.Versions += o.Versions
 	v.Blobs += o.Blobs
 	v.Bytes += o.Bytes
-}
-
-// each runs fn for 0..n-1 on at most limit goroutines (8 when 0) and
-// returns the first error.
-func each(ctx context.Context, n, limit int, fn func(ctx context.Context, i int) error) error {
-	g, ctx := errgroup.WithContext(ctx)
-	g.SetLimit(cmp.Or(limit, 8))
-	for i := range n {
-		g.Go(func() error { return fn(ctx, i) })
-	}
-	return g.Wait()
 }
 
 // check says which release chart versions the bootstrap chart version names
@@ -286,7 +276,7 @@ func (n versionNames) check(has func(string) bool, tagsOf map[string][]string) [
 	}
 	var out []Violation
 	for _, ref := range n.named {
-		target := repository(ref.URL, has)
+		target := published.Repository(ref.URL, has)
 		switch {
 		case target == "":
 			out = append(out, Violation{n.repository, n.version, fmt.Sprintf("names %s, which the store does not have", ref.URL)})
@@ -306,7 +296,7 @@ type blobStorer interface {
 // compared) and its blobs: read and hashed in a layout or with deep, else
 // their size compared with the registry's. It returns the manifest, nil when
 // it cannot be read.
-func (v *Verified) verifyVersion(ctx context.Context, repo store.Repository, name, tag string, opts VerifyOptions) *ocispec.Manifest {
+func (v *Result) verifyVersion(ctx context.Context, repo store.Repository, name, tag string, opts Options) *ocispec.Manifest {
 	bad := func(msg string, args ...any) {
 		v.Violations = append(v.Violations, Violation{name, tag, fmt.Sprintf(msg, args...)})
 	}

@@ -1,4 +1,4 @@
-package pipeline
+package status
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"oras.land/oras-go/v2/errdef"
 
 	"github.com/solar-pipeline/solar/renderer/chain"
+	"github.com/solar-pipeline/solar/renderer/published"
 	"github.com/solar-pipeline/solar/renderer/store"
 )
 
@@ -29,7 +30,7 @@ var digestSuffix = regexp.MustCompile(`^[0-9a-f]{12}$`)
 // carries helm-controller's digest suffix and rs.DesiredDigest is known,
 // the same manifest. It fills rs.ReportedDigest; why says, for the
 // published version, why it is not the published artifact.
-func runsPublished(rs *ReleaseStatus, reported string) (same bool, why string) {
+func runsPublished(rs *Release, reported string) (same bool, why string) {
 	if reported == "" {
 		return false, ""
 	}
@@ -61,14 +62,14 @@ func runsPublished(rs *ReleaseStatus, reported string) (same bool, why string) {
 // their release charts).
 type chartDigests struct {
 	store store.Store
-	known map[named]string
+	known map[published.Ref]string
 }
 
 // of is the manifest digest of the release chart version ref names, which
 // the bootstrap chart of a Target of targetNS names: "" when the store does
 // not have it.
-func (c *chartDigests) of(ctx context.Context, targetNS string, ref named) (string, error) {
-	key := named{URL: ref.URL, Version: ref.Version}
+func (c *chartDigests) of(ctx context.Context, targetNS string, ref published.Ref) (string, error) {
+	key := published.Ref{URL: ref.URL, Version: ref.Version}
 	if d, ok := c.known[key]; ok {
 		return d, nil
 	}
@@ -80,7 +81,7 @@ func (c *chartDigests) of(ctx context.Context, targetNS string, ref named) (stri
 	// registry prefix, the longer suffixes are not), and as a suffix the
 	// registry refuses (not only 404) may still be followed by the right
 	// one, an error counts only when none resolves.
-	repository(ref.URL, func(name string) bool {
+	published.Repository(ref.URL, func(name string) bool {
 		if !chain.IsChartRepository(name) || !strings.HasPrefix(name, targetNS+"/") {
 			return false
 		}
