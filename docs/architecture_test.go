@@ -106,6 +106,12 @@ func TestArchitecture(t *testing.T) {
 		assert.False(t, strings.HasPrefix(d, "github.com/nats-io/"),
 			"renderer/fleet links %s: the fleet's planner links nothing of NATS (renderer/fleetkv does)", d)
 	}
+	// The rollout engine is pure: nothing of the module, no HTTP, no
+	// Kubernetes client.
+	for _, d := range allDeps(t, "renderer/rollout") {
+		assert.False(t, strings.HasPrefix(d, module) || d == "net/http" || strings.HasPrefix(d, "k8s.io/client-go"),
+			"renderer/rollout links %s: the rollout engine does no I/O", d)
+	}
 	// The store knows no protocol: nothing of renderer/ but the signatures
 	// it keeps beside the versions.
 	for _, d := range pkgs["renderer/store"].deps {
