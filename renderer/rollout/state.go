@@ -94,9 +94,9 @@ type WaveState struct {
 
 // Outcome is a member's end in its wave.
 type Outcome struct {
-	State   string    `json:"state"`
-	Reason  string    `json:"reason,omitempty"`
-	At      time.Time `json:"at"`
+	State  string    `json:"state"`
+	Reason string    `json:"reason,omitempty"`
+	At     time.Time `json:"at"`
 }
 
 // Start assigns members to the waves of p, in order, for a new revision:
