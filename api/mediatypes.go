@@ -9,6 +9,9 @@ const (
 	// and its one layer's media type.
 	ArtifactTypeIndex = "application/vnd.solar.index.v1"
 	MediaTypeIndex    = "application/vnd.solar.index.v1+json"
+	// A rollout's state (renderer/rollout), one JSON document per version.
+	ArtifactTypeRollout = "application/vnd.solar.rollout.v1"
+	MediaTypeRollout    = "application/vnd.solar.rollout.v1+json"
 	// MediaTypeSigstoreBundle is a signature: cosign v3's bundle, the layer
 	// and artifact type of its referrer.
 	MediaTypeSigstoreBundle = MediaTypeSigstoreBundlePrefix + ".v0.3+json"

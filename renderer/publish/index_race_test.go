@@ -59,7 +59,7 @@ func TestUpdateIndexReadsBack(t *testing.T) {
 		version func(mine string) string // the version the other writer writes
 	}{
 		{"over this writer's version", func(mine string) string { return mine }},
-		{"a newer version", func(mine string) string { v, _ := nextIndexVersion("a", mine); return v }},
+		{"a newer version", func(mine string) string { v, _ := nextVersion(IndexRepository("a"), mine); return v }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()

@@ -172,7 +172,7 @@ func putIndex(t *testing.T, repo store.Repository, ix *Index) {
 	ctx := context.Background()
 	newest, err := Newest(ctx, repo)
 	require.NoError(t, err)
-	next, err := nextIndexVersion("a", newest)
+	next, err := nextVersion(IndexRepository("a"), newest)
 	require.NoError(t, err)
 	c := ix.clone()
 	if c.Version == "" {

@@ -72,7 +72,7 @@ func UpdateIndex(ctx context.Context, st store.Store, ns string, change func(*In
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		held, err := stillNewest(ctx, repo, written)
+		held, err := holds(ctx, repo, written.Version, written.manifest)
 		if err != nil {
 			return fmt.Errorf("confirming the index of %s: %w", ns, store.Explain(err))
 		}
@@ -116,7 +116,7 @@ func updateOnce(ctx context.Context, st store.Store, repo store.Repository, ns s
 	if cur != nil && next.equal(cur) || cur == nil && !unusable && len(next.Repositories) == 0 {
 		return nil, nil
 	}
-	if next.Version, err = nextIndexVersion(ns, newest); err != nil {
+	if next.Version, err = nextVersion(IndexRepository(ns), newest); err != nil {
 		return nil, err
 	}
 	if next.manifest, err = writeIndex(ctx, repo, next, opts.SigningKey); err != nil {
@@ -125,8 +125,9 @@ func updateOnce(ctx context.Context, st store.Store, repo store.Repository, ns s
 	return next, nil
 }
 
-// nextIndexVersion is the version after newest (0.0.1 after none).
-func nextIndexVersion(ns, newest string) (string, error) {
+// nextVersion is the version of repository name after newest (0.0.1 after
+// none).
+func nextVersion(name, newest string) (string, error) {
 	if newest == "" {
 		return "0.0.1", nil
 	}
@@ -136,26 +137,9 @@ func nextIndexVersion(ns, newest string) (string, error) {
 	}
 	next := v.IncPatch()
 	if !next.GreaterThan(v) {
-		return "", fmt.Errorf("writing the index of %s: its version %s has no next: delete that tag of %s", ns, newest, IndexRepository(ns))
+		return "", fmt.Errorf("writing %s: its version %s has no next: delete that tag", name, newest)
 	}
 	return next.Original(), nil
-}
-
-// stillNewest says whether ix, written, is still the newest version of the
-// index's repository: its version is the highest and holds it.
-func stillNewest(ctx context.Context, repo store.Repository, ix *Index) (bool, error) {
-	tags, err := store.Tags(ctx, repo)
-	if err != nil {
-		return false, err
-	}
-	if newestTag(tags) != ix.Version {
-		return false, nil
-	}
-	got, err := repo.Resolve(ctx, ix.Version)
-	if err != nil {
-		return false, err
-	}
-	return got.Digest == ix.manifest.Digest, nil
 }
 
 // writeIndex pushes ix under its version, which must be free (errTaken),

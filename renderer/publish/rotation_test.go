@@ -50,7 +50,7 @@ func (r rivalRepo) Tag(ctx context.Context, desc ocispec.Descriptor, tag string)
 	if err != nil {
 		return err
 	}
-	next, err := nextIndexVersion("a", newestTag(tags))
+	next, err := nextVersion(IndexRepository("a"), newestTag(tags))
 	if err != nil {
 		return err
 	}
