@@ -33,7 +33,9 @@ type MemberDecision struct {
 // report says: the members' outcomes are recorded, the current wave passes
 // or fails, and the next wave starts when it may. The returned State is
 // st's successor (st is not changed); store it before acting on the
-// Decision, so that a pass killed in between admits nothing twice.
+// Decision, so that a pass killed in between admits nothing twice. At one
+// instant a second pass changes nothing: a pass may be applied again to the
+// state it wrote (two writers of one state do).
 func Next(p Policy, st State, members []Member, now time.Time) (State, Decision) {
 	st = st.clone()
 	health := make(map[string]Member, len(members))
@@ -69,13 +71,7 @@ func (st *State) advance(p Policy, health map[string]Member, now time.Time) time
 			if !ok {
 				return wake
 			}
-			// A member cannot have reported on content admitted this instant:
-			// the wave is judged from the next pass on.
 			ws.Started = ptr(now)
-			if len(ws.Members) > 0 {
-				st.Phase, st.Message = Progressing, fmt.Sprintf("wave %s started: %d members admitted", w.Name, len(ws.Members))
-				return now.Add(w.deadline())
-			}
 		}
 		wake := ws.judge(w, health, now)
 		if ws.PassedAt != nil {
@@ -132,6 +128,9 @@ func (st *State) mayStart(p Policy, i int, now time.Time) (bool, time.Time) {
 // none yet, and returns the earliest deadline still pending.
 func (ws *WaveState) judge(w Wave, health map[string]Member, now time.Time) time.Time {
 	deadline := ws.Started.Add(w.deadline())
+	if !now.After(*ws.Started) {
+		return deadline // admitted this instant: nothing reported of it yet
+	}
 	var wake time.Time
 	for _, name := range ws.Members {
 		if _, done := ws.Outcomes[name]; done {

@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"reflect"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -35,6 +36,9 @@ func TestNeverAdmitsPastThePolicy(t *testing.T) {
 			before := st
 			var d Decision
 			st, d = Next(p, st, members, now)
+			if again, _ := Next(p, st, members, now); !reflect.DeepEqual(again, st) {
+				t.Fatalf("seed %d: a second pass at one instant changed the state:\n%+v\n%+v", seed, st, again)
+			}
 			n := len(admitted(d))
 			if d.Phase == RolledBack {
 				n = prevAdmitted // reverted members keep their place in the count
