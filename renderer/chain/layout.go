@@ -35,6 +35,10 @@ func Namespace(repository string) string {
 	return ns
 }
 
+// RolloutRepository is where the state of Rollout name of namespace ns
+// lives: beside the namespace's charts, not one of them.
+func RolloutRepository(ns, name string) string { return ns + "/solar-rollout-" + name }
+
 // ReleaseRepository is where a release chart for the Targets of targetNS lives.
 // The Target namespace comes first so that one namespace's charts never share a
 // repository with another's: a CI job per namespace writes only its own.

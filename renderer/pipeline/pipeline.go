@@ -125,6 +125,8 @@ type PublishOptions struct {
 	// unchanged, and writes a damaged or missing one again
 	// (publish.Options.Repair).
 	Full bool
+	// Now is the time a Rollout's pass decides at (zero: time.Now).
+	Now time.Time
 }
 
 func (o Options) log() *slog.Logger {
@@ -145,6 +147,9 @@ type Plan struct {
 	// app are the PipelineConfig's settings of the application
 	// HelmReleases, which every release chart carries.
 	app chart.AppOptions
+	// rollouts are the input's Rollouts, which gate the bootstrap charts
+	// of the Targets they govern.
+	rollouts []*governing
 }
 
 // Target is a resolved Target and its agent credential.

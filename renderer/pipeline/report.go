@@ -24,6 +24,8 @@ type Report struct {
 	Error string `json:"error,omitempty"`
 	// DryRun: nothing was written; the actions are what a run would do.
 	DryRun bool `json:"dryRun,omitempty"`
+	// Rollouts are what each Rollout of the input decided.
+	Rollouts []RolloutReport `json:"rollouts,omitempty"`
 }
 
 // Orphan is the bootstrap repository of a Target that is gone, and, when
@@ -44,6 +46,18 @@ type TargetReport struct {
 	Excluded []ExcludedReport `json:"excluded"`
 	// Credential is the agent credential's condition, when the Target gets one.
 	Credential *credential.Credential `json:"credential,omitempty"`
+	// Rollout is, for a Target a Rollout governs whose chart it changes,
+	// its state in the rollout (held, admitted, passed, failed, rolled back)
+	// and why.
+	Rollout *RolloutMember `json:"rollout,omitempty"`
+}
+
+// RolloutMember is a Target's place in a rollout.
+type RolloutMember struct {
+	Rollout string `json:"rollout"`
+	Wave    string `json:"wave"`
+	State   string `json:"state"`
+	Reason  string `json:"reason,omitempty"`
 }
 
 // ReleaseReport is one release chart of a Target.

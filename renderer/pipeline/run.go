@@ -83,10 +83,15 @@ func Run(ctx context.Context, plan *Plan, st store.Store, opts Options) (*Report
 		}
 	}
 	absent(popts.Absent, jobs, listed, ix)
-	boot, err := publish.Publish(ctx, st, jobs, popts)
+	gate, err := gateRollouts(ctx, plan, storeAndOptions{st: st, popts: popts, opts: opts}, targets, jobs)
+	if err != nil {
+		return report, err
+	}
+	report.Rollouts = gate.reports
+	boot, err := gate.publish(ctx, st, popts)
 	for i, t := range targets {
 		if boot[i].Action != "" {
-			report.Targets = append(report.Targets, targetReport(t, boot[i], releases[i]))
+			report.Targets = append(report.Targets, gate.report(i, targetReport(t, boot[i], releases[i])))
 		}
 	}
 	if err != nil {

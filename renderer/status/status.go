@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/solar-pipeline/solar/api/kube"
@@ -50,8 +51,10 @@ const maxSkew = time.Minute
 
 // Options say where the reports are and when one is stale.
 type Options struct {
-	// Kubeconfig is the kubeconfig of the SolAr API server.
+	// Kubeconfig is the kubeconfig of the SolAr API server; RESTConfig,
+	// when set, its connection instead (the controller's).
 	Kubeconfig string
+	RESTConfig *rest.Config
 	// WrapTransport, when set, wraps the HTTP transport of its connection
 	// (solar --debug logs every request).
 	WrapTransport func(http.RoundTripper) http.RoundTripper
@@ -104,11 +107,14 @@ type Release struct {
 // newest bootstrap chart in store (its release chart versions) with the
 // Target's TargetReport in the API server.
 func Of(ctx context.Context, targets []load.ID, store store.Store, so Options) ([]Target, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", so.Kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("reading the kubeconfig %s: %w", so.Kubeconfig, err)
+	cfg := so.RESTConfig
+	if cfg == nil {
+		var err error
+		if cfg, err = clientcmd.BuildConfigFromFlags("", so.Kubeconfig); err != nil {
+			return nil, fmt.Errorf("reading the kubeconfig %s: %w", so.Kubeconfig, err)
+		}
+		cfg.Wrap(so.WrapTransport)
 	}
-	cfg.Wrap(so.WrapTransport)
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
