@@ -50,6 +50,8 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
+require github.com/robfig/cron/v3 v3.0.1
+
 require (
 	dario.cat/mergo v1.0.1 // indirect
 	github.com/Azure/go-ansiterm v0.0.0-20250102033503-faa5f7b0171c // indirect
