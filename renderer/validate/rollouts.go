@@ -64,8 +64,9 @@ func rollouts(s *model.Set) diag.List {
 }
 
 // overlappingRollouts reports each pair of Rollouts of one namespace whose
-// selectors both match a Target of the input, at the later one, naming the
-// first such Target.
+// selectors both match a Target of the input, once, at the Rollout whose name
+// sorts second, naming the first such Target and counting the others: one
+// problem per pair, not per Target, however large the fleet.
 func overlappingRollouts(s *model.Set) diag.List {
 	var problems diag.List
 	if len(s.Rollouts) < 2 {

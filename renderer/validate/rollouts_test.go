@@ -8,9 +8,9 @@ import (
 )
 
 // TestOverlappingRollouts: two Rollouts of one namespace that both match
-// Targets are reported once, at the later one, naming the first Target and
-// counting the others; Rollouts of other namespaces and Targets that only
-// one matches are no problem.
+// Targets are reported once, at the one whose name sorts second, naming the
+// first Target and counting the others; Rollouts of other namespaces and
+// Targets that only one matches are no problem.
 func TestOverlappingRollouts(t *testing.T) {
 	target := func(name, ns, labels string) string {
 		return head + "kind: Target\nmetadata: {name: " + name + ", namespace: " + ns + ", labels: " + labels + "}\nspec: {renderRegistryRef: {name: r}}\n---\n"
