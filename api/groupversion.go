@@ -24,16 +24,19 @@ const (
 	KindPipelineConfig   = "PipelineConfig"
 	KindDevice           = "Device"
 	KindDeviceUpgrade    = "DeviceUpgrade"
+	KindRollout          = "Rollout"
 )
 
 // Kinds are the kinds solar reads.
 var Kinds = []string{KindTarget, KindProfile, KindRelease, KindComponent, KindComponentVersion, KindRegistry,
 	KindReleaseBinding, KindRegistryBinding, KindReferenceGrant, KindTargetReport, KindPipelineConfig,
-	KindDevice, KindDeviceUpgrade}
+	KindDevice, KindDeviceUpgrade, KindRollout}
 
 // ControllerKinds are the kinds solar controller watches: every input of a
-// render. A TargetReport is the agents' output, and Device and DeviceUpgrade
-// are the fleet's (solar fleet apply), so none of them re-plans a namespace.
+// render. A TargetReport is the agents' output, Device and DeviceUpgrade
+// are the fleet's (solar fleet apply), and a Rollout decides when Targets
+// get what a render made, not what it makes, so none of them re-plans a
+// namespace.
 var ControllerKinds = []string{KindTarget, KindProfile, KindRelease, KindComponent, KindComponentVersion,
 	KindRegistry, KindReleaseBinding, KindRegistryBinding, KindReferenceGrant, KindPipelineConfig}
 

@@ -10,4 +10,5 @@ func TestPlural(t *testing.T) {
 	assert.Equal(t, "targets", Plural("Target"))
 	assert.Equal(t, "registries", Plural("Registry"))
 	assert.Equal(t, "referencegrants", Plural("ReferenceGrant"))
+	assert.Equal(t, "rollouts", Plural(KindRollout))
 }

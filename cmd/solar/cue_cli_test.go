@@ -30,10 +30,10 @@ func cueVet(t *testing.T, files ...string) (int, string) {
 	return 0, string(out)
 }
 
-// TestCueCLIAcceptsExamples: examples/ and the SolAr-format tree pass plain
-// cue vet.
+// TestCueCLIAcceptsExamples: examples/, the SolAr-format tree and the
+// Rollout of testdata/rollouts pass plain cue vet.
 func TestCueCLIAcceptsExamples(t *testing.T) {
-	for _, dir := range []string{"../../examples", solarFormat} {
+	for _, dir := range []string{"../../examples", solarFormat, rollouts} {
 		var files []string
 		require.NoError(t, filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 			if err == nil && d.IsDir() && d.Name() == "ci" {
@@ -61,6 +61,7 @@ func TestCueCLIRejectsSchemaErrors(t *testing.T) {
 		"selector-in-without-values", "target-name-too-long", "unknown-kind",
 		"unknown-spec-field", "unknown-top-field", "userdata-not-object", "wrong-apiversion",
 		"empty-reference", "field-typo", "grant-invalid-entry", "unquoted-version",
+		"rollout-percent-out-of-range",
 	} {
 		t.Run(name, func(t *testing.T) {
 			ar, err := txtar.ParseFile(filepath.Join("testdata/vet", name+".txtar"))

@@ -51,6 +51,11 @@ var extras = map[string]extra{
 	"TargetReport": {columns: []column{
 		{"Last report", "date", ".spec.lastReportTime"},
 	}},
+	// The controller writes a Rollout's progress into its status.
+	"Rollout": {status: "#RolloutStatus", columns: []column{
+		{"Ready", "string", `.status.conditions[?(@.type=="Ready")].status`},
+		{"Age", "date", ".metadata.creationTimestamp"},
+	}},
 }
 
 // Generate returns the CRD of every kind of the schemas' #Kinds, by file name.
@@ -225,6 +230,11 @@ var listMaps = map[string][]struct {
 		{[]string{"releases", "[]", "sourceConditions"}, []string{"type"}},
 		{[]string{"releases", "[]", "helmConditions"}, []string{"type"}},
 		{[]string{"preflight", "checks"}, []string{"type"}},
+	},
+	// Wave names are unique within a Rollout (solar vet checks it): the API
+	// server refuses two waves of one name too.
+	"Rollout": {
+		{[]string{"waves"}, []string{"name"}},
 	},
 }
 

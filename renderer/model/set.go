@@ -40,6 +40,7 @@ type Set struct {
 	PipelineConfigs   []*PipelineConfig
 	Devices           []*Device
 	DeviceUpgrades    []*DeviceUpgrade
+	Rollouts          []*Rollout
 
 	byID    map[load.ID]any
 	sources map[load.ID]*load.Object
@@ -82,6 +83,8 @@ func NewSet(objs []*load.Object) (*Set, error) {
 			s.Devices, err = add(s, o, s.Devices)
 		case api.KindDeviceUpgrade:
 			s.DeviceUpgrades, err = add(s, o, s.DeviceUpgrades)
+		case api.KindRollout:
+			s.Rollouts, err = add(s, o, s.Rollouts)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("decoding %s at %s: %w", o.ID(), o.Pos(), err)

@@ -122,3 +122,37 @@ spec:
 		}
 	}
 }
+
+// TestRolloutDecodes: a Rollout keeps its waves in order, and an optional
+// threshold written as 0 differs from one left out.
+func TestRolloutDecodes(t *testing.T) {
+	s := set(t, `kind: Rollout
+metadata: {name: edge, namespace: alpha}
+spec:
+  selector: {matchLabels: {tier: edge}}
+  waves:
+    - {name: canary, count: 1, errorThreshold: 0, progressDeadline: 10m, approval: true}
+    - {name: third, percent: 34}
+    - {name: rest}
+  windows: [{schedule: "0 22 * * 1-5", duration: 4h, timeZone: Europe/Berlin}]
+  onFailure: Rollback
+`)
+	require.Len(t, s.Rollouts, 1)
+	r := Get[Rollout](s, api.KindRollout, "alpha", "edge")
+	require.Same(t, s.Rollouts[0], r)
+	assert.Equal(t, map[string]string{"tier": "edge"}, r.Spec.Selector.MatchLabels)
+	require.Len(t, r.Spec.Waves, 3)
+	canary := r.Spec.Waves[0]
+	assert.Equal(t, "canary", canary.Name)
+	assert.Equal(t, 1, *canary.Count)
+	assert.Nil(t, canary.Percent)
+	require.NotNil(t, canary.ErrorThreshold, "0 written is not unset")
+	assert.Equal(t, 0, *canary.ErrorThreshold)
+	assert.Nil(t, canary.SuccessThreshold)
+	assert.Equal(t, "10m", canary.ProgressDeadline)
+	assert.True(t, canary.Approval)
+	assert.Equal(t, 34, *r.Spec.Waves[1].Percent)
+	assert.Equal(t, RolloutWave{Name: "rest"}, r.Spec.Waves[2])
+	assert.Equal(t, []RolloutWindow{{Schedule: "0 22 * * 1-5", Duration: "4h", TimeZone: "Europe/Berlin"}}, r.Spec.Windows)
+	assert.Equal(t, "Rollback", r.Spec.OnFailure)
+}

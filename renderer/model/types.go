@@ -192,3 +192,50 @@ type DeviceUpgrade struct {
 		DeviceSelector  *metav1.LabelSelector `json:"deviceSelector,omitempty"`
 	} `json:"spec"`
 }
+
+// Rollout is the policy of a progressive rollout of the Targets of its
+// namespace. Durations are Go durations as written (the schema checked their
+// syntax); optional numbers are nil when unset, so that a default differs
+// from an explicit 0.
+type Rollout struct {
+	Meta `json:"metadata"`
+	Spec struct {
+		// Selector chooses the Targets it governs; nil: every Target of the
+		// namespace.
+		Selector  *metav1.LabelSelector `json:"selector,omitempty"`
+		Waves     []RolloutWave         `json:"waves"`
+		Windows   []RolloutWindow       `json:"windows,omitempty"`
+		OnFailure string                `json:"onFailure,omitempty"` // Halt (when empty) or Rollback
+	} `json:"spec"`
+}
+
+// RolloutWave is one step of a Rollout: the Targets left that Selector
+// matches, Count of them or Percent of them, at most one of the three; none
+// (the last wave only): every Target left.
+type RolloutWave struct {
+	Name     string                `json:"name"`
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+	Count    *int                  `json:"count,omitempty"`
+	Percent  *int                  `json:"percent,omitempty"`
+	// ProgressDeadline is how long the wave's Targets have to report Ready
+	// (default 10m).
+	ProgressDeadline string `json:"progressDeadline,omitempty"`
+	// SuccessThreshold is the percentage of the wave's Targets that must
+	// report Ready (default 100); ErrorThreshold that which may fail
+	// (default 0).
+	SuccessThreshold *int `json:"successThreshold,omitempty"`
+	ErrorThreshold   *int `json:"errorThreshold,omitempty"`
+	// Pause is how long to wait after the wave passed; Approval waits for
+	// solar rollout approve.
+	Pause    string `json:"pause,omitempty"`
+	Approval bool   `json:"approval,omitempty"`
+}
+
+// RolloutWindow is a recurring time in which a new wave may start: from each
+// time the 5-field cron Schedule names in TimeZone (an IANA name, default
+// UTC), for Duration.
+type RolloutWindow struct {
+	Schedule string `json:"schedule"`
+	Duration string `json:"duration"`
+	TimeZone string `json:"timeZone,omitempty"`
+}

@@ -1,7 +1,9 @@
 // Package validate checks loaded objects in three steps and reports every problem
 // at once: the CUE schemas of schemas/ (types, names, selectors, unknown fields),
 // then references between objects (a Profile naming a missing Release, a
-// cross-namespace reference no ReferenceGrant allows, ...), then the CUE policies
+// cross-namespace reference no ReferenceGrant allows, ...) and what a schema
+// cannot say (a Rollout's cron schedules and time zones, its waves, two
+// Rollouts that govern one Target), then the CUE policies
 // of policies/ and of any directory the user adds.
 //
 // It takes []*load.Object and returns a model.Set of the valid objects (an

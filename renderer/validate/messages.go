@@ -40,6 +40,7 @@ var shapes = []func(f fault) (string, bool){
 	notOneOf,
 	notInEnum,
 	outOfBound,
+	listLength,
 	notATime,
 	required,
 	mustBe,
@@ -167,6 +168,23 @@ func outOfBound(f fault) (string, bool) {
 	}
 	words := map[string]string{"<=": "at most", ">=": "at least", "<": "less than", ">": "more than"}[m[1]]
 	return fmt.Sprintf("%v is out of range; want %s %s%s", f.args[0], words, m[2], intType(f)), true
+}
+
+var listItems = regexp.MustCompile(`^list\.(Min|Max)Items\(([0-9]+)\)$`)
+
+// listLength: a list with fewer or more entries than list.MinItems or
+// list.MaxItems allow.
+func listLength(f fault) (string, bool) {
+	if !strings.HasPrefix(f.format, "invalid value ") || !strings.Contains(f.format, "(does not satisfy ") || len(f.args) < 2 {
+		return "", false
+	}
+	m := listItems.FindStringSubmatch(fmt.Sprint(f.args[1]))
+	l, ok := f.data.([]any)
+	if m == nil || !ok {
+		return "", false
+	}
+	words := map[string]string{"Min": "at least", "Max": "at most"}[m[1]]
+	return fmt.Sprintf("has %d entries; want %s %s", len(l), words, m[2]), true
 }
 
 // notATime: a duration or time in another format.

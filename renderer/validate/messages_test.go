@@ -53,6 +53,8 @@ func TestSchemaErrorsInPlainWords(t *testing.T) {
 			[]string{`in.yaml:8:7: spec.from[0].namespace: "RELEASE_NAMESPACE" must be a DNS label: at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit`}},
 		"empty list": {head + "kind: ReferenceGrant\nmetadata: {name: g}\nspec:\n  from: []\n  to: [{group: solar.opendefense.cloud, kind: Release}]\n",
 			[]string{`in.yaml:5:3: spec.from: needs at least one entry`}},
+		"too many entries": {head + "kind: Rollout\nmetadata: {name: r}\nspec:\n  waves: [" + strings.Repeat("{name: w}, ", 20) + "{name: w}]\n",
+			[]string{`in.yaml:5:3: spec.waves: has 21 entries; want at most 20`}},
 		"duration": {head + "kind: PipelineConfig\nmetadata: {name: c}\nspec:\n  agent: {tokenTTL: 1 day}\n",
 			[]string{`in.yaml:5:11: spec.agent.tokenTTL: "1 day" is not a duration; want a Go duration such as 90s, 10m or 24h`}},
 		"not one of": {head + "kind: TargetReport\nmetadata: {name: t}\nspec:\n  releases: [{name: a, namespace: b, phase: Sleeping}]\n",

@@ -149,6 +149,7 @@ func (v *Validator) Validate(objs []*load.Object) (*model.Set, diag.List) {
 		return nil, problems
 	}
 	problems = append(problems, references(set, invalid)...)
+	problems = append(problems, rollouts(set)...)
 	problems = append(problems, unbound(set, invalid, v.strict)...)
 	if keyless {
 		keys = nil

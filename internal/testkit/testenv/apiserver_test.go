@@ -23,10 +23,10 @@ func TestAPIServerServesCRDs(t *testing.T) {
 	for _, r := range res.APIResources {
 		names = append(names, r.Name)
 	}
-	// Every kind's CRD (config/crd), and the Target's status.
+	// Every kind's CRD (config/crd), and the Target's and Rollout's status.
 	assert.ElementsMatch(t, []string{"targets", "targets/status", "targetreports", "profiles", "releases",
 		"components", "componentversions", "registries", "releasebindings", "registrybindings",
-		"referencegrants", "pipelineconfigs", "devices", "deviceupgrades"}, names)
+		"referencegrants", "pipelineconfigs", "devices", "deviceupgrades", "rollouts", "rollouts/status"}, names)
 	_, err = s.Client.CoreV1().Namespaces().List(context.Background(), metav1.ListOptions{})
 	require.NoError(t, err, "the admin of the kubeconfig may list namespaces")
 }

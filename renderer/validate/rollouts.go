@@ -1,0 +1,134 @@
+package validate
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	// Time zones are looked up in Go's own copy of the IANA database: Solar's
+	// images hold no zoneinfo, and a Rollout must not be valid on one
+	// machine and invalid on another.
+	_ "time/tzdata"
+
+	"github.com/robfig/cron/v3"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/solar-pipeline/solar/api"
+	"github.com/solar-pipeline/solar/renderer/diag"
+	"github.com/solar-pipeline/solar/renderer/load"
+	"github.com/solar-pipeline/solar/renderer/model"
+)
+
+// rollouts reports what the Rollout schema cannot say: a window's cron
+// schedule or time zone that does not parse, a wave that takes every Target
+// left before the last, two waves of one name, and two Rollouts of one
+// namespace that both match a Target of the input (a Target is governed by
+// at most one Rollout).
+func rollouts(s *model.Set) diag.List {
+	var problems diag.List
+	for _, r := range s.Rollouts {
+		o := s.Loaded(api.KindRollout, r.Namespace, r.Name)
+		errorf := func(path, format string, args ...any) {
+			problems.Errorf(o.File, o.LineOf(path), path, format, args...)
+		}
+		for i, w := range r.Spec.Windows {
+			path := load.Index("spec.windows", i)
+			switch {
+			case strings.HasPrefix(w.Schedule, "TZ=") || strings.HasPrefix(w.Schedule, "CRON_TZ="):
+				errorf(path+".schedule", "%q names a time zone: give it in timeZone", w.Schedule)
+			default:
+				if _, err := cron.ParseStandard(w.Schedule); err != nil {
+					errorf(path+".schedule", "%q is not a cron schedule (minute, hour, day of month, month, day of week): %v", w.Schedule, err)
+				}
+			}
+			// LoadLocation takes "Local", the machine's zone: valid on one
+			// machine, another time on the next.
+			if _, err := time.LoadLocation(w.TimeZone); err != nil || w.TimeZone == "Local" {
+				errorf(path+".timeZone", "%q is not an IANA time zone name such as Europe/Berlin or UTC", w.TimeZone)
+			}
+		}
+		first := map[string]int{} // wave name: its index
+		for i, w := range r.Spec.Waves {
+			path := load.Index("spec.waves", i)
+			if j, ok := first[w.Name]; ok {
+				errorf(path+".name", "wave %q is spec.waves[%d] too (line %d): wave names are unique within a Rollout",
+					w.Name, j, o.LineOf(load.Index("spec.waves", j)))
+			} else {
+				first[w.Name] = i
+			}
+			if w.Selector == nil && w.Count == nil && w.Percent == nil && i < len(r.Spec.Waves)-1 {
+				errorf(path, "wave %q has no selector, count or percent, so it takes every Target left: only the last wave may", w.Name)
+			}
+		}
+	}
+	return append(problems, overlappingRollouts(s)...)
+}
+
+// overlappingRollouts reports each pair of Rollouts of one namespace whose
+// selectors both match a Target of the input, once, at the Rollout whose name
+// sorts second, naming the first such Target and counting the others: one
+// problem per pair, not per Target, however large the fleet.
+func overlappingRollouts(s *model.Set) diag.List {
+	var problems diag.List
+	if len(s.Rollouts) < 2 {
+		return nil
+	}
+	type rollout struct {
+		*model.Rollout
+		sel labels.Selector
+	}
+	byNamespace := map[string][]rollout{}
+	for _, r := range s.Rollouts {
+		sel, err := model.Selector(r.Spec.Selector)
+		if err != nil {
+			continue // the schema reports an invalid selector
+		}
+		byNamespace[r.Namespace] = append(byNamespace[r.Namespace], rollout{r, sel})
+	}
+	type pair struct{ a, b *model.Rollout }
+	first := map[pair]*model.Target{} // the first Target the pair both match
+	more := map[pair]int{}            // and how many more
+	var pairs []pair
+	for _, t := range s.Targets {
+		rs := byNamespace[t.Namespace]
+		if len(rs) < 2 {
+			continue
+		}
+		var matching []*model.Rollout
+		for _, r := range rs {
+			if r.sel.Matches(labels.Set(t.Labels)) {
+				matching = append(matching, r.Rollout)
+			}
+		}
+		for i := range matching {
+			for _, b := range matching[i+1:] {
+				p := pair{matching[i], b}
+				if first[p] == nil {
+					first[p] = t
+					pairs = append(pairs, p)
+				} else {
+					more[p]++
+				}
+			}
+		}
+	}
+	for _, p := range pairs {
+		a := s.Loaded(api.KindRollout, p.a.Namespace, p.a.Name)
+		b := s.Loaded(api.KindRollout, p.b.Namespace, p.b.Name)
+		t := first[p]
+		path := "spec.selector"
+		if p.b.Spec.Selector == nil {
+			path = "metadata.name"
+		}
+		msg := fmt.Sprintf("Rollouts %s/%s (%s) and %s/%s (%s) both match Target %s/%s (%s): a Target is governed by at most one Rollout",
+			p.a.Namespace, p.a.Name, a.Pos(), p.b.Namespace, p.b.Name, b.Pos(), t.Namespace, t.Name, s.Loaded(api.KindTarget, t.Namespace, t.Name).Pos())
+		switch n := more[p]; n {
+		case 0:
+		case 1:
+			msg += "; they both match 1 more Target"
+		default:
+			msg += fmt.Sprintf("; they both match %d more Targets", n)
+		}
+		problems.Errorf(b.File, b.LineOf(path), path, "%s", msg)
+	}
+	return problems
+}
