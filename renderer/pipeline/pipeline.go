@@ -237,6 +237,9 @@ func NewPlan(ctx context.Context, opts Options) (*Plan, error) {
 	if plan.app, err = chart.AppOptionsFrom(set); err != nil {
 		return plan, err
 	}
+	if plan.rollouts, err = rolloutsOf(set); err != nil {
+		return plan, err
+	}
 	_, prefix, _ := strings.Cut(opts.Registry, "/")
 	resolved, err := resolve.Resolve(set, resolve.Options{StrictRegistryBindings: opts.StrictRegistryBindings, RegistryPrefix: prefix})
 	if err != nil {
