@@ -1,8 +1,8 @@
 package rollout
 
 import (
-	"reflect"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 	"time"
 )
