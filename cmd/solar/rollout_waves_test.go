@@ -297,3 +297,71 @@ func withoutVersion(files map[string]string) map[string]string {
 	}
 	return out
 }
+
+// TestRolloutVerbs (done-when 3): pause holds the next wave, resume lets it
+// go on, a wave with approval waits for approve, abort holds every Target
+// where it is, undo rolls every admitted Target back; a dry run shows the
+// decision and writes nothing; status --exit-code says 2 while it goes on
+// and 1 once aborted.
+func TestRolloutVerbs(t *testing.T) {
+	e := newRolloutEnv(t)
+	rolloutInput(t, e.input, 1, "")
+	e.render()
+	rolloutInput(t, e.input, 2, `apiVersion: solar.opendefense.cloud/v1alpha1
+kind: Rollout
+metadata: {name: web, namespace: alpha}
+spec:
+  waves:
+    - {name: canary, count: 1, approval: true}
+    - {name: rest}
+`)
+	verb := func(args ...string) (int, string) {
+		code, stdout, stderr := solar(t, append(append([]string{"rollout"}, args...), "web", "-n", "alpha", "--out", e.layout)...)
+		return code, stdout + stderr
+	}
+	r := e.render()
+	e.reportReady(r, "t01")
+	code, out := verb("pause")
+	require.Equal(t, 0, code, out)
+	r = e.render()
+	assert.Equal(t, rollout.Paused, r.Rollouts[0].Phase)
+	assert.Len(t, members(r)[rollout.Held], 11, "paused: no new wave")
+	code, out = verb("status", "--exit-code")
+	assert.Equal(t, 2, code, out)
+	assert.Contains(t, out, "paused")
+
+	code, out = verb("resume")
+	require.Equal(t, 0, code, out)
+	r = e.render()
+	assert.Equal(t, rollout.Waiting, r.Rollouts[0].Phase)
+	assert.Contains(t, r.Rollouts[0].Message, "waits for approval")
+
+	code, out = verb("approve")
+	require.Equal(t, 0, code, out)
+	code, stdout, stderr := solar(t, "render", "-o", "json", "--dry-run", "--out", e.layout, "--kubeconfig", e.api.Kubeconfig, e.input)
+	require.Equal(t, 0, code, stderr)
+	assert.Len(t, members(decodeReport(t, stdout))[rollout.Admitted], 11, "the dry run shows the rest admitted")
+	code, out = verb("status", "-o", "json")
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, `"phase": "Waiting"`, "and writes nothing")
+
+	r = e.render()
+	assert.Len(t, members(r)[rollout.Admitted], 11, "approved: the rest starts")
+	before := e.bootstraps()
+	code, out = verb("abort")
+	require.Equal(t, 0, code, out)
+	r = e.render()
+	assert.Equal(t, rollout.Aborted, r.Rollouts[0].Phase)
+	assert.Equal(t, before, e.bootstraps(), "abort holds every Target where it is")
+	code, out = verb("status", "--exit-code")
+	assert.Equal(t, 1, code, out)
+
+	code, out = verb("undo")
+	require.Equal(t, 0, code, out)
+	r = e.render()
+	assert.Equal(t, rollout.RolledBack, r.Rollouts[0].Phase)
+	assert.Len(t, members(r)[rollout.Reverted], 12, "undo rolls every admitted Target back")
+	for _, tg := range r.Targets {
+		assert.Equal(t, withoutVersion(chartFiles(t, e.layout, tg.Repository, "0.0.1")), withoutVersion(chartFiles(t, e.layout, tg.Repository, tg.Version)), tg.Name)
+	}
+}

@@ -2,13 +2,11 @@ package pipeline
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"testing/fstest"
 	"time"
 
-	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/chart"
 	"github.com/solar-pipeline/solar/renderer/load"
@@ -17,6 +15,7 @@ import (
 	"github.com/solar-pipeline/solar/renderer/published"
 	"github.com/solar-pipeline/solar/renderer/resolve"
 	"github.com/solar-pipeline/solar/renderer/rollout"
+	"github.com/solar-pipeline/solar/renderer/rolloutstore"
 	"github.com/solar-pipeline/solar/renderer/status"
 	"github.com/solar-pipeline/solar/renderer/store"
 )
@@ -28,24 +27,10 @@ type storeAndOptions struct {
 	opts  Options
 }
 
-// rolloutDoc is a Rollout's state as the store keeps it: the engine's, and
-// per member the bootstrap version it had before the revision.
-type rolloutDoc struct {
-	rollout.State
-	// From is, per member, its bootstrap version before the revision (""
-	// for none): what a rollback publishes again.
-	From map[string]string `json:"from"`
-}
-
 // decided is a pass's outcome for the members of one Rollout.
 type decided struct {
 	members map[string]rollout.MemberDecision
 	from    map[string]string
-}
-
-func (s storeAndOptions) documentOptions() publish.DocumentOptions {
-	return publish.DocumentOptions{ArtifactType: api.ArtifactTypeRollout, MediaType: api.MediaTypeRollout,
-		Settle: s.opts.Settle, Log: s.opts.log()}
 }
 
 // pass is one pass of Rollout r over the governed targets idx: its state
@@ -53,19 +38,17 @@ func (s storeAndOptions) documentOptions() publish.DocumentOptions {
 // engine's decisions, and the state written back (not in a dry run).
 func (s storeAndOptions) pass(ctx context.Context, r *governing, targets []*Target, jobs []publish.Job, idx []int, now time.Time) (RolloutReport, *decided, error) {
 	revision := r.revision(targets, jobs, idx)
-	repo := chain.RolloutRepository(r.Namespace, r.Name)
-	raw, _, err := publish.ReadDocument(ctx, s.st, repo, s.documentOptions())
+	cur, err := rolloutstore.Read(ctx, s.st, r.Namespace, r.Name)
 	if err != nil {
 		return RolloutReport{}, nil, err
 	}
-	cur, err := decodeRollout(raw)
-	if err != nil {
-		return RolloutReport{}, nil, fmt.Errorf("%s: %w", repo, err)
-	}
-	var fresh *rolloutDoc
+	var fresh *rolloutstore.Doc
 	if cur == nil || cur.Revision != revision {
 		if fresh, err = s.start(ctx, r, revision, targets, jobs, idx); err != nil {
 			return RolloutReport{}, nil, err
+		}
+		if cur != nil {
+			fresh.Paused = cur.Paused // a pause holds across revisions
 		}
 		cur = fresh
 	}
@@ -73,46 +56,32 @@ func (s storeAndOptions) pass(ctx context.Context, r *governing, targets []*Targ
 	if err != nil {
 		return RolloutReport{}, nil, err
 	}
-	change := func(body []byte) ([]byte, error) {
-		doc, err := decodeRollout(body)
-		if err != nil {
-			return nil, err
-		}
+	doc, err := rolloutstore.Update(ctx, s.st, r.Namespace, r.Name, func(doc *rolloutstore.Doc) (*rolloutstore.Doc, error) {
 		if doc == nil || doc.Revision != revision {
 			if fresh == nil {
 				return nil, errors.New("another run started a rollout of other content meanwhile: run again")
 			}
-			doc = fresh
+			c := *fresh
+			doc = &c
 		}
-		doc.State, _ = rollout.Next(r.Policy, doc.State, members, now)
-		return json.Marshal(doc)
-	}
-	if s.opts.DryRun {
-		raw, err = change(raw)
-	} else {
-		raw, err = publish.UpdateDocument(ctx, s.st, repo, change, s.documentOptions())
-	}
+		doc.State, doc.Decision = rollout.Next(r.Policy, doc.State, members, now)
+		doc.At = now
+		return doc, nil
+	}, rolloutstore.Options{Settle: s.opts.Settle, Log: s.opts.log(), DryRun: s.opts.DryRun})
 	if err != nil {
 		return RolloutReport{}, nil, err
 	}
-	doc, err := decodeRollout(raw)
-	if err != nil {
-		return RolloutReport{}, nil, err
-	}
-	// The decision of the state that holds (another writer's pass may be
-	// the one that did).
-	_, d := rollout.Next(r.Policy, doc.State, members, now)
 	out := &decided{members: map[string]rollout.MemberDecision{}, from: doc.From}
-	for _, m := range d.Members {
+	for _, m := range doc.Decision.Members {
 		out.members[m.Name] = m
 	}
-	return RolloutReport{Namespace: r.Namespace, Name: r.Name, Revision: revision, Decision: d}, out, nil
+	return RolloutReport{Namespace: r.Namespace, Name: r.Name, Revision: revision, Decision: doc.Decision}, out, nil
 }
 
 // start is a new revision's state: its members are the governed targets
 // whose bootstrap chart it changes (a dry run of their jobs says which),
 // each with the version it has now.
-func (s storeAndOptions) start(ctx context.Context, r *governing, revision string, targets []*Target, jobs []publish.Job, idx []int) (*rolloutDoc, error) {
+func (s storeAndOptions) start(ctx context.Context, r *governing, revision string, targets []*Target, jobs []publish.Job, idx []int) (*rolloutstore.Doc, error) {
 	sub := make([]publish.Job, len(idx))
 	for k, i := range idx {
 		sub[k] = jobs[i]
@@ -123,7 +92,7 @@ func (s storeAndOptions) start(ctx context.Context, r *governing, revision strin
 	if err != nil {
 		return nil, err
 	}
-	doc := &rolloutDoc{From: map[string]string{}}
+	doc := &rolloutstore.Doc{From: map[string]string{}}
 	var members []rollout.Member
 	for k, i := range idx {
 		if results[k].Action == publish.Unchanged {
@@ -140,7 +109,7 @@ func (s storeAndOptions) start(ctx context.Context, r *governing, revision strin
 // health is what the reports say of each member of doc's started waves
 // (solar status against the newest bootstrap chart in the store): healthy
 // only once that chart is not the one it had before the revision.
-func (s storeAndOptions) health(ctx context.Context, doc *rolloutDoc, targets []*Target, idx []int) ([]rollout.Member, error) {
+func (s storeAndOptions) health(ctx context.Context, doc *rolloutstore.Doc, targets []*Target, idx []int) ([]rollout.Member, error) {
 	labels := map[string]map[string]string{}
 	for _, i := range idx {
 		labels[targets[i].Name] = targets[i].Target.Labels
@@ -151,7 +120,7 @@ func (s storeAndOptions) health(ctx context.Context, doc *rolloutDoc, targets []
 		for _, name := range ws.Members {
 			members = append(members, rollout.Member{Name: name, Labels: labels[name]})
 			if ws.Started != nil {
-				started = append(started, targetID(doc.namespace(targets, idx), name))
+				started = append(started, targetID(targets[idx[0]].Namespace, name))
 			}
 		}
 	}
@@ -187,11 +156,6 @@ func (s storeAndOptions) health(ctx context.Context, doc *rolloutDoc, targets []
 	return members, nil
 }
 
-// namespace is the namespace of the governed targets.
-func (doc *rolloutDoc) namespace(targets []*Target, idx []int) string {
-	return targets[idx[0]].Namespace
-}
-
 // previous is the job that publishes again, at a new version, the
 // bootstrap chart repo had at version from; "" publishes one without
 // releases (the Target had none).
@@ -214,16 +178,4 @@ func (s storeAndOptions) previous(ctx context.Context, repo, from string) (publi
 		fsys[name] = &fstest.MapFile{Data: []byte(text), Mode: 0o644}
 	}
 	return chart.Dir{FS: fsys}.Job(repo, s.opts.Package), nil
-}
-
-// decodeRollout decodes a state document (nil for none).
-func decodeRollout(raw []byte) (*rolloutDoc, error) {
-	if raw == nil {
-		return nil, nil
-	}
-	var doc rolloutDoc
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		return nil, fmt.Errorf("not a rollout's state: %w", err)
-	}
-	return &doc, nil
 }

@@ -98,10 +98,14 @@ func (st *State) advance(p Policy, health map[string]Member, now time.Time) time
 	return time.Time{}
 }
 
-// mayStart says whether wave i may start at now (the wave before it passed
-// and its pause and approval are over, not paused, a window open), and
-// else when to look again.
+// mayStart says whether wave i may start at now (not paused by hand, the
+// wave before it passed and its pause and approval are over, a window
+// open), and else when to look again.
 func (st *State) mayStart(p Policy, i int, now time.Time) (bool, time.Time) {
+	if st.Paused {
+		st.Phase, st.Message = Paused, fmt.Sprintf("paused by hand before wave %s", p.Waves[i].Name)
+		return false, time.Time{}
+	}
 	if i > 0 {
 		prev, ws := p.Waves[i-1], st.Waves[i-1]
 		if end := ws.PassedAt.Add(prev.Pause); now.Before(end) {
@@ -112,10 +116,6 @@ func (st *State) mayStart(p Policy, i int, now time.Time) (bool, time.Time) {
 			st.Phase, st.Message = Waiting, fmt.Sprintf("wave %s passed; wave %s waits for approval (solar rollout approve)", prev.Name, p.Waves[i].Name)
 			return false, time.Time{}
 		}
-	}
-	if st.Paused {
-		st.Phase, st.Message = Paused, fmt.Sprintf("paused by hand before wave %s", p.Waves[i].Name)
-		return false, time.Time{}
 	}
 	if ok, next := p.inWindow(now); !ok {
 		st.Phase, st.Message = Waiting, fmt.Sprintf("no window is open; wave %s starts when one opens, at %s", p.Waves[i].Name, next.UTC().Format(time.RFC3339))
