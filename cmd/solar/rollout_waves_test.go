@@ -246,6 +246,12 @@ func TestRolloutBadCanaryRollsBack(t *testing.T) {
 	rolloutInput(t, e.input, 3, threeWaves("2s", "Rollback"))
 	r := e.render()
 	require.Equal(t, []string{"t01"}, members(r)[rollout.Admitted])
+	// gc keeps what a rollback publishes again: the state names it.
+	code, stdout, stderr := solar(t, "gc", "--keep", "1", "--out", e.layout, "-o", "json")
+	require.Equal(t, 0, code, stderr)
+	var gc store.GCResult
+	require.NoError(t, json.Unmarshal([]byte(stdout), &gc), stdout)
+	assert.Contains(t, gc.Held, store.Held{Version: "alpha/bootstrap-t01:0.0.1", By: []string{"alpha/solar-rollout-web:0.0.1"}}, stdout)
 	time.Sleep(2 * time.Second)
 	r = e.render()
 	require.Len(t, r.Rollouts, 1)

@@ -35,9 +35,18 @@ func Namespace(repository string) string {
 	return ns
 }
 
+// rolloutPrefix starts the name of every rollout state's repository.
+const rolloutPrefix = "solar-rollout-"
+
 // RolloutRepository is where the state of Rollout name of namespace ns
 // lives: beside the namespace's charts, not one of them.
-func RolloutRepository(ns, name string) string { return ns + "/solar-rollout-" + name }
+func RolloutRepository(ns, name string) string { return ns + "/" + rolloutPrefix + name }
+
+// IsRolloutRepository says whether a repository holds a rollout's state.
+func IsRolloutRepository(repository string) bool {
+	ns, name, ok := strings.Cut(repository, "/")
+	return ok && ns != "" && !strings.Contains(name, "/") && strings.HasPrefix(name, rolloutPrefix)
+}
 
 // ReleaseRepository is where a release chart for the Targets of targetNS lives.
 // The Target namespace comes first so that one namespace's charts never share a

@@ -7,6 +7,7 @@ import (
 	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/publish"
 	"github.com/solar-pipeline/solar/renderer/published"
+	"github.com/solar-pipeline/solar/renderer/rolloutstore"
 	"github.com/solar-pipeline/solar/renderer/store"
 )
 
@@ -18,11 +19,14 @@ type Collector interface {
 }
 
 // GC removes the old versions of solar's chart repositories in c, as Verify
-// checks them (chain.IsChartRepository); the other repositories under the
-// prefix are left as they are (store.GCResult.Skipped). It marks from every
-// bootstrap chart version it keeps: the release chart versions one names stay
-// (store.GCResult.Held), for a Target not rendered since (one skipped, say, because
-// its credential failed) still installs them.
+// checks them (chain.IsChartRepository), and of the namespaces' indexes and
+// the rollouts' states; the other repositories under the prefix are left as
+// they are (store.GCResult.Skipped). It marks from every bootstrap chart
+// version it keeps: the release chart versions one names stay
+// (store.GCResult.Held), for a Target not rendered since (one skipped, say,
+// because its credential failed) still installs them; and from every
+// rollout state it keeps: the bootstrap versions a rollback would publish
+// again stay.
 func GC(ctx context.Context, c Collector, opts store.GCOptions) (store.GCResult, error) {
 	repos, err := c.Repositories(ctx, opts.Prefix)
 	if err != nil {
@@ -35,11 +39,22 @@ func GC(ctx context.Context, c Collector, opts store.GCOptions) (store.GCResult,
 	for _, name := range repos {
 		known[name] = true
 	}
-	// The namespaces' indexes are collected too: their old manifests.
-	opts.Select = func(name string) bool { return chain.IsChartRepository(name) || publish.IsIndexRepository(name) }
+	// The namespaces' indexes are collected too: their old manifests; and
+	// the rollouts' states, each of whose versions names the bootstrap
+	// versions a rollback publishes again: those stay.
+	opts.Select = func(name string) bool {
+		return chain.IsChartRepository(name) || publish.IsIndexRepository(name) || chain.IsRolloutRepository(name)
+	}
 	// An index keeps its newest version only, and names nothing.
 	opts.Own = publish.GCIndexes
 	opts.Refs = func(ctx context.Context, repo store.Repository, name, version string) ([]store.Ref, error) {
+		if chain.IsRolloutRepository(name) {
+			doc, err := rolloutstore.ReadVersion(ctx, repo, version)
+			if err != nil || doc == nil {
+				return nil, err
+			}
+			return doc.Refs(), nil
+		}
 		if !chain.IsBootstrapRepository(name) {
 			return nil, nil
 		}

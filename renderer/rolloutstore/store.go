@@ -6,8 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"time"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/content"
 
 	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/chain"
@@ -149,6 +153,43 @@ func (doc *Doc) waiting(wave string) (string, error) {
 		return "", fmt.Errorf("Rollout %s/%s: no wave has passed yet: nothing waits for an approval", doc.Namespace, doc.Name)
 	}
 	return last, nil
+}
+
+// ReadVersion reads version of a rollout state's repository (gc marks from
+// every version it keeps).
+func ReadVersion(ctx context.Context, repo store.Repository, version string) (*Doc, error) {
+	desc, err := repo.Resolve(ctx, version)
+	if err != nil {
+		return nil, err
+	}
+	b, err := content.FetchAll(ctx, repo, desc)
+	if err != nil {
+		return nil, err
+	}
+	var m ocispec.Manifest
+	if err := json.Unmarshal(b, &m); err != nil || m.ArtifactType != api.ArtifactTypeRollout || len(m.Layers) != 1 || m.Layers[0].Size > maxState {
+		return nil, fmt.Errorf("version %s is not a rollout's state", version)
+	}
+	raw, err := content.FetchAll(ctx, repo, m.Layers[0])
+	if err != nil {
+		return nil, err
+	}
+	return decode(raw)
+}
+
+// maxState bounds a state's read.
+const maxState = 16 << 20
+
+// Refs are the bootstrap chart versions doc names: what a rollback of its
+// members publishes again, which gc keeps.
+func (doc *Doc) Refs() []store.Ref {
+	var refs []store.Ref
+	for _, name := range slices.Sorted(maps.Keys(doc.From)) {
+		if v := doc.From[name]; v != "" {
+			refs = append(refs, store.Ref{Repository: chain.BootstrapRepository(doc.Namespace, name), Version: v})
+		}
+	}
+	return refs
 }
 
 // decode decodes a state document (nil for none).
