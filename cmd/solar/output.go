@@ -63,7 +63,7 @@ func (g *globals) header(w io.Writer, line string) {
 // would is an action as a dry run says it: "would create", "would update";
 // "unchanged" stays.
 func would(dryRun bool, action string) string {
-	if dryRun && action != "" && action != publish.Unchanged {
+	if dryRun && action != "" && action != publish.Unchanged && !strings.HasPrefix(action, pipeline.Held) {
 		return "would " + action
 	}
 	return action

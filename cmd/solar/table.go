@@ -44,6 +44,9 @@ func (g *globals) printReport(r *pipeline.Report, table int) error {
 	}
 	if g.output != "name" {
 		g.printOrphans(out, r)
+		for _, ro := range r.Rollouts {
+			fmt.Fprintf(out, "rollout %s/%s: %s (%s)\n", ro.Namespace, ro.Name, ro.Phase, ro.Message)
+		}
 	}
 	if err := out.Flush(); err != nil {
 		return err
@@ -86,7 +89,11 @@ func (g *globals) printCharts(w io.Writer, r *pipeline.Report) {
 		if !g.shown(t) {
 			continue
 		}
-		chart(t.Namespace+"/"+t.Name, "-", t.Result)
+		boot := t.Result
+		if m := t.Rollout; m != nil {
+			boot.Action = fmt.Sprintf("%s (rollout %s, wave %s: %s)", boot.Action, m.Rollout, m.Wave, m.State)
+		}
+		chart(t.Namespace+"/"+t.Name, "-", boot)
 		if c := t.Credential; c != nil {
 			note("  credential", c.Reason, c.Message)
 		}
