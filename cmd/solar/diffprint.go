@@ -8,6 +8,7 @@ import (
 
 	"github.com/solar-pipeline/solar/internal/english"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
+	"github.com/solar-pipeline/solar/renderer/rollout"
 )
 
 // printDiff writes the diff as data (-o json, -o yaml) or as unified diffs,
@@ -25,6 +26,15 @@ func (g *globals) printDiff(d *pipeline.DiffReport, files bool) error {
 	}
 	for _, o := range d.Orphans {
 		fmt.Fprintf(g.stdout, "# orphan: %s/bootstrap-%s: Target %s/%s is no longer in the input (publish --prune uninstalls its releases)\n", o.Namespace, o.Name, o.Namespace, o.Name)
+	}
+	for _, ro := range d.Rollouts {
+		held := 0
+		for _, m := range ro.Members {
+			if m.State == rollout.Held {
+				held++
+			}
+		}
+		fmt.Fprintf(g.stdout, "# rollout %s/%s: %s (%s); %s held, not shown\n", ro.Namespace, ro.Name, ro.Phase, ro.Message, english.Count(held, "Target"))
 	}
 	for _, n := range d.Notes {
 		g.say("note: %s", cut(printable(n), 1000))

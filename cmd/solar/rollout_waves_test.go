@@ -203,6 +203,11 @@ func TestRolloutGoodChangePassesWaveByWave(t *testing.T) {
 	}
 	assert.NotEqual(t, before["t01"], after["t01"])
 
+	code, stdout, stderr := solar(t, "diff", "--out", e.layout, "--kubeconfig", e.api.Kubeconfig, e.input)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "# rollout alpha/web: Progressing (wave canary: 0 of 1 members passed, 1 needed); 11 Targets held, not shown")
+	assert.NotContains(t, stdout, "on alpha/t02", "a held Target changes nothing on its cluster")
+
 	r = e.render()
 	assert.Equal(t, []string{"t01"}, members(r)[rollout.Admitted], "nothing passes without its report")
 	e.reportReady(r, "t01")
@@ -222,10 +227,10 @@ func TestRolloutGoodChangePassesWaveByWave(t *testing.T) {
 	// The end state is a plain publish's.
 	plain := filepath.Join(t.TempDir(), "plain")
 	rolloutInput(t, e.input, 1, "")
-	code, _, stderr := solar(t, "render", "-o", "json", "--out", plain, e.input)
+	code, _, stderr = solar(t, "render", "-o", "json", "--out", plain, e.input)
 	require.Equal(t, 0, code, stderr)
 	rolloutInput(t, e.input, 2, "")
-	code, stdout, stderr := solar(t, "render", "-o", "json", "--out", plain, e.input)
+	code, stdout, stderr = solar(t, "render", "-o", "json", "--out", plain, e.input)
 	require.Equal(t, 0, code, stderr)
 	want := digests(decodeReport(t, stdout))
 	for repo, got := range digests(r) {

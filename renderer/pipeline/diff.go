@@ -26,6 +26,9 @@ type DiffReport struct {
 	Notes    []string       `json:"notes,omitempty"`
 	Orphans  []Orphan       `json:"orphans,omitempty"`
 	Problems diag.List      `json:"problems"`
+	// Rollouts are what each Rollout would decide: a Target it holds has
+	// no chart in Charts.
+	Rollouts []RolloutReport `json:"rollouts,omitempty"`
 }
 
 // ChartDiff is one chart that would change.
@@ -69,7 +72,7 @@ func (d *DiffReport) Changed() bool {
 func Diff(ctx context.Context, plan *Plan, store store.Store, opts Options, objects *ObjectOptions) (*DiffReport, error) {
 	opts.DryRun, opts.Compare = true, true
 	report, err := Run(ctx, plan, store, opts)
-	d := &DiffReport{Charts: []ChartDiff{}, Orphans: report.Orphans, Problems: report.Problems}
+	d := &DiffReport{Charts: []ChartDiff{}, Orphans: report.Orphans, Problems: report.Problems, Rollouts: report.Rollouts}
 	if err != nil {
 		return d, err
 	}
@@ -77,7 +80,7 @@ func Diff(ctx context.Context, plan *Plan, store store.Store, opts Options, obje
 	agents := agentCharts(plan, opts)
 	var state chainState
 	add := func(target string, r publish.Result) error {
-		if r.Action == publish.Unchanged || r.Action == "" {
+		if r.Action == publish.Unchanged || r.Action == "" || r.Action == Held {
 			return nil
 		}
 		if objects != nil {
