@@ -9,6 +9,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/solar-pipeline/solar/internal/killpoint"
 	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/publish"
 	"github.com/solar-pipeline/solar/renderer/rollout"
@@ -83,6 +84,7 @@ func gateRollouts(ctx context.Context, plan *Plan, st storeAndOptions, targets [
 			return nil, fmt.Errorf("Rollout %s/%s: %w", r.Namespace, r.Name, err)
 		}
 	}
+	killpoint.Here("rollout-decided") // the states hold, no bootstrap chart published
 	return g, nil
 }
 
