@@ -19,4 +19,7 @@ const (
 const (
 	ReasonInvalidInput  = "InvalidInput"
 	ReasonPublishFailed = "PublishFailed"
+	// ReasonRolloutHeld: a Rollout holds the Target's new bootstrap chart
+	// back until its wave starts.
+	ReasonRolloutHeld = "RolloutHeld"
 )

@@ -33,12 +33,11 @@ var Kinds = []string{KindTarget, KindProfile, KindRelease, KindComponent, KindCo
 	KindDevice, KindDeviceUpgrade, KindRollout}
 
 // ControllerKinds are the kinds solar controller watches: every input of a
-// render. A TargetReport is the agents' output, Device and DeviceUpgrade
-// are the fleet's (solar fleet apply), and a Rollout decides when Targets
-// get what a render made, not what it makes, so none of them re-plans a
-// namespace.
+// render, and the Rollouts that gate what a render publishes. A
+// TargetReport is the agents' output and Device and DeviceUpgrade are the
+// fleet's (solar fleet apply), so none of them re-plans a namespace.
 var ControllerKinds = []string{KindTarget, KindProfile, KindRelease, KindComponent, KindComponentVersion,
-	KindRegistry, KindReleaseBinding, KindRegistryBinding, KindReferenceGrant, KindPipelineConfig}
+	KindRegistry, KindReleaseBinding, KindRegistryBinding, KindReferenceGrant, KindPipelineConfig, KindRollout}
 
 // Plural is the resource name of kind, as its CRD names it: "targets",
 // "registries".

@@ -66,6 +66,9 @@ type Options struct {
 	// renewed on time, a repository repaired. A token due for renewal
 	// sooner runs its namespace sooner.
 	Interval time.Duration
+	// RolloutPoll runs a namespace again after it while one of its Rollouts
+	// waits on its admitted Targets' reports (default 30s).
+	RolloutPoll time.Duration
 	// NamespaceSelector, when set, limits the controller to the namespaces
 	// whose labels it matches: one shard of several.
 	NamespaceSelector labels.Selector
@@ -102,6 +105,7 @@ type Options struct {
 func (o *Options) defaults() {
 	o.Concurrent = cmp.Or(o.Concurrent, 4)
 	o.Interval = cmp.Or(o.Interval, 10*time.Minute)
+	o.RolloutPoll = cmp.Or(o.RolloutPoll, 30*time.Second)
 	o.ShutdownTimeout = cmp.Or(o.ShutdownTimeout, 30*time.Second)
 	o.RunTimeout = cmp.Or(o.RunTimeout, 10*time.Minute)
 	o.QPS, o.Burst = cmp.Or(o.QPS, 50), cmp.Or(o.Burst, 300)

@@ -19,6 +19,7 @@ import (
 	"github.com/solar-pipeline/solar/renderer/credential"
 	"github.com/solar-pipeline/solar/renderer/diag"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
+	"github.com/solar-pipeline/solar/renderer/rollout"
 	"github.com/solar-pipeline/solar/renderer/store"
 )
 
@@ -75,6 +76,9 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		plan.Problems = append(problems, plan.Problems...)
 	}
 	result := outcome(plan, report, err, r.opts.Interval)
+	if report != nil {
+		result.requeue = rolloutRequeue(report.Rollouts, result.requeue, r.opts.RolloutPoll, time.Now())
+	}
 	result.generations = map[string]int64{}
 	for _, t := range targets {
 		result.generations[t.GetName()] = t.GetGeneration()
@@ -195,4 +199,20 @@ func (o targetOutcome) String() string {
 		return fmt.Sprintf("%s:%s %s", o.published.Repository, o.published.Version, o.published.Action)
 	}
 	return o.problems
+}
+
+// rolloutRequeue is when a namespace with Rollouts runs again: after poll
+// while one waits on its admitted Targets' reports (the pass that reads
+// them is the next run), at its wake (a deadline, a pause's end, a window)
+// when that is sooner than requeue.
+func rolloutRequeue(rollouts []pipeline.RolloutReport, requeue, poll time.Duration, now time.Time) time.Duration {
+	for _, r := range rollouts {
+		if r.Phase == rollout.Progressing {
+			requeue = min(requeue, poll)
+		}
+		if !r.Wake.IsZero() {
+			requeue = min(requeue, max(r.Wake.Sub(now), time.Second))
+		}
+	}
+	return requeue
 }

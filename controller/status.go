@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/solar-pipeline/solar/api"
+	"github.com/solar-pipeline/solar/renderer/pipeline"
 	"github.com/solar-pipeline/solar/renderer/targetreport"
 )
 
@@ -120,7 +121,8 @@ func apply(st *targetStatus, out outcomes, o targetOutcome) {
 		apimeta.RemoveStatusCondition(&st.Conditions, meta.ReconcilingCondition)
 		apimeta.RemoveStatusCondition(&st.Conditions, meta.StalledCondition)
 	}
-	if p := o.published; p != nil {
+	held := o.published != nil && o.published.Action == pipeline.Held
+	if p := o.published; p != nil && !held {
 		st.Bootstrap = &bootstrap{Repository: p.Repository, Version: p.Version, Digest: p.Digest}
 	}
 	switch c := o.credential; {
@@ -138,6 +140,12 @@ func apply(st *targetStatus, out outcomes, o targetOutcome) {
 		msg := targetreport.BoundMessage("retrying: " + out.runErr.Error())
 		set(meta.ReadyCondition, metav1.ConditionFalse, api.ReasonPublishFailed, msg)
 		set(meta.ReconcilingCondition, metav1.ConditionTrue, meta.ProgressingWithRetryReason, msg)
+		apimeta.RemoveStatusCondition(&st.Conditions, meta.StalledCondition)
+	case held && o.published.Rollout != nil:
+		m := o.published.Rollout
+		msg := targetreport.BoundMessage(fmt.Sprintf("held by Rollout %s until wave %s starts: %s", m.Rollout, m.Wave, m.Reason))
+		set(meta.ReadyCondition, metav1.ConditionFalse, api.ReasonRolloutHeld, msg)
+		set(meta.ReconcilingCondition, metav1.ConditionTrue, meta.ProgressingReason, msg)
 		apimeta.RemoveStatusCondition(&st.Conditions, meta.StalledCondition)
 	case o.published != nil:
 		set(meta.ReadyCondition, metav1.ConditionTrue, meta.SucceededReason,
