@@ -26,50 +26,10 @@ import (
 	"github.com/solar-pipeline/solar/renderer/targetreport"
 )
 
-// rolloutInput writes 12 Targets of alpha, one Release web at replicaCount
-// replicas and, with policy, a Rollout: the input of the rollout tests.
+// rolloutInput writes the rollout tests' input (testenv.RolloutInput).
 func rolloutInput(t *testing.T, dir string, replicas int, policy string) {
 	t.Helper()
-	var b strings.Builder
-	fmt.Fprintf(&b, `apiVersion: solar.opendefense.cloud/v1alpha1
-kind: Registry
-metadata: {name: render, namespace: alpha}
-spec: {hostname: registry.example.com, targetPullSecretName: pull}
----
-apiVersion: solar.opendefense.cloud/v1alpha1
-kind: Release
-metadata: {name: web, namespace: alpha}
-spec:
-  chart: {repository: registry.example.com/charts/web, tag: 1.0.0}
-  targetNamespace: web
-  values: {replicaCount: %d}
----
-apiVersion: solar.opendefense.cloud/v1alpha1
-kind: Profile
-metadata: {name: web, namespace: alpha}
-spec: {releaseRef: {name: web}, targetSelector: {}}
-`, replicas)
-	for i := 1; i <= 12; i++ {
-		fmt.Fprintf(&b, "---\napiVersion: solar.opendefense.cloud/v1alpha1\nkind: Target\nmetadata: {name: t%02d, namespace: alpha}\nspec: {renderRegistryRef: {name: render}}\n", i)
-	}
-	if policy != "" {
-		b.WriteString("---\n" + policy)
-	}
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "input.yaml"), []byte(b.String()), 0o644))
-}
-
-// threeWaves is the issue's policy: one canary, a third, the rest.
-func threeWaves(deadline, onFailure string) string {
-	return fmt.Sprintf(`apiVersion: solar.opendefense.cloud/v1alpha1
-kind: Rollout
-metadata: {name: web, namespace: alpha}
-spec:
-  waves:
-    - {name: canary, count: 1, progressDeadline: %[1]s}
-    - {name: third, percent: 34, progressDeadline: %[1]s}
-    - {name: rest, progressDeadline: %[1]s}
-  onFailure: %[2]s
-`, deadline, onFailure)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "input.yaml"), []byte(testenv.RolloutInput(replicas, policy)), 0o644))
 }
 
 // rolloutEnv is a layout, an input and the API server the Targets report to.
@@ -189,7 +149,7 @@ func TestRolloutGoodChangePassesWaveByWave(t *testing.T) {
 	e.render()
 	before := e.bootstraps()
 
-	rolloutInput(t, e.input, 2, threeWaves("10m", "Halt"))
+	rolloutInput(t, e.input, 2, testenv.ThreeWaves("10m", "Halt"))
 	r := e.render()
 	require.Len(t, r.Rollouts, 1)
 	assert.Equal(t, rollout.Progressing, r.Rollouts[0].Phase)
@@ -248,7 +208,7 @@ func TestRolloutBadCanaryRollsBack(t *testing.T) {
 	e.render()
 	before := e.bootstraps()
 
-	rolloutInput(t, e.input, 3, threeWaves("2s", "Rollback"))
+	rolloutInput(t, e.input, 3, testenv.ThreeWaves("2s", "Rollback"))
 	r := e.render()
 	require.Equal(t, []string{"t01"}, members(r)[rollout.Admitted])
 	// gc keeps what a rollback publishes again: the state names it.

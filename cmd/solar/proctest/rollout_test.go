@@ -18,49 +18,16 @@ import (
 	"github.com/solar-pipeline/solar/renderer/rollout"
 )
 
-// rolloutTrees writes the input before a change (12 Targets of alpha, one
-// Release) and after it (the Release's values changed, under a Rollout of
-// one canary, a third and the rest).
+// rolloutTrees writes the input before a change and after it under a
+// Rollout of one canary, a third and the rest (testenv.RolloutInput).
 func rolloutTrees(t *testing.T) (before, after string) {
 	t.Helper()
-	write := func(replicas int, policy string) string {
+	write := func(input string) string {
 		dir := t.TempDir()
-		var b strings.Builder
-		fmt.Fprintf(&b, `apiVersion: solar.opendefense.cloud/v1alpha1
-kind: Registry
-metadata: {name: render, namespace: alpha}
-spec: {hostname: registry.example.com, targetPullSecretName: pull}
----
-apiVersion: solar.opendefense.cloud/v1alpha1
-kind: Release
-metadata: {name: web, namespace: alpha}
-spec:
-  chart: {repository: registry.example.com/charts/web, tag: 1.0.0}
-  targetNamespace: web
-  values: {replicaCount: %d}
----
-apiVersion: solar.opendefense.cloud/v1alpha1
-kind: Profile
-metadata: {name: web, namespace: alpha}
-spec: {releaseRef: {name: web}, targetSelector: {}}
-`, replicas)
-		for i := 1; i <= 12; i++ {
-			fmt.Fprintf(&b, "---\napiVersion: solar.opendefense.cloud/v1alpha1\nkind: Target\nmetadata: {name: t%02d, namespace: alpha}\nspec: {renderRegistryRef: {name: render}}\n", i)
-		}
-		b.WriteString(policy)
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "input.yaml"), []byte(b.String()), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "input.yaml"), []byte(input), 0o644))
 		return dir
 	}
-	return write(1, ""), write(2, `---
-apiVersion: solar.opendefense.cloud/v1alpha1
-kind: Rollout
-metadata: {name: web, namespace: alpha}
-spec:
-  waves:
-    - {name: canary, count: 1}
-    - {name: third, percent: 34}
-    - {name: rest}
-`)
+	return write(testenv.RolloutInput(1, "")), write(testenv.RolloutInput(2, testenv.ThreeWaves("10m", "Halt")))
 }
 
 // admitted are the Targets a report gives the new bootstrap chart, and
