@@ -180,6 +180,8 @@ func (st State) decide() Decision {
 			switch {
 			case ws.Started == nil:
 				md.State, md.Reason = Held, "its wave has not started: "+st.Message
+			case st.Phase == RolledBack && judged && o.State == Failed:
+				md.State, md.Reason = Reverted, o.Reason+"; rolled back: "+st.Message
 			case st.Phase == RolledBack:
 				md.State, md.Reason = Reverted, st.Message
 			case judged:

@@ -178,16 +178,23 @@ func (e *chainEnv) edit(file string, pairs ...string) {
 // publish runs solar publish of the examples and returns its report by Target.
 func (e *chainEnv) publish(extra ...string) map[string]pipeline.TargetReport {
 	e.t.Helper()
-	code, stdout, stderr := e.solar(e.render.Password, append([]string{"publish", "--username", e.render.Username, "--password-stdin",
-		"--ca-file", e.render.CAFile, "--registry", e.registry(), "--kubeconfig", e.api.Kubeconfig, "-o", "json", e.examples}, extra...)...)
-	require.Equal(e.t, 0, code, stderr)
-	var report pipeline.Report
-	require.NoError(e.t, json.Unmarshal([]byte(stdout), &report), stdout)
+	report := e.publishReport(extra...)
 	out := map[string]pipeline.TargetReport{}
 	for _, tr := range report.Targets {
 		out[tr.Namespace+"/"+tr.Name] = tr
 	}
 	return out
+}
+
+// publishReport runs solar publish of the examples and returns its report.
+func (e *chainEnv) publishReport(extra ...string) pipeline.Report {
+	e.t.Helper()
+	code, stdout, stderr := e.solar(e.render.Password, append([]string{"publish", "--username", e.render.Username, "--password-stdin",
+		"--ca-file", e.render.CAFile, "--registry", e.registry(), "--kubeconfig", e.api.Kubeconfig, "-o", "json", e.examples}, extra...)...)
+	require.Equal(e.t, 0, code, stderr)
+	var report pipeline.Report
+	require.NoError(e.t, json.Unmarshal([]byte(stdout), &report), stdout)
+	return report
 }
 
 // solar runs the solar binary with stdin; the password it is given never
