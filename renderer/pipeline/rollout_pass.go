@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"testing/fstest"
 	"time"
 
@@ -64,8 +65,11 @@ func (s storeAndOptions) pass(ctx context.Context, r *governing, targets []*Targ
 			c := *fresh
 			doc = &c
 		}
-		doc.State, doc.Decision = rollout.Next(r.Policy, doc.State, members, now)
-		doc.At = now
+		st, d := rollout.Next(r.Policy, doc.State, members, now)
+		if reflect.DeepEqual(st, doc.State) && reflect.DeepEqual(d, doc.Decision) {
+			return doc, nil // nothing new: no write
+		}
+		doc.State, doc.Decision, doc.At = st, d, now
 		return doc, nil
 	}, rolloutstore.Options{Settle: s.opts.Settle, Log: s.opts.log(), DryRun: s.opts.DryRun})
 	if err != nil {

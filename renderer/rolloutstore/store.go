@@ -32,7 +32,8 @@ type Doc struct {
 	// From is, per member, its bootstrap version before the revision (""
 	// for none): what a rollback publishes again.
 	From map[string]string `json:"from"`
-	// Decision is what the last pass decided, and At when.
+	// Decision is what the last pass decided, and At when a pass last
+	// changed the state (a pass that changes nothing writes nothing).
 	Decision rollout.Decision `json:"decision"`
 	At       time.Time        `json:"at"`
 }
