@@ -34,22 +34,7 @@ func TestControllerAdvancesARollout(t *testing.T) {
 	opts.RolloutPoll = time.Second
 	start(t, opts)
 	before := e.waitReady(t, 2*time.Minute)
-	ctx := context.Background()
-
-	rollout := map[string]any{"apiVersion": api.APIVersion, "kind": api.KindRollout,
-		"metadata": map[string]any{"name": "devices", "namespace": "beta"},
-		"spec": map[string]any{"waves": []any{
-			map[string]any{"name": "canary", "count": int64(1)},
-			map[string]any{"name": "rest"}}}}
-	_, err := e.dyn.Resource(gvr(api.KindRollout)).Namespace("beta").Create(ctx, &unstructured.Unstructured{Object: rollout}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	releases := e.dyn.Resource(gvr(api.KindRelease)).Namespace("beta")
-	rel, err := releases.Get(ctx, "podinfo", metav1.GetOptions{})
-	require.NoError(t, err)
-	require.NoError(t, unstructured.SetNestedField(rel.Object, map[string]any{"replicaCount": int64(2)}, "spec", "values"))
-	_, err = releases.Update(ctx, rel, metav1.UpdateOptions{})
-	require.NoError(t, err)
-
+	e.changeUnderRollout(t, "Halt")
 	plant1, plant2 := [2]string{"beta", "plant-1"}, [2]string{"beta", "plant-2"}
 	var canary bootstrap
 	require.Eventually(t, func() bool {
@@ -68,7 +53,7 @@ func TestControllerAdvancesARollout(t *testing.T) {
 	st, _ = e.targetStatusOf(t, "beta", "plant-2")
 	assert.Equal(t, api.ReasonRolloutHeld, findCondition(st.Conditions, "Ready").Reason, "nothing passes without a report")
 
-	e.reportRunning(t, "plant-1", canary)
+	e.reportRunning(t, "plant-1", canary, targetreport.Ready, "")
 	require.Eventually(t, func() bool {
 		st, _ := e.targetStatusOf(t, "beta", "plant-2")
 		c := findCondition(st.Conditions, "Ready")
@@ -77,8 +62,9 @@ func TestControllerAdvancesARollout(t *testing.T) {
 }
 
 // reportRunning writes Target name's TargetReport as its agent would once
-// its releases run the release charts its bootstrap chart b names.
-func (e *env) reportRunning(t *testing.T, name string, b bootstrap) {
+// its releases are at the release charts its bootstrap chart b names, in
+// phase (with message).
+func (e *env) reportRunning(t *testing.T, name string, b bootstrap, phase targetreport.Phase, message string) {
 	t.Helper()
 	ctx := context.Background()
 	remote, err := store.NewRemote(e.registryOptions())
@@ -90,8 +76,12 @@ func (e *env) reportRunning(t *testing.T, name string, b bootstrap) {
 	spec := targetreport.Spec{LastReportTime: metav1.Now()}
 	for _, ref := range refs {
 		relNS, rel, _ := strings.Cut(ref.Release, "/")
-		spec.Releases = append(spec.Releases, targetreport.Release{Name: targetreport.ReleaseName("beta", relNS, rel),
-			Namespace: "flux-system", Phase: targetreport.Ready, Revision: ref.Version})
+		r := targetreport.Release{Name: targetreport.ReleaseName("beta", relNS, rel), Namespace: "flux-system", Phase: phase, Revision: ref.Version}
+		if message != "" {
+			r.HelmConditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionFalse, Reason: "UpgradeFailed",
+				Message: message, LastTransitionTime: metav1.Now()}}
+		}
+		spec.Releases = append(spec.Releases, r)
 	}
 	raw, err := json.Marshal(spec)
 	require.NoError(t, err)
@@ -108,4 +98,64 @@ func (e *env) reportRunning(t *testing.T, name string, b bootstrap) {
 		_, err = reports.Update(ctx, u, metav1.UpdateOptions{})
 	}
 	require.NoError(t, err)
+}
+
+// changeUnderRollout creates Rollout beta/devices (one canary, the rest;
+// onFailure as given) and changes the values of the Release both Targets
+// of beta get.
+func (e *env) changeUnderRollout(t *testing.T, onFailure string) {
+	t.Helper()
+	ctx := context.Background()
+	rollout := map[string]any{"apiVersion": api.APIVersion, "kind": api.KindRollout,
+		"metadata": map[string]any{"name": "devices", "namespace": "beta"},
+		"spec": map[string]any{"waves": []any{
+			map[string]any{"name": "canary", "count": int64(1)},
+			map[string]any{"name": "rest"}},
+			"onFailure": onFailure}}
+	_, err := e.dyn.Resource(gvr(api.KindRollout)).Namespace("beta").Create(ctx, &unstructured.Unstructured{Object: rollout}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	releases := e.dyn.Resource(gvr(api.KindRelease)).Namespace("beta")
+	rel, err := releases.Get(ctx, "podinfo", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NoError(t, unstructured.SetNestedField(rel.Object, map[string]any{"replicaCount": int64(2)}, "spec", "values"))
+	_, err = releases.Update(ctx, rel, metav1.UpdateOptions{})
+	require.NoError(t, err)
+
+}
+
+// TestControllerRollsBackAFailedCanary (issue 49, done-when 2 in controller
+// mode): the canary's TargetReport says its release Failed; the
+// controller's next pass rolls it back, publishing its previous bootstrap
+// content at a new version, and plant-2 never gets the change.
+func TestControllerRollsBackAFailedCanary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs a real etcd, kube-apiserver and registry")
+	}
+	e := startEnv(t)
+	opts := e.options(t)
+	opts.RolloutPoll = time.Second
+	start(t, opts)
+	before := e.waitReady(t, 2*time.Minute)
+	e.changeUnderRollout(t, "Rollback")
+	plant1, plant2 := [2]string{"beta", "plant-1"}, [2]string{"beta", "plant-2"}
+	var canary bootstrap
+	require.Eventually(t, func() bool {
+		one, _ := e.targetStatusOf(t, "beta", "plant-1")
+		if one.Bootstrap != nil {
+			canary = *one.Bootstrap
+		}
+		return canary.Version != before[plant1].Version
+	}, 2*time.Minute, 200*time.Millisecond, "the canary admitted")
+
+	e.reportRunning(t, "plant-1", canary, targetreport.Failed, "Failed to upgrade after 4 attempt(s)")
+	var back bootstrap
+	require.Eventually(t, func() bool {
+		one, _ := e.targetStatusOf(t, "beta", "plant-1")
+		back = *one.Bootstrap
+		return back.Version != canary.Version
+	}, 2*time.Minute, 200*time.Millisecond, "the canary rolled back")
+	assert.NotEqual(t, canary.Digest, back.Digest, "other content than the canary's")
+	st, _ := e.targetStatusOf(t, "beta", "plant-2")
+	assert.Equal(t, before[plant2], *st.Bootstrap, "plant-2 never got the change")
+	assert.Contains(t, findCondition(st.Conditions, "Ready").Message, "wave canary failed")
 }
