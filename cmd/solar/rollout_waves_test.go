@@ -336,3 +336,27 @@ spec:
 		assert.Equal(t, withoutVersion(chartFiles(t, e.layout, tg.Repository, "0.0.1")), withoutVersion(chartFiles(t, e.layout, tg.Repository, tg.Version)), tg.Name)
 	}
 }
+
+// TestRolloutRefusesAScopedRun: a run of one --target or of a label
+// selector that reaches a Target a Rollout governs is refused before
+// anything is published (the rollout decides which of them get a change);
+// one that reaches none of them runs as ever.
+func TestRolloutRefusesAScopedRun(t *testing.T) {
+	dir := t.TempDir()
+	input := testenv.RolloutInput(2, testenv.ThreeWaves("10m", "Halt")) + `---
+apiVersion: solar.opendefense.cloud/v1alpha1
+kind: Target
+metadata: {name: other, namespace: beta}
+spec: {renderRegistryRef: {name: render, namespace: alpha}}
+`
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "input.yaml"), []byte(input), 0o644))
+	out := filepath.Join(t.TempDir(), "out")
+	code, stdout, stderr := solar(t, "render", "--out", out, "-n", "alpha", "--target", "t03", dir)
+	assert.Equal(t, 1, code, stdout)
+	assert.Contains(t, stderr, "Rollout alpha/web governs t03: publish its whole namespace (without --target or -l)")
+	_, err := os.Stat(filepath.Join(out, "alpha"))
+	assert.True(t, os.IsNotExist(err), "nothing published")
+
+	code, stdout, stderr = solar(t, "render", "--out", out, "-n", "beta", "--target", "other", dir)
+	assert.Equal(t, 0, code, "a Target no Rollout governs: %s\n%s", stdout, stderr)
+}

@@ -62,10 +62,6 @@ func gateRollouts(ctx context.Context, plan *Plan, st storeAndOptions, targets [
 	if len(plan.rollouts) == 0 {
 		return g, nil
 	}
-	if st.opts.Target != "" || st.opts.selector() {
-		return nil, fmt.Errorf("namespace %s has Rollout %s: publish its whole namespace (without --target or -l), whose Targets the rollout admits wave by wave",
-			plan.rollouts[0].Namespace, plan.rollouts[0].Name)
-	}
 	now := st.opts.Now
 	if now.IsZero() {
 		now = time.Now()
@@ -86,6 +82,22 @@ func gateRollouts(ctx context.Context, plan *Plan, st storeAndOptions, targets [
 	}
 	killpoint.Here("rollout-decided") // the states hold, no bootstrap chart published
 	return g, nil
+}
+
+// checkScope refuses a run of one --target or of a label selector that
+// reaches a Target a Rollout governs, before anything is published: the
+// rollout decides which of its Targets get a change.
+func (p *Plan) checkScope(targets []*Target, opts Options) error {
+	if opts.Target == "" && !opts.selector() {
+		return nil
+	}
+	for _, r := range p.rollouts {
+		if idx := r.members(targets); len(idx) > 0 {
+			return fmt.Errorf("Rollout %s/%s governs %s: publish its whole namespace (without --target or -l), whose Targets the rollout admits wave by wave",
+				r.Namespace, r.Name, targets[idx[0]].Name)
+		}
+	}
+	return nil
 }
 
 // members are the indexes of the targets r governs.

@@ -27,6 +27,9 @@ func Run(ctx context.Context, plan *Plan, st store.Store, opts Options) (*Report
 	report := NewReport(plan)
 	report.DryRun = opts.DryRun
 	targets := plan.valid()
+	if err := plan.checkScope(targets, opts); err != nil {
+		return report, err
+	}
 	ix, err := openIndexes(ctx, st, runNamespaces(plan, targets, opts), opts)
 	if err != nil {
 		return report, err
@@ -63,18 +66,7 @@ func Run(ctx context.Context, plan *Plan, st store.Store, opts Options) (*Report
 	}
 
 	// Then the bootstrap charts, which name the release charts' versions.
-	releases := make([][]publish.Result, len(targets))
-	jobs = make([]publish.Job, len(targets))
-	for i, t := range targets {
-		registry := t.bootstrapRegistry(opts.Registry)
-		refs := make([]chart.Ref, len(repos[i]))
-		for k, repo := range repos[i] {
-			r := released[index[repo]]
-			releases[i] = append(releases[i], r)
-			refs[k] = chart.Ref{URL: chain.URL(registry, repo), Version: r.Version}
-		}
-		jobs[i] = chart.BootstrapJob(t.Resolution, refs).Publish(opts.Package)
-	}
+	jobs, releases := bootstrapJobs(targets, repos, func(repo string) publish.Result { return released[index[repo]] }, opts)
 	done := 0
 	if opts.Progress != nil {
 		popts.Done = func(i int, r publish.Result) {
@@ -104,6 +96,25 @@ func Run(ctx context.Context, plan *Plan, st store.Store, opts Options) (*Report
 	}
 	// Last, the namespaces' indexes: the commit point of their publish.
 	return report, ix.commit(ctx, released, boot, report.pruned())
+}
+
+// bootstrapJobs are the bootstrap jobs of targets, each naming the release
+// charts of its repositories (repos[i]) at the versions published (result),
+// and those results by Target.
+func bootstrapJobs(targets []*Target, repos [][]string, result func(repo string) publish.Result, opts Options) ([]publish.Job, [][]publish.Result) {
+	releases := make([][]publish.Result, len(targets))
+	jobs := make([]publish.Job, len(targets))
+	for i, t := range targets {
+		registry := t.bootstrapRegistry(opts.Registry)
+		refs := make([]chart.Ref, len(repos[i]))
+		for k, repo := range repos[i] {
+			r := result(repo)
+			releases[i] = append(releases[i], r)
+			refs[k] = chart.Ref{URL: chain.URL(registry, repo), Version: r.Version}
+		}
+		jobs[i] = chart.BootstrapJob(t.Resolution, refs).Publish(opts.Package)
+	}
+	return jobs, releases
 }
 
 // runNamespaces are the namespaces whose indexes a run reads: those of its
