@@ -345,9 +345,14 @@ func TestRolloutRefusesAScopedRun(t *testing.T) {
 	dir := t.TempDir()
 	input := testenv.RolloutInput(2, testenv.ThreeWaves("10m", "Halt")) + `---
 apiVersion: solar.opendefense.cloud/v1alpha1
+kind: Registry
+metadata: {name: render, namespace: beta}
+spec: {hostname: registry.example.com, targetPullSecretName: pull}
+---
+apiVersion: solar.opendefense.cloud/v1alpha1
 kind: Target
 metadata: {name: other, namespace: beta}
-spec: {renderRegistryRef: {name: render, namespace: alpha}}
+spec: {renderRegistryRef: {name: render}}
 `
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "input.yaml"), []byte(input), 0o644))
 	out := filepath.Join(t.TempDir(), "out")
