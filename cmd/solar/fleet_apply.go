@@ -114,7 +114,11 @@ func (g *globals) printFleet(results []fleet.Result, problems diag.List, dryRun 
 			fmt.Fprintln(w, r.DeviceID)
 			continue
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.DeviceID, r.TargetVersion, r.Platform, r.UUID, short(r.Digest), would(dryRun, r.Action))
+		action := would(dryRun, r.Action)
+		if r.Reason != "" {
+			action += " (" + r.Reason + ")"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.DeviceID, r.TargetVersion, r.Platform, r.UUID, short(r.Digest), action)
 	}
 	if err := w.Flush(); err != nil {
 		return err

@@ -11,8 +11,11 @@ type Result struct {
 	Platform      string `json:"platform"`
 	// Digest is the digest of the attempt's OCI artifact.
 	Digest string `json:"digest"`
-	// Action is unchanged, create or update; empty when Error is set.
+	// Action is unchanged, create or update, or held when the upgrade's
+	// rollout has not admitted the device (Reason says why); empty when
+	// Error is set.
 	Action string `json:"action,omitempty"`
+	Reason string `json:"reason,omitempty"`
 	Error  string `json:"error,omitempty"`
 }
 

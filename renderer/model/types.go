@@ -190,7 +190,17 @@ type DeviceUpgrade struct {
 		NotAfter        string                `json:"notAfter,omitempty"`
 		DeviceIDs       []string              `json:"deviceIds,omitempty"`
 		DeviceSelector  *metav1.LabelSelector `json:"deviceSelector,omitempty"`
+		// Rollout, when set, admits the devices in waves.
+		Rollout *DeviceRollout `json:"rollout,omitempty"`
 	} `json:"spec"`
+}
+
+// DeviceRollout is a DeviceUpgrade's rollout policy: a Rollout's waves and
+// windows over its devices (a wave's selector matches Device labels); a
+// failed wave halts the upgrade (each device rolls back on its own).
+type DeviceRollout struct {
+	Waves   []RolloutWave   `json:"waves"`
+	Windows []RolloutWindow `json:"windows,omitempty"`
 }
 
 // Rollout is the policy of a progressive rollout of the Targets of its

@@ -65,7 +65,15 @@ func ApplyFleet(ctx context.Context, opts Options, fo FleetOptions) (DeviceResul
 		return nil, problems, err
 	}
 	defer done()
-	return fleetkv.Apply(ctx, planned, fo.Store.putAttempt, bucket, fleetkv.ApplyOptions{DryRun: opts.DryRun, Concurrency: fo.Concurrency, Progress: fo.Progress}), problems, nil
+	if opts.Settle == 0 {
+		opts.Settle = DefaultSettle
+	}
+	planned, held, err := gateDevices(ctx, set, planned, bucket, fo.Store.Store, opts)
+	if err != nil {
+		return nil, problems, err
+	}
+	results := fleetkv.Apply(ctx, planned, fo.Store.putAttempt, bucket, fleetkv.ApplyOptions{DryRun: opts.DryRun, Concurrency: fo.Concurrency, Progress: fo.Progress})
+	return append(results, held...), problems, nil
 }
 
 // FleetStatus reads what the bucket, which must exist, holds about the

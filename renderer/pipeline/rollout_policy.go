@@ -37,24 +37,34 @@ func newGoverning(r *model.Rollout) (*governing, error) {
 	if err != nil {
 		return nil, fmt.Errorf("spec.selector: %w", err)
 	}
-	g := &governing{Namespace: r.Namespace, Name: r.Name, spec: string(spec),
-		Policy:  rollout.Policy{RollBack: r.Spec.OnFailure == "Rollback"},
-		governs: func(l map[string]string) bool { return sel.Matches(labels.Set(l)) }}
-	for i, w := range r.Spec.Waves {
+	policy, err := policyOf(r.Spec.Waves, r.Spec.Windows)
+	if err != nil {
+		return nil, fmt.Errorf("spec.%w", err)
+	}
+	policy.RollBack = r.Spec.OnFailure == "Rollback"
+	return &governing{Namespace: r.Namespace, Name: r.Name, spec: string(spec), Policy: policy,
+		governs: func(l map[string]string) bool { return sel.Matches(labels.Set(l)) }}, nil
+}
+
+// policyOf is the engine's policy of a rollout's waves and windows (it
+// halts on a failed wave).
+func policyOf(waves []model.RolloutWave, windows []model.RolloutWindow) (rollout.Policy, error) {
+	var p rollout.Policy
+	for i, w := range waves {
 		wave, err := newWave(w)
 		if err != nil {
-			return nil, fmt.Errorf("spec.waves[%d]: %w", i, err)
+			return p, fmt.Errorf("waves[%d]: %w", i, err)
 		}
-		g.Policy.Waves = append(g.Policy.Waves, wave)
+		p.Waves = append(p.Waves, wave)
 	}
-	for i, w := range r.Spec.Windows {
+	for i, w := range windows {
 		window, err := newWindow(w)
 		if err != nil {
-			return nil, fmt.Errorf("spec.windows[%d]: %w", i, err)
+			return p, fmt.Errorf("windows[%d]: %w", i, err)
 		}
-		g.Policy.Windows = append(g.Policy.Windows, window)
+		p.Windows = append(p.Windows, window)
 	}
-	return g, nil
+	return p, nil
 }
 
 func newWave(w model.RolloutWave) (rollout.Wave, error) {

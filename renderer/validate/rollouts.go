@@ -22,45 +22,63 @@ import (
 // schedule or time zone that does not parse, a wave that takes every Target
 // left before the last, two waves of one name, and two Rollouts of one
 // namespace that both match a Target of the input (a Target is governed by
-// at most one Rollout).
+// at most one Rollout). A DeviceUpgrade's rollout policy is checked the same
+// way, and holds 1 to 20 waves.
 func rollouts(s *model.Set) diag.List {
 	var problems diag.List
 	for _, r := range s.Rollouts {
 		o := s.Loaded(api.KindRollout, r.Namespace, r.Name)
-		errorf := func(path, format string, args ...any) {
-			problems.Errorf(o.File, o.LineOf(path), path, format, args...)
-		}
-		for i, w := range r.Spec.Windows {
-			path := load.Index("spec.windows", i)
-			switch {
-			case strings.HasPrefix(w.Schedule, "TZ=") || strings.HasPrefix(w.Schedule, "CRON_TZ="):
-				errorf(path+".schedule", "%q names a time zone: give it in timeZone", w.Schedule)
-			default:
-				if _, err := cron.ParseStandard(w.Schedule); err != nil {
-					errorf(path+".schedule", "%q is not a cron schedule (minute, hour, day of month, month, day of week): %v", w.Schedule, err)
-				}
+		problems = append(problems, rolloutPolicy(o, "spec", "Target", r.Spec.Waves, r.Spec.Windows)...)
+	}
+	for _, u := range s.DeviceUpgrades {
+		if r := u.Spec.Rollout; r != nil {
+			o := s.Loaded(api.KindDeviceUpgrade, u.Namespace, u.Name)
+			if n := len(r.Waves); n < 1 || n > 20 {
+				problems.Errorf(o.File, o.LineOf("spec.rollout"), "spec.rollout.waves", "has %d waves; want 1 to 20", n)
 			}
-			// LoadLocation takes "Local", the machine's zone: valid on one
-			// machine, another time on the next.
-			if _, err := time.LoadLocation(w.TimeZone); err != nil || w.TimeZone == "Local" {
-				errorf(path+".timeZone", "%q is not an IANA time zone name such as Europe/Berlin or UTC", w.TimeZone)
-			}
-		}
-		first := map[string]int{} // wave name: its index
-		for i, w := range r.Spec.Waves {
-			path := load.Index("spec.waves", i)
-			if j, ok := first[w.Name]; ok {
-				errorf(path+".name", "wave %q is spec.waves[%d] too (line %d): wave names are unique within a Rollout",
-					w.Name, j, o.LineOf(load.Index("spec.waves", j)))
-			} else {
-				first[w.Name] = i
-			}
-			if w.Selector == nil && w.Count == nil && w.Percent == nil && i < len(r.Spec.Waves)-1 {
-				errorf(path, "wave %q has no selector, count or percent, so it takes every Target left: only the last wave may", w.Name)
-			}
+			problems = append(problems, rolloutPolicy(o, "spec.rollout", "device", r.Waves, r.Windows)...)
 		}
 	}
 	return append(problems, overlappingRollouts(s)...)
+}
+
+// rolloutPolicy checks the waves and windows of a rollout policy at path of o;
+// member names what its waves take (Target, device).
+func rolloutPolicy(o *load.Object, path, member string, waves []model.RolloutWave, windows []model.RolloutWindow) diag.List {
+	var problems diag.List
+	errorf := func(path, format string, args ...any) {
+		problems.Errorf(o.File, o.LineOf(path), path, format, args...)
+	}
+	for i, w := range windows {
+		at := load.Index(path+".windows", i)
+		switch {
+		case strings.HasPrefix(w.Schedule, "TZ=") || strings.HasPrefix(w.Schedule, "CRON_TZ="):
+			errorf(at+".schedule", "%q names a time zone: give it in timeZone", w.Schedule)
+		default:
+			if _, err := cron.ParseStandard(w.Schedule); err != nil {
+				errorf(at+".schedule", "%q is not a cron schedule (minute, hour, day of month, month, day of week): %v", w.Schedule, err)
+			}
+		}
+		// LoadLocation takes "Local", the machine's zone: valid on one
+		// machine, another time on the next.
+		if _, err := time.LoadLocation(w.TimeZone); err != nil || w.TimeZone == "Local" {
+			errorf(at+".timeZone", "%q is not an IANA time zone name such as Europe/Berlin or UTC", w.TimeZone)
+		}
+	}
+	first := map[string]int{} // wave name: its index
+	for i, w := range waves {
+		at := load.Index(path+".waves", i)
+		if j, ok := first[w.Name]; ok {
+			errorf(at+".name", "wave %q is %s[%d] too (line %d): wave names are unique within a Rollout",
+				w.Name, path+".waves", j, o.LineOf(load.Index(path+".waves", j)))
+		} else {
+			first[w.Name] = i
+		}
+		if w.Selector == nil && w.Count == nil && w.Percent == nil && i < len(waves)-1 {
+			errorf(at, "wave %q has no selector, count or percent, so it takes every %s left: only the last wave may", w.Name, member)
+		}
+	}
+	return problems
 }
 
 // overlappingRollouts reports each pair of Rollouts of one namespace whose

@@ -1,0 +1,195 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"time"
+
+	"github.com/opencontainers/go-digest"
+
+	"github.com/solar-pipeline/solar/device/wire"
+	"github.com/solar-pipeline/solar/renderer/fleet"
+	"github.com/solar-pipeline/solar/renderer/model"
+	"github.com/solar-pipeline/solar/renderer/rollout"
+	"github.com/solar-pipeline/solar/renderer/rolloutstore"
+	"github.com/solar-pipeline/solar/renderer/store"
+)
+
+// DeviceRolloutName is the name under which the rollout of DeviceUpgrade
+// name keeps its state (solar rollout status deviceupgrade-NAME).
+func DeviceRolloutName(upgrade string) string { return "deviceupgrade-" + upgrade }
+
+// statusReader reads what the bucket holds of devices (fleetkv.Bucket).
+type statusReader interface {
+	Status(ctx context.Context, deviceIDs ...string) ([]fleet.Status, error)
+}
+
+// gateDevices admits the planned attempts of each DeviceUpgrade with a
+// rollout policy wave by wave: a device whose wave has not started, or of a
+// halted rollout, gets no attempt (its result is Held). A device of a
+// started wave passes when it reports the upgrade's agentVersion committed,
+// fails when it reports rolled-back or rollback-failed, or when it has not
+// passed by its wave's progressDeadline. The rollout's state is written,
+// and holds, before any attempt is.
+func gateDevices(ctx context.Context, set *model.Set, planned []fleet.Planned, bucket statusReader, st store.Store, opts Options) ([]fleet.Planned, []fleet.Result, error) {
+	now := opts.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	var held []fleet.Result
+	var err error
+	for _, u := range set.DeviceUpgrades {
+		if u.Spec.Rollout == nil {
+			continue
+		}
+		var out []fleet.Result
+		planned, out, err = gateUpgrade(ctx, set, u, planned, bucket, st, opts, now)
+		if err != nil {
+			return nil, nil, fmt.Errorf("DeviceUpgrade %s/%s: %w", u.Namespace, u.Name, err)
+		}
+		held = append(held, out...)
+	}
+	return planned, held, nil
+}
+
+// gateUpgrade is gateDevices for one DeviceUpgrade: the planned attempts
+// left to apply, and the results of the devices it holds.
+func gateUpgrade(ctx context.Context, set *model.Set, u *model.DeviceUpgrade, planned []fleet.Planned, bucket statusReader, st store.Store, opts Options, now time.Time) ([]fleet.Planned, []fleet.Result, error) {
+	key := u.Namespace + "/" + u.Name
+	policy, err := policyOf(u.Spec.Rollout.Waves, u.Spec.Rollout.Windows)
+	if err != nil {
+		return nil, nil, fmt.Errorf("spec.rollout.%w", err)
+	}
+	labels := map[string]map[string]string{}
+	for _, d := range set.Devices {
+		if d.Namespace == u.Namespace {
+			labels[d.Name] = d.Labels
+		}
+	}
+	var members []rollout.Member
+	for _, p := range planned {
+		if p.Upgrade == key {
+			members = append(members, rollout.Member{Name: p.Attempt.DeviceID, Labels: labels[p.Attempt.DeviceID]})
+		}
+	}
+	spec, err := json.Marshal(u.Spec)
+	if err != nil {
+		return nil, nil, err
+	}
+	ids := make([]string, len(members))
+	for i, m := range members {
+		ids[i] = m.Name
+	}
+	slices.Sort(ids)
+	revision := digest.FromString(fmt.Sprintf("%s\n%v", spec, ids)).String()
+	name := DeviceRolloutName(u.Name)
+	cur, err := rolloutstore.Read(ctx, st, u.Namespace, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	fresh := &rolloutstore.Doc{State: rollout.Start(policy, revision, members), From: map[string]string{}}
+	if cur == nil || cur.Revision != revision {
+		if cur != nil {
+			fresh.Paused = cur.Paused
+		}
+		cur = fresh
+	}
+	if err := deviceHealth(ctx, bucket, cur, members, u.Spec.AgentVersion); err != nil {
+		return nil, nil, err
+	}
+	doc, err := rolloutstore.Update(ctx, st, u.Namespace, name, func(doc *rolloutstore.Doc) (*rolloutstore.Doc, error) {
+		if doc == nil || doc.Revision != revision {
+			c := *fresh
+			doc = &c
+		}
+		s, d := rollout.Next(policy, doc.State, members, now)
+		if reflect.DeepEqual(s, doc.State) && reflect.DeepEqual(d, doc.Decision) {
+			return doc, nil
+		}
+		doc.State, doc.Decision, doc.At = s, d, now
+		return doc, nil
+	}, rolloutstore.Options{Settle: opts.Settle, Log: opts.log(), DryRun: opts.DryRun})
+	if err != nil {
+		return nil, nil, err
+	}
+	return splitHeld(planned, key, doc.Decision)
+}
+
+// deviceHealth sets what the bucket says of each member of doc's started
+// waves: healthy once it reports version committed, broken once it reports
+// rolled-back or rollback-failed.
+func deviceHealth(ctx context.Context, bucket statusReader, doc *rolloutstore.Doc, members []rollout.Member, version string) error {
+	var started []string
+	for _, ws := range doc.Waves {
+		if ws.Started != nil {
+			started = append(started, ws.Members...)
+		}
+	}
+	if len(started) == 0 {
+		return nil
+	}
+	statuses, err := bucket.Status(ctx, started...)
+	if err != nil {
+		return fmt.Errorf("reading the states of its admitted devices: %w", err)
+	}
+	byID := map[string]*wire.DeviceState{}
+	for _, s := range statuses {
+		byID[s.DeviceID] = s.State
+	}
+	for i := range members {
+		s := byID[members[i].Name]
+		if s == nil {
+			continue
+		}
+		members[i].Message = fmt.Sprintf("%s %s %s", s.State, s.Version, s.Reason)
+		switch {
+		case s.State == wire.PhaseCommitted && s.Version == version:
+			members[i].Health = rollout.Healthy
+		case s.State == wire.PhaseRolledBack || s.State == rollbackFailed:
+			members[i].Health = rollout.Broken
+		}
+	}
+	return nil
+}
+
+// rollbackFailed is the state of a device whose rollback failed
+// (fleetkv.StateRollbackFailed).
+const rollbackFailed = "rollback-failed"
+
+// splitHeld are the planned attempts the decision lets through, and the
+// results of the devices of upgrade key it holds.
+func splitHeld(planned []fleet.Planned, key string, d rollout.Decision) ([]fleet.Planned, []fleet.Result, error) {
+	state := map[string]rollout.MemberDecision{}
+	for _, m := range d.Members {
+		state[m.Name] = m
+	}
+	var keep []fleet.Planned
+	var held []fleet.Result
+	for _, p := range planned {
+		m, ok := state[p.Attempt.DeviceID]
+		if p.Upgrade != key || !ok || admits(m.State) {
+			keep = append(keep, p)
+			continue
+		}
+		a := p.Attempt
+		held = append(held, fleet.Result{DeviceID: a.DeviceID, Upgrade: p.Upgrade, UUID: a.UUID, TargetVersion: a.TargetVersion,
+			Platform: a.Artifact.Platform, Action: Held, Reason: fmt.Sprintf("wave %s: %s", m.Wave, m.Reason)})
+	}
+	if len(keep)+len(held) != len(planned) {
+		return nil, nil, errors.New("a planned attempt was lost")
+	}
+	return keep, held, nil
+}
+
+// admits says whether a member in state gets its attempt applied: one its
+// wave admitted (applied again, it is unchanged). A member whose wave has
+// not started, or of a halted or aborted rollout, gets none: a halted
+// rollout writes no new attempt anywhere. (Undo has no meaning for a
+// device, which rolls back on its own: its members are held too.)
+func admits(state string) bool {
+	return state == rollout.Admitted || state == rollout.Passed || state == rollout.Failed
+}
