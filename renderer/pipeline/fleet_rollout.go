@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"time"
 
@@ -101,18 +100,8 @@ func gateUpgrade(ctx context.Context, set *model.Set, u *model.DeviceUpgrade, pl
 	if err := deviceHealth(ctx, bucket, cur, members, u.Spec.AgentVersion); err != nil {
 		return nil, nil, err
 	}
-	doc, err := rolloutstore.Update(ctx, st, u.Namespace, name, func(doc *rolloutstore.Doc) (*rolloutstore.Doc, error) {
-		if doc == nil || doc.Revision != revision {
-			c := *fresh
-			doc = &c
-		}
-		s, d := rollout.Next(policy, doc.State, members, now)
-		if reflect.DeepEqual(s, doc.State) && reflect.DeepEqual(d, doc.Decision) {
-			return doc, nil
-		}
-		doc.State, doc.Decision, doc.At = s, d, now
-		return doc, nil
-	}, rolloutstore.Options{Settle: opts.Settle, Log: opts.log(), DryRun: opts.DryRun})
+	doc, err := rolloutstore.Update(ctx, st, u.Namespace, name, passChange(revision, fresh, policy, members, now),
+		rolloutstore.Options{Settle: opts.Settle, Log: opts.log(), DryRun: opts.DryRun})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -57,21 +57,8 @@ func (s storeAndOptions) pass(ctx context.Context, r *governing, targets []*Targ
 	if err != nil {
 		return RolloutReport{}, nil, err
 	}
-	doc, err := rolloutstore.Update(ctx, s.st, r.Namespace, r.Name, func(doc *rolloutstore.Doc) (*rolloutstore.Doc, error) {
-		if doc == nil || doc.Revision != revision {
-			if fresh == nil {
-				return nil, errors.New("another run started a rollout of other content meanwhile: run again")
-			}
-			c := *fresh
-			doc = &c
-		}
-		st, d := rollout.Next(r.Policy, doc.State, members, now)
-		if reflect.DeepEqual(st, doc.State) && reflect.DeepEqual(d, doc.Decision) {
-			return doc, nil // nothing new: no write
-		}
-		doc.State, doc.Decision, doc.At = st, d, now
-		return doc, nil
-	}, rolloutstore.Options{Settle: s.opts.Settle, Log: s.opts.log(), DryRun: s.opts.DryRun})
+	doc, err := rolloutstore.Update(ctx, s.st, r.Namespace, r.Name, passChange(revision, fresh, r.Policy, members, now),
+		rolloutstore.Options{Settle: s.opts.Settle, Log: s.opts.log(), DryRun: s.opts.DryRun})
 	if err != nil {
 		return RolloutReport{}, nil, err
 	}
@@ -80,6 +67,28 @@ func (s storeAndOptions) pass(ctx context.Context, r *governing, targets []*Targ
 		out.members[m.Name] = m
 	}
 	return RolloutReport{Namespace: r.Namespace, Name: r.Name, Revision: revision, Decision: doc.Decision}, out, nil
+}
+
+// passChange is a pass as a change of the stored state: the engine's next
+// step from it, or from fresh where it is of another revision (none to
+// start from: another run's revision is newer, run again); nothing when
+// the step changes nothing.
+func passChange(revision string, fresh *rolloutstore.Doc, policy rollout.Policy, members []rollout.Member, now time.Time) func(*rolloutstore.Doc) (*rolloutstore.Doc, error) {
+	return func(doc *rolloutstore.Doc) (*rolloutstore.Doc, error) {
+		if doc == nil || doc.Revision != revision {
+			if fresh == nil {
+				return nil, errors.New("another run started a rollout of other content meanwhile: run again")
+			}
+			c := *fresh
+			doc = &c
+		}
+		st, d := rollout.Next(policy, doc.State, members, now)
+		if reflect.DeepEqual(st, doc.State) && reflect.DeepEqual(d, doc.Decision) {
+			return doc, nil // nothing new: no write
+		}
+		doc.State, doc.Decision, doc.At = st, d, now
+		return doc, nil
+	}
 }
 
 // start is a new revision's state: its members are the governed targets
