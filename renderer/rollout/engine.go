@@ -64,6 +64,10 @@ func Next(p Policy, st State, members []Member, now time.Time) (State, Decision)
 // advance records outcomes, judges the current wave and starts the next
 // waves while they may start; it returns when to look again.
 func (st *State) advance(p Policy, health map[string]Member, now time.Time) time.Time {
+	if st.members() == 0 {
+		st.Phase, st.Message = Done, "nothing to roll out: no member"
+		return time.Time{}
+	}
 	for i := range st.Waves {
 		w, ws := p.Waves[i], &st.Waves[i]
 		if ws.Started == nil {
@@ -77,13 +81,14 @@ func (st *State) advance(p Policy, health map[string]Member, now time.Time) time
 		if ws.PassedAt != nil {
 			continue
 		}
-		if failed := ws.count(Failed); failed > w.allowed(len(ws.Members)) {
+		n := len(ws.Members)
+		if failed := ws.count(Failed); failed > w.allowed(n) || n-failed < w.needed(n) {
 			st.Phase = Halted
 			if p.RollBack {
 				st.Phase = RolledBack
 			}
-			st.Message = fmt.Sprintf("wave %s failed: %d of %d members failed, %d allowed (errorThreshold)",
-				w.Name, failed, len(ws.Members), w.allowed(len(ws.Members)))
+			st.Message = fmt.Sprintf("wave %s failed: %d of %d members failed, %d allowed (errorThreshold), %d must pass (successThreshold)",
+				w.Name, failed, n, w.allowed(n), w.needed(n))
 			return time.Time{}
 		}
 		if ws.count(Passed) >= w.needed(len(ws.Members)) {
@@ -119,6 +124,9 @@ func (st *State) mayStart(p Policy, i int, now time.Time) (bool, time.Time) {
 	}
 	if ok, next := p.inWindow(now); !ok {
 		st.Phase, st.Message = Waiting, fmt.Sprintf("no window is open; wave %s starts when one opens, at %s", p.Waves[i].Name, next.UTC().Format(time.RFC3339))
+		if next.IsZero() {
+			st.Message = fmt.Sprintf("no window is open, and none ever opens: wave %s cannot start", p.Waves[i].Name)
+		}
 		return false, next
 	}
 	return true, time.Time{}
@@ -158,6 +166,15 @@ func (ws *WaveState) judge(w Wave, health map[string]Member, now time.Time) time
 		ws.Outcomes[name] = o
 	}
 	return wake
+}
+
+// members counts the members of every wave.
+func (st *State) members() int {
+	n := 0
+	for _, ws := range st.Waves {
+		n += len(ws.Members)
+	}
+	return n
 }
 
 func (ws WaveState) count(state string) int {

@@ -221,3 +221,40 @@ func TestNextChangesNotItsInput(t *testing.T) {
 	Next(p, st, members, t0.Add(time.Minute))
 	assert.Equal(t, before, st)
 }
+
+// TestAWaveThatCannotPassFails: with a tolerated failure and the default
+// success threshold a wave can no longer pass: it fails at once instead of
+// waiting forever (review finding 1.2).
+func TestAWaveThatCannotPassFails(t *testing.T) {
+	half := 50
+	p := Policy{Waves: []Wave{{Name: "two", Count: 2, ErrorThreshold: &half}, {Name: "rest"}}}
+	members := targets(3)
+	st, _ := Next(p, Start(p, "r1", members), members, t0)
+	members = with(members, Broken, "alpha/t01")
+	members = with(members, Healthy, "alpha/t02")
+	_, d := Next(p, st, members, t0.Add(time.Second))
+	assert.Equal(t, Halted, d.Phase, d.Message)
+	assert.Contains(t, d.Message, "2 must pass (successThreshold)")
+}
+
+// TestNoMemberIsDone: a rollout of no member (nothing changed) is done at
+// once, not waiting for an approval after an empty wave (finding 1.5).
+func TestNoMemberIsDone(t *testing.T) {
+	p := Policy{Waves: []Wave{{Name: "canary", Count: 1, Approval: true}, {Name: "rest"}}}
+	_, d := Next(p, Start(p, "r1", nil), nil, t0)
+	assert.Equal(t, Done, d.Phase)
+}
+
+// TestAWindowThatNeverOpens: a schedule that never fires (30 February)
+// keeps its window closed (finding 1.6: it was open always).
+func TestAWindowThatNeverOpens(t *testing.T) {
+	sched, err := cron.ParseStandard("0 0 30 2 *")
+	require.NoError(t, err)
+	p := threeWaves()
+	p.Windows = []Window{{Spec: "never", Schedule: sched, Duration: time.Hour}}
+	members := targets(3)
+	_, d := Next(p, Start(p, "r1", members), members, t0)
+	assert.Equal(t, Waiting, d.Phase)
+	assert.Empty(t, admitted(d))
+	assert.True(t, d.Wake.IsZero(), "no opening to wake at")
+}

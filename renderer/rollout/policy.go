@@ -58,7 +58,8 @@ type Window struct {
 // open says whether now is inside the window: a start of Schedule in
 // (now-Duration, now].
 func (w Window) open(now time.Time) bool {
-	return !w.Schedule.Next(now.Add(-w.Duration)).After(now)
+	start := w.Schedule.Next(now.Add(-w.Duration))
+	return !start.IsZero() && !start.After(now) // zero: a schedule that never fires
 }
 
 // nextOpen is the next time the window opens after now.
@@ -74,7 +75,7 @@ func (p Policy) inWindow(now time.Time) (bool, time.Time) {
 		if w.open(now) {
 			return true, time.Time{}
 		}
-		if n := w.nextOpen(now); next.IsZero() || n.Before(next) {
+		if n := w.nextOpen(now); !n.IsZero() && (next.IsZero() || n.Before(next)) {
 			next = n
 		}
 	}

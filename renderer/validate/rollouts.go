@@ -18,6 +18,11 @@ import (
 	"github.com/solar-pipeline/solar/renderer/model"
 )
 
+// neverBefore is when a schedule is asked for its next start: a fixed time,
+// so that a check gives the same answer every day (robfig/cron looks 5 years
+// ahead).
+var neverBefore = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
 // rollouts reports what the Rollout schema cannot say: a window's cron
 // schedule or time zone that does not parse, a wave that takes every Target
 // left before the last, two waves of one name, and two Rollouts of one
@@ -54,9 +59,15 @@ func rolloutPolicy(o *load.Object, path, member string, waves []model.RolloutWav
 		switch {
 		case strings.HasPrefix(w.Schedule, "TZ=") || strings.HasPrefix(w.Schedule, "CRON_TZ="):
 			errorf(at+".schedule", "%q names a time zone: give it in timeZone", w.Schedule)
+		case strings.HasPrefix(w.Schedule, "@every"):
+			errorf(at+".schedule", "%q is an interval, not the start of a window: give a cron schedule such as \"0 22 * * 1-5\"", w.Schedule)
 		default:
-			if _, err := cron.ParseStandard(w.Schedule); err != nil {
+			sched, err := cron.ParseStandard(w.Schedule)
+			switch {
+			case err != nil:
 				errorf(at+".schedule", "%q is not a cron schedule (minute, hour, day of month, month, day of week): %v", w.Schedule, err)
+			case sched.Next(neverBefore).IsZero():
+				errorf(at+".schedule", "%q never fires: the window would never open", w.Schedule)
 			}
 		}
 		// LoadLocation takes "Local", the machine's zone: valid on one
