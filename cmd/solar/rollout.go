@@ -76,6 +76,25 @@ func (s *rolloutStore) open(ctx context.Context, cmd *cobra.Command, readOnly bo
 	return pipeline.OpenStore(ctx, so)
 }
 
+// read reads the state of Rollout ns/name, the store opened for the read
+// only: a layout is not held locked (nor its repositories cached) between
+// two looks of --watch, so that the publish it waits for can write.
+func (s *rolloutStore) read(cmd *cobra.Command, ns, name string) (*rolloutstore.Doc, error) {
+	st, err := s.open(cmd.Context(), cmd, true)
+	if err != nil {
+		return nil, s.rf.g.storeError(err, "show", s.out, s.rf.registry)
+	}
+	defer st.Close()
+	doc, err := rolloutstore.Read(cmd.Context(), st.Store, ns, name)
+	switch {
+	case err != nil:
+		return nil, hint(err, s.rf.registry)
+	case doc == nil:
+		return nil, fmt.Errorf("Rollout %s/%s: %w", ns, name, rolloutstore.ErrNoRollout)
+	}
+	return doc, nil
+}
+
 func newRolloutVerbCmd(g *globals, verb, short string) *cobra.Command {
 	var where rolloutStore
 	var wave string
@@ -91,7 +110,13 @@ func newRolloutVerbCmd(g *globals, verb, short string) *cobra.Command {
 			}
 			defer st.Close()
 			ns := cmp.Or(g.namespace, "default")
-			doc, err := rolloutstore.Act(cmd.Context(), st.Store, ns, args[0], verb, wave, rolloutstore.Options{Log: g.log})
+			opts := rolloutstore.Options{Log: g.log}
+			if st.Registry != "" {
+				// Read back after the settle, as a publish's pass is: a pass
+				// that took the same version must not silently replace it.
+				opts.Settle = pipeline.DefaultSettle
+			}
+			doc, err := rolloutstore.Act(cmd.Context(), st.Store, ns, args[0], verb, wave, opts)
 			if err != nil {
 				return hint(err, where.rf.registry)
 			}
@@ -129,19 +154,11 @@ a CI job can wait on it.`,
   solar rollout status web -n alpha --registry registry.example.com/solar --watch --exit-code`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := where.open(cmd.Context(), cmd, true)
-			if err != nil {
-				return g.storeError(err, "show", where.out, where.rf.registry)
-			}
-			defer st.Close()
 			ns := cmp.Or(g.namespace, "default")
 			for {
-				doc, err := rolloutstore.Read(cmd.Context(), st.Store, ns, args[0])
+				doc, err := where.read(cmd, ns, args[0])
 				if err != nil {
-					return hint(err, where.rf.registry)
-				}
-				if doc == nil {
-					return fmt.Errorf("Rollout %s/%s: %w", ns, args[0], rolloutstore.ErrNoRollout)
+					return err
 				}
 				if err := g.printRollout(doc); err != nil {
 					return err

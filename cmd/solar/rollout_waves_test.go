@@ -365,3 +365,39 @@ spec: {renderRegistryRef: {name: render}}
 	code, stdout, stderr = solar(t, "render", "--out", out, "-n", "beta", "--target", "other", dir)
 	assert.Equal(t, 0, code, "a Target no Rollout governs: %s\n%s", stdout, stderr)
 }
+
+// TestRolloutFailedHoldsUntilItsContentChanges (review finding 1.3): a
+// halted rollout stays halted through edits that do not change what its
+// failed canary would get (a new Target here): the next Target is not made
+// the canary of the same broken content, and the new Target is held too;
+// new content for the canary starts a new revision.
+func TestRolloutFailedHoldsUntilItsContentChanges(t *testing.T) {
+	e := newRolloutEnv(t)
+	rolloutInput(t, e.input, 1, "")
+	e.render()
+	rolloutInput(t, e.input, 3, testenv.ThreeWaves("2s", "Halt"))
+	e.render()
+	time.Sleep(2 * time.Second)
+	r := e.render()
+	require.Equal(t, rollout.Halted, r.Rollouts[0].Phase)
+	before := e.bootstraps()
+
+	more := testenv.RolloutInput(3, testenv.ThreeWaves("2s", "Halt")) + `---
+apiVersion: solar.opendefense.cloud/v1alpha1
+kind: Target
+metadata: {name: t13, namespace: alpha}
+spec: {renderRegistryRef: {name: render}}
+`
+	require.NoError(t, os.WriteFile(filepath.Join(e.input, "input.yaml"), []byte(more), 0o644))
+	r = e.render()
+	assert.Equal(t, rollout.Halted, r.Rollouts[0].Phase, "still halted")
+	assert.Equal(t, []string{"t01"}, members(r)[rollout.Failed])
+	assert.Empty(t, members(r)[rollout.Admitted], "no new canary of the same content")
+	assert.Equal(t, rollout.Held, target(r, "t13").Rollout.State, "a new Target is held too")
+	assert.Equal(t, before, e.bootstraps(), "nothing published")
+
+	rolloutInput(t, e.input, 4, testenv.ThreeWaves("2s", "Halt"))
+	r = e.render()
+	assert.Equal(t, rollout.Progressing, r.Rollouts[0].Phase, "new content: a new revision")
+	assert.Equal(t, []string{"t01"}, members(r)[rollout.Admitted])
+}

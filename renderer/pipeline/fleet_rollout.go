@@ -16,6 +16,7 @@ import (
 	"github.com/solar-pipeline/solar/renderer/rollout"
 	"github.com/solar-pipeline/solar/renderer/rolloutstore"
 	"github.com/solar-pipeline/solar/renderer/store"
+	"github.com/solar-pipeline/solar/renderer/targetreport"
 )
 
 // DeviceRolloutName is the name under which the rollout of DeviceUpgrade
@@ -134,7 +135,7 @@ func deviceHealth(ctx context.Context, bucket statusReader, doc *rolloutstore.Do
 		if s == nil {
 			continue
 		}
-		members[i].Message = fmt.Sprintf("%s %s %s", s.State, s.Version, s.Reason)
+		members[i].Message = targetreport.BoundMessage(fmt.Sprintf("%s %s %s", s.State, s.Version, s.Reason))
 		switch {
 		case s.State == wire.PhaseCommitted && s.Version == version:
 			members[i].Health = rollout.Healthy

@@ -127,11 +127,17 @@ func (r *governing) revision(targets []*Target, jobs []publish.Job, idx []int) s
 func (g *gated) apply(ctx context.Context, st storeAndOptions, name string, targets []*Target, idx []int, decided *decided) error {
 	for _, i := range idx {
 		t := targets[i]
-		m, ok := decided.members[t.Name]
-		if !ok {
-			continue // unchanged by the revision: published as it is
-		}
 		repo := chain.BootstrapRepository(t.Namespace, t.Name)
+		m, ok := decided.members[t.Name]
+		switch {
+		case !ok && !decided.changed[t.Name]:
+			continue // unchanged: published as it is (unchanged)
+		case !ok:
+			// Changed, yet no member of the revision (the store moved since it
+			// started, or the rollout failed and holds): never published
+			// past the rollout.
+			m = rollout.MemberDecision{Name: t.Name, State: rollout.Held, Reason: "its chart changed, but it is not a member of the rollout's revision"}
+		}
 		g.member[i] = governed{MemberDecision: m, rollout: name, repository: repo, from: decided.from[t.Name]}
 		switch m.State {
 		case rollout.Held:

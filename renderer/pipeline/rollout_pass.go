@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing/fstest"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/solar-pipeline/solar/renderer/rolloutstore"
 	"github.com/solar-pipeline/solar/renderer/status"
 	"github.com/solar-pipeline/solar/renderer/store"
+	"github.com/solar-pipeline/solar/renderer/targetreport"
 )
 
 // storeAndOptions are what a rollout pass reads and writes with.
@@ -28,28 +30,45 @@ type storeAndOptions struct {
 	opts  Options
 }
 
-// decided is a pass's outcome for the members of one Rollout.
+// decided is a pass's outcome for the members of one Rollout, and which
+// governed Targets the content changes (a dry run against the store).
 type decided struct {
 	members map[string]rollout.MemberDecision
 	from    map[string]string
+	changed map[string]bool
 }
 
 // pass is one pass of Rollout r over the governed targets idx: its state
-// read (or started anew for a new revision), its members' reports, the
-// engine's decisions, and the state written back (not in a dry run).
+// read (or started anew for a new revision, unless a failed rollout's
+// failed content is still what its members would get), its members'
+// reports, the engine's decisions, and the state written back (not in a
+// dry run).
 func (s storeAndOptions) pass(ctx context.Context, r *governing, targets []*Target, jobs []publish.Job, idx []int, now time.Time) (RolloutReport, *decided, error) {
 	revision := r.revision(targets, jobs, idx)
 	cur, err := rolloutstore.Read(ctx, s.st, r.Namespace, r.Name)
 	if err != nil {
 		return RolloutReport{}, nil, err
 	}
-	var fresh *rolloutstore.Doc
+	// What the content changes, asked where the revision is new only: in
+	// its passes, the revision's members are those it changes.
+	var results []publish.Result
 	if cur == nil || cur.Revision != revision {
-		if fresh, err = s.start(ctx, r, revision, targets, jobs, idx); err != nil {
+		if results, err = s.dryRun(ctx, jobs, idx); err != nil {
+			return RolloutReport{}, nil, err
+		}
+	}
+	var fresh *rolloutstore.Doc
+	switch {
+	case cur != nil && cur.Revision == revision:
+	case cur != nil && stuck(cur, targets, jobs, idx):
+		revision = cur.Revision // failed on content its members would still get
+	default:
+		if fresh, err = start(r, revision, targets, jobs, idx, results); err != nil {
 			return RolloutReport{}, nil, err
 		}
 		if cur != nil {
-			fresh.Paused = cur.Paused // a pause holds across revisions
+			// The operator's hold is kept across revisions.
+			fresh.Paused, fresh.Aborted = cur.Paused, cur.Aborted
 		}
 		cur = fresh
 	}
@@ -62,11 +81,36 @@ func (s storeAndOptions) pass(ctx context.Context, r *governing, targets []*Targ
 	if err != nil {
 		return RolloutReport{}, nil, err
 	}
-	out := &decided{members: map[string]rollout.MemberDecision{}, from: doc.From}
+	out := &decided{members: map[string]rollout.MemberDecision{}, from: doc.From, changed: map[string]bool{}}
 	for _, m := range doc.Decision.Members {
 		out.members[m.Name] = m
 	}
+	for k, i := range idx {
+		out.changed[targets[i].Name] = results != nil && results[k].Action != publish.Unchanged
+	}
 	return RolloutReport{Namespace: r.Namespace, Name: r.Name, Revision: revision, Decision: doc.Decision}, out, nil
+}
+
+// stuck says whether a rollout that failed (halted or rolled back) still
+// holds: a member failed on content (its bootstrap job's key) that it
+// would get again. Only new content for it starts a new revision; edits
+// elsewhere (a Target added, a label, the policy) do not.
+func stuck(doc *rolloutstore.Doc, targets []*Target, jobs []publish.Job, idx []int) bool {
+	if doc.Phase != rollout.Halted && doc.Phase != rollout.RolledBack {
+		return false
+	}
+	key := map[string]string{}
+	for _, i := range idx {
+		key[targets[i].Name] = jobs[i].Key()
+	}
+	for _, ws := range doc.Waves {
+		for name, o := range ws.Outcomes {
+			if o.State == rollout.Failed && doc.Keys[name] != "" && key[name] == doc.Keys[name] {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // passChange is a pass as a change of the stored state: the engine's next
@@ -91,29 +135,37 @@ func passChange(revision string, fresh *rolloutstore.Doc, policy rollout.Policy,
 	}
 }
 
-// start is a new revision's state: its members are the governed targets
-// whose bootstrap chart it changes (a dry run of their jobs says which),
-// each with the version it has now.
-func (s storeAndOptions) start(ctx context.Context, r *governing, revision string, targets []*Target, jobs []publish.Job, idx []int) (*rolloutstore.Doc, error) {
+// dryRun is what publishing the governed targets' bootstrap jobs would do
+// (the namespace's index answers without a request).
+func (s storeAndOptions) dryRun(ctx context.Context, jobs []publish.Job, idx []int) ([]publish.Result, error) {
 	sub := make([]publish.Job, len(idx))
 	for k, i := range idx {
 		sub[k] = jobs[i]
 	}
 	dry := s.popts
 	dry.DryRun, dry.Done, dry.BeforePush, dry.Compare = true, nil, nil, false
-	results, err := publish.Publish(ctx, s.st, sub, dry)
-	if err != nil {
-		return nil, err
-	}
-	doc := &rolloutstore.Doc{From: map[string]string{}}
+	return publish.Publish(ctx, s.st, sub, dry)
+}
+
+// start is a new revision's state: its members are the governed targets
+// whose bootstrap chart it changes (results, a dry run of their jobs), each
+// with the version it has now and the key of the content it gets.
+func start(r *governing, revision string, targets []*Target, jobs []publish.Job, idx []int, results []publish.Result) (*rolloutstore.Doc, error) {
+	doc := &rolloutstore.Doc{From: map[string]string{}, Keys: map[string]string{}}
 	var members []rollout.Member
 	for k, i := range idx {
-		if results[k].Action == publish.Unchanged {
+		res := results[k]
+		if res.Action == publish.Unchanged {
 			continue
 		}
 		t := targets[i]
+		from := res.Previous()
+		if res.Action != publish.Create && from == "" {
+			// A rollback would publish a chart without releases.
+			return nil, fmt.Errorf("Target %s: the version its bootstrap chart has before %s is not known (%s): nothing to roll back to", t.Name, res.Version, res.Repository)
+		}
 		members = append(members, rollout.Member{Name: t.Name, Labels: t.Target.Labels})
-		doc.From[t.Name] = results[k].Previous()
+		doc.From[t.Name], doc.Keys[t.Name] = from, jobs[i].Key()
 	}
 	doc.State = rollout.Start(r.Policy, revision, members)
 	return doc, nil
@@ -137,8 +189,8 @@ func (s storeAndOptions) health(ctx context.Context, doc *rolloutstore.Doc, targ
 			}
 		}
 	}
-	if len(started) == 0 {
-		return members, nil
+	if len(started) == 0 || terminal(doc.Phase) {
+		return members, nil // nothing to judge: no report read
 	}
 	if s.opts.Kubeconfig == "" && s.opts.RESTConfig == nil {
 		return nil, errors.New("its admitted Targets' health is in their TargetReports: pass --kubeconfig, the SolAr API server the agents report to")
@@ -156,17 +208,38 @@ func (s storeAndOptions) health(ctx context.Context, doc *rolloutstore.Doc, targ
 		if !ok {
 			continue
 		}
-		members[k].Message = rep.Message
+		members[k].Message = targetreport.BoundMessage(rep.Message)
+		moved := rep.Bootstrap != doc.From[rep.Name]
 		switch {
-		case rep.State == status.Converged && rep.Bootstrap != doc.From[rep.Name]:
+		case rep.State == status.Converged && moved:
 			members[k].Health = rollout.Healthy
-		case rep.State == status.Failed:
+		case rep.State == status.Failed && moved && failsAtDesired(rep):
 			members[k].Health = rollout.Broken
 		case rep.State == status.Stale:
 			members[k].Health = rollout.Silent
 		}
 	}
 	return members, nil
+}
+
+// terminal says whether a rollout in phase has ended: no report can change
+// what it decided.
+func terminal(phase string) bool {
+	return phase == rollout.Done || phase == rollout.Halted || phase == rollout.RolledBack || phase == rollout.Aborted
+}
+
+// failsAtDesired says whether a Failed Target fails at what it was
+// admitted to: a release Failed or Degraded at its desired version. A
+// failure at the version before (the cluster not yet at the new chart) is
+// no verdict on the new content.
+func failsAtDesired(rep status.Target) bool {
+	for _, r := range rep.Releases {
+		version, _, _ := strings.Cut(r.Reported, "+")
+		if (r.Phase == string(targetreport.Failed) || r.Phase == string(targetreport.Degraded)) && version == r.Desired {
+			return true
+		}
+	}
+	return false
 }
 
 // previous is the job that publishes again, at a new version, the

@@ -17,6 +17,7 @@ import (
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/publish"
 	"github.com/solar-pipeline/solar/renderer/resolve"
+	"github.com/solar-pipeline/solar/renderer/status"
 	"github.com/solar-pipeline/solar/renderer/store"
 )
 
@@ -211,4 +212,18 @@ func TestRunSkipsFailedTargets(t *testing.T) {
 		names = append(names, tr.Name)
 	}
 	assert.Equal(t, []string{"edge-2", "plant-1", "plant-2"}, names)
+}
+
+// TestFailsAtDesired: a Target's report Failed at the version before the one
+// it was admitted to (the cluster not at the new chart yet) is no verdict on
+// the new content (review finding 1.1); Failed or Degraded at the desired
+// version is, with helm-controller's digest suffix or without.
+func TestFailsAtDesired(t *testing.T) {
+	rep := func(phase, reported string) status.Target {
+		return status.Target{State: status.Failed, Releases: []status.Release{{Release: "alpha/web", Desired: "0.0.2", Reported: reported, Phase: phase}}}
+	}
+	assert.False(t, failsAtDesired(rep("Failed", "0.0.1+68ee5879e98f")), "the old version failing")
+	assert.True(t, failsAtDesired(rep("Failed", "0.0.2+68ee5879e98f")))
+	assert.True(t, failsAtDesired(rep("Degraded", "0.0.2")))
+	assert.False(t, failsAtDesired(rep("Ready", "0.0.2")))
 }

@@ -32,6 +32,9 @@ type Doc struct {
 	// From is, per member, its bootstrap version before the revision (""
 	// for none): what a rollback publishes again.
 	From map[string]string `json:"from"`
+	// Keys are, per member, the key of the content the revision gives it
+	// (publish.Job.Key): a failed rollout holds until that content changes.
+	Keys map[string]string `json:"keys,omitempty"`
 	// Decision is what the last pass decided, and At when a pass last
 	// changed the state (a pass that changes nothing writes nothing).
 	Decision rollout.Decision `json:"decision"`
@@ -163,12 +166,16 @@ func ReadVersion(ctx context.Context, repo store.Repository, version string) (*D
 	if err != nil {
 		return nil, err
 	}
+	if desc.Size > maxManifest {
+		return nil, fmt.Errorf("version %s: a manifest of %d bytes is not a rollout's state", version, desc.Size)
+	}
 	b, err := content.FetchAll(ctx, repo, desc)
 	if err != nil {
 		return nil, err
 	}
 	var m ocispec.Manifest
-	if err := json.Unmarshal(b, &m); err != nil || m.ArtifactType != api.ArtifactTypeRollout || len(m.Layers) != 1 || m.Layers[0].Size > maxState {
+	if err := json.Unmarshal(b, &m); err != nil || m.ArtifactType != api.ArtifactTypeRollout || len(m.Layers) != 1 ||
+		m.Layers[0].MediaType != api.MediaTypeRollout || m.Layers[0].Size > maxState {
 		return nil, fmt.Errorf("version %s is not a rollout's state", version)
 	}
 	raw, err := content.FetchAll(ctx, repo, m.Layers[0])
@@ -178,8 +185,11 @@ func ReadVersion(ctx context.Context, repo store.Repository, version string) (*D
 	return decode(raw)
 }
 
-// maxState bounds a state's read.
-const maxState = 16 << 20
+// maxState and maxManifest bound a state's read.
+const (
+	maxState    = 16 << 20
+	maxManifest = 4 << 20
+)
 
 // Refs are the bootstrap chart versions doc names: what a rollback of its
 // members publishes again, which gc keeps.
