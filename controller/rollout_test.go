@@ -26,15 +26,7 @@ import (
 // says its releases run what was published; then the controller, polling
 // while the rollout waits on reports, admits plant-2.
 func TestControllerAdvancesARollout(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: runs a real etcd, kube-apiserver and registry")
-	}
-	e := startEnv(t)
-	opts := e.options(t)
-	opts.RolloutPoll = time.Second
-	start(t, opts)
-	before := e.waitReady(t, 2*time.Minute)
-	e.changeUnderRollout(t, "Halt")
+	e, before := startRolloutController(t, "Halt")
 	plant1, plant2 := [2]string{"beta", "plant-1"}, [2]string{"beta", "plant-2"}
 	var canary bootstrap
 	require.Eventually(t, func() bool {
@@ -128,15 +120,7 @@ func (e *env) changeUnderRollout(t *testing.T, onFailure string) {
 // controller's next pass rolls it back, publishing its previous bootstrap
 // content at a new version, and plant-2 never gets the change.
 func TestControllerRollsBackAFailedCanary(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: runs a real etcd, kube-apiserver and registry")
-	}
-	e := startEnv(t)
-	opts := e.options(t)
-	opts.RolloutPoll = time.Second
-	start(t, opts)
-	before := e.waitReady(t, 2*time.Minute)
-	e.changeUnderRollout(t, "Rollback")
+	e, before := startRolloutController(t, "Rollback")
 	plant1, plant2 := [2]string{"beta", "plant-1"}, [2]string{"beta", "plant-2"}
 	var canary bootstrap
 	require.Eventually(t, func() bool {
@@ -158,4 +142,20 @@ func TestControllerRollsBackAFailedCanary(t *testing.T) {
 	st, _ := e.targetStatusOf(t, "beta", "plant-2")
 	assert.Equal(t, before[plant2], *st.Bootstrap, "plant-2 never got the change")
 	assert.Contains(t, findCondition(st.Conditions, "Ready").Message, "wave canary failed")
+}
+
+// startRolloutController runs a controller (polling rollouts every second)
+// on the examples until every Target is Ready, then changes beta under a
+// Rollout (changeUnderRollout): the env and the bootstrap charts before.
+func startRolloutController(t *testing.T, onFailure string) (*env, map[[2]string]bootstrap) {
+	if testing.Short() {
+		t.Skip("-short: runs a real etcd, kube-apiserver and registry")
+	}
+	e := startEnv(t)
+	opts := e.options(t)
+	opts.RolloutPoll = time.Second
+	start(t, opts)
+	before := e.waitReady(t, 2*time.Minute)
+	e.changeUnderRollout(t, onFailure)
+	return e, before
 }
