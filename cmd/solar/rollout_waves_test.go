@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -76,7 +77,7 @@ func (e *rolloutEnv) reportReady(r pipeline.Report, names ...string) {
 	require.NoError(e.t, err)
 	reports := dyn.Resource(kube.TargetReportGVR).Namespace("alpha")
 	for _, tg := range r.Targets {
-		if !contains(names, tg.Name) {
+		if !slices.Contains(names, tg.Name) {
 			continue
 		}
 		spec := targetreport.Spec{LastReportTime: metav1.Now()}
@@ -126,15 +127,6 @@ func (e *rolloutEnv) bootstraps() map[string]string {
 		out[name] = strings.Join(digests, " ")
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // TestRolloutGoodChangePassesWaveByWave (issue 49, done-when 1, on a layout

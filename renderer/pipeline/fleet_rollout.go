@@ -12,6 +12,7 @@ import (
 
 	"github.com/solar-pipeline/solar/device/wire"
 	"github.com/solar-pipeline/solar/renderer/fleet"
+	"github.com/solar-pipeline/solar/renderer/fleetkv"
 	"github.com/solar-pipeline/solar/renderer/model"
 	"github.com/solar-pipeline/solar/renderer/rollout"
 	"github.com/solar-pipeline/solar/renderer/rolloutstore"
@@ -139,16 +140,12 @@ func deviceHealth(ctx context.Context, bucket statusReader, doc *rolloutstore.Do
 		switch {
 		case s.State == wire.PhaseCommitted && s.Version == version:
 			members[i].Health = rollout.Healthy
-		case s.State == wire.PhaseRolledBack || s.State == rollbackFailed:
+		case s.State == wire.PhaseRolledBack || s.State == fleetkv.StateRollbackFailed:
 			members[i].Health = rollout.Broken
 		}
 	}
 	return nil
 }
-
-// rollbackFailed is the state of a device whose rollback failed
-// (fleetkv.StateRollbackFailed).
-const rollbackFailed = "rollback-failed"
 
 // splitHeld are the planned attempts the decision lets through, and the
 // results of the devices of upgrade key it holds.

@@ -111,13 +111,23 @@ func (r *governing) members(targets []*Target) []int {
 	return out
 }
 
+// keys are, per governed target of idx, the key of its bootstrap content
+// (its job's: the same at any version), each computed once per pass.
+func keys(targets []*Target, jobs []publish.Job, idx []int) map[string]string {
+	out := make(map[string]string, len(idx))
+	for _, i := range idx {
+		out[targets[i].Name] = jobs[i].Key()
+	}
+	return out
+}
+
 // revision names what r rolls out to the targets idx: its spec and each
-// one's bootstrap content (its job's key: the same at any version).
-func (r *governing) revision(targets []*Target, jobs []publish.Job, idx []int) string {
+// one's bootstrap content key.
+func (r *governing) revision(targets []*Target, idx []int, key map[string]string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n", r.spec)
 	for _, i := range idx {
-		fmt.Fprintf(&b, "%s %s\n", targets[i].Name, jobs[i].Key())
+		fmt.Fprintf(&b, "%s %s\n", targets[i].Name, key[targets[i].Name])
 	}
 	return digest.FromString(b.String()).String()
 }

@@ -44,7 +44,8 @@ type decided struct {
 // reports, the engine's decisions, and the state written back (not in a
 // dry run).
 func (s storeAndOptions) pass(ctx context.Context, r *governing, targets []*Target, jobs []publish.Job, idx []int, now time.Time) (RolloutReport, *decided, error) {
-	revision := r.revision(targets, jobs, idx)
+	key := keys(targets, jobs, idx)
+	revision := r.revision(targets, idx, key)
 	cur, err := rolloutstore.Read(ctx, s.st, r.Namespace, r.Name)
 	if err != nil {
 		return RolloutReport{}, nil, err
@@ -60,10 +61,10 @@ func (s storeAndOptions) pass(ctx context.Context, r *governing, targets []*Targ
 	var fresh *rolloutstore.Doc
 	switch {
 	case cur != nil && cur.Revision == revision:
-	case cur != nil && stuck(cur, targets, jobs, idx):
+	case cur != nil && stuck(cur, key):
 		revision = cur.Revision // failed on content its members would still get
 	default:
-		if fresh, err = start(r, revision, targets, jobs, idx, results); err != nil {
+		if fresh, err = start(r, revision, targets, idx, key, results); err != nil {
 			return RolloutReport{}, nil, err
 		}
 		if cur != nil {
@@ -95,13 +96,9 @@ func (s storeAndOptions) pass(ctx context.Context, r *governing, targets []*Targ
 // holds: a member failed on content (its bootstrap job's key) that it
 // would get again. Only new content for it starts a new revision; edits
 // elsewhere (a Target added, a label, the policy) do not.
-func stuck(doc *rolloutstore.Doc, targets []*Target, jobs []publish.Job, idx []int) bool {
+func stuck(doc *rolloutstore.Doc, key map[string]string) bool {
 	if doc.Phase != rollout.Halted && doc.Phase != rollout.RolledBack {
 		return false
-	}
-	key := map[string]string{}
-	for _, i := range idx {
-		key[targets[i].Name] = jobs[i].Key()
 	}
 	for _, ws := range doc.Waves {
 		for name, o := range ws.Outcomes {
@@ -150,7 +147,7 @@ func (s storeAndOptions) dryRun(ctx context.Context, jobs []publish.Job, idx []i
 // start is a new revision's state: its members are the governed targets
 // whose bootstrap chart it changes (results, a dry run of their jobs), each
 // with the version it has now and the key of the content it gets.
-func start(r *governing, revision string, targets []*Target, jobs []publish.Job, idx []int, results []publish.Result) (*rolloutstore.Doc, error) {
+func start(r *governing, revision string, targets []*Target, idx []int, key map[string]string, results []publish.Result) (*rolloutstore.Doc, error) {
 	doc := &rolloutstore.Doc{From: map[string]string{}, Keys: map[string]string{}}
 	var members []rollout.Member
 	for k, i := range idx {
@@ -165,7 +162,7 @@ func start(r *governing, revision string, targets []*Target, jobs []publish.Job,
 			return nil, fmt.Errorf("Target %s: the version its bootstrap chart has before %s is not known (%s): nothing to roll back to", t.Name, res.Version, res.Repository)
 		}
 		members = append(members, rollout.Member{Name: t.Name, Labels: t.Target.Labels})
-		doc.From[t.Name], doc.Keys[t.Name] = from, jobs[i].Key()
+		doc.From[t.Name], doc.Keys[t.Name] = from, key[t.Name]
 	}
 	doc.State = rollout.Start(r.Policy, revision, members)
 	return doc, nil

@@ -3,6 +3,7 @@ package rollout
 import (
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 )
@@ -85,7 +86,7 @@ func checkWaves(t *testing.T, seed uint64, p Policy, st State) {
 		if passed < w.needed(len(prev.Members)) || failed > w.allowed(len(prev.Members)) {
 			t.Fatalf("seed %d: wave %d passed with %d passed, %d failed of %d", seed, i-1, passed, failed, len(prev.Members))
 		}
-		if w.Approval && !contains(st.Approved, w.Name) {
+		if w.Approval && !slices.Contains(st.Approved, w.Name) {
 			t.Fatalf("seed %d: wave %d started without wave %d's approval", seed, i, i-1)
 		}
 	}
@@ -110,13 +111,4 @@ func randomPolicy(r *rand.Rand) Policy {
 		p.Waves = append(p.Waves, w)
 	}
 	return p
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
