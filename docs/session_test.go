@@ -174,7 +174,7 @@ trap 'export -p >"$DOCS_STATE"' EXIT
 const blockTimeout = 2 * time.Minute
 
 // tools are the CLIs besides solar that blocks call.
-var tools = regexp.MustCompile(`(?m)(?:^|[\s|;&(])(cosign|cue|helm|kubectl|oras)\s`)
+var tools = regexp.MustCompile(`(?m)(?:^|[\s|;&(])(cosign|cue|helm|kubectl|nats|oras)\s`)
 
 // needTools fails the test, saying how to install it, when a CLI a block
 // calls is missing: scripts/install-tools.sh builds each of them.

@@ -20,7 +20,7 @@ mkdir -p "$BIN"
 log() { printf 'install-tools: %s\n' "$*" >&2; }
 
 # The names this script installs; with arguments, only those are built.
-KNOWN="registry solar-testpki nats-server cosign etcd kube-apiserver kube-controller-manager
+KNOWN="registry solar-testpki nats-server nats cosign etcd kube-apiserver kube-controller-manager
 kube-scheduler kubectl kwok source-controller flux-crd controller-gen cue helm oras"
 # Built only when named (not by `make tools`, not in CI's default set).
 NAMED_ONLY="kubelet"
@@ -94,6 +94,10 @@ wrapped_tool() {
 
 # NATS with JetStream for the fleet tests: see scripts/start-nats.sh.
 go_tool nats-server github.com/nats-io/nats-server/v2 v2.15.2
+
+# The NATS CLI: docs/fleet.md writes a device's state with it (nats kv put),
+# as no device runs there. About 1.5 minutes on 2 cores the first time.
+go_tool nats github.com/nats-io/natscli/nats v0.5.1
 
 # cosign, to verify Solar's chart signatures as users do (cosign verify --key).
 # About 1,500 packages: 5.5 minutes on 2 cores the first time, then cached.
