@@ -81,6 +81,7 @@ func buildAll(dir string) error {
 		"v2-probe-fails":        "-X main.version=2.0.0 -X main.behaviour=probe-fails",
 		"v2-wrong-version":      "-X main.version=2.0.1",
 		"v1-never-ready":        "-X main.version=1.0.0 -X main.behaviour=never-ready",
+		"v3-never-ready":        "-X main.version=3.0.0 -X main.behaviour=never-ready",
 		"v2-ready-devzero":      "-X main.version=2.0.0 -X main.behaviour=ready-devzero",
 		"v2-ready-fifo":         "-X main.version=2.0.0 -X main.behaviour=ready-fifo",
 		"v2-daemonize":          "-X main.version=2.0.0 -X main.behaviour=daemonize",

@@ -42,13 +42,15 @@ spec:
 // writes an attempt for its canary only; the other devices get theirs once
 // the canary reports the version committed. A canary that reports
 // rolled-back halts the next upgrade: no new attempt anywhere, and solar
-// rollout status says so.
+// rollout status says so. The upgrade after that is not halted by that
+// rollback (an earlier attempt's), but by a canary that reports
+// rollback-failed, which status names for repair.
 func TestFleetApplyInWaves(t *testing.T) {
 	needRegistry(t)
 	reg := testenv.StartRegistry(t, testenv.RegistryOptions{})
 	nats := testenv.StartNATS(t)
 	login := []string{"--registry", reg.Host + "/solar", "--plain-http", "--username", reg.Username, "--password-stdin"}
-	for _, v := range []string{"1.4.0", "1.5.0"} {
+	for _, v := range []string{"1.4.0", "1.5.0", "1.6.0"} {
 		code, _, stderr := fleetCLI(t, reg, append(append([]string{"fleet", "push-agent", "--repository", "fleet/agent", "--version", v}, login...), agentFiles(t, v)...)...)
 		require.Equal(t, 0, code, stderr)
 	}
@@ -82,10 +84,23 @@ func TestFleetApplyInWaves(t *testing.T) {
 
 	fleetWavesTree(t, tree, "1.5.0")
 	assert.Equal(t, map[string]string{"dev-1": "update", "dev-2": "held", "dev-3": "held", "dev-4": "held"}, actions(), "a new upgrade starts with its canary")
-	state("dev-1", `{"state":"rolled-back","version":"1.4.0","reason":"not ready within 60s"}`)
+	state("dev-1", `{"state":"rolled-back","version":"1.5.0","reason":"not ready within 60s"}`)
 	assert.Equal(t, map[string]string{"dev-1": "unchanged", "dev-2": "held", "dev-3": "held", "dev-4": "held"}, actions(), "halted: no new attempt anywhere")
 	code, stdout, stderr := fleetCLI(t, reg, append([]string{"rollout", "status", "deviceupgrade-field", "-n", "fleet", "--exit-code"}, login...)...)
 	assert.Equal(t, 1, code, stderr)
 	assert.Contains(t, stdout, "Halted")
-	assert.Contains(t, stdout, "rolled-back 1.4.0 not ready within 60s")
+	assert.Contains(t, stdout, "rolled-back 1.5.0 not ready within 60s")
+
+	fleetWavesTree(t, tree, "1.6.0")
+	assert.Equal(t, map[string]string{"dev-1": "update", "dev-2": "held", "dev-3": "held", "dev-4": "held"}, actions(), "a new upgrade starts with its canary")
+	assert.Equal(t, map[string]string{"dev-1": "unchanged", "dev-2": "held", "dev-3": "held", "dev-4": "held"}, actions(),
+		"the canary's rollback of 1.5.0 does not fail 1.6.0")
+	state("dev-1", `{"state":"rollback-failed","version":"1.6.0","reason":"the previous agent did not start"}`)
+	code, stdout, stderr = fleetCLI(t, reg, append([]string{"fleet", "apply", "--cache-dir", "", "--nats", nats.URL, tree}, login...)...)
+	assert.Equal(t, 1, code, "a blocked device is an error: %s", stderr)
+	assert.Contains(t, stderr, "dev-1")
+	code, stdout, stderr = fleetCLI(t, reg, append([]string{"rollout", "status", "deviceupgrade-field", "-n", "fleet", "--exit-code"}, login...)...)
+	assert.Equal(t, 1, code, stderr)
+	assert.Contains(t, stdout, "Halted")
+	assert.Contains(t, stdout, "solar fleet repair dev-1")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/solar-pipeline/solar/internal/killpoint"
 	"github.com/solar-pipeline/solar/renderer/fleet"
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
@@ -75,5 +76,9 @@ func applyOne(ctx context.Context, p fleet.Planned, put PutAttempt, bucket *Buck
 	if err := put(ctx, p.Repository+"/attempts", packed); err != nil {
 		return "", err
 	}
-	return w.Action, w.Commit(ctx)
+	if err := w.Commit(ctx); err != nil {
+		return "", err
+	}
+	killpoint.Here("attempt-written") // this device's attempt is current, others' may not be
+	return w.Action, nil
 }

@@ -44,8 +44,11 @@ type Bucket struct {
 // is created with the given number of replicas, and OpenBucket also makes
 // sure that the bucket refuses roll-ups and messages over 64 KiB (guard);
 // with MayBeMissing, a missing bucket reads as empty and every write fails;
-// with MustExist, it is an error.
+// with MustExist, it is an error. A nil log is slog's default.
 func OpenBucket(ctx context.Context, js jetstream.JetStream, name string, replicas int, mode BucketMode, log *slog.Logger) (*Bucket, error) {
+	if log == nil {
+		log = slog.Default()
+	}
 	create := mode == Create
 	var kv jetstream.KeyValue
 	err := retry(ctx, func(ctx context.Context) (err error) {

@@ -28,7 +28,7 @@ type NATS struct {
 	Bucket   string
 	Mode     BucketMode
 	Replicas int
-	Log      *slog.Logger
+	Log      *slog.Logger // nil: slog's default
 }
 
 // BucketMode says what Connect and OpenBucket do when the bucket does not

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
 	"github.com/opencontainers/go-digest"
 
 	"github.com/solar-pipeline/solar/device/wire"
+	"github.com/solar-pipeline/solar/internal/killpoint"
 	"github.com/solar-pipeline/solar/renderer/fleet"
 	"github.com/solar-pipeline/solar/renderer/fleetkv"
 	"github.com/solar-pipeline/solar/renderer/model"
@@ -58,44 +60,37 @@ func gateDevices(ctx context.Context, set *model.Set, planned []fleet.Planned, b
 }
 
 // gateUpgrade is gateDevices for one DeviceUpgrade: the planned attempts
-// left to apply, and the results of the devices it holds.
+// left to apply, and the results of the devices it holds. A new revision
+// (the upgrade's spec or its devices changed) starts the rollout again,
+// keeping the operator's pause and abort; but a failed rollout holds while
+// a device that failed would get the same binary again (stuck).
 func gateUpgrade(ctx context.Context, set *model.Set, u *model.DeviceUpgrade, planned []fleet.Planned, bucket statusReader, st store.Store, opts Options, now time.Time) ([]fleet.Planned, []fleet.Result, error) {
-	key := u.Namespace + "/" + u.Name
+	upgrade := u.Namespace + "/" + u.Name
 	policy, err := policyOf(u.Spec.Rollout.Waves, u.Spec.Rollout.Windows)
 	if err != nil {
 		return nil, nil, fmt.Errorf("spec.rollout.%w", err)
 	}
-	labels := map[string]map[string]string{}
-	for _, d := range set.Devices {
-		if d.Namespace == u.Namespace {
-			labels[d.Name] = d.Labels
-		}
-	}
-	var members []rollout.Member
-	for _, p := range planned {
-		if p.Upgrade == key {
-			members = append(members, rollout.Member{Name: p.Attempt.DeviceID, Labels: labels[p.Attempt.DeviceID]})
-		}
-	}
+	members, binaries := deviceMembers(set, u, planned)
 	spec, err := json.Marshal(u.Spec)
 	if err != nil {
 		return nil, nil, err
 	}
-	ids := make([]string, len(members))
-	for i, m := range members {
-		ids[i] = m.Name
-	}
-	slices.Sort(ids)
+	ids := slices.Sorted(maps.Keys(binaries))
 	revision := digest.FromString(fmt.Sprintf("%s\n%v", spec, ids)).String()
 	name := DeviceRolloutName(u.Name)
 	cur, err := rolloutstore.Read(ctx, st, u.Namespace, name)
 	if err != nil {
 		return nil, nil, err
 	}
-	fresh := &rolloutstore.Doc{State: rollout.Start(policy, revision, members), From: map[string]string{}}
-	if cur == nil || cur.Revision != revision {
+	var fresh *rolloutstore.Doc
+	switch {
+	case cur != nil && cur.Revision == revision:
+	case cur != nil && stuck(cur, binaries):
+		revision = cur.Revision // failed on a binary its devices would still get
+	default:
+		fresh = &rolloutstore.Doc{State: rollout.Start(policy, revision, members), From: map[string]string{}, Keys: binaries}
 		if cur != nil {
-			fresh.Paused = cur.Paused
+			fresh.Paused, fresh.Aborted = cur.Paused, cur.Aborted
 		}
 		cur = fresh
 	}
@@ -107,12 +102,39 @@ func gateUpgrade(ctx context.Context, set *model.Set, u *model.DeviceUpgrade, pl
 	if err != nil {
 		return nil, nil, err
 	}
-	return splitHeld(planned, key, doc.Decision)
+	killpoint.Here("fleet-rollout-decided") // the state holds, no attempt written
+	return splitHeld(planned, upgrade, doc.Decision)
+}
+
+// deviceMembers are the rollout's members, the devices u's planned
+// attempts go to, with their Devices' labels (a Device is found by its
+// spec.deviceId, which its metadata.name need not be), and per device the
+// digest of the binary its attempt installs.
+func deviceMembers(set *model.Set, u *model.DeviceUpgrade, planned []fleet.Planned) ([]rollout.Member, map[string]string) {
+	labels := map[string]map[string]string{}
+	for _, d := range set.Devices {
+		if d.Namespace == u.Namespace {
+			labels[d.Spec.DeviceID] = d.Labels
+		}
+	}
+	upgrade := u.Namespace + "/" + u.Name
+	var members []rollout.Member
+	binaries := map[string]string{}
+	for _, p := range planned {
+		if p.Upgrade == upgrade {
+			id := p.Attempt.DeviceID
+			members = append(members, rollout.Member{Name: id, Labels: labels[id]})
+			binaries[id] = p.Attempt.Artifact.Digest
+		}
+	}
+	return members, binaries
 }
 
 // deviceHealth sets what the bucket says of each member of doc's started
 // waves: healthy once it reports version committed, broken once it reports
-// rolled-back or rollback-failed.
+// version rolled-back (a rollback of another version is an earlier
+// attempt's, which the device has not replaced yet) or rollback-failed
+// (blocked whatever it was sent).
 func deviceHealth(ctx context.Context, bucket statusReader, doc *rolloutstore.Doc, members []rollout.Member, version string) error {
 	var started []string
 	for _, ws := range doc.Waves {
@@ -127,22 +149,28 @@ func deviceHealth(ctx context.Context, bucket statusReader, doc *rolloutstore.Do
 	if err != nil {
 		return fmt.Errorf("reading the states of its admitted devices: %w", err)
 	}
-	byID := map[string]*wire.DeviceState{}
+	byID := map[string]fleet.Status{}
 	for _, s := range statuses {
-		byID[s.DeviceID] = s.State
+		byID[s.DeviceID] = s
 	}
 	for i := range members {
-		s := byID[members[i].Name]
-		if s == nil {
+		st, ok := byID[members[i].Name]
+		s := st.State
+		if !ok || s == nil {
 			continue
 		}
-		members[i].Message = targetreport.BoundMessage(fmt.Sprintf("%s %s %s", s.State, s.Version, s.Reason))
+		msg := fmt.Sprintf("%s %s %s", s.State, s.Version, s.Reason)
 		switch {
 		case s.State == wire.PhaseCommitted && s.Version == version:
 			members[i].Health = rollout.Healthy
-		case s.State == wire.PhaseRolledBack || s.State == fleetkv.StateRollbackFailed:
+		case s.State == wire.PhaseRolledBack && s.Version == version:
 			members[i].Health = rollout.Broken
+		case s.State == fleetkv.StateRollbackFailed:
+			// Blocked whatever it was sent: it takes no attempt.
+			members[i].Health = rollout.Broken
+			msg = fmt.Sprintf("%s: blocked until repaired (solar fleet repair %s --reason ...)", msg, st.DeviceID)
 		}
+		members[i].Message = targetreport.BoundMessage(msg)
 	}
 	return nil
 }
@@ -158,13 +186,17 @@ func splitHeld(planned []fleet.Planned, key string, d rollout.Decision) ([]fleet
 	var held []fleet.Result
 	for _, p := range planned {
 		m, ok := state[p.Attempt.DeviceID]
-		if p.Upgrade != key || !ok || admits(m.State) {
+		if p.Upgrade != key || ok && admits(m.State) {
 			keep = append(keep, p)
 			continue
 		}
+		reason := fmt.Sprintf("wave %s: %s", m.Wave, m.Reason)
+		if !ok { // a device the rollout's revision does not know: a failed one holds (stuck)
+			reason = fmt.Sprintf("not in the rollout, which is %s: %s", d.Phase, d.Message)
+		}
 		a := p.Attempt
 		held = append(held, fleet.Result{DeviceID: a.DeviceID, Upgrade: p.Upgrade, UUID: a.UUID, TargetVersion: a.TargetVersion,
-			Platform: a.Artifact.Platform, Action: Held, Reason: fmt.Sprintf("wave %s: %s", m.Wave, m.Reason)})
+			Platform: a.Artifact.Platform, Action: Held, Reason: reason})
 	}
 	if len(keep)+len(held) != len(planned) {
 		return nil, nil, errors.New("a planned attempt was lost")
