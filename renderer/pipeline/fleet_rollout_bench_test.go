@@ -93,6 +93,9 @@ type fleetBench struct {
 	st      *callCountingStore
 	devices []string
 	now     time.Time
+	// iteration numbers the iterations of every run (-count): each gets
+	// its own DeviceUpgrade name where it needs one.
+	iteration int
 }
 
 const benchNamespace = "fleet"
@@ -150,21 +153,20 @@ func (fb *fleetBench) pass(b *testing.B, name string, at time.Duration) (int, in
 
 // loop measures passes at after the rollout started, next giving each
 // iteration's DeviceUpgrade name (and preparing its state) outside the
-// timer.
+// timer, from the iteration's number.
 func (fb *fleetBench) loop(b *testing.B, at time.Duration, next func(i int) string) {
 	b.ReportAllocs()
 	var total passCounts
-	i := 0
 	for b.Loop() {
 		b.StopTimer()
-		set, planned := fb.input(next(i))
+		fb.iteration++
+		set, planned := fb.input(next(fb.iteration))
 		before := fb.counts(b)
 		b.StartTimer()
 		_, _, err := gateDevices(context.Background(), set, planned, fb.bucket, fb.st, fb.opts(at))
 		b.StopTimer()
 		require.NoError(b, err)
 		total.add(fb.counts(b).minus(before))
-		i++
 		b.StartTimer()
 	}
 	n := float64(b.N)
