@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/solar-pipeline/solar/device/wire"
 	"github.com/solar-pipeline/solar/renderer/fleet"
@@ -109,4 +110,41 @@ func entryOf(e jetstream.KeyValueEntry) *fleet.Entry {
 		return nil
 	}
 	return &fleet.Entry{Key: e.Key(), Value: e.Value(), Created: e.Created(), Deleted: e.Operation() != jetstream.KeyValuePut}
+}
+
+// statesAtOnce is how many keys States reads at once.
+const statesAtOnce = 16
+
+// States reads what the given devices report, state.<deviceId> alone (one
+// request each, statesAtOnce at a time), in the order given: a row per
+// device with its State set as Status sets it (none where the key is
+// missing or deleted; StateError where the value is not a device state).
+// Only a failing request, or an invalid id, fails the call.
+func (b *Bucket) States(ctx context.Context, deviceIDs ...string) ([]fleet.Status, error) {
+	keys := make([]string, len(deviceIDs))
+	for i, id := range deviceIDs {
+		key, err := wire.StateKey(id)
+		if err != nil {
+			return nil, err
+		}
+		keys[i] = key
+	}
+	out := make([]fleet.Status, len(deviceIDs))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(statesAtOnce)
+	for i, id := range deviceIDs {
+		g.Go(func() error {
+			e, err := b.entry(gctx, keys[i])
+			if err != nil {
+				return err
+			}
+			out[i] = fleet.Status{DeviceID: id}
+			out[i].SetState(entryOf(e))
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return out, nil
 }

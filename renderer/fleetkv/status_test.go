@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
+	"github.com/solar-pipeline/solar/renderer/fleet"
 )
 
 // TestStatusBadEntries: a value that is not JSON of its kind, or a key whose
@@ -83,4 +84,17 @@ func TestStatusBadEntries(t *testing.T) {
 	assert.Equal(t, dev3, named[0])
 	assert.Equal(t, dev2, named[1])
 	assert.False(t, named[2].Known())
+
+	states, err := b.States(ctx, "dev-3", "dev-2", "dev-9", "dev-1")
+	require.NoError(t, err, "States: a bad state is a bad row too")
+	require.Len(t, states, 4)
+	for i, want := range []fleet.Status{dev3, dev2, named[2], dev1} {
+		assert.Equal(t, want.DeviceID, states[i].DeviceID)
+		assert.Equal(t, want.State, states[i].State, want.DeviceID)
+		assert.Equal(t, want.StateError, states[i].StateError, want.DeviceID)
+		assert.Equal(t, want.StateTime, states[i].StateTime, want.DeviceID)
+		assert.Nil(t, states[i].Current, "States reads no attempt")
+	}
+	_, err = b.States(ctx, "a.b")
+	assert.ErrorContains(t, err, "invalid device id", "States: an invalid named id fails the call")
 }

@@ -26,9 +26,10 @@ import (
 // name keeps its state (solar rollout status deviceupgrade-NAME).
 func DeviceRolloutName(upgrade string) string { return "deviceupgrade-" + upgrade }
 
-// statusReader reads what the bucket holds of devices (fleetkv.Bucket).
+// statusReader reads what devices report into the bucket (fleetkv.Bucket):
+// their states alone.
 type statusReader interface {
-	Status(ctx context.Context, deviceIDs ...string) ([]fleet.Status, error)
+	States(ctx context.Context, deviceIDs ...string) ([]fleet.Status, error)
 }
 
 // gateDevices admits the planned attempts of each DeviceUpgrade with a
@@ -145,7 +146,7 @@ func deviceHealth(ctx context.Context, bucket statusReader, doc *rolloutstore.Do
 	if len(started) == 0 {
 		return nil
 	}
-	statuses, err := bucket.Status(ctx, started...)
+	statuses, err := bucket.States(ctx, started...)
 	if err != nil {
 		return fmt.Errorf("reading the states of its admitted devices: %w", err)
 	}
