@@ -21,7 +21,7 @@ import (
 // states is a bucket's device states, as statusReader reads them.
 type states map[string]*wire.DeviceState
 
-func (s states) Status(_ context.Context, ids ...string) ([]fleet.Status, error) {
+func (s states) States(_ context.Context, ids ...string) ([]fleet.Status, error) {
 	var out []fleet.Status
 	for _, id := range ids {
 		if st, ok := s[id]; ok {
