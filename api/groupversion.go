@@ -35,7 +35,8 @@ var Kinds = []string{KindTarget, KindProfile, KindRelease, KindComponent, KindCo
 // ControllerKinds are the kinds solar controller watches: every input of a
 // render, and the Rollouts that gate what a render publishes. A
 // TargetReport is the agents' output and Device and DeviceUpgrade are the
-// fleet's (solar fleet apply), so none of them re-plans a namespace.
+// fleet's (solar fleet apply, or the controller's fleet pass when it has
+// NATS), so none of them re-plans a namespace.
 var ControllerKinds = []string{KindTarget, KindProfile, KindRelease, KindComponent, KindComponentVersion,
 	KindRegistry, KindReleaseBinding, KindRegistryBinding, KindReferenceGrant, KindPipelineConfig, KindRollout}
 

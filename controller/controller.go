@@ -69,6 +69,10 @@ type Options struct {
 	// RolloutPoll runs a namespace again after it while one of its Rollouts
 	// waits on its admitted Targets' reports (default 30s).
 	RolloutPoll time.Duration
+	// Fleet, when set, makes the controller the fleet's pass too
+	// (FleetOptions); nil: Devices and DeviceUpgrades are solar fleet
+	// apply's.
+	Fleet *FleetOptions
 	// NamespaceSelector, when set, limits the controller to the namespaces
 	// whose labels it matches: one shard of several.
 	NamespaceSelector labels.Selector
@@ -117,6 +121,12 @@ func (o *Options) defaults() {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
+	if o.Fleet != nil {
+		f := *o.Fleet
+		f.Concurrency = cmp.Or(f.Concurrency, 8)
+		f.WatchRetry = cmp.Or(f.WatchRetry, 10*time.Second)
+		o.Fleet = &f
+	}
 }
 
 // Run runs the controller until ctx ends. A leader that loses its Lease
@@ -153,6 +163,11 @@ func Run(ctx context.Context, opts Options) error {
 			selector: opts.NamespaceSelector, metrics: m, log: opts.Log}
 		if err := setup(mgr, r); err != nil {
 			return err
+		}
+		if opts.Fleet != nil {
+			if err := setupFleet(ctx, mgr, &fleetReconciler{reconciler: r, store: store, fleet: *opts.Fleet}); err != nil {
+				return err
+			}
 		}
 		err = mgr.Start(ctx)
 		switch {
@@ -228,22 +243,30 @@ func newManager(opts Options) (ctrl.Manager, error) {
 func setup(mgr ctrl.Manager, r *reconciler) error {
 	changed := predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{},
 		predicate.AnnotationChangedPredicate{})
-	b := ctrl.NewControllerManagedBy(mgr).Named("solar").
-		WithOptions(ctrlcontroller.Options{
-			MaxConcurrentReconciles: r.opts.Concurrent,
-			// A manager made again after a lost Lease names its
-			// controller again.
-			SkipNameValidation: ptr(true),
-			RateLimiter:        workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](r.opts.RetryMin, r.opts.RetryMax),
-		})
+	b := ctrl.NewControllerManagedBy(mgr).Named("solar").WithOptions(r.controllerOptions())
 	for _, kind := range api.ControllerKinds {
 		b = b.Watches(newObject(kind), handler.EnqueueRequestsFromMapFunc(r.namespaces), builder.WithPredicates(changed))
 	}
-	// A namespace that joins the shard (its labels change) runs.
-	b = b.Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: o.GetName()}}}
-	}), builder.WithPredicates(predicate.LabelChangedPredicate{}))
+	b = b.Watches(&corev1.Namespace{}, joined(), builder.WithPredicates(predicate.LabelChangedPredicate{}))
 	return b.Complete(r)
+}
+
+// controllerOptions are those of the controllers' work queues.
+func (r *reconciler) controllerOptions() ctrlcontroller.Options {
+	return ctrlcontroller.Options{
+		MaxConcurrentReconciles: r.opts.Concurrent,
+		// A manager made again after a lost Lease names its controller
+		// again.
+		SkipNameValidation: ptr(true),
+		RateLimiter:        workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](r.opts.RetryMin, r.opts.RetryMax),
+	}
+}
+
+// joined enqueues a namespace that joins the shard (its labels change).
+func joined() handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: o.GetName()}}}
+	})
 }
 
 // namespaces are the work items an object's change makes: its namespace

@@ -76,6 +76,7 @@ func newControllerCmd(g *globals) *cobra.Command {
 	var rf registryFlags
 	var sf signFlags
 	var cf controllerFlags
+	var nf natsFlags
 	cmd := &cobra.Command{
 		Use:   "controller --registry HOST[:PORT][/PREFIX]",
 		Short: "Publish from the objects in the SolAr API server, on every change",
@@ -103,6 +104,9 @@ func newControllerCmd(g *globals) *cobra.Command {
 			if opts.Config, err = restConfig(f.kubeconfig); err != nil {
 				return err
 			}
+			if nf.server != "" {
+				opts.Fleet = &controller.FleetOptions{NATS: nf.nats(g)}
+			}
 			g.controllerLogs(&opts)
 			return controller.Run(cmd.Context(), opts)
 		},
@@ -114,6 +118,7 @@ func newControllerCmd(g *globals) *cobra.Command {
 	rf.registerClient(g, cmd.Flags(), "to push to")
 	sf.register(cmd.Flags())
 	cf.register(cmd)
+	nf.register(cmd.Flags())
 	return cmd
 }
 
@@ -173,6 +178,11 @@ Several replicas elect one leader with a Lease (--leader-elect); a large
 installation is split over controllers by --namespace-selector, one Lease per
 shard. Metrics: --metrics-addr /metrics; probes: --health-addr /healthz,
 /readyz. SIGTERM waits up to --shutdown-timeout for publishes in progress.
+
+With --nats (or $NATS_URL) it is the fleet's pass too: it watches Devices,
+DeviceUpgrades and the devices' states in the bucket, and applies a
+namespace's DeviceUpgrades as solar fleet apply -n NS would whenever one of
+them changes, so a rollout's next wave starts as soon as the states allow.
 It needs the RBAC of config/controller/ and, in each namespace whose Targets
 it serves, a RoleBinding to ClusterRole solar-controller-tenant; elsewhere it
 reads no Secret and mints no token (docs/controller.md).`
