@@ -12,6 +12,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
@@ -99,16 +100,20 @@ func (f *fleetRun) killed(point string) {
 	require.Equal(f.t, syscall.SIGKILL, exit.Sys().(syscall.WaitStatus).Signal(), "killed at %s: %s", point, out)
 }
 
-// attempts are how many attempts each device's key ever held.
+// attempts are how many attempts each device's key ever held (none
+// before the bucket exists).
 func (f *fleetRun) attempts() map[string]int {
 	f.t.Helper()
+	out := map[string]int{}
 	if f.kv == nil {
 		_, js := f.nats.Connect(f.t)
 		kv, err := js.KeyValue(context.Background(), "solar-fleet")
+		if errors.Is(err, jetstream.ErrBucketNotFound) {
+			return out // no pass created it yet
+		}
 		require.NoError(f.t, err)
 		f.kv = kv
 	}
-	out := map[string]int{}
 	for _, id := range fleetDevices {
 		h, err := f.kv.History(context.Background(), "attempt."+id)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -186,4 +191,83 @@ func TestFleetRolloutThroughKills(t *testing.T) {
 		wg.Wait()
 		waveOf(t, f.attempts(), 2, fmt.Sprintf("round %d of two applies at once", round))
 	}
+}
+
+// controller starts solar controller as the fleet's pass against f and
+// api, killed at point when set; wait waits for its end, stop kills it.
+func (f *fleetRun) controller(api *testenv.APIServer, point string) (cmd *exec.Cmd, wait func() error) {
+	f.t.Helper()
+	env := ""
+	if point != "" {
+		env = "SOLAR_KILLPOINT=" + point
+	}
+	cmd = f.cmd(env, "controller", "--kubeconfig", api.Kubeconfig, "--nats", f.nats.URL, "--leader-elect=false",
+		"--metrics-addr", "0", "--health-addr", "0", "--cache-dir", "")
+	var logs strings.Builder
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	require.NoError(f.t, cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	f.t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		if f.t.Failed() {
+			f.t.Logf("controller (%s):\n%s", point, logs.String())
+		}
+	})
+	return cmd, func() error {
+		select {
+		case err := <-exited:
+			return err
+		case <-time.After(2 * time.Minute):
+			return errors.New("the controller did not exit within 2 minutes")
+		}
+	}
+}
+
+// killedController runs the controller until it kills itself at point.
+func (f *fleetRun) killedController(api *testenv.APIServer, point string) {
+	f.t.Helper()
+	_, wait := f.controller(api, point)
+	err := wait()
+	var exit *exec.ExitError
+	require.ErrorAs(f.t, err, &exit, point)
+	require.Equal(f.t, syscall.SIGKILL, exit.Sys().(syscall.WaitStatus).Signal(), "killed at %s", point)
+}
+
+// settled waits until n devices hold an attempt, then a moment more.
+func (f *fleetRun) settled(n int) map[string]int {
+	f.t.Helper()
+	require.Eventually(f.t, func() bool { return len(f.attempts()) >= n }, 2*time.Minute, 200*time.Millisecond,
+		"%d devices with an attempt", n)
+	time.Sleep(2 * time.Second)
+	return f.attempts()
+}
+
+// TestControllerFleetThroughKills (issue 50, done-when 4): solar controller
+// as the fleet's pass, killed with SIGKILL after the rollout's state holds
+// (before any attempt), then started again: the canary's two devices hold
+// one attempt each, no other device any. Once they report committed, a
+// controller killed after the second wave's second attempt and started
+// again gives each of the rest one attempt: none twice, none skipped.
+func TestControllerFleetThroughKills(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: kills solar controller against a real API server, registry and NATS")
+	}
+	bin := testenv.SolarBinary(t, "killpoints")
+	tree := fleetTree(t)
+	api := testenv.StartAPIServer(t)
+	api.CreateNamespaces(t, "fleet")
+	out, err := exec.Command(testenv.Tool(t, "kubectl"), "--kubeconfig", api.Kubeconfig, "apply", "-f", filepath.Join(tree, "fleet.yaml")).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	f := newFleetRun(t, bin, tree)
+
+	f.killedController(api, "fleet-rollout-decided")
+	ctl, _ := f.controller(api, "")
+	canary := waveOf(t, f.settled(2), 2, "after a kill before any attempt")
+	require.NoError(t, ctl.Process.Kill())
+
+	f.commit(canary...)
+	f.killedController(api, "attempt-written#2")
+	f.controller(api, "")
+	waveOf(t, f.settled(6), 6, "after a kill in the second wave")
 }
