@@ -49,3 +49,8 @@ func Plural(kind string) string {
 	}
 	return k + "s"
 }
+
+// DeviceRolloutPrefix starts the name under which a DeviceUpgrade's
+// rollout keeps its state (deviceupgrade-NAME, beside the Rollouts of its
+// namespace): a Rollout may not take such a name.
+const DeviceRolloutPrefix = "deviceupgrade-"

@@ -89,6 +89,7 @@ func TestFleetApplyInWaves(t *testing.T) {
 	code, stdout, stderr := fleetCLI(t, reg, append([]string{"rollout", "status", "deviceupgrade-field", "-n", "fleet", "--exit-code"}, login...)...)
 	assert.Equal(t, 1, code, stderr)
 	assert.Contains(t, stdout, "Halted")
+	assert.Contains(t, stdout, "WAVE    DEVICE  STATE", "a device rollout's members are devices")
 	assert.Contains(t, stdout, "rolled-back 1.5.0 not ready within 60s")
 
 	fleetWavesTree(t, tree, "1.6.0")

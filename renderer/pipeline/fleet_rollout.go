@@ -11,6 +11,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/device/wire"
 	"github.com/solar-pipeline/solar/internal/killpoint"
 	"github.com/solar-pipeline/solar/renderer/fleet"
@@ -24,7 +25,7 @@ import (
 
 // DeviceRolloutName is the name under which the rollout of DeviceUpgrade
 // name keeps its state (solar rollout status deviceupgrade-NAME).
-func DeviceRolloutName(upgrade string) string { return "deviceupgrade-" + upgrade }
+func DeviceRolloutName(upgrade string) string { return api.DeviceRolloutPrefix + upgrade }
 
 // statusReader reads what devices report into the bucket (fleetkv.Bucket):
 // their states alone.

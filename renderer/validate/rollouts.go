@@ -33,6 +33,10 @@ func rollouts(s *model.Set) diag.List {
 	var problems diag.List
 	for _, r := range s.Rollouts {
 		o := s.Loaded(api.KindRollout, r.Namespace, r.Name)
+		if strings.HasPrefix(r.Name, api.DeviceRolloutPrefix) {
+			problems.Errorf(o.File, o.LineOf("metadata.name"), "metadata.name", "%q starts with %q, which names the state of a DeviceUpgrade's rollout: choose another name",
+				r.Name, api.DeviceRolloutPrefix)
+		}
 		problems = append(problems, rolloutPolicy(o, "spec", "Target", r.Spec.Waves, r.Spec.Windows)...)
 	}
 	for _, u := range s.DeviceUpgrades {
