@@ -118,3 +118,19 @@ func TestDeviceGate(t *testing.T) {
 	f.upgrade.Spec.AgentVersion = "2.0.2"
 	assert.Empty(t, f.pass(t, "sha256:c"), "aborted: a new revision keeps the abort")
 }
+
+// TestDeviceGateWindow: outside the rollout's windows no attempt is
+// written, not even the canary's; once one opens, the wave starts.
+func TestDeviceGateWindow(t *testing.T) {
+	f := newGateFixture(t, 3)
+	f.upgrade.Spec.Rollout.Windows = []model.RolloutWindow{{Schedule: "0 22 * * *", Duration: "1h", TimeZone: "UTC"}}
+	assert.Empty(t, f.pass(t, "sha256:a"), "12:01: the window is closed")
+	doc, err := rolloutstore.Read(context.Background(), f.st, "fleet", DeviceRolloutName("up"))
+	require.NoError(t, err)
+	assert.Contains(t, doc.Decision.Message, "no window is open")
+	f.now = time.Date(2026, 12, 6, 22, 0, 0, 0, time.UTC)
+	assert.Equal(t, []string{"dev-1"}, f.pass(t, "sha256:a"), "22:01: the window is open")
+	f.now = time.Date(2026, 12, 6, 23, 30, 0, 0, time.UTC)
+	f.bucket["dev-1"] = &wire.DeviceState{State: wire.PhaseCommitted, Version: "2.0.0"}
+	assert.Equal(t, []string{"dev-1"}, f.pass(t, "sha256:a"), "23:31: the canary passed, but the next wave waits for a window")
+}
