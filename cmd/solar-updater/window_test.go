@@ -204,3 +204,45 @@ func TestWindowUpdaterStopped(t *testing.T) {
 	assert.Equal(t, []string{wire.StateWaitingForWindow, wire.PhasePreparing}, seen.states()[:2])
 	assert.Equal(t, "v2", running(t, d.paths, builds))
 }
+
+// TestWindowLaterAttemptOfTheCommittedBinary: once an attempt committed,
+// another attempt of the same binary and version (the upgrade planned
+// again in a later window) commits at once: nothing downloaded, no switch
+// (the same agent process runs on), no try counted, its window not waited
+// for; a binary the device does not run still waits for its window.
+func TestWindowLaterAttemptOfTheCommittedBinary(t *testing.T) {
+	server := startArtifactServer(t)
+	d := newDevice(t, server, nil)
+	now := time.Now().Truncate(time.Second)
+	o, ok := d.run(t, "", windowed(t, server, "v2", "2.0.0", now.Add(-time.Minute), now.Add(time.Hour)))
+	require.True(t, ok)
+	require.Equal(t, wire.PhaseCommitted, o.State, o.Reason)
+	require.Equal(t, "v2", running(t, d.paths, builds))
+	pids, hits := agentProcesses(d.paths), server.hits.Load()
+	digest := digestOf(builds["v2"])
+	require.Equal(t, 1, journalOf(t, d.paths).Tries[digest])
+
+	for _, later := range []wire.Attempt{
+		windowed(t, server, "v2", "2.0.0", now.Add(23*time.Hour), now.Add(25*time.Hour)),
+		windowed(t, server, "v2", "2.0.0", now.Add(-3*time.Hour), now.Add(-2*time.Hour)),
+	} {
+		start := time.Now()
+		o, ok := d.run(t, "", later)
+		require.True(t, ok)
+		assert.Equal(t, wire.PhaseCommitted, o.State, o.Reason)
+		assert.Equal(t, later.UUID, o.UUID)
+		assert.Less(t, time.Since(start), 15*time.Second, "not held until its window")
+	}
+	assert.Equal(t, hits, server.hits.Load(), "nothing downloaded")
+	assert.Equal(t, pids, agentProcesses(d.paths), "no switch: the same agent runs on")
+	assert.Equal(t, 1, journalOf(t, d.paths).Tries[digest], "no try counted")
+
+	v1 := windowed(t, server, "v1", "1.0.0", now.Add(time.Hour), now.Add(2*time.Hour))
+	var seen timedOutcomes
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	d.start(t)
+	go func() { _, _ = wire.Send(ctx, d.paths.Socket(), v1, seen.recorder(server)) }()
+	require.Eventually(t, func() bool { _, ok := seen.first(wire.StateWaitingForWindow); return ok }, 20*time.Second, 50*time.Millisecond,
+		"another binary waits for its window")
+}

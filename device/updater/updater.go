@@ -184,6 +184,15 @@ func (u *Updater) handle(ctx context.Context, a wire.Attempt, sink func(wire.Out
 		return report(j.Phase, j.Step, reasonOf(j))
 	case j.Blocked:
 		return report(wire.StateRefused, "", fmt.Errorf("%w (solar-updater --repair)", wire.ErrBlocked))
+	case u.runsCommitted(j, a):
+		// Another attempt of the binary committed and selected now (the
+		// same upgrade planned in a later window, or with another
+		// notAfter): nothing to switch, so no try, no window, no restart.
+		j.Attempt = &a
+		if err := j.write(p); err != nil {
+			return report(wire.StateRefused, "", err)
+		}
+		return report(wire.PhaseCommitted, "", nil)
 	case slices.Contains(j.Failed, a.Artifact.Digest):
 		return report(wire.StateRefused, "", fmt.Errorf("digest %s failed before: not retried automatically", a.Artifact.Digest))
 	case j.Tries[a.Artifact.Digest] >= u.opts.MaxTries:

@@ -3,6 +3,7 @@ package updater
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/solar-pipeline/solar/device/wire"
@@ -63,4 +64,16 @@ func (u *Updater) awaitWindow(ctx context.Context, a wire.Attempt, report func(s
 		case <-t.C:
 		}
 	}
+}
+
+// runsCommitted says whether attempt a asks for what the device runs
+// already: the journal's attempt committed the same binary and version,
+// and the agent link still selects that binary.
+func (u *Updater) runsCommitted(j Journal, a wire.Attempt) bool {
+	if j.Phase != wire.PhaseCommitted || j.Attempt == nil ||
+		j.Attempt.Artifact.Digest != a.Artifact.Digest || j.Attempt.TargetVersion != a.TargetVersion {
+		return false
+	}
+	target, err := os.Readlink(u.opts.Paths.Current())
+	return err == nil && u.absolute(target) == u.absolute(u.opts.Paths.Binary(a.Artifact.Digest))
 }
