@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -126,6 +127,8 @@ type artifactServer struct {
 	*httptest.Server
 	caFile string
 	blobs  map[string][]byte
+	// hits counts the requests served.
+	hits atomic.Int64
 }
 
 func startArtifactServer(t *testing.T) *artifactServer {
@@ -138,6 +141,7 @@ func startArtifactServer(t *testing.T) *artifactServer {
 		s.blobs[digestOf(b)] = b
 	}
 	s.Server = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.hits.Add(1)
 		parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/"), "/")
 		b, ok := s.blobs[parts[len(parts)-1]]
 		if !ok || (parts[0] != "blobs" && parts[0] != "bad") {

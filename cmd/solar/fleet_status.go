@@ -219,6 +219,9 @@ func statusRow(s fleet.Status, now time.Time) []string {
 		if s.State.Version != "" {
 			state += " (" + printable(s.State.Version) + ")"
 		}
+		if in := opensIn(s, now); in != "" {
+			reasons = append(reasons, "opens in "+in)
+		}
 		if s.State.Reason != "" {
 			reasons = append(reasons, printable(s.State.Reason))
 		}
@@ -228,6 +231,19 @@ func statusRow(s fleet.Status, now time.Time) []string {
 		reason = cut(strings.Join(reasons, "; "), reasonWidth)
 	}
 	return []string{printable(s.DeviceID), attempt, version, age(s.AttemptTime, now), state, age(s.StateTime, now), reason}
+}
+
+// opensIn is how long until the window of a device that waits for it
+// opens, kubectl style; "" when it does not wait, or the window is open.
+func opensIn(s fleet.Status, now time.Time) string {
+	if s.State.State != wire.StateWaitingForWindow || s.Current == nil || s.Current.Attempt.Window == nil {
+		return ""
+	}
+	notBefore, _, err := s.Current.Attempt.Window.Times()
+	if err != nil || !notBefore.After(now) {
+		return ""
+	}
+	return duration.ShortHumanDuration(notBefore.Sub(now))
 }
 
 // age is how long before now t was, kubectl style (5s, 3m, 2h, 4d); "-"

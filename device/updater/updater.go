@@ -143,9 +143,11 @@ func (u *Updater) cleanStaging() error {
 // Handle carries out one attempt to its end and returns its final outcome:
 // committed, rolled-back (with the failing step), rollback-failed or
 // refused. Every outcome on the way is also reported, download-retrying
-// among them. When ctx ends while the binary is being prepared, Handle
-// returns without a final outcome (State empty, nothing reported): the
-// journal is idle again and the attempt is tried again when it comes again.
+// and waiting-for-window among them. An attempt whose window has not opened
+// is held until it opens (window.go). When ctx ends while the attempt waits
+// for its window or its binary is being prepared, Handle returns without a
+// final outcome (State empty, nothing reported): the journal is idle again
+// and the attempt is tried again when it comes again.
 func (u *Updater) Handle(ctx context.Context, a wire.Attempt) wire.Outcome {
 	return u.handle(ctx, a, nil)
 }
@@ -182,12 +184,27 @@ func (u *Updater) handle(ctx context.Context, a wire.Attempt, sink func(wire.Out
 		return report(j.Phase, j.Step, reasonOf(j))
 	case j.Blocked:
 		return report(wire.StateRefused, "", fmt.Errorf("%w (solar-updater --repair)", wire.ErrBlocked))
+	case u.runsCommitted(j, a):
+		// Another attempt of the binary committed and selected now (the
+		// same upgrade planned in a later window, or with another
+		// notAfter): nothing to switch, so no try, no window, no restart.
+		j.Attempt = &a
+		if err := j.write(p); err != nil {
+			return report(wire.StateRefused, "", err)
+		}
+		return report(wire.PhaseCommitted, "", nil)
 	case slices.Contains(j.Failed, a.Artifact.Digest):
 		return report(wire.StateRefused, "", fmt.Errorf("digest %s failed before: not retried automatically", a.Artifact.Digest))
 	case j.Tries[a.Artifact.Digest] >= u.opts.MaxTries:
 		return report(wire.StateRefused, "", fmt.Errorf("digest %s was tried %d times: not again", a.Artifact.Digest, u.opts.MaxTries))
 	}
 	if err := expired(a, time.Now()); err != nil {
+		return report(wire.StateRefused, "", err)
+	}
+	if err := u.awaitWindow(ctx, a, report); err != nil {
+		if ctx.Err() != nil { // preempted, its peer gone, or the updater stopping: nothing begun
+			return wire.Outcome{UUID: a.UUID, DeviceID: a.DeviceID, Version: a.TargetVersion, Reason: ctx.Err().Error()}
+		}
 		return report(wire.StateRefused, "", err)
 	}
 	if j.Tries == nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -32,6 +33,35 @@ type Attempt struct {
 	Artifact        Artifact `json:"artifact"`
 	PreviousVersion string   `json:"previousVersion,omitempty"`
 	NotAfter        string   `json:"notAfter,omitempty"`
+	// Window, when set, is when the device may start the attempt; NotAfter
+	// still bounds its retries. Omitted when nil, so that the UUIDs of
+	// attempts without one stay those they had.
+	Window *Window `json:"window,omitempty"`
+}
+
+// Window is the time in which a device may start an attempt: not before
+// NotBefore, and only before StartBefore (RFC 3339, UTC). The planner turned
+// a cron schedule into these two times: the device parses no schedule, and
+// compares them with its own clock, as it does NotAfter. A transaction that
+// started before StartBefore runs to its end.
+type Window struct {
+	NotBefore   string `json:"notBefore"`
+	StartBefore string `json:"startBefore"`
+}
+
+// Times are the window's two times, checked: both RFC 3339, NotBefore
+// before StartBefore.
+func (w Window) Times() (notBefore, startBefore time.Time, err error) {
+	if notBefore, err = time.Parse(time.RFC3339, w.NotBefore); err != nil {
+		return notBefore, startBefore, fmt.Errorf("the window's notBefore %q is not an RFC 3339 time", w.NotBefore)
+	}
+	if startBefore, err = time.Parse(time.RFC3339, w.StartBefore); err != nil {
+		return notBefore, startBefore, fmt.Errorf("the window's startBefore %q is not an RFC 3339 time", w.StartBefore)
+	}
+	if !notBefore.Before(startBefore) {
+		return notBefore, startBefore, fmt.Errorf("the window's notBefore %s is not before its startBefore %s", w.NotBefore, w.StartBefore)
+	}
+	return notBefore, startBefore, nil
 }
 
 // Artifact is the agent binary a device downloads.
@@ -91,6 +121,11 @@ func (a Attempt) check() error {
 		return fmt.Errorf("attempt for device %s: the artifact size %d is not positive", a.DeviceID, a.Artifact.Size)
 	case a.Artifact.Platform == "":
 		return fmt.Errorf("attempt for device %s: no platform", a.DeviceID)
+	}
+	if a.Window != nil {
+		if _, _, err := a.Window.Times(); err != nil {
+			return fmt.Errorf("attempt for device %s: %w", a.DeviceID, err)
+		}
 	}
 	return nil
 }

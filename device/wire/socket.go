@@ -32,6 +32,10 @@ const (
 	// the artifact's (the link, TLS, the server, the login); the reason says
 	// which, and when the next try is. Not final.
 	StateDownloadRetrying = "download-retrying"
+	// StateWaitingForWindow: the attempt's window has not opened yet; the
+	// updater starts it at the window's notBefore (the reason says when).
+	// Nothing is downloaded meanwhile. Not final.
+	StateWaitingForWindow = "waiting-for-window"
 )
 
 // Final says whether state ends an attempt: no outcome follows it.

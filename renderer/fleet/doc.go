@@ -2,7 +2,8 @@
 // upgrade (the decision record in docs/fleet.md): functions from plain data
 // to plain data, with no context and no input or output. It owns which
 // devices a DeviceUpgrade names and the sealed attempt each gets (Resolve,
-// from the agent indexes the caller read beforehand: Artifacts, Agent), the
+// from the agent indexes the caller read beforehand: Artifacts, Agent; with
+// the update window of the device's group at the time the caller gives), the
 // version an agent's binaries are pushed as (AgentVersion), the OCI
 // artifacts of an agent and of an attempt as bytes (PackAgent, PackAttempt),
 // and a device's status computed from the bucket's entries given as data

@@ -2,6 +2,7 @@ package fleet_test
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -56,7 +57,9 @@ spec:
 	for _, a := range fleet.Artifacts(set) {
 		fmt.Println("read first:", a)
 	}
-	planned, problems := fleet.Resolve(set, agents)
+	// now is when the update windows are picked; these devices have none.
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	planned, problems := fleet.Resolve(set, agents, now)
 	if problems.HasErrors() {
 		panic(problems)
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/device/wire"
@@ -30,10 +31,14 @@ type Planned struct {
 // namespace its deviceSelector matches; each device's platform comes from its
 // Device, and picks the binary from the agent index of its spec.artifact in
 // agents, which the caller read beforehand (Artifacts): Resolve reads
-// nothing. A device named by two DeviceUpgrades, a device without a Device, a
-// platform the index lacks and an index that could not be read (or was not:
-// ErrAgentNotRead) are problems naming the file and line.
-func Resolve(set *model.Set, agents map[string]Agent) ([]Planned, diag.List) {
+// nothing. A device that an entry of spec.updateWindows matches gets the
+// window of that entry open at now, else the next one to open (windowOf): a
+// new window is a new attempt, the same window the same attempt. A device
+// named by two DeviceUpgrades, a device without a Device, a platform the
+// index lacks, an index that could not be read (or was not:
+// ErrAgentNotRead) and a window that opens only after notAfter are problems
+// naming the file and line.
+func Resolve(set *model.Set, agents map[string]Agent, now time.Time) ([]Planned, diag.List) {
 	var out []Planned
 	var problems diag.List
 	from := map[string]string{} // device id: the DeviceUpgrade that named it
@@ -56,6 +61,12 @@ func Resolve(set *model.Set, agents map[string]Agent) ([]Planned, diag.List) {
 			errorf("spec.artifact", "DeviceUpgrade %s: %v", name, a.Err)
 			continue
 		}
+		windows, err := updateWindows(u)
+		if err != nil {
+			errorf("spec.updateWindows", "DeviceUpgrade %s: %v", name, err)
+			continue
+		}
+		badWindow := map[string]bool{}
 		for _, d := range devices {
 			if other, ok := from[d.Spec.DeviceID]; ok {
 				errorf(field, "device %s is named by DeviceUpgrade %s and by %s: a device has one current attempt", d.Spec.DeviceID, other, name)
@@ -67,9 +78,20 @@ func Resolve(set *model.Set, agents map[string]Agent) ([]Planned, diag.List) {
 				errorf("spec.artifact", "DeviceUpgrade %s: %s has no binary for platform %s of device %s", name, u.Spec.Artifact, d.Spec.Platform, d.Spec.DeviceID)
 				continue
 			}
+			window, path, err := windowOf(windows, d.Labels, now)
+			if err == nil {
+				err = opensInTime(window, u.Spec.NotAfter)
+			}
+			if err != nil {
+				if !badWindow[path] { // once per entry, not per device
+					badWindow[path] = true
+					errorf(path, "DeviceUpgrade %s: device %s: %v", name, d.Spec.DeviceID, err)
+				}
+				continue
+			}
 			attempt, err := wire.Attempt{DeviceID: d.Spec.DeviceID, TargetVersion: u.Spec.AgentVersion,
 				Artifact:        wire.Artifact{URL: a.BlobURL + layer.Digest.String(), Digest: layer.Digest.String(), Size: layer.Size, Platform: d.Spec.Platform},
-				PreviousVersion: u.Spec.PreviousVersion, NotAfter: u.Spec.NotAfter}.Seal()
+				PreviousVersion: u.Spec.PreviousVersion, NotAfter: u.Spec.NotAfter, Window: window}.Seal()
 			if err != nil {
 				errorf(field, "DeviceUpgrade %s: %v", name, err)
 				continue

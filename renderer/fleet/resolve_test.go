@@ -3,6 +3,7 @@ package fleet
 import (
 	"errors"
 	"testing"
+	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/stretchr/testify/assert"
@@ -57,7 +58,7 @@ spec: {agentVersion: 3.0.0, artifact: "fleet/agent:3.0.0", deviceIds: [c]}
 	planned, problems := Resolve(set, map[string]Agent{
 		"fleet/agent:1.0.0": {Err: errors.New("reading 1.0.0: not found")},
 		"fleet/agent:3.0.0": {Repository: "fleet/agent", BlobURL: "https://r/", Layers: map[string]ocispec.Descriptor{"linux/arm64": layer}},
-	})
+	}, time.Now())
 	require.Len(t, planned, 1)
 	assert.Equal(t, "c", planned[0].Attempt.DeviceID)
 	assert.Equal(t, "https://r/"+layer.Digest.String(), planned[0].Attempt.Artifact.URL)

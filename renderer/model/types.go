@@ -192,7 +192,19 @@ type DeviceUpgrade struct {
 		DeviceSelector  *metav1.LabelSelector `json:"deviceSelector,omitempty"`
 		// Rollout, when set, admits the devices in waves.
 		Rollout *DeviceRollout `json:"rollout,omitempty"`
+		// UpdateWindows, when set, say when each group of devices may start
+		// its attempt: a device takes the first whose Selector matches it;
+		// one that none matches has no window.
+		UpdateWindows []UpdateWindow `json:"updateWindows,omitempty"`
 	} `json:"spec"`
+}
+
+// UpdateWindow is a recurring time in which the devices Selector matches
+// (nil: every device) may start their attempt: a RolloutWindow's schedule,
+// duration and time zone.
+type UpdateWindow struct {
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+	RolloutWindow
 }
 
 // DeviceRollout is a DeviceUpgrade's rollout policy: a Rollout's waves and

@@ -52,7 +52,12 @@ func ApplyFleet(ctx context.Context, opts Options, fo FleetOptions) (DeviceResul
 	if len(set.DeviceUpgrades) == 0 {
 		return nil, problems, fmt.Errorf("no DeviceUpgrade in %v: nothing to apply", opts.Paths)
 	}
-	planned, more := fleet.Resolve(set, readAgents(ctx, fo.Store, set))
+	// One time for the whole pass: the update windows and the rollout's
+	// decisions are taken at it.
+	if opts.Now.IsZero() {
+		opts.Now = time.Now()
+	}
+	planned, more := fleet.Resolve(set, readAgents(ctx, fo.Store, set), opts.Now)
 	if problems = append(problems, more...).Sorted(); problems.HasErrors() {
 		return nil, problems, nil
 	}

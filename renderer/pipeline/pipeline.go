@@ -125,7 +125,8 @@ type PublishOptions struct {
 	// unchanged, and writes a damaged or missing one again
 	// (publish.Options.Repair).
 	Full bool
-	// Now is the time a Rollout's pass decides at (zero: time.Now).
+	// Now is the time a Rollout's pass decides at, and the time the update
+	// windows of DeviceUpgrades are picked at (zero: time.Now).
 	Now time.Time
 }
 

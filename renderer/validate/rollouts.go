@@ -28,7 +28,7 @@ var neverBefore = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // left before the last, two waves of one name, and two Rollouts of one
 // namespace that both match a Target of the input (a Target is governed by
 // at most one Rollout). A DeviceUpgrade's rollout policy is checked the same
-// way, and holds 1 to 20 waves.
+// way, and holds 1 to 20 waves; so are its update windows.
 func rollouts(s *model.Set) diag.List {
 	var problems diag.List
 	for _, r := range s.Rollouts {
@@ -40,15 +40,36 @@ func rollouts(s *model.Set) diag.List {
 		problems = append(problems, rolloutPolicy(o, "spec", "Target", r.Spec.Waves, r.Spec.Windows)...)
 	}
 	for _, u := range s.DeviceUpgrades {
+		o := s.Loaded(api.KindDeviceUpgrade, u.Namespace, u.Name)
 		if r := u.Spec.Rollout; r != nil {
-			o := s.Loaded(api.KindDeviceUpgrade, u.Namespace, u.Name)
 			if n := len(r.Waves); n < 1 || n > 20 {
 				problems.Errorf(o.File, o.LineOf("spec.rollout"), "spec.rollout.waves", "has %d waves; want 1 to 20", n)
 			}
 			problems = append(problems, rolloutPolicy(o, "spec.rollout", "device", r.Waves, r.Windows)...)
 		}
+		problems = append(problems, updateWindows(o, u.Spec.UpdateWindows)...)
 	}
 	return append(problems, overlappingRollouts(s)...)
+}
+
+// updateWindows checks a DeviceUpgrade's update windows as a rollout's
+// windows are checked, and that each lasts a second or more (the window's
+// times on the wire are whole seconds).
+func updateWindows(o *load.Object, windows []model.UpdateWindow) diag.List {
+	var problems diag.List
+	errorf := func(path, format string, args ...any) {
+		problems.Errorf(o.File, o.LineOf(path), path, format, args...)
+	}
+	plain := make([]model.RolloutWindow, len(windows))
+	for i, w := range windows {
+		plain[i] = w.RolloutWindow
+		if d, err := time.ParseDuration(w.Duration); err == nil && d > 0 && d < time.Second {
+			at := load.Index("spec.updateWindows", i) + ".duration"
+			errorf(at, "%q is shorter than a second: a window's times are whole seconds", w.Duration)
+		}
+	}
+	windowChecks(errorf, "spec.updateWindows", plain)
+	return problems
 }
 
 // rolloutPolicy checks the waves and windows of a rollout policy at path of o;
@@ -58,8 +79,29 @@ func rolloutPolicy(o *load.Object, path, member string, waves []model.RolloutWav
 	errorf := func(path, format string, args ...any) {
 		problems.Errorf(o.File, o.LineOf(path), path, format, args...)
 	}
+	windowChecks(errorf, path+".windows", windows)
+	first := map[string]int{} // wave name: its index
+	for i, w := range waves {
+		at := load.Index(path+".waves", i)
+		if j, ok := first[w.Name]; ok {
+			errorf(at+".name", "wave %q is %s[%d] too (line %d): wave names are unique within a Rollout",
+				w.Name, path+".waves", j, o.LineOf(load.Index(path+".waves", j)))
+		} else {
+			first[w.Name] = i
+		}
+		if w.Selector == nil && w.Count == nil && w.Percent == nil && i < len(waves)-1 {
+			errorf(at, "wave %q has no selector, count or percent, so it takes every %s left: only the last wave may", w.Name, member)
+		}
+	}
+	return problems
+}
+
+// windowChecks reports, at path[i], what the schema cannot say of each
+// window: a cron schedule that does not parse, names a time zone, is an
+// interval or never fires, and a time zone that is no IANA name.
+func windowChecks(errorf func(path, format string, args ...any), path string, windows []model.RolloutWindow) {
 	for i, w := range windows {
-		at := load.Index(path+".windows", i)
+		at := load.Index(path, i)
 		switch {
 		case strings.HasPrefix(w.Schedule, "TZ=") || strings.HasPrefix(w.Schedule, "CRON_TZ="):
 			errorf(at+".schedule", "%q names a time zone: give it in timeZone", w.Schedule)
@@ -80,20 +122,6 @@ func rolloutPolicy(o *load.Object, path, member string, waves []model.RolloutWav
 			errorf(at+".timeZone", "%q is not an IANA time zone name such as Europe/Berlin or UTC", w.TimeZone)
 		}
 	}
-	first := map[string]int{} // wave name: its index
-	for i, w := range waves {
-		at := load.Index(path+".waves", i)
-		if j, ok := first[w.Name]; ok {
-			errorf(at+".name", "wave %q is %s[%d] too (line %d): wave names are unique within a Rollout",
-				w.Name, path+".waves", j, o.LineOf(load.Index(path+".waves", j)))
-		} else {
-			first[w.Name] = i
-		}
-		if w.Selector == nil && w.Count == nil && w.Percent == nil && i < len(waves)-1 {
-			errorf(at, "wave %q has no selector, count or percent, so it takes every %s left: only the last wave may", w.Name, member)
-		}
-	}
-	return problems
 }
 
 // overlappingRollouts reports each pair of Rollouts of one namespace whose
