@@ -9,6 +9,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -62,6 +63,10 @@ type Options struct {
 	MaxAge time.Duration
 	// Now is the time reports are aged against (zero: time.Now).
 	Now time.Time
+	// Report, when set, reads a Target's TargetReport instead of a request
+	// (an informer's cache: solar ui); it answers a missing one with the
+	// API's NotFound error.
+	Report func(ctx context.Context, ns, name string) (*unstructured.Unstructured, error)
 }
 
 // Target compares what was published for a Target with what its
@@ -107,17 +112,22 @@ type Release struct {
 // newest bootstrap chart in store (its release chart versions) with the
 // Target's TargetReport in the API server.
 func Of(ctx context.Context, targets []load.ID, store store.Store, so Options) ([]Target, error) {
-	cfg := so.RESTConfig
-	if cfg == nil {
-		var err error
-		if cfg, err = clientcmd.BuildConfigFromFlags("", so.Kubeconfig); err != nil {
-			return nil, fmt.Errorf("reading the kubeconfig %s: %w", so.Kubeconfig, err)
+	if so.Report == nil {
+		cfg := so.RESTConfig
+		if cfg == nil {
+			var err error
+			if cfg, err = clientcmd.BuildConfigFromFlags("", so.Kubeconfig); err != nil {
+				return nil, fmt.Errorf("reading the kubeconfig %s: %w", so.Kubeconfig, err)
+			}
+			cfg.Wrap(so.WrapTransport)
 		}
-		cfg.Wrap(so.WrapTransport)
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
+		dyn, err := dynamic.NewForConfig(cfg)
+		if err != nil {
+			return nil, err
+		}
+		so.Report = func(ctx context.Context, ns, name string) (*unstructured.Unstructured, error) {
+			return dyn.Resource(kube.TargetReportGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		}
 	}
 	if so.MaxAge == 0 {
 		so.MaxAge = DefaultMaxAge
@@ -128,7 +138,7 @@ func Of(ctx context.Context, targets []load.ID, store store.Store, so Options) (
 	out := make([]Target, 0, len(targets))
 	digests := &chartDigests{store: store, known: map[published.Ref]string{}}
 	for _, t := range targets {
-		st, err := targetStatus(ctx, t, digests, dyn, so)
+		st, err := targetStatus(ctx, t, digests, so)
 		if err != nil {
 			return out, err
 		}
@@ -138,14 +148,14 @@ func Of(ctx context.Context, targets []load.ID, store store.Store, so Options) (
 }
 
 // targetStatus is one Target's status.
-func targetStatus(ctx context.Context, t load.ID, digests *chartDigests, dyn dynamic.Interface, so Options) (Target, error) {
+func targetStatus(ctx context.Context, t load.ID, digests *chartDigests, so Options) (Target, error) {
 	st := Target{Namespace: t.Namespace, Name: t.Name, State: Unknown, Releases: []Release{}}
 	desired, err := desiredReleases(ctx, digests, t, &st)
 	if err != nil || desired == nil {
 		return st, err
 	}
 	st.Releases = desired
-	u, err := dyn.Resource(kube.TargetReportGVR).Namespace(t.Namespace).Get(ctx, t.Name, metav1.GetOptions{})
+	u, err := so.Report(ctx, t.Namespace, t.Name)
 	if apierrors.IsNotFound(err) {
 		st.Message = "no TargetReport: its credential was never minted (solar credentials sync)"
 		return st, nil

@@ -1,0 +1,249 @@
+package ui
+
+import (
+	"context"
+	"log/slog"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/solar-pipeline/solar/api"
+	"github.com/solar-pipeline/solar/api/kube"
+	"github.com/solar-pipeline/solar/renderer/load"
+	"github.com/solar-pipeline/solar/renderer/rolloutstore"
+	"github.com/solar-pipeline/solar/renderer/status"
+	"github.com/solar-pipeline/solar/renderer/store"
+)
+
+// model is what the pages show: every Target's status (status.Of, as solar
+// status computes it) and every Rollout's state, kept current by one watch
+// of the Targets, TargetReports and Rollouts (the UI's own, however many
+// browsers are open) and by a refresh every interval (what is published to
+// the store changes without an object changing). Browsers read it; they
+// never cause a request to the API server.
+type model struct {
+	dyn      dynamic.Interface
+	store    store.Store
+	interval time.Duration
+	log      *slog.Logger
+
+	reports  cache.GenericLister
+	mu       sync.RWMutex
+	targets  map[load.ID]status.Target
+	rollouts map[load.ID]*rolloutstore.Doc
+	subs     map[chan change]struct{}
+	dirty    chan load.ID
+}
+
+// change is what a browser is told: a Target's new status, or a rollout's
+// new state.
+type change struct {
+	Target  *status.Target    `json:"target,omitempty"`
+	Rollout *rolloutstore.Doc `json:"rollout,omitempty"`
+}
+
+// namespace is the namespace a change is about: who may see it.
+func (c change) namespace() string {
+	if c.Target != nil {
+		return c.Target.Namespace
+	}
+	return c.Rollout.Namespace
+}
+
+func newModel(dyn dynamic.Interface, st store.Store, interval time.Duration, log *slog.Logger) *model {
+	return &model{dyn: dyn, store: st, interval: interval, log: log, targets: map[load.ID]status.Target{},
+		rollouts: map[load.ID]*rolloutstore.Doc{}, subs: map[chan change]struct{}{}, dirty: make(chan load.ID, 1024)}
+}
+
+// run watches until ctx ends; ready is closed once the caches are filled
+// and every Target's status computed once.
+func (m *model) run(ctx context.Context, ready chan<- struct{}) {
+	f := dynamicinformer.NewDynamicSharedInformerFactory(m.dyn, 0)
+	targets := f.ForResource(kube.GVR(api.KindTarget))
+	reports := f.ForResource(kube.TargetReportGVR)
+	rollouts := f.ForResource(kube.GVR(api.KindRollout))
+	m.reports = reports.Lister()
+	mark := func(o any) {
+		if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+			o = d.Obj
+		}
+		if u, ok := o.(*unstructured.Unstructured); ok {
+			m.dirty <- load.ID{Namespace: u.GetNamespace(), Name: u.GetName()}
+		}
+	}
+	h := cache.ResourceEventHandlerFuncs{AddFunc: mark, UpdateFunc: func(_, o any) { mark(o) }, DeleteFunc: mark}
+	for _, inf := range []cache.SharedIndexInformer{targets.Informer(), reports.Informer()} {
+		_, _ = inf.AddEventHandler(h)
+	}
+	f.Start(ctx.Done())
+	f.WaitForCacheSync(ctx.Done())
+	m.refresh(ctx, targets.Lister(), rollouts.Lister())
+	close(ready)
+	tick := time.NewTicker(m.interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case id := <-m.dirty:
+			m.update(ctx, targets.Lister(), id)
+		case <-tick.C:
+			m.refresh(ctx, targets.Lister(), rollouts.Lister())
+		}
+	}
+}
+
+// refresh computes every Target's status and reads every Rollout's state.
+func (m *model) refresh(ctx context.Context, targets, rollouts cache.GenericLister) {
+	objs, _ := targets.List(labels.Everything())
+	seen := map[load.ID]bool{}
+	for _, o := range objs {
+		u := o.(*unstructured.Unstructured)
+		id := load.ID{Namespace: u.GetNamespace(), Name: u.GetName()}
+		seen[id] = true
+		m.update(ctx, targets, id)
+	}
+	m.mu.Lock()
+	for id := range m.targets {
+		if !seen[id] {
+			delete(m.targets, id)
+		}
+	}
+	m.mu.Unlock()
+	objs, _ = rollouts.List(labels.Everything())
+	for _, o := range objs {
+		u := o.(*unstructured.Unstructured)
+		doc, err := rolloutstore.Read(ctx, m.store, u.GetNamespace(), u.GetName())
+		if err != nil || doc == nil {
+			continue
+		}
+		id := load.ID{Namespace: u.GetNamespace(), Name: u.GetName()}
+		m.mu.Lock()
+		old := m.rollouts[id]
+		m.rollouts[id] = doc
+		m.mu.Unlock()
+		if !reflect.DeepEqual(old, doc) {
+			m.publish(change{Rollout: doc})
+		}
+	}
+}
+
+// update computes the status of Target id again and tells the browsers
+// when it changed.
+func (m *model) update(ctx context.Context, targets cache.GenericLister, id load.ID) {
+	if _, err := targets.ByNamespace(id.Namespace).Get(id.Name); apierrors.IsNotFound(err) {
+		m.mu.Lock()
+		delete(m.targets, id)
+		m.mu.Unlock()
+		return
+	}
+	st, err := status.Of(ctx, []load.ID{id}, m.store, status.Options{Report: m.report})
+	t := status.Target{Namespace: id.Namespace, Name: id.Name, State: status.Unknown, Releases: []status.Release{}}
+	switch {
+	case err != nil:
+		// Shown as Unknown with why: the registry may answer next time.
+		m.log.Warn("computing a Target's status", "namespace", id.Namespace, "name", id.Name, "error", err)
+		t.Message = store.Explain(err).Error()
+	case len(st) == 1:
+		t = st[0]
+	}
+	t.Age = "" // the page shows the time, which does not change every second
+	m.mu.Lock()
+	old, had := m.targets[id]
+	m.targets[id] = t
+	m.mu.Unlock()
+	if !had || !reflect.DeepEqual(old, t) {
+		m.publish(change{Target: &t})
+	}
+}
+
+// report reads a TargetReport from the watch's cache.
+func (m *model) report(_ context.Context, ns, name string) (*unstructured.Unstructured, error) {
+	o, err := m.reports.ByNamespace(ns).Get(name)
+	if err != nil {
+		return nil, err
+	}
+	return o.(*unstructured.Unstructured), nil
+}
+
+// publish hands c to every subscriber; one that is not reading loses it
+// rather than holding the others up (its page catches up at the next).
+func (m *model) publish(c change) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for ch := range m.subs {
+		select {
+		case ch <- c:
+		default:
+		}
+	}
+}
+
+// subscribe returns a channel of changes until cancel.
+func (m *model) subscribe() (<-chan change, func()) {
+	ch := make(chan change, 256)
+	m.mu.Lock()
+	m.subs[ch] = struct{}{}
+	m.mu.Unlock()
+	return ch, func() {
+		m.mu.Lock()
+		delete(m.subs, ch)
+		m.mu.Unlock()
+	}
+}
+
+// snapshot is every Target of the namespaces allowed, by namespace and
+// name, and their rollouts.
+func (m *model) snapshot(allowed func(ns string) bool) ([]status.Target, []*rolloutstore.Doc) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var ts []status.Target
+	for _, id := range slices.SortedFunc(maps.Keys(m.targets), byID) {
+		if allowed(id.Namespace) {
+			ts = append(ts, m.targets[id])
+		}
+	}
+	var rs []*rolloutstore.Doc
+	for _, id := range slices.SortedFunc(maps.Keys(m.rollouts), byID) {
+		if allowed(id.Namespace) {
+			rs = append(rs, m.rollouts[id])
+		}
+	}
+	return ts, rs
+}
+
+// target and rollout are one Target's status and one Rollout's state.
+func (m *model) target(id load.ID) (status.Target, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	t, ok := m.targets[id]
+	return t, ok
+}
+
+func (m *model) rollout(id load.ID) *rolloutstore.Doc {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.rollouts[id]
+}
+
+// setRollout keeps the state an action wrote, and tells the browsers.
+func (m *model) setRollout(doc *rolloutstore.Doc) {
+	m.mu.Lock()
+	m.rollouts[load.ID{Namespace: doc.Namespace, Name: doc.Name}] = doc
+	m.mu.Unlock()
+	m.publish(change{Rollout: doc})
+}
+
+func byID(a, b load.ID) int {
+	return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+}

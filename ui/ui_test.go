@@ -1,0 +1,228 @@
+package ui
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"github.com/solar-pipeline/solar/api"
+	"github.com/solar-pipeline/solar/api/kube"
+	"github.com/solar-pipeline/solar/internal/testkit/testenv"
+	"github.com/solar-pipeline/solar/renderer/rollout"
+	"github.com/solar-pipeline/solar/renderer/rolloutstore"
+	"github.com/solar-pipeline/solar/renderer/store"
+)
+
+// uiAccount is the UI's own ServiceAccount, with uiRules only.
+const uiAccount = "system:serviceaccount:solar-system:solar-ui"
+
+// uiRules are what the UI's own account holds: the watch of what the pages
+// show, and the questions it asks of RBAC. No Secret, no write.
+var uiRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{api.Group}, Resources: []string{"targets", "targetreports", "rollouts"}, Verbs: []string{"list", "watch"}},
+	{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
+}
+
+// uiEnv is a real API server with Targets in alpha and beta and a Rollout
+// in alpha, whose state is in a layout; alice may read alpha and act on its
+// rollouts, bob may read alpha only, carol nothing.
+type uiEnv struct {
+	api    *testenv.APIServer
+	dyn    dynamic.Interface
+	server *Server
+	http   *httptest.Server
+}
+
+func grant(t *testing.T, a *testenv.APIServer, name string, rules []rbacv1.PolicyRule, ns, user string) {
+	t.Helper()
+	ctx := context.Background()
+	subject := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}
+	_, err := a.Client.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	ref := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name}
+	if ns == "" {
+		_, err = a.Client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name}, RoleRef: ref, Subjects: subject}, metav1.CreateOptions{})
+	} else {
+		_, err = a.Client.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name}, RoleRef: ref, Subjects: subject}, metav1.CreateOptions{})
+	}
+	require.NoError(t, err)
+}
+
+func (e *uiEnv) create(t *testing.T, kind, ns, name string, spec map[string]any) {
+	t.Helper()
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": api.APIVersion, "kind": kind,
+		"metadata": map[string]any{"name": name, "namespace": ns}, "spec": spec}}
+	_, err := e.dyn.Resource(kube.GVR(kind)).Namespace(ns).Create(context.Background(), u, metav1.CreateOptions{})
+	require.NoError(t, err)
+}
+
+func startUI(t *testing.T) *uiEnv {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: runs a real etcd and kube-apiserver")
+	}
+	a := testenv.StartAPIServer(t)
+	a.CreateNamespaces(t, "alpha", "beta")
+	dyn, err := dynamic.NewForConfig(a.Config)
+	require.NoError(t, err)
+	e := &uiEnv{api: a, dyn: dyn}
+	target := map[string]any{"renderRegistryRef": map[string]any{"name": "r"}}
+	for _, ns := range []string{"alpha", "beta"} {
+		e.create(t, api.KindTarget, ns, ns+"-edge", target)
+	}
+	e.create(t, api.KindRollout, "alpha", "web", map[string]any{"waves": []any{map[string]any{"name": "all"}}})
+	grant(t, a, "solar-ui", uiRules, "", uiAccount)
+	read := []rbacv1.PolicyRule{{APIGroups: []string{api.Group}, Resources: []string{"targets", "rollouts"}, Verbs: []string{"get"}}}
+	act := append(read, rbacv1.PolicyRule{APIGroups: []string{api.Group}, Resources: []string{"rollouts"}, Verbs: []string{"update"}})
+	grant(t, a, "alice", act, "alpha", "alice")
+	grant(t, a, "bob", read, "alpha", "bob")
+
+	l, err := store.OpenLayout(context.Background(), filepath.Join(t.TempDir(), "out"), store.LayoutOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { l.Close() })
+	_, err = rolloutstore.Update(context.Background(), l, "alpha", "web", func(*rolloutstore.Doc) (*rolloutstore.Doc, error) {
+		return &rolloutstore.Doc{State: rollout.State{Revision: "r1", Phase: rollout.Progressing}, From: map[string]string{},
+			Decision: rollout.Decision{Phase: rollout.Progressing, Message: "wave all: 0 of 1 members passed, 1 needed",
+				Members: []rollout.MemberDecision{{Name: "alpha-edge", Wave: "all", State: rollout.Admitted}}}}, nil
+	}, rolloutstore.Options{})
+	require.NoError(t, err)
+
+	cfg := rest.CopyConfig(a.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: uiAccount}
+	e.server, err = New(Options{Config: cfg, Store: l, Refresh: 200 * time.Millisecond, Log: slog.New(slog.NewTextHandler(testLog{t}, nil))})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() { _ = e.server.Run(ctx) }()
+	select {
+	case <-e.server.Ready():
+	case <-time.After(time.Minute):
+		t.Fatal("the UI's watch did not start")
+	}
+	e.http = httptest.NewServer(e.server.Handler())
+	t.Cleanup(e.http.Close)
+	return e
+}
+
+// as is a logged-in user's session cookie and CSRF token (what the login
+// callback makes).
+func (e *uiEnv) as(user string) (cookie *http.Cookie, csrf string) {
+	w := httptest.NewRecorder()
+	se := e.server.sessions.start(w, user, nil)
+	return w.Result().Cookies()[0], se.CSRF
+}
+
+func (e *uiEnv) do(t *testing.T, c *http.Cookie, method, path string, form url.Values) (int, string, http.Header) {
+	t.Helper()
+	req, err := http.NewRequest(method, e.http.URL+path, strings.NewReader(form.Encode()))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if c != nil {
+		req.AddCookie(c)
+	}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b), resp.Header
+}
+
+// TestPagesFollowRBAC (issue 51, done-when 2): a user sees what their own
+// Kubernetes RBAC lets them get, nothing of another namespace, in pages and
+// in the live stream; an action needs the session's CSRF token and update
+// on the Rollout; every answer carries the security headers.
+func TestPagesFollowRBAC(t *testing.T) {
+	e := startUI(t)
+	alice, csrf := e.as("alice")
+	bob, bobCSRF := e.as("bob")
+	carol, _ := e.as("carol")
+
+	code, body, h := e.do(t, alice, "GET", "/", nil)
+	require.Equal(t, http.StatusOK, code, body)
+	assert.Contains(t, body, "alpha-edge")
+	assert.NotContains(t, body, "beta", "alice may not see beta")
+	assert.Contains(t, body, "/rollouts/alpha/web")
+	assert.Contains(t, h.Get("Content-Security-Policy"), "script-src 'self'")
+	assert.Equal(t, "DENY", h.Get("X-Frame-Options"))
+	assert.Equal(t, "nosniff", h.Get("X-Content-Type-Options"))
+
+	code, body, _ = e.do(t, carol, "GET", "/", nil)
+	require.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, "No Target you may see")
+	assert.NotContains(t, body, "edge")
+	code, _, _ = e.do(t, alice, "GET", "/targets/beta/beta-edge", nil)
+	assert.Equal(t, http.StatusNotFound, code, "a Target of beta reads as missing to alice")
+	code, _, h = e.do(t, nil, "GET", "/", nil)
+	assert.Equal(t, http.StatusSeeOther, code, "no session: to the login")
+	assert.Equal(t, "/login", h.Get("Location"))
+
+	code, body, _ = e.do(t, bob, "GET", "/rollouts/alpha/web", nil)
+	require.Equal(t, http.StatusOK, code, body)
+	assert.NotContains(t, body, "<button type=\"submit\">pause", "bob may not update it: no buttons")
+	code, _, _ = e.do(t, bob, "POST", "/rollouts/alpha/web/pause", url.Values{"csrf": {bobCSRF}})
+	assert.Equal(t, http.StatusForbidden, code, "bob may not update the Rollout")
+	code, _, _ = e.do(t, alice, "POST", "/rollouts/alpha/web/pause", nil)
+	assert.Equal(t, http.StatusForbidden, code, "no CSRF token")
+	code, _, _ = e.do(t, alice, "POST", "/rollouts/alpha/web/pause", url.Values{"csrf": {bobCSRF}})
+	assert.Equal(t, http.StatusForbidden, code, "another session's token")
+	code, body, _ = e.do(t, alice, "POST", "/rollouts/alpha/web/pause", url.Values{"csrf": {csrf}})
+	require.Equal(t, http.StatusSeeOther, code, body)
+	doc, err := rolloutstore.Read(context.Background(), e.server.opts.Store, "alpha", "web")
+	require.NoError(t, err)
+	assert.True(t, doc.Paused, "alice paused it")
+}
+
+// TestLiveStreamFollowsRBAC: alice's stream carries alpha's changes and
+// none of beta's: a Target created in beta, then one in alpha, and the
+// first event she gets is alpha's.
+func TestLiveStreamFollowsRBAC(t *testing.T) {
+	e := startUI(t)
+	alice, _ := e.as("alice")
+	req, err := http.NewRequest("GET", e.http.URL+"/events", nil)
+	require.NoError(t, err)
+	req.AddCookie(alice)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	lines := bufio.NewScanner(resp.Body)
+	require.True(t, lines.Scan()) // ": live"
+
+	target := map[string]any{"renderRegistryRef": map[string]any{"name": "r"}}
+	e.create(t, api.KindTarget, "beta", "beta-new", target)
+	time.Sleep(time.Second) // beta's change is computed (and withheld) first
+	e.create(t, api.KindTarget, "alpha", "alpha-new", target)
+	var events []string
+	for len(events) < 1 && lines.Scan() {
+		if l := lines.Text(); strings.HasPrefix(l, "data: ") {
+			events = append(events, l)
+		}
+	}
+	require.NotEmpty(t, events)
+	assert.Contains(t, events[0], `"name":"alpha-new"`)
+	for _, ev := range events {
+		assert.NotContains(t, ev, "beta", "a change of beta reached alice")
+	}
+}
+
+type testLog struct{ t *testing.T }
+
+func (w testLog) Write(b []byte) (int, error) { w.t.Log(strings.TrimSpace(string(b))); return len(b), nil }
