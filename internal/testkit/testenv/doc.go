@@ -2,5 +2,7 @@
 // project's scripts, on 127.0.0.1 and free ports, and stops them in t.Cleanup:
 // an OCI registry (scripts/start-registry.sh) and a counting HTTP proxy in
 // front of it. An OpenID Provider standing in for Zitadel (StartOIDC) runs in
-// the test process itself, built on zitadel/oidc's op package.
+// the test process itself, built on zitadel/oidc's op package: devices get
+// tokens from it with their machine keys, people log in on its login page
+// with the authorization code flow (package browser drives it in Chromium).
 package testenv

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,10 +33,14 @@ import (
 // Zitadel is built on) on https://127.0.0.1:PORT, standing in for Zitadel:
 // devices are machine users with a machine key, and get their access tokens
 // with the JWT profile grant (urn:ietf:params:oauth:grant-type:jwt-bearer).
-// It serves discovery, the JWKS and that grant; everything else answers
-// "not supported in the test provider". Its methods are safe for concurrent
-// use, but those taking t fail the test and so belong on the test's
-// goroutine (Tokens is the parallel way).
+// People (AddUser) log in to web clients (AddClient) with the authorization
+// code flow: the provider's login page (a form: user name and password),
+// the code exchange at the token endpoint (client secret, PKCE if the
+// client sends it), ID and access tokens with their groups, and userinfo.
+// It serves discovery, the JWKS, that grant and that flow; everything else
+// answers "not supported in the test provider". Its methods are safe for
+// concurrent use, but those taking t fail the test and so belong on the
+// test's goroutine (Tokens is the parallel way).
 type OIDC struct {
 	// Issuer is https://127.0.0.1:PORT; discovery is at
 	// Issuer+"/.well-known/openid-configuration".
@@ -46,11 +51,14 @@ type OIDC struct {
 	// Audience is what every device token's aud contains: "solar-fleet".
 	Audience string
 
+	cert          *x509.Certificate
 	store         *oidcStore
 	transport     *http.Transport
 	tokenEndpoint string
 	jwksFetches   atomic.Int64
 	devices       atomic.Int64
+	users         atomic.Int64
+	clients       atomic.Int64
 	down          atomic.Bool
 }
 
@@ -58,9 +66,9 @@ type OIDC struct {
 // test provider issues none, but op wants one.
 var oidcCryptoKey = [32]byte([]byte("solar-testenv-oidc-crypto-key-32"))
 
-// StartOIDC starts a provider with one signing key and no device, and
-// serves until t's cleanup. Device tokens live 5 minutes
-// (SetTokenLifetime).
+// StartOIDC starts a provider with one signing key and no device, user or
+// client, and serves until t's cleanup. Device tokens live 5 minutes
+// (SetTokenLifetime), users' tokens an hour.
 func StartOIDC(t testing.TB) *OIDC {
 	t.Helper()
 	der, certKey, err := testpki.SelfSigned(time.Now())
@@ -70,13 +78,22 @@ func StartOIDC(t testing.TB) *OIDC {
 	key, err := newSigningKey()
 	require.NoError(t, err)
 	o.store = &oidcStore{audience: o.Audience, keys: []*signingKey{key}, lifetime: 5 * time.Minute,
-		devices: map[string]*oidcDevice{}, byID: map[string]*oidcDevice{}}
+		devices: map[string]*oidcDevice{}, byID: map[string]*oidcDevice{},
+		users: map[string]*oidcUser{}, usersByID: map[string]*oidcUser{}, clients: map[string]*oidcClient{},
+		authRequests: map[string]*authRequest{}, codes: map[string]string{}}
 
 	srv := httptest.NewUnstartedServer(nil)
 	o.Issuer = "https://" + srv.Listener.Addr().String()
-	provider, err := op.NewProvider(&op.Config{CryptoKey: oidcCryptoKey}, o.store, op.StaticIssuer(o.Issuer))
+	provider, err := op.NewProvider(&op.Config{CryptoKey: oidcCryptoKey, CodeMethodS256: true, AuthMethodPost: true},
+		o.store, op.StaticIssuer(o.Issuer))
 	require.NoError(t, err)
 	jwks := provider.KeysEndpoint().Relative()
+	// op's callback after the login: it makes the code and redirects to the
+	// client (op.AuthCallbackURL, with the static issuer).
+	callback := provider.AuthorizationEndpoint().Absolute(o.Issuer) + "/callback?id="
+	mux := http.NewServeMux()
+	mux.Handle(loginPath, o.login(func(id string) string { return callback + url.QueryEscape(id) }))
+	mux.Handle("/", provider)
 	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if o.down.Load() {
 			http.Error(w, "the test provider is down", http.StatusServiceUnavailable)
@@ -85,16 +102,16 @@ func StartOIDC(t testing.TB) *OIDC {
 		if r.Method == http.MethodGet && r.URL.Path == jwks {
 			o.jwksFetches.Add(1)
 		}
-		provider.ServeHTTP(w, r)
+		mux.ServeHTTP(w, r)
 	})
 	srv.TLS = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: certKey}}}
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 
-	leaf, err := x509.ParseCertificate(der)
+	o.cert, err = x509.ParseCertificate(der)
 	require.NoError(t, err)
 	pool := x509.NewCertPool()
-	pool.AddCert(leaf)
+	pool.AddCert(o.cert)
 	// Tokens asks in parallel: keep that many connections open.
 	o.transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, MaxIdleConnsPerHost: 64}
 	t.Cleanup(o.transport.CloseIdleConnections)
@@ -114,6 +131,10 @@ func StartOIDC(t testing.TB) *OIDC {
 func (o *OIDC) HTTPClient() *http.Client {
 	return &http.Client{Transport: o.transport, Timeout: 30 * time.Second}
 }
+
+// Certificate is the provider's self-signed certificate (CAFile's), for a
+// client to trust, such as a browser (browser.Start).
+func (o *OIDC) Certificate() *x509.Certificate { return o.cert }
 
 // SetTokenLifetime sets how long the device tokens Token gets from now on
 // live (5 minutes at the start).

@@ -17,13 +17,15 @@ import (
 )
 
 // errNotSupported answers what the test provider does not do: it serves
-// discovery, the JWKS and the JWT profile grant, no login, code, refresh,
-// client credentials, introspection, userinfo or revocation.
+// discovery, the JWKS, the JWT profile grant, the authorization code flow
+// and userinfo; no refresh, client credentials, introspection or
+// revocation.
 var errNotSupported = errors.New("not supported in the test provider")
 
-// oidcStore is the provider's op.Storage: its signing keys and the devices
-// (machine users) with their public keys. op calls it from its handlers, so
-// every method is safe for concurrent use.
+// oidcStore is the provider's op.Storage: its signing keys, the devices
+// (machine users) with their public keys, and the people, web clients and
+// authorization requests of the code flow (oidcusers.go). op calls it from
+// its handlers, so every method is safe for concurrent use.
 type oidcStore struct {
 	audience string
 
@@ -32,6 +34,12 @@ type oidcStore struct {
 	devices  map[string]*oidcDevice
 	byID     map[string]*oidcDevice // by device id
 	lifetime time.Duration
+
+	users        map[string]*oidcUser // by user name
+	usersByID    map[string]*oidcUser
+	clients      map[string]*oidcClient
+	authRequests map[string]*authRequest
+	codes        map[string]string // code → auth request id
 }
 
 // oidcDevice is a machine user: Zitadel's user id, the device id it
@@ -119,12 +127,16 @@ func (s *oidcStore) JWTProfileTokenType(context.Context, op.TokenRequest) (op.Ac
 	return op.AccessTokenTypeJWT, nil
 }
 
-// CreateAccessToken gives a JWT profile grant's token its id and expiry.
-// op takes the token's aud from the request, which is the assertion's (the
-// issuer); Zitadel adds a project's id when the scope asks for it, the test
-// provider adds Audience always, before op builds the claims from the same
-// request.
+// CreateAccessToken gives an access token its id and expiry. For the JWT
+// profile grant, op takes the token's aud from the request, which is the
+// assertion's (the issuer); Zitadel adds a project's id when the scope asks
+// for it, the test provider adds Audience always, before op builds the
+// claims from the same request. A user's token (the code flow) lives
+// userTokenLifetime, its aud is the client.
 func (s *oidcStore) CreateAccessToken(_ context.Context, request op.TokenRequest) (string, time.Time, error) {
+	if _, ok := request.(*authRequest); ok {
+		return uuid.NewString(), time.Now().Add(userTokenLifetime), nil
+	}
 	req, ok := request.(*oidc.JWTTokenRequest)
 	if !ok {
 		return "", time.Time{}, fmt.Errorf("access token for a %T: %w", request, errNotSupported)
@@ -139,8 +151,12 @@ func (s *oidcStore) CreateAccessToken(_ context.Context, request op.TokenRequest
 }
 
 // GetPrivateClaimsFromScopes is where op takes a JWT access token's private
-// claims from: device_id, the device's id.
+// claims from: a device's device_id, a user's preferred_username, email and
+// groups.
 func (s *oidcStore) GetPrivateClaimsFromScopes(_ context.Context, userID, _ string, _ []string) (map[string]any, error) {
+	if u, err := s.user(userID); err == nil {
+		return u.claims(), nil
+	}
 	d, err := s.device(userID)
 	if err != nil {
 		return nil, err
@@ -172,28 +188,13 @@ func (s *oidcStore) KeySet(context.Context) ([]op.Key, error) {
 // Health reports the storage ready (op's /ready).
 func (s *oidcStore) Health(context.Context) error { return nil }
 
-// SetUserinfoFromScopes is deprecated in op and empty everywhere.
+// SetUserinfoFromScopes is deprecated in op and empty everywhere:
+// SetUserinfoFromRequest (oidcusers.go) fills the ID token.
 func (s *oidcStore) SetUserinfoFromScopes(context.Context, *oidc.UserInfo, string, string, []string) error {
 	return nil
 }
 
 // What follows is op.Storage the test provider does not serve.
-
-func (s *oidcStore) CreateAuthRequest(context.Context, *oidc.AuthRequest, string) (op.AuthRequest, error) {
-	return nil, errNotSupported
-}
-
-func (s *oidcStore) AuthRequestByID(context.Context, string) (op.AuthRequest, error) {
-	return nil, errNotSupported
-}
-
-func (s *oidcStore) AuthRequestByCode(context.Context, string) (op.AuthRequest, error) {
-	return nil, errNotSupported
-}
-
-func (s *oidcStore) SaveAuthCode(context.Context, string, string) error { return errNotSupported }
-
-func (s *oidcStore) DeleteAuthRequest(context.Context, string) error { return errNotSupported }
 
 func (s *oidcStore) CreateAccessAndRefreshTokens(context.Context, op.TokenRequest, string) (string, string, time.Time, error) {
 	return "", "", time.Time{}, errNotSupported
@@ -211,18 +212,6 @@ func (s *oidcStore) RevokeToken(context.Context, string, string, string) *oidc.E
 
 func (s *oidcStore) GetRefreshTokenInfo(context.Context, string, string) (string, string, error) {
 	return "", "", op.ErrInvalidRefreshToken
-}
-
-func (s *oidcStore) GetClientByClientID(context.Context, string) (op.Client, error) {
-	return nil, errNotSupported
-}
-
-func (s *oidcStore) AuthorizeClientIDSecret(context.Context, string, string) error {
-	return errNotSupported
-}
-
-func (s *oidcStore) SetUserinfoFromToken(context.Context, *oidc.UserInfo, string, string, string) error {
-	return errNotSupported
 }
 
 func (s *oidcStore) SetIntrospectionFromToken(context.Context, *oidc.IntrospectionResponse, string, string, string) error {
