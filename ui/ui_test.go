@@ -225,4 +225,7 @@ func TestLiveStreamFollowsRBAC(t *testing.T) {
 
 type testLog struct{ t *testing.T }
 
-func (w testLog) Write(b []byte) (int, error) { w.t.Log(strings.TrimSpace(string(b))); return len(b), nil }
+func (w testLog) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(b)))
+	return len(b), nil
+}
