@@ -72,7 +72,9 @@ func (e *uiEnv) create(t *testing.T, kind, ns, name string, spec map[string]any)
 	require.NoError(t, err)
 }
 
-func startUI(t *testing.T) *uiEnv {
+// startUI starts the UI over TLS; login, when set, is its OIDC login given
+// its own callback URL.
+func startUI(t *testing.T, login func(callback string) *OIDCOptions) *uiEnv {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: runs a real etcd and kube-apiserver")
@@ -103,10 +105,19 @@ func startUI(t *testing.T) *uiEnv {
 	}, rolloutstore.Options{})
 	require.NoError(t, err)
 
+	var handler http.Handler
+	e.http = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
+	e.http.StartTLS()
+	t.Cleanup(e.http.Close)
 	cfg := rest.CopyConfig(a.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: uiAccount}
-	e.server, err = New(Options{Config: cfg, Store: l, Refresh: 200 * time.Millisecond, Log: slog.New(slog.NewTextHandler(testLog{t}, nil))})
+	opts := Options{Config: cfg, Store: l, Refresh: 200 * time.Millisecond, Log: slog.New(slog.NewTextHandler(testLog{t}, nil))}
+	if login != nil {
+		opts.OIDC = login(e.http.URL + "/auth/callback")
+	}
+	e.server, err = New(opts)
 	require.NoError(t, err)
+	handler = e.server.Handler()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go func() { _ = e.server.Run(ctx) }()
@@ -115,8 +126,6 @@ func startUI(t *testing.T) *uiEnv {
 	case <-time.After(time.Minute):
 		t.Fatal("the UI's watch did not start")
 	}
-	e.http = httptest.NewServer(e.server.Handler())
-	t.Cleanup(e.http.Close)
 	return e
 }
 
@@ -136,7 +145,8 @@ func (e *uiEnv) do(t *testing.T, c *http.Cookie, method, path string, form url.V
 	if c != nil {
 		req.AddCookie(c)
 	}
-	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	client := e.http.Client()
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	resp, err := client.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
@@ -150,7 +160,7 @@ func (e *uiEnv) do(t *testing.T, c *http.Cookie, method, path string, form url.V
 // in the live stream; an action needs the session's CSRF token and update
 // on the Rollout; every answer carries the security headers.
 func TestPagesFollowRBAC(t *testing.T) {
-	e := startUI(t)
+	e := startUI(t, nil)
 	alice, csrf := e.as("alice")
 	bob, bobCSRF := e.as("bob")
 	carol, _ := e.as("carol")
@@ -194,12 +204,12 @@ func TestPagesFollowRBAC(t *testing.T) {
 // none of beta's: a Target created in beta, then one in alpha, and the
 // first event she gets is alpha's.
 func TestLiveStreamFollowsRBAC(t *testing.T) {
-	e := startUI(t)
+	e := startUI(t, nil)
 	alice, _ := e.as("alice")
 	req, err := http.NewRequest("GET", e.http.URL+"/events", nil)
 	require.NoError(t, err)
 	req.AddCookie(alice)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := e.http.Client().Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
