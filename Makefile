@@ -52,8 +52,9 @@ demo: solar
 ## test: every test, with the real cue and helm CLIs. The time limit is set
 ## with margin over go test's default 10 minutes per package: the slowest
 ## packages (cmd/solar, cmd/solar/proctest) take about 5 minutes on 2 cores.
+# The browser tests' screenshots are kept here (internal/testkit/browser).
 test: tools
-	$(GO) test -timeout 15m ./...
+	SOLAR_TEST_ARTIFACTS=$${SOLAR_TEST_ARTIFACTS:-$(CURDIR)/test-artifacts} $(GO) test -timeout 15m ./...
 
 ## manifests: regenerate config/controller's RBAC, Deployment and admission
 ## policy from charts/solar-controller (after a chart change; a test fails

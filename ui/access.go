@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -24,6 +25,7 @@ type access struct {
 	now    func() time.Time
 	mu     sync.Mutex
 	cache  map[string]answer
+	asking singleflight.Group
 }
 
 type answer struct {
@@ -41,17 +43,21 @@ func (a *access) allowed(ctx context.Context, se *session, verb, resource, ns st
 		return c.allowed
 	}
 	a.mu.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	r, err := a.client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
-		Spec: authorizationv1.SubjectAccessReviewSpec{User: se.User, Groups: slices.Clone(se.Groups),
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Group: api.Group, Resource: resource}},
-	}, metav1.CreateOptions{})
-	ok := err == nil && r.Status.Allowed && !r.Status.Denied
-	if err == nil { // an error is not kept: asked again next time
-		a.mu.Lock()
-		a.cache[key] = answer{allowed: ok, at: a.now()}
-		a.mu.Unlock()
-	}
-	return ok
+	// The pages of one user that ask at once ask the API server once.
+	v, _, _ := a.asking.Do(key, func() (any, error) {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		r, err := a.client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+			Spec: authorizationv1.SubjectAccessReviewSpec{User: se.User, Groups: slices.Clone(se.Groups),
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Group: api.Group, Resource: resource}},
+		}, metav1.CreateOptions{})
+		ok := err == nil && r.Status.Allowed && !r.Status.Denied
+		if err == nil { // an error is not kept: asked again next time
+			a.mu.Lock()
+			a.cache[key] = answer{allowed: ok, at: a.now()}
+			a.mu.Unlock()
+		}
+		return ok, nil
+	})
+	return v.(bool)
 }

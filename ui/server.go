@@ -75,6 +75,10 @@ func New(opts Options) (*Server, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	opts.Config = rest.CopyConfig(opts.Config)
+	if opts.Config.QPS == 0 { // client-go's 5 would queue a burst of RBAC questions
+		opts.Config.QPS, opts.Config.Burst = 50, 100
+	}
 	dyn, err := dynamic.NewForConfig(opts.Config)
 	if err != nil {
 		return nil, err

@@ -8,8 +8,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
 
 	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/api/kube"
@@ -32,11 +35,22 @@ import (
 // uiAccount is the UI's own ServiceAccount, with uiRules only.
 const uiAccount = "system:serviceaccount:solar-system:solar-ui"
 
-// uiRules are what the UI's own account holds: the watch of what the pages
-// show, and the questions it asks of RBAC. No Secret, no write.
-var uiRules = []rbacv1.PolicyRule{
-	{APIGroups: []string{api.Group}, Resources: []string{"targets", "targetreports", "rollouts"}, Verbs: []string{"list", "watch"}},
-	{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
+// uiRules are what the UI's own account holds, as config/ui/rbac.yaml
+// gives them: the watch of what the pages show, and the questions it asks
+// of RBAC. No Secret, no write.
+func uiRules(t *testing.T) []rbacv1.PolicyRule {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(testenv.Root(t), "config", "ui", "rbac.yaml"))
+	require.NoError(t, err)
+	for _, doc := range strings.Split(string(b), "\n---\n") {
+		var role rbacv1.ClusterRole
+		require.NoError(t, yaml.Unmarshal([]byte(doc), &role))
+		if role.Kind == "ClusterRole" {
+			return role.Rules
+		}
+	}
+	t.Fatal("config/ui/rbac.yaml has no ClusterRole")
+	return nil
 }
 
 // uiEnv is a real API server with Targets in alpha and beta and a Rollout
@@ -47,7 +61,13 @@ type uiEnv struct {
 	dyn    dynamic.Interface
 	server *Server
 	http   *httptest.Server
+	// requests counts the UI's requests to the API server (a watch is one).
+	requests atomic.Int64
 }
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 func grant(t *testing.T, a *testenv.APIServer, name string, rules []rbacv1.PolicyRule, ns, user string) {
 	t.Helper()
@@ -89,7 +109,7 @@ func startUI(t *testing.T, login func(callback string) *OIDCOptions) *uiEnv {
 		e.create(t, api.KindTarget, ns, ns+"-edge", target)
 	}
 	e.create(t, api.KindRollout, "alpha", "web", map[string]any{"waves": []any{map[string]any{"name": "all"}}})
-	grant(t, a, "solar-ui", uiRules, "", uiAccount)
+	grant(t, a, "solar-ui", uiRules(t), "", uiAccount)
 	read := []rbacv1.PolicyRule{{APIGroups: []string{api.Group}, Resources: []string{"targets", "rollouts"}, Verbs: []string{"get"}}}
 	act := append(read, rbacv1.PolicyRule{APIGroups: []string{api.Group}, Resources: []string{"rollouts"}, Verbs: []string{"update"}})
 	grant(t, a, "alice", act, "alpha", "alice")
@@ -111,6 +131,9 @@ func startUI(t *testing.T, login func(callback string) *OIDCOptions) *uiEnv {
 	t.Cleanup(e.http.Close)
 	cfg := rest.CopyConfig(a.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: uiAccount}
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(r *http.Request) (*http.Response, error) { e.requests.Add(1); return rt.RoundTrip(r) })
+	})
 	opts := Options{Config: cfg, Store: l, Refresh: 200 * time.Millisecond, Log: slog.New(slog.NewTextHandler(testLog{t}, nil))}
 	if login != nil {
 		opts.OIDC = login(e.http.URL + "/auth/callback")
@@ -238,4 +261,57 @@ type testLog struct{ t *testing.T }
 func (w testLog) Write(b []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(b)))
 	return len(b), nil
+}
+
+// stream opens the live stream as c and returns its lines.
+func (e *uiEnv) stream(t *testing.T, c *http.Cookie) *bufio.Scanner {
+	t.Helper()
+	req, err := http.NewRequest("GET", e.http.URL+"/events", nil)
+	require.NoError(t, err)
+	req.AddCookie(c)
+	resp, err := e.http.Client().Do(req)
+	require.NoError(t, err)
+	t.Cleanup(func() { resp.Body.Close() })
+	lines := bufio.NewScanner(resp.Body)
+	require.True(t, lines.Scan()) // ": live"
+	return lines
+}
+
+// nextData is a stream's next event's data.
+func nextData(lines *bufio.Scanner) string {
+	for lines.Scan() {
+		if l := lines.Text(); strings.HasPrefix(l, "data: ") {
+			return l
+		}
+	}
+	return ""
+}
+
+// TestHundredBrowsersCostOne (issue 51, done-when 3): a change reaches 100
+// open pages of one user with no more requests to the API server than it
+// costs with one page open: the pages read the UI's one watch, and RBAC's
+// answer for the user is asked once.
+func TestHundredBrowsersCostOne(t *testing.T) {
+	e := startUI(t, nil)
+	alice, _ := e.as("alice")
+	target := map[string]any{"renderRegistryRef": map[string]any{"name": "r"}}
+	cost := func(browsers int, name string) int64 {
+		e.server.access.mu.Lock()
+		clear(e.server.access.cache)
+		e.server.access.mu.Unlock()
+		streams := make([]*bufio.Scanner, browsers)
+		for i := range streams {
+			streams[i] = e.stream(t, alice)
+		}
+		before := e.requests.Load()
+		e.create(t, api.KindTarget, "alpha", name, target)
+		for i, s := range streams {
+			require.Contains(t, nextData(s), `"name":"`+name+`"`, "page %d", i)
+		}
+		return e.requests.Load() - before // the create is the admin's, not counted
+	}
+	one := cost(1, "one")
+	hundred := cost(100, "hundred")
+	t.Logf("API requests for one change: %d with one page open, %d with 100", one, hundred)
+	assert.Equal(t, one, hundred)
 }
