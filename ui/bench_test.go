@@ -8,6 +8,11 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
 	"github.com/solar-pipeline/solar/renderer/load"
 	"github.com/solar-pipeline/solar/renderer/status"
 )
@@ -16,9 +21,12 @@ import (
 // each with two releases, and whose RBAC answers are known (alice may see
 // every namespace): what a page load costs once the watch is filled.
 func benchServer(b *testing.B, n int) (*Server, *http.Cookie) {
+	allow := fake.NewClientset()
+	allow.PrependReactor("create", "subjectaccessreviews", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, &authorizationv1.SubjectAccessReview{Status: authorizationv1.SubjectAccessReviewStatus{Allowed: true}}, nil
+	})
 	s := &Server{opts: Options{Log: slog.New(slog.DiscardHandler), Now: time.Now}, model: newModel(nil, nil, time.Hour, nil),
-		access:   &access{ttl: time.Hour, now: time.Now, cache: map[string]answer{}},
-		sessions: newSessions(time.Hour, time.Now), ready: make(chan struct{})}
+		access: newAccess(allow, time.Hour, time.Now), sessions: newSessions(time.Hour, time.Now), ready: make(chan struct{})}
 	at := time.Now()
 	for i := range n {
 		ns := fmt.Sprintf("team-%03d", i/100)
@@ -28,13 +36,12 @@ func benchServer(b *testing.B, n int) (*Server, *http.Cookie) {
 		s.model.targets[load.ID{Namespace: ns, Name: t.Name}] = t
 	}
 	w := httptest.NewRecorder()
-	se := s.sessions.start(w, "alice", nil)
-	for i := range n/100 + 1 {
-		for _, res := range []string{"targets", "rollouts"} {
-			s.access.cache[se.User+"\x00\x00get\x00"+res+"\x00"+fmt.Sprintf("team-%03d", i)] = answer{allowed: true, at: time.Now()}
-		}
-	}
-	return s, w.Result().Cookies()[0]
+	s.sessions.start(w, "alice", nil)
+	cookie := w.Result().Cookies()[0]
+	req := httptest.NewRequest("GET", "/", nil) // the first load asks RBAC; the ones measured do not
+	req.AddCookie(cookie)
+	s.Handler().ServeHTTP(httptest.NewRecorder(), req)
+	return s, cookie
 }
 
 // BenchmarkOverview is one load of the overview page with 1,000 and 10,000

@@ -30,7 +30,8 @@ func TestBrowser(t *testing.T) {
 	op.AddUser(t, "alice", "alice-password", "operators")
 	e := startUI(t, func(callback string) *OIDCOptions {
 		id, secret := op.AddClient(t, callback)
-		return &OIDCOptions{Issuer: op.Issuer, ClientID: id, ClientSecret: secret, RedirectURL: callback, HTTPClient: op.HTTPClient()}
+		return &OIDCOptions{Issuer: op.Issuer, ClientID: id, ClientSecret: secret, RedirectURL: callback, HTTPClient: op.HTTPClient(),
+			UsernameClaim: "preferred_username", UsernamePrefix: "-"}
 	})
 	b := browser.Start(t, op.Certificate(), e.http.Certificate())
 

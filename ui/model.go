@@ -29,8 +29,9 @@ import (
 // status computes it) and every Rollout's state, kept current by one watch
 // of the Targets, TargetReports and Rollouts (the UI's own, however many
 // browsers are open) and by a refresh every interval (what is published to
-// the store changes without an object changing). Browsers read it; they
-// never cause a request to the API server.
+// the store changes without an object changing; a Rollout's state, which
+// only the store holds, is seen at the next refresh). Browsers read it:
+// what they cost the API server is the RBAC questions, kept per user.
 type model struct {
 	dyn      dynamic.Interface
 	store    store.Store
@@ -121,21 +122,33 @@ func (m *model) refresh(ctx context.Context, targets, rollouts cache.GenericList
 	}
 	m.mu.Unlock()
 	objs, _ = rollouts.List(labels.Everything())
+	seen = map[load.ID]bool{}
 	for _, o := range objs {
 		u := o.(*unstructured.Unstructured)
-		doc, err := rolloutstore.Read(ctx, m.store, u.GetNamespace(), u.GetName())
+		id := load.ID{Namespace: u.GetNamespace(), Name: u.GetName()}
+		seen[id] = true
+		doc, err := rolloutstore.Read(ctx, m.store, id.Namespace, id.Name)
 		if err != nil || doc == nil {
 			continue
 		}
-		id := load.ID{Namespace: u.GetNamespace(), Name: u.GetName()}
 		m.mu.Lock()
 		old := m.rollouts[id]
-		m.rollouts[id] = doc
+		newer := old == nil || !doc.At.Before(old.At) // not what an action wrote since the read
+		if newer {
+			m.rollouts[id] = doc
+		}
 		m.mu.Unlock()
-		if !reflect.DeepEqual(old, doc) {
+		if newer && !reflect.DeepEqual(old, doc) {
 			m.publish(change{Rollout: doc})
 		}
 	}
+	m.mu.Lock()
+	for id := range m.rollouts {
+		if !seen[id] { // the Rollout was deleted
+			delete(m.rollouts, id)
+		}
+	}
+	m.mu.Unlock()
 }
 
 // update computes the status of Target id again and tells the browsers
@@ -176,15 +189,18 @@ func (m *model) report(_ context.Context, ns, name string) (*unstructured.Unstru
 	return o.(*unstructured.Unstructured), nil
 }
 
-// publish hands c to every subscriber; one that is not reading loses it
-// rather than holding the others up (its page catches up at the next).
+// publish hands c to every subscriber; one whose buffer is full (a page
+// that does not read) is dropped and its channel closed: its stream ends,
+// and the browser reconnects and loads what it missed.
 func (m *model) publish(c change) {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	for ch := range m.subs {
 		select {
 		case ch <- c:
 		default:
+			delete(m.subs, ch)
+			close(ch)
 		}
 	}
 }
@@ -197,27 +213,26 @@ func (m *model) subscribe() (<-chan change, func()) {
 	m.mu.Unlock()
 	return ch, func() {
 		m.mu.Lock()
-		delete(m.subs, ch)
+		if _, ok := m.subs[ch]; ok { // not dropped by publish
+			delete(m.subs, ch)
+			close(ch)
+		}
 		m.mu.Unlock()
 	}
 }
 
-// snapshot is every Target of the namespaces allowed, by namespace and
-// name, and their rollouts.
-func (m *model) snapshot(allowed func(ns string) bool) ([]status.Target, []*rolloutstore.Doc) {
+// snapshot is every Target, by namespace and name, and every rollout: a
+// copy, which the caller filters outside the lock (asking RBAC takes time).
+func (m *model) snapshot() ([]status.Target, []*rolloutstore.Doc) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	var ts []status.Target
 	for _, id := range slices.SortedFunc(maps.Keys(m.targets), byID) {
-		if allowed(id.Namespace) {
-			ts = append(ts, m.targets[id])
-		}
+		ts = append(ts, m.targets[id])
 	}
 	var rs []*rolloutstore.Doc
 	for _, id := range slices.SortedFunc(maps.Keys(m.rollouts), byID) {
-		if allowed(id.Namespace) {
-			rs = append(rs, m.rollouts[id])
-		}
+		rs = append(rs, m.rollouts[id])
 	}
 	return ts, rs
 }

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"embed"
 	"encoding/json"
 	"fmt"
@@ -10,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/load"
@@ -52,9 +55,12 @@ type count struct {
 }
 
 func (s *Server) handleOverview(w http.ResponseWriter, r *http.Request, se *session) {
-	visible := s.visible(r, se, "targets")
-	targets, _ := s.model.snapshot(visible)
-	_, rollouts := s.model.snapshot(s.visible(r, se, "rollouts"))
+	targets, rollouts := s.model.snapshot()
+	canTargets := s.visible(r, se)
+	targets = slices.DeleteFunc(targets, func(t status.Target) bool { return !canTargets(t.Namespace) })
+	rollouts = slices.DeleteFunc(rollouts, func(d *rolloutstore.Doc) bool {
+		return !s.access.allowed(r.Context(), se, "get", rolloutResource(d.Name), d.Namespace, "")
+	})
 	n := map[string]int{}
 	for _, t := range targets {
 		n[t.State]++
@@ -71,26 +77,47 @@ func (s *Server) handleOverview(w http.ResponseWriter, r *http.Request, se *sess
 	}{page{"Overview", se.User, se.CSRF}, counts, targets, rollouts})
 }
 
-// visible answers, per namespace, whether se's user may get resource there
-// (each namespace asked once per request, then kept for AccessTTL).
-func (s *Server) visible(r *http.Request, se *session, resource string) func(ns string) bool {
+// visible answers, per namespace, whether se's user may see its Targets'
+// states there: get on targets and on targetreports (what solar status
+// reads), each namespace asked once per request, then kept for AccessTTL.
+func (s *Server) visible(r *http.Request, se *session) func(ns string) bool {
 	known := map[string]bool{}
 	return func(ns string) bool {
 		ok, asked := known[ns]
 		if !asked {
-			ok = s.access.allowed(r.Context(), se, "get", resource, ns)
+			ok = s.canSeeTarget(r.Context(), se, ns, "")
 			known[ns] = ok
 		}
 		return ok
 	}
 }
 
-func (s *Server) handleTarget(w http.ResponseWriter, r *http.Request, se *session) {
+// canSeeTarget says whether se's user may see Target ns/name's state (name
+// "": every Target of ns).
+func (s *Server) canSeeTarget(ctx context.Context, se *session, ns, name string) bool {
+	return s.access.allowed(ctx, se, "get", "targets", ns, name) && s.access.allowed(ctx, se, "get", "targetreports", ns, name)
+}
+
+// pathID is the {ns}/{name} of the request's path, when they are a valid
+// namespace and object name: anything else (a "/" or ".." decoded from
+// %2F, say) names nothing.
+func pathID(r *http.Request) (load.ID, bool) {
 	id := load.ID{Namespace: r.PathValue("ns"), Name: r.PathValue("name")}
-	t, ok := s.model.target(id)
+	ok := len(validation.IsDNS1123Label(id.Namespace)) == 0 && len(validation.IsDNS1123Subdomain(id.Name)) == 0
+	return id, ok
+}
+
+func (s *Server) handleTarget(w http.ResponseWriter, r *http.Request, se *session) {
 	// Not allowed and not there read the same: a page says nothing of
-	// what the user may not see.
-	if !ok || !s.access.allowed(r.Context(), se, "get", "targets", id.Namespace) {
+	// what the user may not see (asked first, so that the time it takes
+	// does not tell either).
+	id, ok := pathID(r)
+	if !ok || !s.canSeeTarget(r.Context(), se, id.Namespace, id.Name) {
+		http.NotFound(w, r)
+		return
+	}
+	t, ok := s.model.target(id)
+	if !ok {
 		http.NotFound(w, r)
 		return
 	}
@@ -113,14 +140,18 @@ func rolloutResource(name string) string {
 }
 
 func (s *Server) handleRollout(w http.ResponseWriter, r *http.Request, se *session) {
-	id := load.ID{Namespace: r.PathValue("ns"), Name: r.PathValue("name")}
+	id, ok := pathID(r)
+	if !ok || !s.access.allowed(r.Context(), se, "get", rolloutResource(id.Name), id.Namespace, id.Name) {
+		http.NotFound(w, r)
+		return
+	}
 	doc := s.model.rollout(id)
-	if doc == nil || !s.access.allowed(r.Context(), se, "get", rolloutResource(id.Name), id.Namespace) {
+	if doc == nil {
 		http.NotFound(w, r)
 		return
 	}
 	var can []string
-	if s.access.allowed(r.Context(), se, "update", rolloutResource(id.Name), id.Namespace) {
+	if s.access.allowed(r.Context(), se, "update", rolloutResource(id.Name), id.Namespace, id.Name) {
 		can = verbs
 	}
 	s.render(w, "rollout", struct {
@@ -131,24 +162,30 @@ func (s *Server) handleRollout(w http.ResponseWriter, r *http.Request, se *sessi
 }
 
 // handleRolloutVerb writes an operator's verb into a rollout's state, as
-// solar rollout VERB does: the form must carry the session's token, and
-// the user's RBAC must let them update the Rollout.
+// solar rollout VERB does: the form must carry the session's token, the
+// rollout must be one the page set shows, and the user's RBAC must let them
+// update it.
 func (s *Server) handleRolloutVerb(w http.ResponseWriter, r *http.Request, se *session) {
-	id := load.ID{Namespace: r.PathValue("ns"), Name: r.PathValue("name")}
-	verb := r.PathValue("verb")
+	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
 	if !se.validCSRF(r.PostFormValue("csrf")) {
 		http.Error(w, "the form's token is missing or wrong (CSRF): reload the page", http.StatusForbidden)
 		return
 	}
+	verb := r.PathValue("verb")
 	if !slices.Contains(verbs, verb) {
 		http.Error(w, fmt.Sprintf("unknown action %q", verb), http.StatusBadRequest)
 		return
 	}
-	if !s.access.allowed(r.Context(), se, "update", rolloutResource(id.Name), id.Namespace) {
+	id, ok := pathID(r)
+	if !ok || !s.access.allowed(r.Context(), se, "get", rolloutResource(id.Name), id.Namespace, id.Name) || s.model.rollout(id) == nil {
+		http.NotFound(w, r)
+		return
+	}
+	if !s.access.allowed(r.Context(), se, "update", rolloutResource(id.Name), id.Namespace, id.Name) {
 		http.Error(w, "your Kubernetes permissions do not let you update it", http.StatusForbidden)
 		return
 	}
-	doc, err := rolloutstore.Act(r.Context(), s.opts.Store, id.Namespace, id.Name, verb, "", rolloutstore.Options{Settle: s.opts.Settle, Log: s.opts.Log})
+	doc, err := rolloutstore.Act(r.Context(), s.opts.Store, id.Namespace, id.Name, verb, r.PostFormValue("wave"), rolloutstore.Options{Settle: s.opts.Settle, Log: s.opts.Log})
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusConflict)
 		return
@@ -183,15 +220,15 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request, se *sessio
 				return
 			}
 			_, _ = fmt.Fprint(w, ": beat\n\n")
-		case c := <-changes:
-			kind, resource, v := "target", "targets", any(c.Target)
+		case c, open := <-changes:
+			if !open || s.sessions.of(r) == nil {
+				return // too slow to keep up (the browser reconnects), or logged out
+			}
+			kind, v := "target", any(c.Target)
 			if c.Rollout != nil {
-				kind, resource, v = "rollout", rolloutResource(c.Rollout.Name), c.Rollout
+				kind, v = "rollout", c.Rollout
 			}
-			if s.sessions.of(r) == nil {
-				return
-			}
-			if !s.access.allowed(r.Context(), se, "get", resource, c.namespace()) {
+			if !s.sees(r.Context(), se, c) {
 				continue
 			}
 			b, err := json.Marshal(v)
@@ -202,4 +239,12 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request, se *sessio
 		}
 		flusher.Flush()
 	}
+}
+
+// sees says whether se's user may see what c is about.
+func (s *Server) sees(ctx context.Context, se *session, c change) bool {
+	if c.Rollout != nil {
+		return s.access.allowed(ctx, se, "get", rolloutResource(c.Rollout.Name), c.Rollout.Namespace, "")
+	}
+	return s.canSeeTarget(ctx, se, c.Target.Namespace, "")
 }

@@ -1,4 +1,4 @@
-// Package ui is solar ui: a read-only page set for operators, served from
+// Package ui is solar ui: a page set for operators, served from
 // the same library calls the CLI makes (renderer/status for each Target,
 // renderer/rolloutstore for each rollout), kept live by one watch of the
 // SolAr API server however many browsers are open, pushed to the browsers
@@ -13,6 +13,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/client-go/dynamic"
@@ -32,7 +33,8 @@ type Options struct {
 	// OIDC is the login (nil: no login is possible, every page refuses).
 	OIDC *OIDCOptions
 	// Refresh is how often every status and rollout is read again from the
-	// store (default 30s); a change in the API server is seen at once.
+	// store (default 30s); a change of a Target or its report in the API
+	// server is seen at once.
 	Refresh time.Duration
 	// SessionTTL is how long a login lasts (default 8h); AccessTTL how long
 	// an answer of RBAC is kept (default 30s).
@@ -50,7 +52,7 @@ type Server struct {
 	model    *model
 	access   *access
 	sessions *sessions
-	login    *login
+	login    atomic.Pointer[login]
 	ready    chan struct{}
 }
 
@@ -88,7 +90,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	return &Server{opts: opts, model: newModel(dyn, opts.Store, opts.Refresh, opts.Log),
-		access:   &access{client: kc, ttl: opts.AccessTTL, now: opts.Now, cache: map[string]answer{}},
+		access:   newAccess(kc, opts.AccessTTL, opts.Now),
 		sessions: newSessions(opts.SessionTTL, opts.Now), ready: make(chan struct{})}, nil
 }
 
@@ -100,7 +102,7 @@ func (s *Server) Run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		s.login = l
+		s.login.Store(l)
 	}
 	s.model.run(ctx, s.ready)
 	return nil

@@ -10,8 +10,12 @@ import (
 )
 
 // sessionCookie names the cookie that carries a session's id: random, the
-// session itself stays on the server.
-const sessionCookie = "solar-ui-session"
+// session itself stays on the server. __Host-: only this host sets it
+// (Secure, Path=/, no Domain).
+const sessionCookie = "__Host-solar-ui-session"
+
+// maxSessions bounds the sessions kept: past it, the oldest goes.
+const maxSessions = 10_000
 
 // session is a logged-in user: their name and groups as the provider's ID
 // token gave them (what Kubernetes authorizes), and the token every action
@@ -23,7 +27,8 @@ type session struct {
 	Expires time.Time
 }
 
-// sessions are the logged-in users by session id; an expired one is gone.
+// sessions are the logged-in users by session id; an expired one counts as
+// none, and is removed when met or when the map is full.
 type sessions struct {
 	mu  sync.Mutex
 	ttl time.Duration
@@ -49,15 +54,24 @@ func (s *sessions) start(w http.ResponseWriter, user string, groups []string) *s
 	id := random(32)
 	se := &session{User: user, Groups: groups, CSRF: random(32), Expires: s.now().Add(s.ttl)}
 	s.mu.Lock()
-	for k, v := range s.by { // drop the expired ones
-		if s.now().After(v.Expires) {
-			delete(s.by, k)
+	if len(s.by) >= maxSessions {
+		oldest := ""
+		for k, v := range s.by {
+			if s.now().After(v.Expires) {
+				delete(s.by, k)
+			} else if oldest == "" || v.Expires.Before(s.by[oldest].Expires) {
+				oldest = k
+			}
+		}
+		if len(s.by) >= maxSessions {
+			delete(s.by, oldest)
 		}
 	}
 	s.by[id] = se
 	s.mu.Unlock()
+	// A browser session cookie: the server ends the session at its TTL.
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: "/", HttpOnly: true, Secure: true,
-		SameSite: http.SameSiteLaxMode, Expires: se.Expires})
+		SameSite: http.SameSiteLaxMode})
 	return se
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/zitadel/oidc/v3/pkg/oidc"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -110,7 +111,7 @@ func startUI(t *testing.T, login func(callback string) *OIDCOptions) *uiEnv {
 	}
 	e.create(t, api.KindRollout, "alpha", "web", map[string]any{"waves": []any{map[string]any{"name": "all"}}})
 	grant(t, a, "solar-ui", uiRules(t), "", uiAccount)
-	read := []rbacv1.PolicyRule{{APIGroups: []string{api.Group}, Resources: []string{"targets", "rollouts"}, Verbs: []string{"get"}}}
+	read := []rbacv1.PolicyRule{{APIGroups: []string{api.Group}, Resources: []string{"targets", "targetreports", "rollouts"}, Verbs: []string{"get"}}}
 	act := append(read, rbacv1.PolicyRule{APIGroups: []string{api.Group}, Resources: []string{"rollouts"}, Verbs: []string{"update"}})
 	grant(t, a, "alice", act, "alpha", "alice")
 	grant(t, a, "bob", read, "alpha", "bob")
@@ -122,6 +123,10 @@ func startUI(t *testing.T, login func(callback string) *OIDCOptions) *uiEnv {
 		return &rolloutstore.Doc{State: rollout.State{Revision: "r1", Phase: rollout.Progressing}, From: map[string]string{},
 			Decision: rollout.Decision{Phase: rollout.Progressing, Message: "wave all: 0 of 1 members passed, 1 needed",
 				Members: []rollout.MemberDecision{{Name: "alpha-edge", Wave: "all", State: rollout.Admitted}}}}, nil
+	}, rolloutstore.Options{})
+	require.NoError(t, err)
+	_, err = rolloutstore.Update(context.Background(), l, "beta", "web", func(*rolloutstore.Doc) (*rolloutstore.Doc, error) {
+		return &rolloutstore.Doc{State: rollout.State{Revision: "r1", Phase: rollout.Progressing}, From: map[string]string{}}, nil
 	}, rolloutstore.Options{})
 	require.NoError(t, err)
 
@@ -216,6 +221,12 @@ func TestPagesFollowRBAC(t *testing.T) {
 	assert.Equal(t, http.StatusForbidden, code, "no CSRF token")
 	code, _, _ = e.do(t, alice, "POST", "/rollouts/alpha/web/pause", url.Values{"csrf": {bobCSRF}})
 	assert.Equal(t, http.StatusForbidden, code, "another session's token")
+	// A name that climbs out of alpha (%2F decodes to "/") names nothing.
+	code, _, _ = e.do(t, alice, "POST", "/rollouts/alpha/x%2F..%2F..%2Fbeta%2Fsolar-rollout-web/pause", url.Values{"csrf": {csrf}})
+	assert.Equal(t, http.StatusNotFound, code, "a path out of alpha")
+	beta, err := rolloutstore.Read(context.Background(), e.server.opts.Store, "beta", "web")
+	require.NoError(t, err)
+	assert.False(t, beta.Paused, "beta's rollout untouched")
 	code, body, _ = e.do(t, alice, "POST", "/rollouts/alpha/web/pause", url.Values{"csrf": {csrf}})
 	require.Equal(t, http.StatusSeeOther, code, body)
 	doc, err := rolloutstore.Read(context.Background(), e.server.opts.Store, "alpha", "web")
@@ -314,4 +325,32 @@ func TestHundredBrowsersCostOne(t *testing.T) {
 	hundred := cost(100, "hundred")
 	t.Logf("API requests for one change: %d with one page open, %d with 100", one, hundred)
 	assert.Equal(t, one, hundred)
+}
+
+// TestIdentity: a login names the Kubernetes user as the API server would
+// (the issuer's prefix by default) and never a system user or group.
+func TestIdentity(t *testing.T) {
+	l := &login{opts: OIDCOptions{UsernameClaim: "preferred_username", UsernamePrefix: "oidc:", GroupsClaim: "groups", GroupsPrefix: "oidc:"}}
+	claims := func(name string, groups ...any) *oidc.IDTokenClaims {
+		c := &oidc.IDTokenClaims{Claims: map[string]any{"groups": groups}}
+		c.PreferredUsername = name
+		return c
+	}
+	user, groups, err := l.identity(claims("alice", "ops", "system:masters"))
+	require.NoError(t, err)
+	assert.Equal(t, "oidc:alice", user)
+	assert.Equal(t, []string{"oidc:ops", "oidc:system:masters"}, groups, "prefixed, no system group")
+	l.opts.UsernamePrefix, l.opts.GroupsPrefix = "", ""
+	_, groups, err = l.identity(claims("alice", "ops", "system:masters"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ops"}, groups, "system:masters dropped")
+	_, _, err = l.identity(claims("system:admin"))
+	assert.ErrorContains(t, err, "system user")
+	_, _, err = l.identity(claims(""))
+	assert.ErrorContains(t, err, "no claim preferred_username")
+	l.opts.UsernameClaim = "email"
+	c := claims("x")
+	c.Email = "mallory@example.com"
+	_, _, err = l.identity(c)
+	assert.ErrorContains(t, err, "not verified")
 }

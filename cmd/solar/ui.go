@@ -18,7 +18,7 @@ import (
 	"github.com/solar-pipeline/solar/ui"
 )
 
-const uiLong = `ui serves a read-only page set for operators: every Target's state (what
+const uiLong = `ui serves a page set for operators: every Target's state (what
 solar status says: desired bootstrap and releases against the Target's
 report), each rollout's waves and members, kept live by one watch of the
 SolAr API server and pushed to the browsers as server-sent events.
@@ -26,8 +26,9 @@ SolAr API server and pushed to the browsers as server-sent events.
 Users log in with OpenID Connect (--oidc-issuer, the authorization code flow
 with PKCE); what a page and the live stream show, and which rollout buttons
 (pause, resume, approve, abort) act, is what the user's own Kubernetes RBAC
-on the SolAr API server allows (SubjectAccessReviews: get targets, get and
-update rollouts, in each namespace). The UI's own account (--kubeconfig)
+on the SolAr API server allows (SubjectAccessReviews: get targets and
+targetreports, get and update rollouts, or deviceupgrades for a
+DeviceUpgrade's rollout, in each namespace). The UI's own account (--kubeconfig)
 needs list and watch of Targets, TargetReports and Rollouts, and create of
 SubjectAccessReviews; nothing else, and no Secret.
 
@@ -41,6 +42,7 @@ type uiFlags struct {
 	issuer, clientID, secretFile        string
 	redirect, caFile                    string
 	usernameClaim, groupsClaim          string
+	usernamePrefix, groupsPrefix        string
 	refresh                             time.Duration
 }
 
@@ -55,8 +57,10 @@ func (f *uiFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.secretFile, "oidc-client-secret-file", "", "file holding the client's secret (never an argument)")
 	fl.StringVar(&f.redirect, "oidc-redirect-url", "", "URL the provider sends the browser back to (default https://LISTEN/auth/callback)")
 	fl.StringVar(&f.caFile, "oidc-ca-file", "", "PEM of CA certificates to trust for the provider, besides the system's")
-	fl.StringVar(&f.usernameClaim, "oidc-username-claim", "preferred_username", "ID token claim naming the Kubernetes user (as the API server's --oidc-username-claim)")
-	fl.StringVar(&f.groupsClaim, "oidc-groups-claim", "groups", "ID token claim naming the user's groups")
+	fl.StringVar(&f.usernameClaim, "oidc-username-claim", "sub", "ID token claim naming the Kubernetes user, as the API server's --oidc-username-claim")
+	fl.StringVar(&f.usernamePrefix, "oidc-username-prefix", "", `prefix of the user name, as the API server's: "-" for none; unset, the issuer and "#" (but for the email claim)`)
+	fl.StringVar(&f.groupsClaim, "oidc-groups-claim", "groups", "ID token claim naming the user's groups, as the API server's --oidc-groups-claim")
+	fl.StringVar(&f.groupsPrefix, "oidc-groups-prefix", "", "prefix of the groups, as the API server's --oidc-groups-prefix")
 	fl.DurationVar(&f.refresh, "refresh", 30*time.Second, "how often every status and rollout is read again from the registry")
 }
 
@@ -80,12 +84,18 @@ func (f *uiFlags) oidc() (*ui.OIDCOptions, error) {
 		}
 	}
 	redirect := f.redirect
-	if redirect == "" {
+	if host, _, err := net.SplitHostPort(f.listen); redirect == "" && (err != nil || host == "" || f.tlsCert == "") {
+		return nil, errors.New("--oidc-redirect-url is required unless --listen names a host and --tls-cert is given: the URL the provider sends the browser back to")
+	} else if redirect == "" {
 		redirect = "https://" + f.listen + "/auth/callback"
+	}
+	if len(strings.TrimSpace(string(secret))) == 0 {
+		return nil, fmt.Errorf("--oidc-client-secret-file %s is empty", f.secretFile)
 	}
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
 	return &ui.OIDCOptions{Issuer: f.issuer, ClientID: f.clientID, ClientSecret: strings.TrimSpace(string(secret)), RedirectURL: redirect,
-		UsernameClaim: f.usernameClaim, GroupsClaim: f.groupsClaim, HTTPClient: client}, nil
+		UsernameClaim: f.usernameClaim, UsernamePrefix: f.usernamePrefix, GroupsClaim: f.groupsClaim, GroupsPrefix: f.groupsPrefix,
+		HTTPClient: client}, nil
 }
 
 func newUICmd(g *globals) *cobra.Command {
@@ -145,8 +155,9 @@ func serveUI(ctx context.Context, g *globals, s *ui.Server, f *uiFlags) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ran := make(chan error, 1)
-	go func() { ran <- s.Run(ctx) }()
-	srv := &http.Server{Addr: f.listen, Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { ran <- s.Run(ctx); cancel() }() // a login that cannot start ends the server
+	srv := &http.Server{Addr: f.listen, Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		IdleTimeout: 2 * time.Minute}
 	go func() {
 		<-ctx.Done()
 		shut, done := context.WithTimeout(context.Background(), 5*time.Second)

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -180,8 +181,9 @@ func checkLayoutDir(dir string) (bool, error) {
 // it is created). Repositories are opened in parallel: only the map of them
 // is under the layout's lock, not their files.
 func (l *Layout) open(ctx context.Context, name string) (*layoutStore, error) {
-	if !filepath.IsLocal(filepath.FromSlash(name)) {
-		return nil, fmt.Errorf("repository name %q leaves the layout", name)
+	if !filepath.IsLocal(filepath.FromSlash(name)) || path.Clean(name) != name {
+		// Not clean: a/../b would be b's repository under another name.
+		return nil, fmt.Errorf("repository name %q leaves the layout or is not clean", name)
 	}
 	l.mu.Lock()
 	s, ok := l.repos[name]
