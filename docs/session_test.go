@@ -69,7 +69,7 @@ func needs(b block) []string {
 // commands read; the Go source too, for the blocks that build the device
 // binaries with go build and Solar's images with make images.
 var copied = []string{"api", "charts", "config", "examples", "policies", "schemas", "scripts",
-	"callout", "cmd", "controller", "device", "internal", "renderer", "go.mod", "go.sum", "Makefile"}
+	"callout", "cmd", "controller", "device", "internal", "renderer", "ui", "go.mod", "go.sum", "Makefile"}
 
 // goEnv are the go command's settings a block's go build keeps from the
 // test's: the module and build caches (the block's HOME is empty), the proxy.
