@@ -131,13 +131,13 @@ func TestArchitecture(t *testing.T) {
 			"%s links device/updater: the agent's side speaks to the updater through device/wire", p)
 	}
 	// The line runs below its front ends: nothing of renderer/ or internal/
-	// imports the CLI, the controller, the callout or a command.
+	// imports the CLI, the controller, the callout, the UI or a command.
 	for p, pkg := range pkgs {
 		if !strings.HasPrefix(p, "renderer/") && !strings.HasPrefix(p, "internal/") {
 			continue
 		}
 		for _, d := range pkg.deps {
-			assert.False(t, strings.HasPrefix(d, "cmd/") || d == "controller" || d == "callout",
+			assert.False(t, strings.HasPrefix(d, "cmd/") || d == "controller" || d == "callout" || d == "ui",
 				"%s links %s: the line does not import its front ends", p, d)
 		}
 	}
