@@ -54,3 +54,6 @@ func Plural(kind string) string {
 // rollout keeps its state (deviceupgrade-NAME, beside the Rollouts of its
 // namespace): a Rollout may not take such a name.
 const DeviceRolloutPrefix = "deviceupgrade-"
+
+// IsDeviceRollout says whether name is that of a DeviceUpgrade's rollout.
+func IsDeviceRollout(name string) bool { return strings.HasPrefix(name, DeviceRolloutPrefix) }

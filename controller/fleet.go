@@ -161,18 +161,12 @@ func (r *fleetReconciler) fleetInput(ctx context.Context, ns string) ([]*load.Ob
 	if err != nil {
 		return nil, nil, false, err
 	}
-	var objs []*load.Object
-	var problems diag.List
 	rollouts := false
-	for _, u := range append(devices, upgrades...) {
+	for _, u := range upgrades {
 		if _, ok, _ := unstructured.NestedMap(u.Object, "spec", "rollout"); ok {
 			rollouts = true
 		}
-		o, p, err := loadObject(&u)
-		if err != nil {
-			return nil, nil, false, err
-		}
-		objs, problems = append(objs, o...), append(problems, p...)
 	}
-	return objs, problems, rollouts, nil
+	objs, problems, err := loadObjects(append(devices, upgrades...))
+	return objs, problems, rollouts, err
 }

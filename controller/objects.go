@@ -105,13 +105,25 @@ func input(ctx context.Context, c client.Reader, ns, configNS string) ([]*load.O
 				items = append(items, more...)
 			}
 		}
-		for i := range items {
-			o, p, err := loadObject(&items[i])
-			if err != nil {
-				return nil, nil, err
-			}
-			objs, problems = append(objs, o...), append(problems, p...)
+		o, p, err := loadObjects(items)
+		if err != nil {
+			return nil, nil, err
 		}
+		objs, problems = append(objs, o...), append(problems, p...)
+	}
+	return objs, problems, nil
+}
+
+// loadObjects are items as the loader reads them (loadObject).
+func loadObjects(items []unstructured.Unstructured) ([]*load.Object, diag.List, error) {
+	var objs []*load.Object
+	var problems diag.List
+	for i := range items {
+		o, p, err := loadObject(&items[i])
+		if err != nil {
+			return nil, nil, err
+		}
+		objs, problems = append(objs, o...), append(problems, p...)
 	}
 	return objs, problems, nil
 }

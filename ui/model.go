@@ -53,14 +53,6 @@ type change struct {
 	Rollout *rolloutstore.Doc `json:"rollout,omitempty"`
 }
 
-// namespace is the namespace a change is about: who may see it.
-func (c change) namespace() string {
-	if c.Target != nil {
-		return c.Target.Namespace
-	}
-	return c.Rollout.Namespace
-}
-
 func newModel(dyn dynamic.Interface, st store.Store, interval time.Duration, log *slog.Logger) *model {
 	return &model{dyn: dyn, store: st, interval: interval, log: log, targets: map[load.ID]status.Target{},
 		rollouts: map[load.ID]*rolloutstore.Doc{}, subs: map[chan change]struct{}{}, dirty: make(chan load.ID, 1024)}

@@ -9,7 +9,6 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -133,7 +132,7 @@ var verbs = []string{rolloutstore.Pause, rolloutstore.Resume, rolloutstore.Appro
 // rolloutResource is the resource whose update RBAC lets a user act on a
 // rollout: the Rollout's, or the DeviceUpgrade's of a device rollout.
 func rolloutResource(name string) string {
-	if strings.HasPrefix(name, api.DeviceRolloutPrefix) {
+	if api.IsDeviceRollout(name) {
 		return "deviceupgrades"
 	}
 	return "rollouts"

@@ -125,7 +125,7 @@ func newRolloutVerbCmd(g *globals, verb, short string) *cobra.Command {
 				return err
 			}
 			next := "publish"
-			if isDeviceRollout(args[0]) {
+			if api.IsDeviceRollout(args[0]) {
 				next = "fleet apply"
 			}
 			g.say("Rollout %s/%s: %s; the next %s acts on it", ns, args[0], verb, next)
@@ -227,12 +227,9 @@ func (g *globals) printRollout(doc *rolloutstore.Doc) error {
 	fmt.Fprintf(g.stdout, "Rollout %s/%s: %s (%s) at %s%s\n", doc.Namespace, doc.Name, doc.Decision.Phase, doc.Decision.Message,
 		doc.At.UTC().Format(time.RFC3339), map[bool]string{true: "; " + strings.Join(flags, "; ")}[len(flags) > 0])
 	w := newTable(g.stdout)
-	g.header(w, "WAVE\t"+map[bool]string{false: "TARGET", true: "DEVICE"}[isDeviceRollout(doc.Name)]+"\tSTATE\tREASON")
+	g.header(w, "WAVE\t"+map[bool]string{false: "TARGET", true: "DEVICE"}[api.IsDeviceRollout(doc.Name)]+"\tSTATE\tREASON")
 	for _, m := range doc.Decision.Members {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", m.Wave, m.Name, m.State, cmp.Or(m.Reason, "-"))
 	}
 	return w.Flush()
 }
-
-// isDeviceRollout says whether name is a DeviceUpgrade's rollout's.
-func isDeviceRollout(name string) bool { return strings.HasPrefix(name, api.DeviceRolloutPrefix) }

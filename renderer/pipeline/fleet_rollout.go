@@ -72,7 +72,7 @@ func gateUpgrade(ctx context.Context, set *model.Set, u *model.DeviceUpgrade, pl
 	if err != nil {
 		return nil, nil, fmt.Errorf("spec.rollout.%w", err)
 	}
-	members, binaries := deviceMembers(set, u, planned)
+	members, binaries := deviceMembers(set, u, upgrade, planned)
 	spec, err := json.Marshal(u.Spec)
 	if err != nil {
 		return nil, nil, err
@@ -109,17 +109,16 @@ func gateUpgrade(ctx context.Context, set *model.Set, u *model.DeviceUpgrade, pl
 }
 
 // deviceMembers are the rollout's members, the devices u's planned
-// attempts go to, with their Devices' labels (a Device is found by its
+// attempts (those of upgrade, its namespace/name) go to, with their Devices' labels (a Device is found by its
 // spec.deviceId, which its metadata.name need not be), and per device the
 // digest of the binary its attempt installs.
-func deviceMembers(set *model.Set, u *model.DeviceUpgrade, planned []fleet.Planned) ([]rollout.Member, map[string]string) {
+func deviceMembers(set *model.Set, u *model.DeviceUpgrade, upgrade string, planned []fleet.Planned) ([]rollout.Member, map[string]string) {
 	labels := map[string]map[string]string{}
 	for _, d := range set.Devices {
 		if d.Namespace == u.Namespace {
 			labels[d.Spec.DeviceID] = d.Labels
 		}
 	}
-	upgrade := u.Namespace + "/" + u.Name
 	var members []rollout.Member
 	binaries := map[string]string{}
 	for _, p := range planned {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
 	// Time zones are looked up in Go's own copy of the IANA database: Solar's
 	// images hold no zoneinfo, and a Rollout must not be valid on one
 	// machine and invalid on another.
@@ -33,7 +34,7 @@ func rollouts(s *model.Set) diag.List {
 	var problems diag.List
 	for _, r := range s.Rollouts {
 		o := s.Loaded(api.KindRollout, r.Namespace, r.Name)
-		if strings.HasPrefix(r.Name, api.DeviceRolloutPrefix) {
+		if api.IsDeviceRollout(r.Name) {
 			problems.Errorf(o.File, o.LineOf("metadata.name"), "metadata.name", "%q starts with %q, which names the state of a DeviceUpgrade's rollout: choose another name",
 				r.Name, api.DeviceRolloutPrefix)
 		}
