@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -82,6 +83,7 @@ func TestUIInstalledFromItsManifests(t *testing.T) {
 	assert.Equal(t, image, pod.Spec.Containers[0].Image, "the manifests name the published image by digest")
 	assert.Equal(t, node.Name, pod.Spec.NodeName)
 	assert.Equal(t, "solar-ui", pod.Spec.ServiceAccountName)
+	assertServiceSelects(t, api, pod)
 
 	b := browser.Start(t, op.Certificate(), uiCert)
 	b.Do(t, chromedp.Navigate(uiURL+"/"), browser.OIDCLogin("alice", "alice-password"),
@@ -104,6 +106,10 @@ func TestUIInstalledFromItsManifests(t *testing.T) {
 	spec, err := json.Marshal(pod)
 	require.NoError(t, err)
 	assert.NotContains(t, string(spec), clientSecret, "the client secret in the Pod (an argument or a variable)")
+	now, err := api.Client.CoreV1().Pods("solar-system").Get(context.Background(), pod.Name, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Len(t, now.Status.ContainerStatuses, 1)
+	assert.Zero(t, now.Status.ContainerStatuses[0].RestartCount, "the UI restarted (its liveness probe failed, or it exited)")
 }
 
 // seedInstalledUI makes what the pages show: a Target in alpha and one in
@@ -246,6 +252,23 @@ func waitUIReady(t *testing.T, a *testenv.APIServer, timeout time.Duration) core
 		time.Sleep(time.Second)
 	}
 	return pod
+}
+
+// assertServiceSelects: Service solar-ui selects pod and sends to a port
+// of its container, as the endpoint controllers (which the test cluster
+// does not run: no traffic is routed) would see it.
+func assertServiceSelects(t *testing.T, a *testenv.APIServer, pod corev1.Pod) {
+	t.Helper()
+	svc, err := a.Client.CoreV1().Services("solar-system").Get(context.Background(), "solar-ui", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NotEmpty(t, svc.Spec.Selector)
+	for k, v := range svc.Spec.Selector {
+		assert.Equal(t, v, pod.Labels[k], "the Service selects %s=%s", k, v)
+	}
+	require.Len(t, svc.Spec.Ports, 1)
+	target := svc.Spec.Ports[0].TargetPort.String()
+	assert.True(t, slices.ContainsFunc(pod.Spec.Containers[0].Ports, func(p corev1.ContainerPort) bool { return p.Name == target }),
+		"the Service's targetPort %s names no port of the UI's container", target)
 }
 
 // assertHealthzRevealsNothing: /healthz answers anyone with "ok" only;
