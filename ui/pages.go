@@ -122,8 +122,9 @@ func (s *Server) handleTarget(w http.ResponseWriter, r *http.Request, se *sessio
 	}
 	s.render(w, "target", struct {
 		page
-		Target status.Target
-	}{page{"Target " + id.Namespace + "/" + id.Name, se.User, se.CSRF}, t})
+		Target    status.Target
+		Signature sigView
+	}{page{"Target " + id.Namespace + "/" + id.Name, se.User, se.CSRF}, t, s.sigs.view(r.Context(), t)})
 }
 
 // verbs are the buttons of a rollout page.
