@@ -33,6 +33,18 @@ type sigItem struct {
 	State, Text string
 }
 
+// Colour is the page's colour class for the state, one the style already
+// has (the text says it all; the colour only repeats it).
+func (it sigItem) Colour() string {
+	switch it.State {
+	case sigVerified:
+		return "Passed"
+	case sigError:
+		return "Waiting"
+	}
+	return "Failed"
+}
+
 // relKey is a release chart version a bootstrap chart names, as its
 // Target's namespace finds it; relFound where it is.
 type relKey struct{ ns, url, version string }

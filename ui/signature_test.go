@@ -115,8 +115,8 @@ func TestTargetSignatureCheck(t *testing.T) {
 
 	s, alice := startSigUI(t, e, l, key("solar.pub", signing))
 	body := getPage(t, s, alice, "/targets/alpha/edge-1")
-	assert.Contains(t, body, `<td>alpha/bootstrap-edge-1</td><td>0.0.1</td><td class="signature verified">verified (key solar.pub)</td>`)
-	assert.Greater(t, strings.Count(body, `class="signature verified"`), 1, "the release charts it names are checked too")
+	assert.Contains(t, body, `<td>alpha/bootstrap-edge-1</td><td>0.0.1</td><td class="signature verified state Passed">verified (key solar.pub)</td>`)
+	assert.Greater(t, strings.Count(body, `class="signature verified state Passed"`), 1, "the release charts it names are checked too")
 	assert.NotContains(t, body, "unsigned", "edge-1's release charts are signed too")
 	assert.NotContains(t, body, "cannot be read")
 	assert.NotContains(t, body, "not verified")
@@ -127,16 +127,16 @@ func TestTargetSignatureCheck(t *testing.T) {
 	assert.Equal(t, checks, s.sigs.checks, "a second look checks nothing again")
 
 	body = getPage(t, s, alice, "/targets/alpha/edge-2")
-	assert.Contains(t, body, `<td>alpha/bootstrap-edge-2</td><td>0.0.1</td><td class="signature unsigned">unsigned</td>`)
+	assert.Contains(t, body, `<td>alpha/bootstrap-edge-2</td><td>0.0.1</td><td class="signature unsigned state Failed">unsigned</td>`)
 
 	s, alice = startSigUI(t, e, l, key("other.pub", other))
 	body = getPage(t, s, alice, "/targets/alpha/edge-1")
-	assert.Contains(t, body, `<td>alpha/bootstrap-edge-1</td><td>0.0.1</td><td class="signature not-verified">not verified: the signature does not verify with other.pub</td>`)
+	assert.Contains(t, body, `<td>alpha/bootstrap-edge-1</td><td>0.0.1</td><td class="signature not-verified state Failed">not verified: the signature does not verify with other.pub</td>`)
 	assert.NotContains(t, body, "verified (key")
 
 	s, alice = startSigUI(t, e, l, append(key("other.pub", other), key("solar.pub", signing)...))
 	body = getPage(t, s, alice, "/targets/alpha/edge-1")
-	assert.Contains(t, body, `<td class="signature verified">verified (key solar.pub)</td>`, "either key: a rotation")
+	assert.Contains(t, body, `<td class="signature verified state Passed">verified (key solar.pub)</td>`, "either key: a rotation")
 
 	s, alice = startSigUI(t, e, l, nil)
 	body = getPage(t, s, alice, "/targets/alpha/edge-1")
@@ -187,4 +187,20 @@ func TestSignatureRegistryError(t *testing.T) {
 	checks = s.checks
 	s.view(context.Background(), edge1)
 	assert.Equal(t, checks, s.checks, "kept by digest")
+
+	// An unsigned version is looked at again after a while: a later
+	// publish may sign it.
+	now := time.Now()
+	s, err = newSignatures(l, key("solar.pub", k), func() time.Time { return now })
+	require.NoError(t, err)
+	edge2 := status.Target{Namespace: "alpha", Name: "edge-2", Bootstrap: "0.0.1"}
+	v = s.view(context.Background(), edge2)
+	require.NotEmpty(t, v.Items)
+	assert.Equal(t, sigUnsigned, v.Items[0].State)
+	checks = s.checks
+	s.view(context.Background(), edge2)
+	assert.Equal(t, checks, s.checks, "kept a while")
+	now = now.Add(sigRecheck)
+	s.view(context.Background(), edge2)
+	assert.Greater(t, s.checks, checks, "then checked again")
 }
