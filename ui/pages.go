@@ -15,6 +15,7 @@ import (
 
 	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/load"
+	"github.com/solar-pipeline/solar/renderer/rollout"
 	"github.com/solar-pipeline/solar/renderer/rolloutstore"
 	"github.com/solar-pipeline/solar/renderer/status"
 )
@@ -122,8 +123,9 @@ func (s *Server) handleTarget(w http.ResponseWriter, r *http.Request, se *sessio
 	}
 	s.render(w, "target", struct {
 		page
-		Target status.Target
-	}{page{"Target " + id.Namespace + "/" + id.Name, se.User, se.CSRF}, t})
+		Target    status.Target
+		Signature sigView
+	}{page{"Target " + id.Namespace + "/" + id.Name, se.User, se.CSRF}, t, s.sigs.view(r.Context(), t)})
 }
 
 // verbs are the buttons of a rollout page.
@@ -155,9 +157,39 @@ func (s *Server) handleRollout(w http.ResponseWriter, r *http.Request, se *sessi
 	}
 	s.render(w, "rollout", struct {
 		page
-		Rollout *rolloutstore.Doc
-		Verbs   []string
-	}{page{"Rollout " + id.Namespace + "/" + id.Name, se.User, se.CSRF}, doc, can})
+		Rollout   *rolloutstore.Doc
+		Verbs     []string
+		Approvals []approval
+	}{page{"Rollout " + id.Namespace + "/" + id.Name, se.User, se.CSRF}, doc, can, awaiting(doc)})
+}
+
+// approval is a wave that passed and the wave after it, which has not
+// started: approving the one (what rollouts record) lets the other start.
+type approval struct{ Wave, Next string }
+
+// awaiting are the waves of doc an approve button names: each that
+// passed, is not approved, and whose next wave has not started.
+func awaiting(doc *rolloutstore.Doc) []approval {
+	var out []approval
+	for i, ws := range doc.Waves {
+		if ws.PassedAt != nil && i+1 < len(doc.Waves) && doc.Waves[i+1].Started == nil && !slices.Contains(doc.Approved, ws.Name) {
+			out = append(out, approval{ws.Name, doc.Waves[i+1].Name})
+		}
+	}
+	return out
+}
+
+// approveWave says what is wrong with approving wave of doc ("" nothing):
+// the form names one of the rollout's waves, never "the one waiting when
+// the form arrives".
+func approveWave(doc *rolloutstore.Doc, wave string) string {
+	if wave == "" {
+		return "approve names the wave to approve (the form's field wave): nothing approved"
+	}
+	if !slices.ContainsFunc(doc.Waves, func(ws rollout.WaveState) bool { return ws.Name == wave }) {
+		return fmt.Sprintf("Rollout %s/%s has no wave %q: nothing approved", doc.Namespace, doc.Name, wave)
+	}
+	return ""
 }
 
 // handleRolloutVerb writes an operator's verb into a rollout's state, as
@@ -176,7 +208,8 @@ func (s *Server) handleRolloutVerb(w http.ResponseWriter, r *http.Request, se *s
 		return
 	}
 	id, ok := pathID(r)
-	if !ok || !s.access.allowed(r.Context(), se, "get", rolloutResource(id.Name), id.Namespace, id.Name) || s.model.rollout(id) == nil {
+	shown := s.model.rollout(id)
+	if !ok || !s.access.allowed(r.Context(), se, "get", rolloutResource(id.Name), id.Namespace, id.Name) || shown == nil {
 		http.NotFound(w, r)
 		return
 	}
@@ -184,12 +217,17 @@ func (s *Server) handleRolloutVerb(w http.ResponseWriter, r *http.Request, se *s
 		http.Error(w, "your Kubernetes permissions do not let you update it", http.StatusForbidden)
 		return
 	}
-	doc, err := rolloutstore.Act(r.Context(), s.opts.Store, id.Namespace, id.Name, verb, r.PostFormValue("wave"), rolloutstore.Options{Settle: s.opts.Settle, Log: s.opts.Log})
+	wave := r.PostFormValue("wave")
+	if msg := approveWave(shown, wave); verb == rolloutstore.Approve && msg != "" {
+		http.Error(w, msg, http.StatusBadRequest)
+		return
+	}
+	doc, err := rolloutstore.Act(r.Context(), s.opts.Store, id.Namespace, id.Name, verb, wave, rolloutstore.Options{Settle: s.opts.Settle, Log: s.opts.Log})
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusConflict)
 		return
 	}
-	s.opts.Log.Info("rollout action", "user", se.User, "namespace", id.Namespace, "rollout", id.Name, "verb", verb)
+	s.opts.Log.Info("rollout action", "user", se.User, "namespace", id.Namespace, "rollout", id.Name, "verb", verb, "wave", wave)
 	s.model.setRollout(doc)
 	http.Redirect(w, r, "/rollouts/"+id.Namespace+"/"+id.Name, http.StatusSeeOther)
 }

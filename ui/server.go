@@ -44,6 +44,10 @@ type Options struct {
 	Log    *slog.Logger
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+
+	// VerifyKeys are the public keys the Target page's signature check
+	// trusts (solar ui --verify-key); none: the page says no key was given.
+	VerifyKeys []VerifyKey
 }
 
 // Server serves the pages; Run starts its watch.
@@ -52,6 +56,7 @@ type Server struct {
 	model    *model
 	access   *access
 	sessions *sessions
+	sigs     *signatures
 	login    atomic.Pointer[login]
 	ready    chan struct{}
 }
@@ -89,9 +94,13 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	sigs, err := newSignatures(opts.Store, opts.VerifyKeys, opts.Now)
+	if err != nil {
+		return nil, err
+	}
 	return &Server{opts: opts, model: newModel(dyn, opts.Store, opts.Refresh, opts.Log),
 		access:   newAccess(kc, opts.AccessTTL, opts.Now),
-		sessions: newSessions(opts.SessionTTL, opts.Now), ready: make(chan struct{})}, nil
+		sessions: newSessions(opts.SessionTTL, opts.Now), sigs: sigs, ready: make(chan struct{})}, nil
 }
 
 // Run reads the provider's discovery and watches the API server until ctx

@@ -32,6 +32,11 @@ DeviceUpgrade's rollout, in each namespace). The UI's own account (--kubeconfig)
 needs list and watch of Targets, TargetReports and Rollouts, and create of
 SubjectAccessReviews; nothing else, and no Secret.
 
+With --verify-key (repeatable), a Target's page shows the signature check:
+whether its newest bootstrap chart and the release charts it names carry a
+signature that one of the keys verifies, as Flux's OCIRepository verify
+decides with the keys bootstrap-manifests --verify-key gave it.
+
 It serves HTTPS with --tls-cert and --tls-key; without them plain HTTP on a
 loopback address only (the session cookie is Secure: put a TLS proxy in
 front elsewhere).`
@@ -44,6 +49,7 @@ type uiFlags struct {
 	usernameClaim, groupsClaim          string
 	usernamePrefix, groupsPrefix        string
 	refresh                             time.Duration
+	verifyKeys                          []string
 }
 
 func (f *uiFlags) register(cmd *cobra.Command) {
@@ -62,6 +68,7 @@ func (f *uiFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.groupsClaim, "oidc-groups-claim", "groups", "ID token claim naming the user's groups, as the API server's --oidc-groups-claim")
 	fl.StringVar(&f.groupsPrefix, "oidc-groups-prefix", "", "prefix of the groups, as the API server's --oidc-groups-prefix")
 	fl.DurationVar(&f.refresh, "refresh", 30*time.Second, "how often every status and rollout is read again from the registry")
+	fl.StringArrayVar(&f.verifyKeys, "verify-key", nil, "public key (PEM) the Target page checks the charts' signatures with, as Flux does with bootstrap-manifests --verify-key; repeatable, for a key rotation")
 }
 
 // oidc are the login options of the flags.
@@ -131,6 +138,10 @@ func runUI(cmd *cobra.Command, g *globals, f *uiFlags, rf *registryFlags) error 
 	if err != nil {
 		return err
 	}
+	keys, err := uiVerifyKeys(f.verifyKeys)
+	if err != nil {
+		return err
+	}
 	if rf.registry == "" {
 		return errors.New("--registry is required: the registry solar published to")
 	}
@@ -143,11 +154,26 @@ func runUI(cmd *cobra.Command, g *globals, f *uiFlags, rf *registryFlags) error 
 	if err != nil {
 		return err
 	}
-	s, err := ui.New(ui.Options{Config: cfg, Store: remote.Store, OIDC: login, Refresh: f.refresh, Settle: pipeline.DefaultSettle, Log: g.log})
+	s, err := ui.New(ui.Options{Config: cfg, Store: remote.Store, OIDC: login, Refresh: f.refresh, Settle: pipeline.DefaultSettle, Log: g.log,
+		VerifyKeys: keys})
 	if err != nil {
 		return err
 	}
 	return serveUI(ctx, g, s, f)
+}
+
+// uiVerifyKeys reads --verify-key's files as bootstrap-manifests does
+// (readPublicKeys), each named by its file.
+func uiVerifyKeys(files []string) ([]ui.VerifyKey, error) {
+	pems, err := readPublicKeys(files)
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]ui.VerifyKey, len(files))
+	for i, name := range files {
+		keys[i] = ui.VerifyKey{Name: name, PEM: pems[i]}
+	}
+	return keys, nil
 }
 
 // serveUI runs s until ctx ends.

@@ -1,0 +1,66 @@
+package ui
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/solar-pipeline/solar/renderer/rollout"
+	"github.com/solar-pipeline/solar/renderer/rolloutstore"
+)
+
+// TestApproveNamesAWave (issue 51): the rollout page says which wave waits
+// for an approval and its approve button names that wave; the server
+// approves the wave the form names, and refuses a form that names none or
+// a wave the rollout does not have (400, nothing written).
+func TestApproveNamesAWave(t *testing.T) {
+	e := startUI(t, nil)
+	alice, csrf := e.as("alice")
+	ctx := context.Background()
+	st := e.server.opts.Store
+	passed := time.Now().Add(-time.Minute).UTC()
+	_, err := rolloutstore.Update(ctx, st, "alpha", "web", func(d *rolloutstore.Doc) (*rolloutstore.Doc, error) {
+		d.Waves = []rollout.WaveState{{Name: "canary", Members: []string{"alpha-edge"}, Started: &passed, PassedAt: &passed},
+			{Name: "rest", Members: []string{}}}
+		d.Decision.Phase, d.Decision.Message = rollout.Waiting, "wave canary passed; wave rest waits for approval (solar rollout approve)"
+		return d, nil
+	}, rolloutstore.Options{})
+	require.NoError(t, err)
+
+	const button = `<input type="hidden" name="wave" value="canary"><button type="submit">approve wave canary</button>`
+	var body string
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline) && !strings.Contains(body, button); time.Sleep(100 * time.Millisecond) {
+		_, body, _ = e.do(t, alice, "GET", "/rollouts/alpha/web", nil)
+	}
+	require.Contains(t, body, button, "the approve button names the wave")
+	assert.Contains(t, body, "Wave canary passed; wave rest has not started")
+
+	before, err := rolloutstore.Read(ctx, st, "alpha", "web")
+	require.NoError(t, err)
+	for _, form := range []struct{ wave, says string }{
+		{"nope", `Rollout alpha/web has no wave "nope": nothing approved`},
+		{"", "approve names the wave to approve"},
+	} {
+		code, body, _ := e.do(t, alice, "POST", "/rollouts/alpha/web/approve", url.Values{"csrf": {csrf}, "wave": {form.wave}})
+		assert.Equal(t, http.StatusBadRequest, code, form.wave)
+		assert.Contains(t, body, form.says, form.wave)
+	}
+	after, err := rolloutstore.Read(ctx, st, "alpha", "web")
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "a refused approval writes nothing")
+
+	code, body, _ := e.do(t, alice, "POST", "/rollouts/alpha/web/approve", url.Values{"csrf": {csrf}, "wave": {"canary"}})
+	require.Equal(t, http.StatusSeeOther, code, body)
+	after, err = rolloutstore.Read(ctx, st, "alpha", "web")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"canary"}, after.Approved, "the wave the form named is approved")
+	_, body, _ = e.do(t, alice, "GET", "/rollouts/alpha/web", nil)
+	assert.NotContains(t, body, "approve wave canary", "approved: it waits no more")
+	assert.Contains(t, body, "No wave waits for an approval")
+}
