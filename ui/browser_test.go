@@ -2,7 +2,6 @@ package ui
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -48,7 +47,7 @@ func TestBrowser(t *testing.T) {
 
 	b.Do(t, chromedp.Navigate(e.http.URL+"/rollouts/alpha/web"), chromedp.WaitVisible(chromedp.CSS(`#members`)))
 	require.Eventually(t, func() bool {
-		return textOf(b, `#live`) == "Live updates: on"
+		return b.TextNow(`#live`) == "Live updates: on"
 	}, 20*time.Second, 100*time.Millisecond, "the live stream did not connect")
 	b.Screenshot(t, "rollout-before")
 	_, err := rolloutstore.Update(context.Background(), e.server.opts.Store, "alpha", "web", func(d *rolloutstore.Doc) (*rolloutstore.Doc, error) {
@@ -58,29 +57,17 @@ func TestBrowser(t *testing.T) {
 	}, rolloutstore.Options{})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
-		return textOf(b, `[data-field="phase"]`) == rollout.Done
+		return b.TextNow(`[data-field="phase"]`) == rollout.Done
 	}, 20*time.Second, 100*time.Millisecond, "the page did not show the rollout's new phase without a reload")
 	assert.Contains(t, browser.Run(t, b, chromedp.Text(chromedp.CSS(`#members`))), rollout.Passed)
 	b.Screenshot(t, "rollout-advanced")
 
 	b.Do(t, chromedp.Click(chromedp.CSS(`form[action$="/pause"] button`)))
 	require.Eventually(t, func() bool { // the page the action redirects to
-		return textOf(b, `[data-field="flags"]`) == "paused"
+		return b.TextNow(`[data-field="flags"]`) == "paused"
 	}, 20*time.Second, 100*time.Millisecond, "the page does not say paused")
 	b.Screenshot(t, "paused")
 	doc, err := rolloutstore.Read(context.Background(), e.server.opts.Store, "alpha", "web")
 	require.NoError(t, err)
 	assert.True(t, doc.Paused, "the button paused it")
-}
-
-// textOf is the text of the element sel selects now, "" while there is
-// none (the page is loading): a probe to poll, which fails nothing.
-func textOf(b *browser.Browser, sel string) string {
-	ctx, cancel := context.WithTimeout(b.Context(), 2*time.Second)
-	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(v)
 }

@@ -42,16 +42,21 @@ func (e *chainEnv) agentKubeconfigs(key string) (solar, cluster string) {
 	tok, err := e.api.Client.CoreV1().ServiceAccounts(n.TargetNamespace).CreateToken(ctx, n.AppRelease,
 		&authenticationv1.TokenRequest{}, metav1.CreateOptions{})
 	require.NoError(e.t, err, "%s: a token of the agent chart's ServiceAccount", key)
+	return solar, e.tokenKubeconfig(tok.Status.Token, filepath.Join(dir, "cluster"))
+}
+
+// tokenKubeconfig writes a kubeconfig of the API server with token to path.
+func (e *chainEnv) tokenKubeconfig(token, path string) string {
+	e.t.Helper()
 	ca, err := os.ReadFile(e.api.CAFile)
 	require.NoError(e.t, err)
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["c"] = &clientcmdapi.Cluster{Server: e.api.URL, CertificateAuthorityData: ca}
-	cfg.AuthInfos["a"] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
+	cfg.AuthInfos["a"] = &clientcmdapi.AuthInfo{Token: token}
 	cfg.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "a"}
 	cfg.CurrentContext = "c"
-	cluster = filepath.Join(dir, "cluster")
-	require.NoError(e.t, clientcmd.WriteToFile(*cfg, cluster))
-	return solar, cluster
+	require.NoError(e.t, clientcmd.WriteToFile(*cfg, path))
+	return path
 }
 
 // agentReport runs Target key's solar-agent once, as its Pod would.
