@@ -3,7 +3,6 @@ package ui
 import (
 	"context"
 	"encoding/json"
-	"strings"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/content"
@@ -165,29 +164,11 @@ func (s *signatures) findRelease(ctx context.Context, t status.Target, ref publi
 	if ok && f.desc.Digest.String() == desiredDigest(t, ref) {
 		return f, nil
 	}
-	f = relFound{}
-	var failed error
-	published.Repository(ref.URL, func(name string) bool {
-		if !chain.IsChartRepository(name) || !strings.HasPrefix(name, t.Namespace+"/") {
-			return false
-		}
-		repo, err := s.store.Repository(ctx, name)
-		var desc ocispec.Descriptor
-		if err == nil {
-			desc, err = repo.Resolve(ctx, ref.Version)
-		}
-		if err != nil {
-			if !store.IsNotFound(err) && failed == nil {
-				failed = err
-			}
-			return false
-		}
-		f = relFound{name, desc}
-		return true
-	})
-	if f.repository == "" {
-		return f, failed
+	name, desc, err := status.FindReleaseChart(ctx, s.store, t.Namespace, ref)
+	if err != nil || name == "" {
+		return relFound{}, err
 	}
+	f = relFound{name, desc}
 	s.mu.Lock()
 	if len(s.releases) >= maxSignatures {
 		clear(s.releases)

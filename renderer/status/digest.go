@@ -2,14 +2,13 @@ package status
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
 	"github.com/opencontainers/go-digest"
-	"oras.land/oras-go/v2/errdef"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/published"
@@ -73,31 +72,48 @@ func (c *chartDigests) of(ctx context.Context, targetNS string, ref published.Re
 	if d, ok := c.known[key]; ok {
 		return d, nil
 	}
-	var found digest.Digest
+	_, desc, err := FindReleaseChart(ctx, c.store, targetNS, ref)
+	if err != nil {
+		return "", err
+	}
+	found := desc.Digest
+	c.known[key] = string(found)
+	return string(found), nil
+}
+
+// FindReleaseChart finds the release chart version ref names, which the
+// bootstrap chart of a Target of targetNS names: its repository in st and
+// its manifest ("" and no error when the store does not have it). The URL
+// carries the registry and prefix the charts were rendered for: its
+// suffixes are tried, longest first, until one resolves. Only the shape of
+// a release chart repository of targetNS is asked for (with a registry
+// prefix, the longer suffixes are not), and as a suffix the registry
+// refuses (not only 404) may still be followed by the right one, an error
+// counts only when none resolves.
+func FindReleaseChart(ctx context.Context, st store.Store, targetNS string, ref published.Ref) (string, ocispec.Descriptor, error) {
+	var repository string
+	var found ocispec.Descriptor
 	var failed error
-	// The URL carries the registry and prefix the charts were rendered for:
-	// its suffixes are tried, longest first, until one resolves. Only the
-	// shape of a release chart repository of targetNS is asked for (with a
-	// registry prefix, the longer suffixes are not), and as a suffix the
-	// registry refuses (not only 404) may still be followed by the right
-	// one, an error counts only when none resolves.
 	published.Repository(ref.URL, func(name string) bool {
 		if !chain.IsChartRepository(name) || !strings.HasPrefix(name, targetNS+"/") {
 			return false
 		}
-		repo, err := c.store.Repository(ctx, name)
+		repo, err := st.Repository(ctx, name)
+		var desc ocispec.Descriptor
 		if err == nil {
-			desc, rerr := repo.Resolve(ctx, ref.Version)
-			found, err = desc.Digest, rerr
+			desc, err = repo.Resolve(ctx, ref.Version)
 		}
-		if err != nil && !errors.Is(err, errdef.ErrNotFound) && failed == nil {
-			failed = fmt.Errorf("reading %s:%s: %w", name, ref.Version, store.Explain(err))
+		if err != nil {
+			if !store.IsNotFound(err) && failed == nil {
+				failed = fmt.Errorf("reading %s:%s: %w", name, ref.Version, store.Explain(err))
+			}
+			return false
 		}
-		return err == nil
+		repository, found = name, desc
+		return true
 	})
-	if found == "" && failed != nil {
-		return "", failed
+	if repository == "" {
+		return "", ocispec.Descriptor{}, failed
 	}
-	c.known[key] = string(found)
-	return string(found), nil
+	return repository, found, nil
 }
