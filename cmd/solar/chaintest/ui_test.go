@@ -86,7 +86,13 @@ func TestOperatorPageOnTheChain(t *testing.T) {
 	}
 	assert.Contains(t, releases, "Ready", "what Flux says")
 	b.Screenshot(t, "chain-target")
+	rolloutByButtons(t, e, b, url, agent)
+}
 
+// rolloutByButtons is TestOperatorPageOnTheChain's rollout: the page open
+// in b while publishes and Flux advance it, paused and resumed by its
+// buttons.
+func rolloutByButtons(t *testing.T, e *chainEnv, b *browser.Browser, url, agent string) {
 	// A rollout of a change to both alpha Targets: the canary first.
 	require.NoError(t, os.WriteFile(filepath.Join(e.examples, "alpha", "rollout.yaml"), []byte(`apiVersion: solar.opendefense.cloud/v1alpha1
 kind: Rollout
@@ -121,7 +127,7 @@ spec:
 
 	// Flux upgrades the canary, its agent reports, the next publish passes
 	// the canary and, paused, starts no wave: the open page follows.
-	events, err = e.settle(3 * time.Minute)
+	events, err := e.settle(3 * time.Minute)
 	require.NoError(t, err, "events: %v\nnot Ready: %v", events, e.notReadyHelmReleases())
 	e.agentReport(agent, "alpha/edge-1")
 	r = e.publishReport()
