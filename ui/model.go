@@ -44,6 +44,9 @@ type model struct {
 	rollouts map[load.ID]*rolloutstore.Doc
 	subs     map[chan change]struct{}
 	dirty    chan load.ID
+	// more are the rollouts that have no Rollout object: the
+	// DeviceUpgrades' (fleetView.rollouts).
+	more func() []load.ID
 }
 
 // change is what a browser is told: a Target's new status, or a rollout's
@@ -51,6 +54,7 @@ type model struct {
 type change struct {
 	Target  *status.Target    `json:"target,omitempty"`
 	Rollout *rolloutstore.Doc `json:"rollout,omitempty"`
+	Device  *deviceChange     `json:"device,omitempty"`
 }
 
 func newModel(dyn dynamic.Interface, st store.Store, interval time.Duration, log *slog.Logger) *model {
@@ -114,10 +118,16 @@ func (m *model) refresh(ctx context.Context, targets, rollouts cache.GenericList
 	}
 	m.mu.Unlock()
 	objs, _ = rollouts.List(labels.Everything())
-	seen = map[load.ID]bool{}
+	var ids []load.ID
 	for _, o := range objs {
 		u := o.(*unstructured.Unstructured)
-		id := load.ID{Namespace: u.GetNamespace(), Name: u.GetName()}
+		ids = append(ids, load.ID{Namespace: u.GetNamespace(), Name: u.GetName()})
+	}
+	if m.more != nil {
+		ids = append(ids, m.more()...)
+	}
+	seen = map[load.ID]bool{}
+	for _, id := range ids {
 		seen[id] = true
 		doc, err := rolloutstore.Read(ctx, m.store, id.Namespace, id.Name)
 		if err != nil || doc == nil {

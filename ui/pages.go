@@ -73,7 +73,8 @@ func (s *Server) handleOverview(w http.ResponseWriter, r *http.Request, se *sess
 		Counts   []count
 		Targets  []status.Target
 		Rollouts []*rolloutstore.Doc
-	}{page{"Overview", se.User, se.CSRF}, counts, targets, rollouts})
+		Fleet    []fleetCounts
+	}{page{"Overview", se.User, se.CSRF}, counts, targets, rollouts, s.fleetCounts(r.Context(), se)})
 }
 
 // visible answers, per namespace, whether se's user may see its Targets'
@@ -226,6 +227,8 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request, se *sessio
 			kind, v := "target", any(c.Target)
 			if c.Rollout != nil {
 				kind, v = "rollout", c.Rollout
+			} else if c.Device != nil {
+				kind, v = "device", c.Device
 			}
 			if !s.sees(r.Context(), se, c) {
 				continue
@@ -244,6 +247,9 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request, se *sessio
 func (s *Server) sees(ctx context.Context, se *session, c change) bool {
 	if c.Rollout != nil {
 		return s.access.allowed(ctx, se, "get", rolloutResource(c.Rollout.Name), c.Rollout.Namespace, "")
+	}
+	if c.Device != nil {
+		return s.canSeeDevices(ctx, se, c.Device.Device.Namespace)
 	}
 	return s.canSeeTarget(ctx, se, c.Target.Namespace, "")
 }

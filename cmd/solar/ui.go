@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/solar-pipeline/solar/renderer/fleetkv"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 	"github.com/solar-pipeline/solar/ui"
 )
@@ -29,8 +30,16 @@ with PKCE); what a page and the live stream show, and which rollout buttons
 on the SolAr API server allows (SubjectAccessReviews: get targets and
 targetreports, get and update rollouts, or deviceupgrades for a
 DeviceUpgrade's rollout, in each namespace). The UI's own account (--kubeconfig)
-needs list and watch of Targets, TargetReports and Rollouts, and create of
-SubjectAccessReviews; nothing else, and no Secret.
+needs list and watch of Targets, TargetReports, Rollouts and DeviceUpgrades
+(a DeviceUpgrade's rollout is listed with the Rollouts), and of Devices with
+--nats, and create of SubjectAccessReviews; nothing else, and no Secret.
+
+With --nats (and the login flags of solar fleet status) the pages show the
+device fleet too: each namespace's Devices with the attempt and the state
+the fleet's bucket holds for them (solar fleet status's), by state on the
+overview, kept live by one watch of the bucket; a user needs get devices in
+the namespace. The UI's account then needs list and watch of Devices and
+DeviceUpgrades (a DeviceUpgrade's rollout is listed with the Rollouts).
 
 It serves HTTPS with --tls-cert and --tls-key; without them plain HTTP on a
 loopback address only (the session cookie is Secure: put a TLS proxy in
@@ -44,6 +53,8 @@ type uiFlags struct {
 	usernameClaim, groupsClaim          string
 	usernamePrefix, groupsPrefix        string
 	refresh                             time.Duration
+	// nats is the fleet's bucket, named as solar fleet status names it.
+	nats natsFlags
 }
 
 func (f *uiFlags) register(cmd *cobra.Command) {
@@ -62,6 +73,17 @@ func (f *uiFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.groupsClaim, "oidc-groups-claim", "groups", "ID token claim naming the user's groups, as the API server's --oidc-groups-claim")
 	fl.StringVar(&f.groupsPrefix, "oidc-groups-prefix", "", "prefix of the groups, as the API server's --oidc-groups-prefix")
 	fl.DurationVar(&f.refresh, "refresh", 30*time.Second, "how often every status and rollout is read again from the registry")
+	f.nats.register(fl)
+}
+
+// fleet is the fleet's bucket of the flags; nil without --nats (and
+// $NATS_URL): no fleet page.
+func (f *uiFlags) fleet(g *globals) *fleetkv.NATS {
+	if f.nats.server == "" {
+		return nil
+	}
+	n := f.nats.nats(g)
+	return &n
 }
 
 // oidc are the login options of the flags.
@@ -143,7 +165,8 @@ func runUI(cmd *cobra.Command, g *globals, f *uiFlags, rf *registryFlags) error 
 	if err != nil {
 		return err
 	}
-	s, err := ui.New(ui.Options{Config: cfg, Store: remote.Store, OIDC: login, Refresh: f.refresh, Settle: pipeline.DefaultSettle, Log: g.log})
+	s, err := ui.New(ui.Options{Config: cfg, Store: remote.Store, OIDC: login, Refresh: f.refresh, Settle: pipeline.DefaultSettle,
+		Fleet: f.fleet(g), Log: g.log})
 	if err != nil {
 		return err
 	}
