@@ -33,7 +33,6 @@ import (
 // DeviceUpgrades, whose rollouts (deviceupgrade-NAME) have no Rollout
 // object and are listed with the Rollouts (model.more).
 type fleetView struct {
-	dyn   dynamic.Interface
 	nats  *fleetkv.NATS // nil: no Devices, no bucket
 	model *model
 	log   *slog.Logger
@@ -41,12 +40,13 @@ type fleetView struct {
 	// starts again, as the controller's does.
 	retry time.Duration
 
-	upgrades cache.GenericLister
-	devices  cache.Indexer // nil without nats
-	synced   atomic.Bool   // the Devices' cache is filled: their events are changes
-	mu       sync.RWMutex
-	status   map[string]fleet.Status // by device id
-	problem  string                  // why the bucket cannot be read now
+	informers dynamicinformer.DynamicSharedInformerFactory
+	upgrades  cache.GenericLister
+	devices   cache.Indexer // nil without nats
+	synced    atomic.Bool   // the Devices' cache is filled: their events are changes
+	mu        sync.RWMutex
+	status    map[string]fleet.Status // by device id
+	problem   string                  // why the bucket cannot be read now
 }
 
 // byDeviceID indexes the cached Devices by spec.deviceId: a change in the
@@ -54,42 +54,38 @@ type fleetView struct {
 const byDeviceID = "deviceId"
 
 func newFleetView(dyn dynamic.Interface, n *fleetkv.NATS, m *model, log *slog.Logger) *fleetView {
-	f := &fleetView{dyn: dyn, nats: n, model: m, log: log, retry: 10 * time.Second, status: map[string]fleet.Status{}}
+	f := &fleetView{nats: n, model: m, log: log, retry: 10 * time.Second, status: map[string]fleet.Status{},
+		informers: dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)}
+	f.upgrades = f.informers.ForResource(kube.GVR(api.KindDeviceUpgrade)).Lister()
 	m.more = f.rollouts
+	if n == nil {
+		return f
+	}
+	inf := f.informers.ForResource(kube.GVR(api.KindDevice)).Informer()
+	_ = inf.AddIndexers(cache.Indexers{byDeviceID: func(o any) ([]string, error) {
+		return []string{deviceID(o.(*unstructured.Unstructured))}, nil
+	}})
+	changed := func(deleted bool) func(o any) {
+		return func(o any) {
+			if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+				o = d.Obj
+			}
+			if u, ok := o.(*unstructured.Unstructured); ok && f.synced.Load() { // not the cache's filling
+				f.publish(u.GetNamespace(), []*unstructured.Unstructured{u}, deleted)
+			}
+		}
+	}
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: changed(false),
+		UpdateFunc: func(_, o any) { changed(false)(o) }, DeleteFunc: changed(true)})
+	f.devices = inf.GetIndexer()
 	return f
 }
 
 // start fills the caches of the DeviceUpgrades and, with NATS, the Devices,
 // and starts the bucket's watch, which runs until ctx ends.
 func (f *fleetView) start(ctx context.Context) {
-	fac := dynamicinformer.NewDynamicSharedInformerFactory(f.dyn, 0)
-	f.upgrades = fac.ForResource(kube.GVR(api.KindDeviceUpgrade)).Lister()
-	if f.nats != nil {
-		inf := fac.ForResource(kube.GVR(api.KindDevice)).Informer()
-		_ = inf.AddIndexers(cache.Indexers{byDeviceID: func(o any) ([]string, error) {
-			return []string{deviceID(o.(*unstructured.Unstructured))}, nil
-		}})
-		changed := func(o any) {
-			if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
-				o = d.Obj
-			}
-			if u, ok := o.(*unstructured.Unstructured); ok && f.synced.Load() {
-				f.publish(u.GetNamespace(), []*unstructured.Unstructured{u}, false)
-			}
-		}
-		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: changed, UpdateFunc: func(_, o any) { changed(o) },
-			DeleteFunc: func(o any) {
-				if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
-					o = d.Obj
-				}
-				if u, ok := o.(*unstructured.Unstructured); ok && f.synced.Load() {
-					f.publish(u.GetNamespace(), []*unstructured.Unstructured{u}, true)
-				}
-			}})
-		f.devices = inf.GetIndexer()
-	}
-	fac.Start(ctx.Done())
-	fac.WaitForCacheSync(ctx.Done())
+	f.informers.Start(ctx.Done())
+	f.informers.WaitForCacheSync(ctx.Done())
 	f.synced.Store(true)
 	if f.nats != nil {
 		go f.watch(ctx)
@@ -104,9 +100,6 @@ func deviceID(u *unstructured.Unstructured) string {
 
 // rollouts are the DeviceUpgrades' rollouts: those with spec.rollout.
 func (f *fleetView) rollouts() []load.ID {
-	if f.upgrades == nil {
-		return nil
-	}
 	objs, _ := f.upgrades.List(labels.Everything())
 	var ids []load.ID
 	for _, o := range objs {

@@ -51,7 +51,9 @@ func (e *fleetEnv) device(t *testing.T, ns, name, id string, labels map[string]s
 	require.NoError(t, err)
 }
 
-func startFleetUI(t *testing.T) *fleetEnv {
+// startFleetUI starts it; login, when set, is the UI's OIDC login given its
+// callback URL, as startUI's.
+func startFleetUI(t *testing.T, login func(callback string) *OIDCOptions) *fleetEnv {
 	t.Helper()
 	ctx := context.Background()
 	e := &fleetEnv{uiEnv: startUI(t, nil)}
@@ -92,10 +94,15 @@ func startFleetUI(t *testing.T) *fleetEnv {
 	// pages and the stream below are its.
 	opts := e.server.opts
 	opts.Fleet = &fleetkv.NATS{Servers: n.URL, Bucket: bucket.Bucket}
+	var handler http.Handler
+	e.http = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
+	e.http.StartTLS()
+	if login != nil {
+		opts.OIDC = login(e.http.URL + "/auth/callback")
+	}
 	e.server, err = New(opts)
 	require.NoError(t, err)
-	e.http = httptest.NewUnstartedServer(e.server.Handler())
-	e.http.StartTLS()
+	handler = e.server.Handler()
 	t.Cleanup(e.http.Close)
 	rctx, cancel := context.WithCancel(ctx)
 	t.Cleanup(cancel)
@@ -119,7 +126,7 @@ func startFleetUI(t *testing.T) *fleetEnv {
 // nothing of beta's. bob, who may not get devices, sees no fleet and no
 // device rollout.
 func TestFleetPagesFollowRBAC(t *testing.T) {
-	e := startFleetUI(t)
+	e := startFleetUI(t, nil)
 	alice, csrf := e.as("alice")
 	bob, _ := e.as("bob")
 
@@ -184,7 +191,7 @@ func nextDevice(lines *bufio.Scanner) string {
 // reaches alice's open stream without a reload, with alpha's new counts;
 // beta's, written first, never does.
 func TestFleetStreamLive(t *testing.T) {
-	e := startFleetUI(t)
+	e := startFleetUI(t, nil)
 	alice, _ := e.as("alice")
 	lines := e.stream(t, alice)
 
