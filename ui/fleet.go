@@ -44,9 +44,12 @@ type fleetView struct {
 	upgrades  cache.GenericLister
 	devices   cache.Indexer // nil without nats
 	synced    atomic.Bool   // the Devices' cache is filled: their events are changes
-	mu        sync.RWMutex
-	status    map[string]fleet.Status // by device id
-	problem   string                  // why the bucket cannot be read now
+	// pub orders what is told: a row computed before a change is sent
+	// before the row computed after it.
+	pub     sync.Mutex
+	mu      sync.RWMutex
+	status  map[string]fleet.Status // by device id
+	problem string                  // why the bucket cannot be read now
 }
 
 // byDeviceID indexes the cached Devices by spec.deviceId: a change in the
@@ -193,6 +196,8 @@ func (f *fleetView) publishIDs(ids []string) {
 // publish tells the browsers of some Devices of ns: each one's row (gone,
 // when deleted) with ns's counts by state, computed once.
 func (f *fleetView) publish(ns string, devices []*unstructured.Unstructured, deleted bool) {
+	f.pub.Lock()
+	defer f.pub.Unlock()
 	counts := f.counts(ns)
 	for _, u := range devices {
 		f.model.publish(change{Device: &deviceChange{Device: f.row(u), Counts: counts, Deleted: deleted}})
