@@ -22,12 +22,11 @@ import (
 	"github.com/solar-pipeline/solar/renderer/fleet"
 	"github.com/solar-pipeline/solar/renderer/fleetkv"
 	"github.com/solar-pipeline/solar/renderer/load"
-	"github.com/solar-pipeline/solar/renderer/pipeline"
 )
 
 // fleetView is what the pages show of the device fleet: every Device of the
 // SolAr API server with what the fleet's bucket holds of its device id
-// (fleet.Status, read by pipeline.WatchFleetStatus as solar fleet status
+// (fleet.Status, read by fleetkv's StatusWatch as solar fleet status
 // --watch reads it), kept current by one watch of the Devices and one of
 // the bucket, the UI's own however many browsers are open; and the
 // DeviceUpgrades, whose rollouts (deviceupgrade-NAME) have no Rollout
@@ -108,7 +107,7 @@ func (f *fleetView) rollouts() []load.ID {
 	for _, o := range objs {
 		u := o.(*unstructured.Unstructured)
 		if _, ok, _ := unstructured.NestedMap(u.Object, "spec", "rollout"); ok {
-			ids = append(ids, load.ID{Namespace: u.GetNamespace(), Name: pipeline.DeviceRolloutName(u.GetName())})
+			ids = append(ids, load.ID{Namespace: u.GetNamespace(), Name: api.DeviceRolloutPrefix + u.GetName()})
 		}
 	}
 	return ids
@@ -120,7 +119,7 @@ func (f *fleetView) rollouts() []load.ID {
 // telling the browsers what changed meanwhile.
 func (f *fleetView) watch(ctx context.Context) {
 	for ctx.Err() == nil {
-		err := pipeline.WatchFleetStatus(ctx, *f.nats, nil, f.listed, f.changed)
+		err := f.watchOnce(ctx)
 		if ctx.Err() != nil {
 			return
 		}
@@ -135,9 +134,35 @@ func (f *fleetView) watch(ctx context.Context) {
 	}
 }
 
+// watchOnce lists and watches the bucket as solar fleet status --watch
+// does (pipeline.WatchFleetStatus, whose line the UI does not link) until
+// the watch fails or ctx ends.
+func (f *fleetView) watchOnce(ctx context.Context) error {
+	n := *f.nats
+	n.Mode = fleetkv.MustExist // the UI creates nothing
+	bucket, done, err := fleetkv.Connect(ctx, n)
+	if err != nil {
+		return err
+	}
+	defer done()
+	w, st, err := bucket.WatchStatus(ctx, fleetkv.WatchOptions{})
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	f.listed(st)
+	for {
+		s, err := w.Next(ctx)
+		if err != nil {
+			return err
+		}
+		f.changed(s)
+	}
+}
+
 // listed takes the bucket's listing in place of what was known, and tells
 // the browsers of the devices that changed.
-func (f *fleetView) listed(st []fleet.Status) error {
+func (f *fleetView) listed(st []fleet.Status) {
 	now := map[string]fleet.Status{}
 	for _, s := range st {
 		now[s.DeviceID] = s
@@ -158,11 +183,10 @@ func (f *fleetView) listed(st []fleet.Status) error {
 		}
 	}
 	f.publishIDs(ids)
-	return nil
 }
 
 // changed keeps a device's new status and tells the browsers.
-func (f *fleetView) changed(s fleet.Status) error {
+func (f *fleetView) changed(s fleet.Status) {
 	f.mu.Lock()
 	if s.Known() {
 		f.status[s.DeviceID] = s
@@ -171,7 +195,6 @@ func (f *fleetView) changed(s fleet.Status) error {
 	}
 	f.mu.Unlock()
 	f.publishIDs([]string{s.DeviceID})
-	return nil
 }
 
 // publishIDs tells the browsers of the Devices with these device ids,
