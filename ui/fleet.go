@@ -36,8 +36,9 @@ type fleetView struct {
 	model *model
 	log   *slog.Logger
 	// retry is how long a failed watch of the bucket waits before it
-	// starts again, as the controller's does.
-	retry time.Duration
+	// starts again, as the controller's does; syncWait how long start
+	// waits for the caches.
+	retry, syncWait time.Duration
 
 	informers dynamicinformer.DynamicSharedInformerFactory
 	upgrades  cache.GenericLister
@@ -56,7 +57,7 @@ type fleetView struct {
 const byDeviceID = "deviceId"
 
 func newFleetView(dyn dynamic.Interface, n *fleetkv.NATS, m *model, log *slog.Logger) *fleetView {
-	f := &fleetView{nats: n, model: m, log: log, retry: 10 * time.Second, status: map[string]fleet.Status{},
+	f := &fleetView{nats: n, model: m, log: log, retry: 10 * time.Second, syncWait: 30 * time.Second, status: map[string]fleet.Status{},
 		informers: dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)}
 	f.upgrades = f.informers.ForResource(kube.GVR(api.KindDeviceUpgrade)).Lister()
 	m.more = f.rollouts
@@ -84,14 +85,36 @@ func newFleetView(dyn dynamic.Interface, n *fleetkv.NATS, m *model, log *slog.Lo
 }
 
 // start fills the caches of the DeviceUpgrades and, with NATS, the Devices,
-// and starts the bucket's watch, which runs until ctx ends.
+// and starts the bucket's watch, which runs until ctx ends. It waits for
+// the caches at most syncWait: an account that may not list them (its
+// RBAC of an older config/ui/rbac.yaml) costs the fleet's parts, not the
+// Targets' pages.
 func (f *fleetView) start(ctx context.Context) {
 	f.informers.Start(ctx.Done())
-	f.informers.WaitForCacheSync(ctx.Done())
-	f.synced.Store(true)
+	wait, cancel := context.WithTimeout(ctx, f.syncWait)
+	defer cancel()
+	if !allSynced(f.informers.WaitForCacheSync(wait.Done())) && ctx.Err() == nil {
+		f.log.Warn("the UI's account cannot list Devices or DeviceUpgrades yet (apply config/ui/rbac.yaml): "+
+			"no fleet and no device rollout until it can", "after", f.syncWait)
+		go func() {
+			f.informers.WaitForCacheSync(ctx.Done())
+			f.synced.Store(true)
+		}()
+	} else {
+		f.synced.Store(true)
+	}
 	if f.nats != nil {
 		go f.watch(ctx)
 	}
+}
+
+func allSynced[K comparable](m map[K]bool) bool {
+	for _, ok := range m {
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // deviceID is a Device's spec.deviceId.

@@ -16,11 +16,13 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
 
 	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/api/kube"
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/fleetkv"
+	"github.com/solar-pipeline/solar/renderer/load"
 	"github.com/solar-pipeline/solar/renderer/rollout"
 	"github.com/solar-pipeline/solar/renderer/rolloutstore"
 )
@@ -212,4 +214,33 @@ func TestFleetStreamLive(t *testing.T) {
 	assert.Contains(t, nextDevice(lines), `"name":"dev-a4"`)
 	e.put(t, "state.a4", `{"state":"rollback-failed"}`)
 	assert.Contains(t, nextDevice(lines), `"repair":"solar fleet repair a4 --reason`)
+}
+
+// TestFleetAccountWithoutRights: a UI whose account holds the rules of an
+// older config/ui/rbac.yaml (no devices, no deviceupgrades) still serves
+// the Targets after its wait for the fleet's caches, and no fleet.
+func TestFleetAccountWithoutRights(t *testing.T) {
+	e := startUI(t, nil)
+	const account = "system:serviceaccount:solar-system:old-ui"
+	grant(t, e.api, "old-ui", []rbacv1.PolicyRule{
+		{APIGroups: []string{api.Group}, Resources: []string{"targets", "targetreports", "rollouts"}, Verbs: []string{"list", "watch"}},
+		{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}}}, "", account)
+	opts := e.server.opts
+	opts.Config = rest.CopyConfig(e.api.Config)
+	opts.Config.Impersonate = rest.ImpersonationConfig{UserName: account}
+	opts.Fleet = &fleetkv.NATS{Servers: "nats://127.0.0.1:1", Bucket: "solar-fleet"}
+	s, err := New(opts)
+	require.NoError(t, err)
+	s.fleet.syncWait, s.fleet.retry = time.Second, time.Hour
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() { _ = s.Run(ctx) }()
+	select {
+	case <-s.Ready():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the UI waits for caches its account may not fill")
+	}
+	_, ok := s.model.target(load.ID{Namespace: "alpha", Name: "alpha-edge"})
+	assert.True(t, ok, "the Targets are served")
+	assert.Empty(t, s.fleet.namespaces())
 }
