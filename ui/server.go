@@ -27,7 +27,8 @@ import (
 // Options configure the page set.
 type Options struct {
 	// Config is the UI's own connection to the SolAr API server: it watches
-	// Targets, TargetReports and Rollouts and asks SubjectAccessReviews.
+	// Targets, TargetReports, Rollouts, DeviceUpgrades (and Devices with
+	// Fleet) and asks SubjectAccessReviews.
 	Config *rest.Config
 	// Store is where solar published (the registry, or a layout).
 	Store store.Store

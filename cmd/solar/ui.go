@@ -38,8 +38,7 @@ With --nats (and the login flags of solar fleet status) the pages show the
 device fleet too: each namespace's Devices with the attempt and the state
 the fleet's bucket holds for them (solar fleet status's), by state on the
 overview, kept live by one watch of the bucket; a user needs get devices in
-the namespace. The UI's account then needs list and watch of Devices and
-DeviceUpgrades (a DeviceUpgrade's rollout is listed with the Rollouts).
+the namespace. Without --nats the fleet page and its counts are absent.
 
 It serves HTTPS with --tls-cert and --tls-key; without them plain HTTP on a
 loopback address only (the session cookie is Secure: put a TLS proxy in
