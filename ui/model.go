@@ -38,12 +38,18 @@ type model struct {
 	interval time.Duration
 	log      *slog.Logger
 
-	reports  cache.GenericLister
+	reports cache.GenericLister
+	// objects are the Rollout objects (their policy), set once run starts
+	// (under mu).
+	objects  cache.GenericLister
 	mu       sync.RWMutex
 	targets  map[load.ID]status.Target
 	rollouts map[load.ID]*rolloutstore.Doc
 	subs     map[chan change]struct{}
 	dirty    chan load.ID
+	// more are the rollouts that have no Rollout object: the
+	// DeviceUpgrades' (fleetView.rollouts).
+	more func() []load.ID
 }
 
 // change is what a browser is told: a Target's new status, or a rollout's
@@ -51,6 +57,7 @@ type model struct {
 type change struct {
 	Target  *status.Target    `json:"target,omitempty"`
 	Rollout *rolloutstore.Doc `json:"rollout,omitempty"`
+	Device  *deviceChange     `json:"device,omitempty"`
 }
 
 func newModel(dyn dynamic.Interface, st store.Store, interval time.Duration, log *slog.Logger) *model {
@@ -66,6 +73,9 @@ func (m *model) run(ctx context.Context, ready chan<- struct{}) {
 	reports := f.ForResource(kube.TargetReportGVR)
 	rollouts := f.ForResource(kube.GVR(api.KindRollout))
 	m.reports = reports.Lister()
+	m.mu.Lock()
+	m.objects = rollouts.Lister()
+	m.mu.Unlock()
 	mark := func(o any) {
 		if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
 			o = d.Obj
@@ -96,6 +106,14 @@ func (m *model) run(ctx context.Context, ready chan<- struct{}) {
 	}
 }
 
+// rolloutObjects are the Rollout objects the watch holds (nil before it
+// started).
+func (m *model) rolloutObjects() cache.GenericLister {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.objects
+}
+
 // refresh computes every Target's status and reads every Rollout's state.
 func (m *model) refresh(ctx context.Context, targets, rollouts cache.GenericLister) {
 	objs, _ := targets.List(labels.Everything())
@@ -114,10 +132,16 @@ func (m *model) refresh(ctx context.Context, targets, rollouts cache.GenericList
 	}
 	m.mu.Unlock()
 	objs, _ = rollouts.List(labels.Everything())
-	seen = map[load.ID]bool{}
+	var ids []load.ID
 	for _, o := range objs {
 		u := o.(*unstructured.Unstructured)
-		id := load.ID{Namespace: u.GetNamespace(), Name: u.GetName()}
+		ids = append(ids, load.ID{Namespace: u.GetNamespace(), Name: u.GetName()})
+	}
+	if m.more != nil {
+		ids = append(ids, m.more()...)
+	}
+	seen = map[load.ID]bool{}
+	for _, id := range ids {
 		seen[id] = true
 		doc, err := rolloutstore.Read(ctx, m.store, id.Namespace, id.Name)
 		if err != nil || doc == nil {

@@ -15,7 +15,6 @@ import (
 
 	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/load"
-	"github.com/solar-pipeline/solar/renderer/rollout"
 	"github.com/solar-pipeline/solar/renderer/rolloutstore"
 	"github.com/solar-pipeline/solar/renderer/status"
 )
@@ -74,7 +73,8 @@ func (s *Server) handleOverview(w http.ResponseWriter, r *http.Request, se *sess
 		Counts   []count
 		Targets  []status.Target
 		Rollouts []*rolloutstore.Doc
-	}{page{"Overview", se.User, se.CSRF}, counts, targets, rollouts})
+		Fleet    []fleetCounts
+	}{page{"Overview", se.User, se.CSRF}, counts, targets, rollouts, s.fleetCounts(r.Context(), se)})
 }
 
 // visible answers, per namespace, whether se's user may see its Targets'
@@ -160,36 +160,7 @@ func (s *Server) handleRollout(w http.ResponseWriter, r *http.Request, se *sessi
 		Rollout   *rolloutstore.Doc
 		Verbs     []string
 		Approvals []approval
-	}{page{"Rollout " + id.Namespace + "/" + id.Name, se.User, se.CSRF}, doc, can, awaiting(doc)})
-}
-
-// approval is a wave that passed and the wave after it, which has not
-// started: approving the one (what rollouts record) lets the other start.
-type approval struct{ Wave, Next string }
-
-// awaiting are the waves of doc an approve button names: each that
-// passed, is not approved, and whose next wave has not started.
-func awaiting(doc *rolloutstore.Doc) []approval {
-	var out []approval
-	for i, ws := range doc.Waves {
-		if ws.PassedAt != nil && i+1 < len(doc.Waves) && doc.Waves[i+1].Started == nil && !slices.Contains(doc.Approved, ws.Name) {
-			out = append(out, approval{ws.Name, doc.Waves[i+1].Name})
-		}
-	}
-	return out
-}
-
-// approveWave says what is wrong with approving wave of doc ("" nothing):
-// the form names one of the rollout's waves, never "the one waiting when
-// the form arrives".
-func approveWave(doc *rolloutstore.Doc, wave string) string {
-	if wave == "" {
-		return "approve names the wave to approve (the form's field wave): nothing approved"
-	}
-	if !slices.ContainsFunc(doc.Waves, func(ws rollout.WaveState) bool { return ws.Name == wave }) {
-		return fmt.Sprintf("Rollout %s/%s has no wave %q: nothing approved", doc.Namespace, doc.Name, wave)
-	}
-	return ""
+	}{page{"Rollout " + id.Namespace + "/" + id.Name, se.User, se.CSRF}, doc, can, awaiting(doc, s.approvalWaves(id))})
 }
 
 // handleRolloutVerb writes an operator's verb into a rollout's state, as
@@ -218,7 +189,7 @@ func (s *Server) handleRolloutVerb(w http.ResponseWriter, r *http.Request, se *s
 		return
 	}
 	wave := r.PostFormValue("wave")
-	if msg := approveWave(shown, wave); verb == rolloutstore.Approve && msg != "" {
+	if msg := approveWave(shown, s.approvalWaves(id), wave); verb == rolloutstore.Approve && msg != "" {
 		http.Error(w, msg, http.StatusBadRequest)
 		return
 	}
@@ -264,6 +235,8 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request, se *sessio
 			kind, v := "target", any(c.Target)
 			if c.Rollout != nil {
 				kind, v = "rollout", c.Rollout
+			} else if c.Device != nil {
+				kind, v = "device", c.Device
 			}
 			if !s.sees(r.Context(), se, c) {
 				continue
@@ -282,6 +255,9 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request, se *sessio
 func (s *Server) sees(ctx context.Context, se *session, c change) bool {
 	if c.Rollout != nil {
 		return s.access.allowed(ctx, se, "get", rolloutResource(c.Rollout.Name), c.Rollout.Namespace, "")
+	}
+	if c.Device != nil {
+		return s.canSeeDevices(ctx, se, c.Device.Device.Namespace)
 	}
 	return s.canSeeTarget(ctx, se, c.Target.Namespace, "")
 }

@@ -20,13 +20,15 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/solar-pipeline/solar/renderer/fleetkv"
 	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // Options configure the page set.
 type Options struct {
 	// Config is the UI's own connection to the SolAr API server: it watches
-	// Targets, TargetReports and Rollouts and asks SubjectAccessReviews.
+	// Targets, TargetReports, Rollouts, DeviceUpgrades (and Devices with
+	// Fleet) and asks SubjectAccessReviews.
 	Config *rest.Config
 	// Store is where solar published (the registry, or a layout).
 	Store store.Store
@@ -41,7 +43,10 @@ type Options struct {
 	SessionTTL, AccessTTL time.Duration
 	// Settle is the rollout verbs' (rolloutstore.Options.Settle).
 	Settle time.Duration
-	Log    *slog.Logger
+	// Fleet is the fleet's NATS bucket (solar fleet status's): with it,
+	// the pages show each Device's attempt and state (nil: no fleet page).
+	Fleet *fleetkv.NATS
+	Log   *slog.Logger
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 
@@ -59,6 +64,7 @@ type Server struct {
 	sigs     *signatures
 	login    atomic.Pointer[login]
 	ready    chan struct{}
+	fleet    *fleetView
 }
 
 // New prepares the server; it contacts neither the API server nor the
@@ -98,9 +104,11 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Server{opts: opts, model: newModel(dyn, opts.Store, opts.Refresh, opts.Log),
+	s := &Server{opts: opts, model: newModel(dyn, opts.Store, opts.Refresh, opts.Log),
 		access:   newAccess(kc, opts.AccessTTL, opts.Now),
-		sessions: newSessions(opts.SessionTTL, opts.Now), sigs: sigs, ready: make(chan struct{})}, nil
+		sessions: newSessions(opts.SessionTTL, opts.Now), sigs: sigs, ready: make(chan struct{})}
+	s.fleet = newFleetView(dyn, opts.Fleet, s.model, opts.Log)
+	return s, nil
 }
 
 // Run reads the provider's discovery and watches the API server until ctx
@@ -113,6 +121,7 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 		s.login.Store(l)
 	}
+	s.fleet.start(ctx)
 	s.model.run(ctx, s.ready)
 	return nil
 }
@@ -131,6 +140,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /targets/{ns}/{name}", s.user(s.handleTarget))
 	mux.HandleFunc("GET /rollouts/{ns}/{name}", s.user(s.handleRollout))
 	mux.HandleFunc("POST /rollouts/{ns}/{name}/{verb}", s.user(s.handleRolloutVerb))
+	mux.HandleFunc("GET /fleet/{ns}", s.user(s.handleFleet))
 	mux.HandleFunc("GET /events", s.user(s.handleEvents))
 	mux.Handle("GET /static/", http.FileServerFS(static))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/solar-pipeline/solar/renderer/fleetkv"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 	"github.com/solar-pipeline/solar/ui"
 )
@@ -29,8 +30,15 @@ with PKCE); what a page and the live stream show, and which rollout buttons
 on the SolAr API server allows (SubjectAccessReviews: get targets and
 targetreports, get and update rollouts, or deviceupgrades for a
 DeviceUpgrade's rollout, in each namespace). The UI's own account (--kubeconfig)
-needs list and watch of Targets, TargetReports and Rollouts, and create of
-SubjectAccessReviews; nothing else, and no Secret.
+needs list and watch of Targets, TargetReports, Rollouts and DeviceUpgrades
+(a DeviceUpgrade's rollout is listed with the Rollouts), and of Devices with
+--nats, and create of SubjectAccessReviews; nothing else, and no Secret.
+
+With --nats (and the login flags of solar fleet status) the pages show the
+device fleet too: each namespace's Devices with the attempt and the state
+the fleet's bucket holds for them (solar fleet status's), by state on the
+overview, kept live by one watch of the bucket; a user needs get devices in
+the namespace. Without --nats the fleet page and its counts are absent.
 
 With --verify-key (repeatable), a Target's page shows the signature check:
 whether its newest bootstrap chart and the release charts it names carry a
@@ -50,6 +58,8 @@ type uiFlags struct {
 	usernamePrefix, groupsPrefix        string
 	refresh                             time.Duration
 	verifyKeys                          []string
+	// nats is the fleet's bucket, named as solar fleet status names it.
+	nats natsFlags
 }
 
 func (f *uiFlags) register(cmd *cobra.Command) {
@@ -69,6 +79,17 @@ func (f *uiFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.groupsPrefix, "oidc-groups-prefix", "", "prefix of the groups, as the API server's --oidc-groups-prefix")
 	fl.DurationVar(&f.refresh, "refresh", 30*time.Second, "how often every status and rollout is read again from the registry")
 	fl.StringArrayVar(&f.verifyKeys, "verify-key", nil, "public key (PEM) the Target page checks the charts' signatures with, as Flux does with bootstrap-manifests --verify-key; repeatable, for a key rotation")
+	f.nats.register(fl)
+}
+
+// fleet is the fleet's bucket of the flags; nil without --nats (and
+// $NATS_URL): no fleet page.
+func (f *uiFlags) fleet(g *globals) *fleetkv.NATS {
+	if f.nats.server == "" {
+		return nil
+	}
+	n := f.nats.nats(g)
+	return &n
 }
 
 // oidc are the login options of the flags.
@@ -154,8 +175,8 @@ func runUI(cmd *cobra.Command, g *globals, f *uiFlags, rf *registryFlags) error 
 	if err != nil {
 		return err
 	}
-	s, err := ui.New(ui.Options{Config: cfg, Store: remote.Store, OIDC: login, Refresh: f.refresh, Settle: pipeline.DefaultSettle, Log: g.log,
-		VerifyKeys: keys})
+	s, err := ui.New(ui.Options{Config: cfg, Store: remote.Store, OIDC: login, Refresh: f.refresh, Settle: pipeline.DefaultSettle,
+		Fleet: f.fleet(g), VerifyKeys: keys, Log: g.log})
 	if err != nil {
 		return err
 	}

@@ -27,6 +27,7 @@
     }));
   };
   const events = new EventSource("/events");
+  window.solarEvents = events; // fleet.js listens to it too: one stream per page
   events.onopen = () => say("Live updates: on");
   events.onerror = () => say("Live updates: reconnecting…");
   events.addEventListener("target", (e) => {

@@ -70,7 +70,7 @@ func TestOperatorPageOnTheChain(t *testing.T) {
 	// The overview: every Target of examples/.
 	b.Do(t, chromedp.Navigate(url+"/"), browser.OIDCLogin("ops", "ops-password"),
 		chromedp.WaitVisible(chromedp.CSS(`a[href="/targets/alpha/edge-1"]`)))
-	body := browser.Run(t, b, chromedp.Text(chromedp.CSS(`main`)))
+	body := b.TextNow(`main`)
 	assert.Contains(t, body, "Converged: 2", "alpha's Targets, whose agents reported: %s", body)
 	assert.Contains(t, body, "Unknown: 2", "beta's, which have no agent: %s", body)
 	for _, tg := range e.targets {
@@ -80,7 +80,8 @@ func TestOperatorPageOnTheChain(t *testing.T) {
 
 	// A Target: its releases, as the agent reported them.
 	b.Do(t, chromedp.Click(chromedp.CSS(`a[href="/targets/alpha/edge-1"]`)), chromedp.WaitVisible(chromedp.CSS(`#releases`)))
-	releases := browser.Run(t, b, chromedp.Text(chromedp.CSS(`#releases`)))
+	var releases string // polled: chromedp's node ids of the page a click left may outlive it
+	require.Eventually(t, func() bool { releases = b.TextNow(`#releases`); return strings.Contains(releases, "Ready") }, 20*time.Second, 100*time.Millisecond)
 	for key := range e.names["alpha/edge-1"] {
 		assert.Contains(t, releases, key)
 	}

@@ -22,10 +22,10 @@ func Now[T any](b *Browser, a chromedp.Action[T]) (T, bool) {
 	return v, err == nil
 }
 
-// TextNow is the text of the element sel selects now, trimmed, "" while
-// there is none.
+// TextNow is the text of the element sel selects now as it is rendered
+// (innerText: block elements apart), trimmed, "" while there is none.
 func (b *Browser) TextNow(sel string) string {
-	v, _ := Now(b, chromedp.Evaluate[string](fmt.Sprintf(`(document.querySelector(%q) || {}).textContent || ""`, sel)))
+	v, _ := Now(b, chromedp.Evaluate[string](fmt.Sprintf(`(document.querySelector(%q) || {}).innerText || ""`, sel)))
 	return strings.TrimSpace(v)
 }
 
