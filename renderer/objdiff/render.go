@@ -58,6 +58,10 @@ func (o Object) Key() string {
 	return strings.Join([]string{group, o.Kind, o.Namespace, o.Name}, "/")
 }
 
+// Body is the object as rendered, decoded from YAML: shared with every
+// other reader, it must not be changed.
+func (o Object) Body() map[string]any { return o.body }
+
 // String is "Kind namespace/name", or "Kind name" for an object without
 // namespace.
 func (o Object) String() string {
