@@ -192,6 +192,12 @@ var clusterScoped = map[string]bool{
 	"GatewayClass": true, "VolumeSnapshotClass": true,
 }
 
+// Decode reads one YAML document as a chart at level would render it in
+// namespace: no object for an empty one, the items of a List.
+func Decode(doc string, level int, namespace string) ([]Object, error) {
+	return decode(doc, level, namespace)
+}
+
 // decode reads one rendered document: no object for an empty one, the items
 // of a List (as Helm installs them).
 func decode(doc string, level int, namespace string) ([]Object, error) {
