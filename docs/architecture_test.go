@@ -75,7 +75,7 @@ func TestArchitecture(t *testing.T) {
 	// pipeline, and names the types of what it prints where they are
 	// declared (pipeline re-exports nothing).
 	cli := []string{"api", "controller", "device/wire", "internal/buildinfo", "internal/english",
-		"renderer/archive", "renderer/chart", "renderer/diag", "renderer/fleet", "renderer/fleetkv",
+		"renderer/archive", "renderer/artifacts", "renderer/chart", "renderer/diag", "renderer/fleet", "renderer/fleetkv",
 		"renderer/objdiff", "renderer/pipeline", "renderer/publish", "renderer/published", "renderer/reviewed",
 		"renderer/rollout", "renderer/rolloutstore", "renderer/sign", "renderer/status", "renderer/store", "renderer/verify", "ui"}
 	for _, imp := range pkgs["cmd/solar"].imports {

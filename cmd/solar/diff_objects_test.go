@@ -67,15 +67,7 @@ func TestDiffObjectsNameTheDeployment(t *testing.T) {
 	testenv.CopyExamples(t, dir)
 	examples := filepath.Join(dir, "examples")
 	// The examples' source registry (ghcr.io) is this one.
-	for _, f := range []string{"shared/registries.yaml", "shared/components.yaml", "shared/pipeline.yaml", "alpha/releases.yaml"} {
-		p := filepath.Join(examples, f)
-		b, err := os.ReadFile(p)
-		require.NoError(t, err)
-		s := strings.ReplaceAll(string(b), "ghcr.io", source.Host)
-		s = strings.Replace(s, "  hostname: "+source.Host+"\n", "  hostname: "+source.Host+"\n  plainHTTP: true\n", 1)
-		s = strings.Replace(s, "  registries:\n", "  registries:\n    allowInsecure: true\n", 1)
-		require.NoError(t, os.WriteFile(p, []byte(s), 0o644))
-	}
+	pointExamples(t, examples, source.Host)
 	out := filepath.Join(dir, "out")
 	code, _, stderr := solar(t, "render", "--no-credentials", "--out", out, examples)
 	require.Equal(t, 0, code, stderr)

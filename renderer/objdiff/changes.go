@@ -41,6 +41,9 @@ func walkPair(ctx context.Context, ws walkers, seen docs, rs [2]*release, level 
 			return objs, err
 		}
 		objs[i] = o
+		if ws[i].Rendered != nil {
+			ws[i].Rendered(level, r.ref, r.app, o)
+		}
 	}
 	out := objs
 	if level >= maxLevel {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/auth"
 
@@ -42,7 +43,41 @@ type Fetcher struct {
 type fetched struct {
 	done    chan struct{}
 	archive []byte
+	digest  string
 	err     error
+}
+
+// Digest is the manifest digest of the chart ref points at, when Fetch
+// read it; "" when it did not (not asked, or it failed).
+func (f *Fetcher) Digest(ref Ref) string {
+	f.mu.Lock()
+	r, ok := f.seen[ref.String()]
+	f.mu.Unlock()
+	if !ok {
+		return ""
+	}
+	select {
+	case <-r.done:
+	default:
+		return ""
+	}
+	if r.err != nil {
+		return ""
+	}
+	return r.digest
+}
+
+// resolving is a repository that keeps the descriptor it last resolved: the
+// manifest's digest, known without asking twice.
+type resolving struct {
+	*remote.Repository
+	desc ocispec.Descriptor
+}
+
+func (r *resolving) Resolve(ctx context.Context, reference string) (ocispec.Descriptor, error) {
+	desc, err := r.Repository.Resolve(ctx, reference)
+	r.desc = desc
+	return desc, err
 }
 
 // Fetch reads the chart archive a ref points at.
@@ -79,7 +114,7 @@ func (f *Fetcher) Fetch(ctx context.Context, ref Ref) ([]byte, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	r.archive, r.err = f.fetch(ctx, ref)
+	r.archive, r.digest, r.err = f.fetch(ctx, ref)
 	var netErr net.Error
 	if errors.As(r.err, &netErr) && ctx.Err() == nil {
 		f.mu.Lock()
@@ -89,16 +124,17 @@ func (f *Fetcher) Fetch(ctx context.Context, ref Ref) ([]byte, error) {
 	return r.archive, r.err
 }
 
-func (f *Fetcher) fetch(ctx context.Context, ref Ref) ([]byte, error) {
+// fetch reads the chart archive ref points at, and its manifest's digest.
+func (f *Fetcher) fetch(ctx context.Context, ref Ref) ([]byte, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, FetchTimeout)
 	defer cancel()
 	name, ok := strings.CutPrefix(ref.URL, "oci://")
 	if !ok {
-		return nil, fmt.Errorf("not an oci:// URL")
+		return nil, "", fmt.Errorf("not an oci:// URL")
 	}
 	repo, err := remote.NewRepository(name)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	transport := http.DefaultTransport
 	if f.Wrap != nil {
@@ -110,9 +146,10 @@ func (f *Fetcher) fetch(ctx context.Context, ref Ref) ([]byte, error) {
 	if ref.Digest != "" {
 		reference = ref.Digest
 	}
-	archive, err := publish.ChartArchive(ctx, repo, reference)
+	target := &resolving{Repository: repo}
+	archive, err := publish.ChartArchive(ctx, target, reference)
 	if err == nil && archive == nil {
 		err = fmt.Errorf("no Helm chart layer (%s) in %s", api.MediaTypeHelmChart, ref)
 	}
-	return archive, err
+	return archive, target.desc.Digest.String(), err
 }

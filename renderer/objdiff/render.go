@@ -58,6 +58,10 @@ func (o Object) Key() string {
 	return strings.Join([]string{group, o.Kind, o.Namespace, o.Name}, "/")
 }
 
+// Body is the object as rendered, decoded from YAML: shared with every
+// other reader, it must not be changed.
+func (o Object) Body() map[string]any { return o.body }
+
 // String is "Kind namespace/name", or "Kind name" for an object without
 // namespace.
 func (o Object) String() string {
@@ -186,6 +190,12 @@ var clusterScoped = map[string]bool{
 	"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true,
 	"FlowSchema": true, "PriorityLevelConfiguration": true, "CertificateSigningRequest": true,
 	"GatewayClass": true, "VolumeSnapshotClass": true,
+}
+
+// Decode reads one YAML document as a chart at level would render it in
+// namespace: no object for an empty one, the items of a List.
+func Decode(doc string, level int, namespace string) ([]Object, error) {
+	return decode(doc, level, namespace)
 }
 
 // decode reads one rendered document: no object for an empty one, the items

@@ -54,6 +54,11 @@ type Walker struct {
 	Cache *Cache
 	// Notes collects what was not rendered, and why.
 	Notes []Note
+	// Rendered, when set, is called with every chart the walk renders: its
+	// level, where it was read from (the zero Ref for the bootstrap chart),
+	// whether it is an application chart, and its objects (shared: not to
+	// be changed).
+	Rendered func(level int, ref Ref, app bool, objs []Object)
 }
 
 // Walk renders the bootstrap chart archive and every chart its HelmReleases

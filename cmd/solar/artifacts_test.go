@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"oras.land/oras-go/v2/registry/remote"
+
+	"github.com/solar-pipeline/solar/internal/testkit/testenv"
+	"github.com/solar-pipeline/solar/renderer/artifacts"
+)
+
+// pushAppChart packs the chain test's application chart (a Deployment of
+// image example.invalid/solar-test/<name>:<appVersion>) as name at version
+// with the real helm CLI and pushes it to an anonymous plain-HTTP registry
+// under path, as ghcr.io serves the examples' charts; it returns the
+// manifest digest the registry holds.
+func pushAppChart(t *testing.T, host, path, name, version, appVersion string) string {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.CopyFS(filepath.Join(dir, name), os.DirFS("chaintest/testdata/app")))
+	chartYAML := fmt.Sprintf("apiVersion: v2\nname: %s\nversion: %s\nappVersion: %q\n", name, version, appVersion)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, name, "Chart.yaml"), []byte(chartYAML), 0o644))
+	helm := testenv.Tool(t, "helm")
+	for _, args := range [][]string{
+		{"package", filepath.Join(dir, name), "-d", dir},
+		{"push", filepath.Join(dir, name+"-"+version+".tgz"), "oci://" + host + "/" + path, "--plain-http"},
+	} {
+		cmd := exec.Command(helm, args...)
+		cmd.Env = append(os.Environ(), "HELM_CONFIG_HOME="+dir, "HELM_CACHE_HOME="+dir)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "helm %v: %s", args, out)
+	}
+	repo, err := remote.NewRepository(host + "/" + path + "/" + name)
+	require.NoError(t, err)
+	repo.PlainHTTP = true
+	desc, err := repo.Resolve(context.Background(), version)
+	require.NoError(t, err)
+	return desc.Digest.String()
+}
+
+// pointExamples makes host, an anonymous plain-HTTP registry, the source
+// registry (ghcr.io) of the examples in dir.
+func pointExamples(t *testing.T, examples, host string) {
+	t.Helper()
+	for _, f := range []string{"shared/registries.yaml", "shared/components.yaml", "shared/pipeline.yaml", "alpha/releases.yaml"} {
+		p := filepath.Join(examples, f)
+		b, err := os.ReadFile(p)
+		require.NoError(t, err)
+		s := strings.ReplaceAll(string(b), "ghcr.io", host)
+		s = strings.Replace(s, "  hostname: "+host+"\n", "  hostname: "+host+"\n  plainHTTP: true\n", 1)
+		s = strings.Replace(s, "  registries:\n", "  registries:\n    allowInsecure: true\n", 1)
+		require.NoError(t, os.WriteFile(p, []byte(s), 0o644))
+	}
+}
+
+// byReference is the artifact of kind at reference in l.
+func byReference(t *testing.T, l artifacts.List, kind, reference string) artifacts.Artifact {
+	t.Helper()
+	for _, a := range l.Artifacts {
+		if a.Kind == kind && a.Reference == reference {
+			return a
+		}
+	}
+	require.Failf(t, "not listed", "%s %s in %+v", kind, reference, l.Artifacts)
+	return artifacts.Artifact{}
+}
+
+// TestArtifactsOfExamples: solar artifacts on examples/, their application
+// charts in a real registry, lists podinfo's chart at the digest the
+// registry holds with the Targets that install it, and the image its
+// Deployment names, once, with the same Targets; Solar's charts by
+// repository (nothing is published); an image reference that does not
+// parse is an error naming the chart.
+func TestArtifactsOfExamples(t *testing.T) {
+	source := testenv.StartRegistry(t, testenv.RegistryOptions{NoAuth: true})
+	digests := map[string]string{}
+	for _, c := range []struct{ path, name, version string }{
+		{"stefanprodan/charts", "podinfo", "6.7.0"},
+		{"stefanprodan/charts", "podinfo", "6.8.0"},
+		{"prometheus-community/charts", "prometheus-node-exporter", "4.47.0"},
+	} {
+		digests[c.name+":"+c.version] = pushAppChart(t, source.Host, c.path, c.name, c.version, c.version)
+	}
+	dir := t.TempDir()
+	testenv.CopyExamples(t, dir)
+	examples := filepath.Join(dir, "examples")
+	pointExamples(t, examples, source.Host)
+
+	code, stdout, stderr := solar(t, "artifacts", "-o", "json", examples)
+	require.Equal(t, 0, code, stderr)
+	var l artifacts.List
+	require.NoError(t, json.Unmarshal([]byte(stdout), &l), stdout)
+	podinfo := byReference(t, l, artifacts.KindChart, source.Host+"/stefanprodan/charts/podinfo:6.7.0")
+	assert.Equal(t, digests["podinfo:6.7.0"], podinfo.Digest)
+	assert.Equal(t, []string{"alpha/edge-1", "beta/plant-1", "beta/plant-2"}, podinfo.Targets)
+	canary := byReference(t, l, artifacts.KindChart, source.Host+"/stefanprodan/charts/podinfo:6.8.0")
+	assert.Equal(t, digests["podinfo:6.8.0"], canary.Digest)
+	assert.Equal(t, []string{"alpha/edge-2"}, canary.Targets)
+	image := byReference(t, l, artifacts.KindImage, "example.invalid/solar-test/podinfo:6.7.0")
+	assert.Equal(t, podinfo.Targets, image.Targets)
+	assert.Equal(t, []string{source.Host + "/stefanprodan/charts/podinfo:6.7.0"}, image.Charts)
+	byReference(t, l, artifacts.KindImage, "example.invalid/solar-test/prometheus-node-exporter:4.47.0")
+	boot := byReference(t, l, artifacts.KindBootstrap, "registry.example.com/alpha/bootstrap-edge-1")
+	assert.Empty(t, boot.Digest, "not published: by repository alone")
+	assert.Equal(t, 1, strings.Count(stdout, `"reference": "example.invalid/solar-test/podinfo:6.7.0"`), "each artifact once")
+	assert.Empty(t, l.Problems.Sorted().Count("error"))
+
+	code, stdout, stderr = solar(t, "artifacts", "-n", "beta", examples)
+	require.Equal(t, 0, code, stderr)
+	assert.Regexp(t, `(?m)^KIND +REFERENCE +DIGEST +TARGETS$`, stdout)
+	assert.Regexp(t, `(?m)^image +example\.invalid/solar-test/podinfo:6\.7\.0 +- +beta/plant-1,beta/plant-2$`, stdout)
+	assert.NotContains(t, stdout, "alpha/edge")
+	assert.Contains(t, stderr, "2 bootstrap charts")
+
+	// podinfo 6.8.0 again, its image reference broken.
+	pushAppChart(t, source.Host, "stefanprodan/charts", "podinfo", "6.8.0", "6.8.0 beta")
+	code, stdout, stderr = solar(t, "artifacts", examples)
+	assert.Equal(t, 1, code, stderr)
+	assert.Contains(t, stderr, source.Host+"/stefanprodan/charts/podinfo:6.8.0: Deployment podinfo/podinfo-edge-2-podinfo: spec.template.spec.containers[0].image: image \"example.invalid/solar-test/podinfo:6.8.0 beta\" does not parse")
+	assert.Contains(t, stdout, "podinfo:6.7.0", "the list is still printed")
+}
