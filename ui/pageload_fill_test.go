@@ -73,17 +73,18 @@ func fleetChart(name, version string, values any) (*publish.Artifact, error) {
 	}, nil
 }
 
-// publishFleet publishes, into a new layout at dir, the release charts of
-// each namespace, then every Target's bootstrap chart naming them (each at
-// 0.0.1, the first version). It returns the release charts' manifest
-// digests by repository.
-func publishFleet(tb testing.TB, dir string, n int) map[string]string {
+// fleetFill publishes the fleet's charts into a new layout at dir and
+// creates its objects in the API server: the release charts first (the
+// reports name their digests), then the bootstrap charts while the objects
+// are created (the one on this process's cores, the other mostly on the
+// API server's).
+func fleetFill(tb testing.TB, a *testenv.APIServer, dir string, n int) {
 	tb.Helper()
 	ctx := context.Background()
 	l, err := store.OpenLayout(ctx, dir, store.LayoutOptions{})
 	require.NoError(tb, err)
 	defer l.Close()
-	opts := publish.Options{Concurrency: 8, Log: slog.New(slog.DiscardHandler), Absent: map[string]bool{}}
+	opts := publish.Options{Concurrency: 4, Log: slog.New(slog.DiscardHandler), Absent: map[string]bool{}}
 	var jobs []publish.Job
 	for ns := 0; ns < n; ns += fleetPerNS {
 		for _, rel := range fleetReleases {
@@ -100,7 +101,20 @@ func publishFleet(tb testing.TB, dir string, n int) map[string]string {
 	for _, r := range res {
 		digests[r.Repository] = r.Digest
 	}
-	jobs = jobs[:0]
+	var wg sync.WaitGroup
+	published := make(chan error, 1)
+	wg.Go(func() { published <- publishBootstraps(ctx, l, n, opts) })
+	tb.Cleanup(wg.Wait) // before the layout's folder goes, should the creates fail
+	createFleet(tb, a, n, digests)
+	require.NoError(tb, <-published)
+	require.NoError(tb, l.Save(ctx)) // the tags: every index.json
+}
+
+// publishBootstraps publishes every Target's bootstrap chart, naming the
+// release charts of its namespace at 0.0.1 (the first version).
+func publishBootstraps(ctx context.Context, l *store.Layout, n int, opts publish.Options) error {
+	opts.Absent = map[string]bool{}
+	var jobs []publish.Job
 	for i := range n {
 		ns, name := fleetNS(i), fleetTarget(i)
 		var refs []map[string]string
@@ -114,10 +128,8 @@ func publishFleet(tb testing.TB, dir string, n int) map[string]string {
 			return fleetChart(chain.BootstrapChart(name), v, map[string]any{"target": name, "releases": refs})
 		}})
 	}
-	_, err = publish.Publish(ctx, l, jobs, opts)
-	require.NoError(tb, err)
-	require.NoError(tb, l.Save(ctx)) // the tags: every index.json
-	return digests
+	_, err := publish.Publish(ctx, l, jobs, opts)
+	return err
 }
 
 // createFleet creates the namespaces, the Targets and their TargetReports
