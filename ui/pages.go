@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
-	"maps"
 	"net/http"
 	"slices"
 	"time"
@@ -30,8 +29,8 @@ var static embed.FS
 var pages = map[string]*template.Template{}
 
 func init() {
-	for _, p := range []string{"overview", "target", "rollout"} {
-		pages[p] = template.Must(template.ParseFS(templateFiles, "templates/layout.html", "templates/"+p+".html"))
+	for _, p := range []string{"overview", "namespace", "target", "rollout"} {
+		pages[p] = template.Must(template.ParseFS(templateFiles, "templates/layout.html", "templates/targets.html", "templates/"+p+".html"))
 	}
 }
 
@@ -45,36 +44,6 @@ func (s *Server) render(w http.ResponseWriter, name string, data any) {
 	if err := pages[name].ExecuteTemplate(w, name+".html", data); err != nil {
 		s.opts.Log.Error("rendering a page", "page", name, "error", err)
 	}
-}
-
-// count is how many Targets are in a state.
-type count struct {
-	State string
-	N     int
-}
-
-func (s *Server) handleOverview(w http.ResponseWriter, r *http.Request, se *session) {
-	targets, rollouts := s.model.snapshot()
-	canTargets := s.visible(r, se)
-	targets = slices.DeleteFunc(targets, func(t status.Target) bool { return !canTargets(t.Namespace) })
-	rollouts = slices.DeleteFunc(rollouts, func(d *rolloutstore.Doc) bool {
-		return !s.access.allowed(r.Context(), se, "get", rolloutResource(d.Name), d.Namespace, "")
-	})
-	n := map[string]int{}
-	for _, t := range targets {
-		n[t.State]++
-	}
-	var counts []count
-	for _, st := range slices.Sorted(maps.Keys(n)) {
-		counts = append(counts, count{st, n[st]})
-	}
-	s.render(w, "overview", struct {
-		page
-		Counts   []count
-		Targets  []status.Target
-		Rollouts []*rolloutstore.Doc
-		Fleet    []fleetCounts
-	}{page{"Overview", se.User, se.CSRF}, counts, targets, rollouts, s.fleetCounts(r.Context(), se)})
 }
 
 // visible answers, per namespace, whether se's user may see its Targets'

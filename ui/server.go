@@ -137,6 +137,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /auth/callback", s.handleCallback)
 	mux.HandleFunc("POST /logout", s.user(s.handleLogout))
 	mux.HandleFunc("GET /{$}", s.user(s.handleOverview))
+	mux.HandleFunc("GET /namespaces/{ns}", s.user(s.handleNamespace))
 	mux.HandleFunc("GET /targets/{ns}/{name}", s.user(s.handleTarget))
 	mux.HandleFunc("GET /rollouts/{ns}/{name}", s.user(s.handleRollout))
 	mux.HandleFunc("POST /rollouts/{ns}/{name}/{verb}", s.user(s.handleRolloutVerb))

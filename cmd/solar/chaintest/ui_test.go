@@ -67,16 +67,23 @@ func TestOperatorPageOnTheChain(t *testing.T) {
 	url, cert := e.startUI(t, op)
 	b := browser.Start(t, op.Certificate(), cert)
 
-	// The overview: every Target of examples/.
+	// The overview: every Target of examples/ by state, each namespace, the
+	// Targets not converged (beta's).
 	b.Do(t, chromedp.Navigate(url+"/"), browser.OIDCLogin("ops", "ops-password"),
-		chromedp.WaitVisible(chromedp.CSS(`a[href="/targets/alpha/edge-1"]`)))
+		chromedp.WaitVisible(chromedp.CSS(`a[href="/namespaces/alpha"]`)))
 	body := b.TextNow(`main`)
 	assert.Contains(t, body, "Converged: 2", "alpha's Targets, whose agents reported: %s", body)
 	assert.Contains(t, body, "Unknown: 2", "beta's, which have no agent: %s", body)
-	for _, tg := range e.targets {
-		assert.True(t, b.Has(fmt.Sprintf(`a[href="/targets/%s/%s"]`, tg.ns, tg.name)), "%s/%s listed", tg.ns, tg.name)
+	assert.True(t, b.Has(`a[href="/namespaces/beta"]`), "beta listed")
+	for _, name := range []string{"plant-1", "plant-2"} {
+		assert.True(t, b.Has(`a[href="/targets/beta/`+name+`"]`), "beta/%s, not converged, listed", name)
 	}
+	assert.False(t, b.Has(`a[href="/targets/alpha/edge-1"]`), "a converged Target is on its namespace's page")
 	b.Screenshot(t, "chain-overview")
+
+	// A namespace: its Targets.
+	b.Do(t, chromedp.Click(chromedp.CSS(`a[href="/namespaces/alpha"]`)), chromedp.WaitVisible(chromedp.CSS(`a[href="/targets/alpha/edge-2"]`)))
+	b.Screenshot(t, "chain-namespace")
 
 	// A Target: its releases, as the agent reported them.
 	b.Do(t, chromedp.Click(chromedp.CSS(`a[href="/targets/alpha/edge-1"]`)), chromedp.WaitVisible(chromedp.CSS(`#releases`)))
