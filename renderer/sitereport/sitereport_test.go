@@ -23,6 +23,23 @@ import (
 	"github.com/solar-pipeline/solar/renderer/targetreport"
 )
 
+// siteKey and siteVerifier are the site's key, for tests that need but one.
+var siteKey, siteVerifier = func() (*sign.Key, *sign.Verifier) {
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		panic(err)
+	}
+	k, err := sign.NewKey(priv)
+	if err != nil {
+		panic(err)
+	}
+	v, err := sign.NewVerifier(k.PublicPEM())
+	if err != nil {
+		panic(err)
+	}
+	return k, v
+}()
+
 func newKey(t *testing.T) (*sign.Key, *sign.Verifier) {
 	t.Helper()
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
