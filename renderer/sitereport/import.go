@@ -42,8 +42,12 @@ func Import(ctx context.Context, file string, v *sign.Verifier, into string, now
 		return nil, errors.New("a report archive is verified: the site's public key is required")
 	}
 	u, err := archive.Unpack(ctx, file, Limits)
+	if errors.Is(err, archive.ErrRefused) {
+		// Its words are push's ("nothing pushed"): said as import's.
+		return nil, fmt.Errorf("%w: %s", ErrRefused, strings.Replace(err.Error(), archive.ErrRefused.Error()+": ", "", 1))
+	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrRefused, err)
+		return nil, err
 	}
 	defer u.Close()
 	imp, err := read(ctx, u, v)
