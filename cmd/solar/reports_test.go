@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,7 +12,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 
+	"github.com/solar-pipeline/solar/api/kube"
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/status"
 	"github.com/solar-pipeline/solar/renderer/targetreport"
@@ -57,6 +61,12 @@ func TestReportArchive(t *testing.T) {
 	assert.Equal(t, status.Unknown, st.State, "nothing imported yet")
 
 	writeReport(t, site, report)
+	// What the object holds besides its spec stays on the site.
+	dyn, err := dynamic.NewForConfig(site.Config)
+	require.NoError(t, err)
+	_, err = dyn.Resource(kube.TargetReportGVR).Namespace("alpha").Patch(context.Background(), "edge-1", types.MergePatchType,
+		[]byte(`{"metadata":{"annotations":{"example.com/token":"s3cr3t-t0ken"}}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
 	key, pub := writeKey(t, dir, "site")
 	otherKey, _ := writeKey(t, dir, "other")
 	archive := filepath.Join(dir, "reports.tar")
@@ -64,6 +74,7 @@ func TestReportArchive(t *testing.T) {
 		"--kubeconfig", site.Kubeconfig, "-n", "alpha")
 	require.Equal(t, 0, code, stderr)
 	assert.Equal(t, "alpha/edge-1\n", stdout)
+	exportStderr := stderr
 	code, stdout, stderr = solar(t, "import-reports", archive, "--key", pub, "--into", into)
 	require.Equal(t, 0, code, stderr)
 	assert.Equal(t, "alpha/edge-1\n", stdout)
@@ -78,6 +89,10 @@ func TestReportArchive(t *testing.T) {
 	}
 	imported, err := os.ReadFile(filepath.Join(into, "north.json"))
 	require.NoError(t, err)
+	carried, err := os.ReadFile(archive)
+	require.NoError(t, err)
+	assert.NotContains(t, string(carried), "s3cr3t-t0ken", "only the report's spec is carried")
+	assert.NotContains(t, string(imported), "s3cr3t-t0ken")
 
 	other := filepath.Join(dir, "other.tar")
 	code, _, stderr = solar(t, "export-reports", "--site", "north", "--signing-key", otherKey, "--out", other, "--kubeconfig", site.Kubeconfig)
@@ -105,5 +120,8 @@ func TestReportArchive(t *testing.T) {
 	}
 	keyPEM, err := os.ReadFile(key)
 	require.NoError(t, err)
-	assert.NotContains(t, string(imported), strings.TrimSpace(string(keyPEM)))
+	body := strings.Split(strings.TrimSpace(string(keyPEM)), "\n")[1] // the key itself, not its PEM header
+	for _, out := range []string{string(imported), string(carried), exportStderr} {
+		assert.NotContains(t, out, body, "the key is never written or printed")
+	}
 }
