@@ -85,6 +85,8 @@ func newExportReportsCmd(g *globals) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	sf.register(fl)
+	fl.Lookup("signing-key").Usage = "the site's private key the archive is signed with (required): as publish --signing-key takes it (cosign generate-key-pair's, its password in $" +
+		keyPasswordEnv + ", or an Ed25519 or ECDSA P-256 PEM key); default: the PEM in $" + signingKeyEnv + ", if set"
 	fl.StringVar(&out, "out", "", "the archive file to write (replaced whole)")
 	fl.StringVar(&site, "site", "", "the site's name, a DNS label: import-reports keeps each site's reports apart")
 	fl.StringVar(&kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), requiredKubeconfig("the site's SolAr API server the agents report to"))
