@@ -84,10 +84,12 @@ func Export(ctx context.Context, reports []Report, site string, key *sign.Key, n
 }
 
 // write publishes art as the one version of the site's repository, signed
-// with key, in a temporary layout beside out, and writes that layout's
+// with key, in a temporary layout (of the temporary directory, 0700:
+// reports are small, and a run killed leaves it where the system clears),
+// and writes that layout's
 // archive to out.
 func write(ctx context.Context, art *publish.Artifact, site string, key *sign.Key, out string) (*archive.Summary, error) {
-	tmp, err := os.MkdirTemp(filepath.Dir(out), ".solar-reports-")
+	tmp, err := os.MkdirTemp("", "solar-reports-")
 	if err != nil {
 		return nil, fmt.Errorf("writing %s: %w", out, err)
 	}
