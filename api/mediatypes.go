@@ -12,6 +12,12 @@ const (
 	// A rollout's state (renderer/rollout), one JSON document per version.
 	ArtifactTypeRollout = "application/vnd.solar.rollout.v1"
 	MediaTypeRollout    = "application/vnd.solar.rollout.v1+json"
+	// A site's TargetReports carried out of an air gap (renderer/
+	// sitereport): the artifact type, its config (the site and when the
+	// reports left it) and each report's layer.
+	ArtifactTypeSiteReports    = "application/vnd.solar.site-reports.v1"
+	MediaTypeSiteReportsConfig = "application/vnd.solar.site-reports.config.v1+json"
+	MediaTypeTargetReport      = "application/vnd.solar.targetreport.v1+json"
 	// MediaTypeSigstoreBundle is a signature: cosign v3's bundle, the layer
 	// and artifact type of its referrer.
 	MediaTypeSigstoreBundle = MediaTypeSigstoreBundlePrefix + ".v0.3+json"

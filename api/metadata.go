@@ -20,6 +20,11 @@ const (
 	// the agent that wrote it, and where it runs.
 	AnnotationAgentVersion = Group + "/agent-version"
 	AnnotationAgentHost    = Group + "/agent-host"
+	// AnnotationReportSite and AnnotationReportExportedAt are on a
+	// TargetReport imported from a site's report archive (solar
+	// import-reports): the site, and when the archive left it (RFC 3339).
+	AnnotationReportSite       = Group + "/reported-via-site"
+	AnnotationReportExportedAt = Group + "/exported-at"
 	// LabelAgentTokenFor and AnnotationTokenExpires are on an agent's token
 	// Secrets: whose token, and when it expires.
 	LabelAgentTokenFor     = Group + "/agent-token-for"

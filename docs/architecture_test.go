@@ -77,7 +77,7 @@ func TestArchitecture(t *testing.T) {
 	cli := []string{"api", "controller", "device/wire", "internal/buildinfo", "internal/english",
 		"renderer/archive", "renderer/artifacts", "renderer/chart", "renderer/diag", "renderer/fleet", "renderer/fleetkv",
 		"renderer/objdiff", "renderer/pipeline", "renderer/publish", "renderer/published", "renderer/reviewed",
-		"renderer/rollout", "renderer/rolloutstore", "renderer/sign", "renderer/status", "renderer/store", "renderer/verify", "ui"}
+		"renderer/rollout", "renderer/rolloutstore", "renderer/sign", "renderer/sitereport", "renderer/status", "renderer/store", "renderer/verify", "ui"}
 	for _, imp := range pkgs["cmd/solar"].imports {
 		assert.Contains(t, cli, imp, "cmd/solar imports %s: the CLI imports only %v", imp, cli)
 	}
@@ -94,7 +94,7 @@ func TestArchitecture(t *testing.T) {
 	}
 	// The verbs beside the line read back what it published: they link
 	// neither pipeline nor the stages that validate and resolve the input.
-	for _, p := range []string{"renderer/published", "renderer/reviewed", "renderer/rolloutstore", "renderer/status", "renderer/verify", "ui"} {
+	for _, p := range []string{"renderer/published", "renderer/reviewed", "renderer/rolloutstore", "renderer/sitereport", "renderer/status", "renderer/verify", "ui"} {
 		for _, d := range pkgs[p].deps {
 			assert.NotContains(t, []string{"renderer/pipeline", "renderer/validate", "renderer/resolve"}, d,
 				"%s links %s: the verbs beside the line read the store, not the line", p, d)

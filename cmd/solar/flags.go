@@ -88,6 +88,7 @@ type planFlags struct {
 	dryRun        bool
 	kubeconfig    string
 	noCredentials bool
+	reports       string
 	prune         bool
 	full          bool
 	changedOnly   bool
@@ -109,6 +110,7 @@ func (f *planFlags) registerPrune(cmd *cobra.Command, what string) {
 // registerResolve, and --no-credentials.
 func (f *planFlags) register(cmd *cobra.Command) {
 	f.registerResolve(cmd)
+	cmd.Flags().StringVar(&f.reports, "reports", "", reportsFlagHelp+" (the rollout gates)")
 	cmd.Flags().BoolVar(&f.noCredentials, "no-credentials", false, "render agent Releases without a token (a demo, an offline review); without it a Target whose agent credential is not issued fails")
 }
 
@@ -150,6 +152,9 @@ func (f *planFlags) options(g *globals, stdin io.Reader, paths []string) (pipeli
 	}
 	opts.Target, opts.StrictRegistryBindings, opts.Kubeconfig, opts.DryRun = f.target, f.strictRegs, f.kubeconfig, f.dryRun
 	opts.NoCredentials, opts.Prune, opts.Full = f.noCredentials, f.prune, f.full
+	if opts.ImportedReports, err = importedReports(f.reports); err != nil {
+		return opts, err
+	}
 	g.dryRun, g.changedOnly = f.dryRun, f.changedOnly
 	if err := f.selectFlags.apply(g, &opts); err != nil {
 		return opts, err

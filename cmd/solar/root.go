@@ -150,7 +150,9 @@ render and publish also work on the Targets of this namespace only`)
 		}
 		return namespaces, cobra.ShellCompDirectiveNoFileComp
 	})
-	root.AddCommand(newVetCmd(g), newRenderCmd(g), newPublishCmd(g), newStatusCmd(g), newBootstrapCmd(g), newCredentialsCmd(g), newVersionCmd(g), newFleetCmd(g), newGCCmd(g), newDiffCmd(g), newPushCmd(g), newExportCmd(g), newVerifyCmd(g), newControllerCmd(g), newRegistryCmd(g), newRolloutCmd(g), newUICmd(g), newArtifactsCmd(g))
+	root.AddCommand(newVetCmd(g), newRenderCmd(g), newPublishCmd(g), newStatusCmd(g), newBootstrapCmd(g), newCredentialsCmd(g), newVersionCmd(g),
+		newFleetCmd(g), newGCCmd(g), newDiffCmd(g), newPushCmd(g), newExportCmd(g), newExportReportsCmd(g), newImportReportsCmd(g),
+		newVerifyCmd(g), newControllerCmd(g), newRegistryCmd(g), newRolloutCmd(g), newUICmd(g), newArtifactsCmd(g))
 	return root
 }
 

@@ -31,6 +31,11 @@ is Failed (retries spent) or Degraded with no retry coming; Stale when its repor
 least that often, so it has stopped); Unknown when nothing was published
 for it or its agent has not reported.
 
+With --reports DIR, the folder solar import-reports keeps, a Target a site's
+report archive reports is compared with that report (its age judged at the
+time the archive left the site, the message saying so), any other with its
+TargetReport in the API server (--kubeconfig; without one, it has no report).
+
 --watch asks again every --interval while a Target is Progressing.
 --exit-code exits 0 when every Target converged, 2 while one is
 progressing, 1 when one failed, is stale or unknown: a CI job can wait for
@@ -40,7 +45,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 	var lf loadFlags
 	var sel selectFlags
 	var rf registryFlags
-	var out, target, kubeconfig string
+	var out, target, kubeconfig, reports string
 	var maxAge, interval time.Duration
 	var watch, exitCode bool
 	cmd := &cobra.Command{
@@ -57,8 +62,8 @@ func newStatusCmd(g *globals) *cobra.Command {
 			if err := rf.orOut(out); err != nil {
 				return err
 			}
-			if kubeconfig == "" {
-				return fmt.Errorf("--kubeconfig is required (or $KUBECONFIG): the SolAr API server the agents report to")
+			if kubeconfig == "" && reports == "" {
+				return fmt.Errorf("--kubeconfig is required (or $KUBECONFIG): the SolAr API server the agents report to; or --reports, the reports solar import-reports keeps")
 			}
 			opts, err := lf.options(g, cmd.InOrStdin(), args)
 			if err != nil {
@@ -81,6 +86,9 @@ func newStatusCmd(g *globals) *cobra.Command {
 			}
 			defer store.Close()
 			so := status.Options{Kubeconfig: kubeconfig, MaxAge: maxAge, WrapTransport: g.requestLog()}
+			if so.Imported, err = importedReports(reports); err != nil {
+				return err
+			}
 			code, err := status.Watch(cmd.Context(), targets, store.Store, so, watch, interval, g.printTargetStatus)
 			if err != nil {
 				return hint(err, rf.registry)
@@ -98,6 +106,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 	rf.registerClient(g, fl, "to compare with")
 	fl.StringVar(&target, "target", "", "the Target of this name only (with -n, of that namespace)")
 	fl.StringVar(&kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), requiredKubeconfig("the SolAr API server the agents report to"))
+	fl.StringVar(&reports, "reports", "", reportsFlagHelp)
 	fl.DurationVar(&maxAge, "max-age", status.DefaultMaxAge, "a report older than this is stale (solar-agent's --max-age)")
 	fl.BoolVar(&watch, "watch", false, "ask again every --interval while a Target is progressing")
 	fl.DurationVar(&interval, "interval", 5*time.Second, "time between two looks with --watch")

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -102,6 +103,11 @@ type CredentialOptions struct {
 	// offline review). Otherwise a Target whose agent credential is not
 	// issued fails: it keeps its previous bootstrap chart.
 	NoCredentials bool
+	// ImportedReports, when set, reads the TargetReports imported from
+	// sites' report archives (sitereport.Reports.Report): the rollout gates
+	// read a Target's report there first, then from the API server
+	// (status.Options.Imported).
+	ImportedReports func(ctx context.Context, ns, name string) (*unstructured.Unstructured, error)
 }
 
 // PublishOptions say how the charts are packaged and published.

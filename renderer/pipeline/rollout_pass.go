@@ -189,10 +189,11 @@ func (s storeAndOptions) health(ctx context.Context, doc *rolloutstore.Doc, targ
 	if len(started) == 0 || terminal(doc.Phase) {
 		return members, nil // nothing to judge: no report read
 	}
-	if s.opts.Kubeconfig == "" && s.opts.RESTConfig == nil {
-		return nil, errors.New("its admitted Targets' health is in their TargetReports: pass --kubeconfig, the SolAr API server the agents report to")
+	if s.opts.Kubeconfig == "" && s.opts.RESTConfig == nil && s.opts.ImportedReports == nil {
+		return nil, errors.New("its admitted Targets' health is in their TargetReports: pass --kubeconfig, the SolAr API server the agents report to (or --reports, those imported from a site)")
 	}
-	reports, err := status.Of(ctx, started, s.st, status.Options{Kubeconfig: s.opts.Kubeconfig, RESTConfig: s.opts.RESTConfig, WrapTransport: s.opts.WrapTransport})
+	reports, err := status.Of(ctx, started, s.st, status.Options{Kubeconfig: s.opts.Kubeconfig, RESTConfig: s.opts.RESTConfig,
+		WrapTransport: s.opts.WrapTransport, Imported: s.opts.ImportedReports})
 	if err != nil {
 		return nil, fmt.Errorf("reading the reports of its admitted Targets: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -67,6 +68,11 @@ type Options struct {
 	// (an informer's cache: solar ui); it answers a missing one with the
 	// API's NotFound error.
 	Report func(ctx context.Context, ns, name string) (*unstructured.Unstructured, error)
+	// Imported, when set, reads the TargetReports imported from sites'
+	// report archives (sitereport.Reports.Report): a Target it reports is
+	// read there, any other from the API server (Report, Kubeconfig or
+	// RESTConfig; with none of them, it has no report).
+	Imported func(ctx context.Context, ns, name string) (*unstructured.Unstructured, error)
 }
 
 // Target compares what was published for a Target with what its
@@ -80,6 +86,11 @@ type Target struct {
 	// LastReportTime and Age say when the agent last reported.
 	LastReportTime *time.Time `json:"lastReportTime,omitempty"`
 	Age            string     `json:"age,omitempty"`
+	// Site and ExportedAt, for a report imported from a site's report
+	// archive (solar import-reports), name the site and when the archive
+	// left it: the report's age (and so Stale) is judged at that time.
+	Site       string     `json:"site,omitempty"`
+	ExportedAt *time.Time `json:"exportedAt,omitempty"`
 	// Message says why the state is not Converged.
 	Message  string    `json:"message,omitempty"`
 	Releases []Release `json:"releases"`
@@ -112,7 +123,7 @@ type Release struct {
 // newest bootstrap chart in store (its release chart versions) with the
 // Target's TargetReport in the API server.
 func Of(ctx context.Context, targets []load.ID, store store.Store, so Options) ([]Target, error) {
-	if so.Report == nil {
+	if so.Report == nil && (so.Kubeconfig != "" || so.RESTConfig != nil || so.Imported == nil) {
 		cfg := so.RESTConfig
 		if cfg == nil {
 			var err error
@@ -129,6 +140,7 @@ func Of(ctx context.Context, targets []load.ID, store store.Store, so Options) (
 			return dyn.Resource(kube.TargetReportGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 		}
 	}
+	so.Report = importedFirst(so.Imported, so.Report)
 	if so.MaxAge == 0 {
 		so.MaxAge = DefaultMaxAge
 	}
@@ -163,7 +175,14 @@ func targetStatus(ctx context.Context, t load.ID, digests *chartDigests, so Opti
 	if err != nil {
 		return st, fmt.Errorf("reading the TargetReport of %s/%s: %w", t.Namespace, t.Name, err)
 	}
+	if err := viaArchive(&st, u, &so); err != nil {
+		return st, fmt.Errorf("the TargetReport of %s/%s: %w", t.Namespace, t.Name, err)
+	}
 	compare(&st, targetreport.Decode(u.Object), so)
+	if st.Site != "" {
+		note := fmt.Sprintf("reported via the archive of site %s, exported at %s", st.Site, st.ExportedAt.Format(time.RFC3339))
+		st.Message = strings.Join(slices.DeleteFunc([]string{note, st.Message}, func(s string) bool { return s == "" }), "; ")
+	}
 	return st, nil
 }
 
