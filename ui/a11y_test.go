@@ -40,12 +40,12 @@ type focused struct {
 }
 
 // TestPagesAccessible (issue 51): on a 360 px wide screen, in a real
-// Chromium, the overview, a Target and a rollout page scroll only inside
-// their tables (never the page sideways); every text has a contrast of 4.5:1
-// to its background (3:1 when large), every coloured state says its state
-// in words, every control has a name; and the keyboard alone reaches every
-// link and button of the rollout page, in order, each with a visible focus
-// ring of 3:1 to what is behind it.
+// Chromium, the overview, a namespace, a Target and a rollout page scroll
+// only inside their tables (never the page sideways); every text has a
+// contrast of 4.5:1 to its background (3:1 when large), every coloured
+// state says its state in words, every control has a name; and the
+// keyboard alone reaches every link and button of the rollout page, in
+// order, each with a visible focus ring of 3:1 to what is behind it.
 func TestPagesAccessible(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: runs a real API server, an OpenID provider and Chromium")
@@ -61,7 +61,8 @@ func TestPagesAccessible(t *testing.T) {
 	b.Do(t, chromedp.EmulateViewport(360, 740), chromedp.Navigate(e.http.URL+"/"), browser.OIDCLogin("alice", "alice-password"),
 		chromedp.WaitVisible(chromedp.CSS(`a[href="/targets/alpha/alpha-edge"]`)))
 
-	for name, page := range map[string]string{"overview": "/", "target": "/targets/alpha/alpha-edge", "rollout": "/rollouts/alpha/web"} {
+	for name, page := range map[string]string{"overview": "/", "namespace": "/namespaces/alpha", "target": "/targets/alpha/alpha-edge",
+		"rollout": "/rollouts/alpha/web"} {
 		b.Do(t, chromedp.Navigate(e.http.URL+page), chromedp.WaitVisible(chromedp.CSS(`main h1`)))
 		problems := browser.Run(t, b, chromedp.Evaluate[[]string](auditJS))
 		assert.Empty(t, problems, "%s", page)
