@@ -67,6 +67,10 @@ func TestApproveNamesAWave(t *testing.T) {
 	body = page(func(b string) bool { return strings.Contains(b, button) })
 	require.Contains(t, body, button, "the approve button names the wave")
 	assert.Contains(t, body, "Wave canary passed and asks for an approval; wave rest starts once it is approved")
+	// The waves table: each wave's state and its policy (defaults where
+	// the spec says nothing).
+	assert.Regexp(t, `<tr><td>canary</td><td>1</td><td>[0-9-]+ [0-9:]+Z</td><td>[0-9-]+ [0-9:]+Z</td><td>100 %</td><td>0 %</td><td>10m</td><td>approval</td></tr>`, body)
+	assert.Contains(t, body, `<tr><td>rest</td><td>0</td><td>not yet</td><td>not yet</td><td>100 %</td><td>0 %</td><td>10m</td><td>-</td></tr>`)
 
 	before, err := rolloutstore.Read(ctx, st, "alpha", "web")
 	require.NoError(t, err)
@@ -90,4 +94,5 @@ func TestApproveNamesAWave(t *testing.T) {
 	_, body, _ = e.do(t, alice, "GET", "/rollouts/alpha/web", nil)
 	assert.NotContains(t, body, "approve wave canary", "approved: it waits no more")
 	assert.Contains(t, body, "No wave waits for an approval")
+	assert.Contains(t, body, "<td>approval (approved)</td>")
 }

@@ -124,12 +124,14 @@ func (s *Server) handleRollout(w http.ResponseWriter, r *http.Request, se *sessi
 	if s.access.allowed(r.Context(), se, "update", rolloutResource(id.Name), id.Namespace, id.Name) {
 		can = verbs
 	}
+	sp := s.waveSpecs(id)
 	s.render(w, "rollout", struct {
 		page
 		Rollout   *rolloutstore.Doc
 		Verbs     []string
 		Approvals []approval
-	}{page{"Rollout " + id.Namespace + "/" + id.Name, se.User, se.CSRF}, doc, can, awaiting(doc, s.approvalWaves(id))})
+		Waves     []waveRow
+	}{page{"Rollout " + id.Namespace + "/" + id.Name, se.User, se.CSRF}, doc, can, awaiting(doc, sp), waveRows(doc, sp)})
 }
 
 // handleRolloutVerb writes an operator's verb into a rollout's state, as
@@ -158,7 +160,7 @@ func (s *Server) handleRolloutVerb(w http.ResponseWriter, r *http.Request, se *s
 		return
 	}
 	wave := r.PostFormValue("wave")
-	if msg := approveWave(shown, s.approvalWaves(id), wave); verb == rolloutstore.Approve && msg != "" {
+	if msg := approveWave(shown, s.waveSpecs(id), wave); verb == rolloutstore.Approve && msg != "" {
 		http.Error(w, msg, http.StatusBadRequest)
 		return
 	}
