@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/solar-pipeline/solar/internal/testkit/browser"
-	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 )
 
 // audit.js checks what the issue asks of every page (accessible: keyboard,
@@ -50,13 +49,8 @@ func TestPagesAccessible(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: runs a real API server, an OpenID provider and Chromium")
 	}
-	op := testenv.StartOIDC(t)
-	op.AddUser(t, "alice", "alice-password", "operators")
-	e := startUI(t, func(callback string) *OIDCOptions {
-		id, secret := op.AddClient(t, callback)
-		return &OIDCOptions{Issuer: op.Issuer, ClientID: id, ClientSecret: secret, RedirectURL: callback, HTTPClient: op.HTTPClient(),
-			UsernameClaim: "preferred_username", UsernamePrefix: "-"}
-	})
+	op, login := aliceOIDC(t)
+	e := startUI(t, login)
 	b := browser.Start(t, op.Certificate(), e.http.Certificate())
 	b.Do(t, chromedp.EmulateViewport(360, 740), chromedp.Navigate(e.http.URL+"/"), browser.OIDCLogin("alice", "alice-password"),
 		chromedp.WaitVisible(chromedp.CSS(`a[href="/targets/alpha/alpha-edge"]`)))

@@ -26,13 +26,8 @@ func TestBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: runs a real API server, an OpenID provider and Chromium")
 	}
-	op := testenv.StartOIDC(t)
-	op.AddUser(t, "alice", "alice-password", "operators")
-	e := startUI(t, func(callback string) *OIDCOptions {
-		id, secret := op.AddClient(t, callback)
-		return &OIDCOptions{Issuer: op.Issuer, ClientID: id, ClientSecret: secret, RedirectURL: callback, HTTPClient: op.HTTPClient(),
-			UsernameClaim: "preferred_username", UsernamePrefix: "-"}
-	})
+	op, login := aliceOIDC(t)
+	e := startUI(t, login)
 	b := browser.Start(t, op.Certificate(), e.http.Certificate())
 
 	b.Do(t, chromedp.Navigate(e.http.URL+"/"), browser.OIDCLogin("alice", "alice-password"),
@@ -72,4 +67,18 @@ func TestBrowser(t *testing.T) {
 	doc, err := rolloutstore.Read(context.Background(), e.server.opts.Store, "alpha", "web")
 	require.NoError(t, err)
 	assert.True(t, doc.Paused, "the button paused it")
+}
+
+// aliceOIDC starts the test OpenID Provider with user alice (password
+// alice-password) and returns it and the UI's login at it, given the UI's
+// callback (startUI's login), naming users by preferred_username.
+func aliceOIDC(t *testing.T) (*testenv.OIDC, func(callback string) *OIDCOptions) {
+	t.Helper()
+	op := testenv.StartOIDC(t)
+	op.AddUser(t, "alice", "alice-password", "operators")
+	return op, func(callback string) *OIDCOptions {
+		id, secret := op.AddClient(t, callback)
+		return &OIDCOptions{Issuer: op.Issuer, ClientID: id, ClientSecret: secret, RedirectURL: callback, HTTPClient: op.HTTPClient(),
+			UsernameClaim: "preferred_username", UsernamePrefix: "-"}
+	}
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/solar-pipeline/solar/internal/testkit/browser"
-	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 )
 
 // TestFleetBrowser (issue 51): in a real headless Chromium, alice's fleet
@@ -22,13 +21,8 @@ func TestFleetBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: runs a real API server, nats-server, an OpenID provider and Chromium")
 	}
-	op := testenv.StartOIDC(t)
-	op.AddUser(t, "alice", "alice-password", "operators")
-	e := startFleetUI(t, func(callback string) *OIDCOptions {
-		id, secret := op.AddClient(t, callback)
-		return &OIDCOptions{Issuer: op.Issuer, ClientID: id, ClientSecret: secret, RedirectURL: callback, HTTPClient: op.HTTPClient(),
-			UsernameClaim: "preferred_username", UsernamePrefix: "-"}
-	})
+	op, login := aliceOIDC(t)
+	e := startFleetUI(t, login)
 	b := browser.Start(t, op.Certificate(), e.http.Certificate())
 	live := func() {
 		require.Eventually(t, func() bool { return b.TextNow(`#live`) == "Live updates: on" }, 20*time.Second, 100*time.Millisecond,
