@@ -91,7 +91,9 @@ func (f *fleet) startCallout(t testing.TB) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	f.stopSvc, f.served = cancel, make(chan error, 1)
-	go func() { f.served <- callout.Serve(ctx, nc, f.svc, 4); nc.Close() }()
+	// Closed before stopCallout returns: a subscription left on the server
+	// would still take a device's request.
+	go func() { err := callout.Serve(ctx, nc, f.svc, 4); nc.Close(); f.served <- err }()
 	t.Cleanup(f.stopCallout)
 	// Serve subscribes in its goroutine: wait until the subscription is on
 	// the connection, then for a round trip after it, so that the server

@@ -1,6 +1,7 @@
 package callout_test
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/solar-pipeline/solar/callout"
+	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 )
 
 // TestKeyRotation: the provider rotates its key; tokens of the new key are
@@ -138,5 +140,28 @@ func TestIssuerDown(t *testing.T) {
 	time.Sleep(150 * time.Millisecond)
 	if _, err := f.connect(t, "A", token, nil); err != nil {
 		t.Fatalf("issuer back, device refused: %v", err)
+	}
+}
+
+// TestAbandonedDiscoveryRefusesNoOne: a token verified under a context that
+// already ended (a request given up, the callout stopping) fails, but the
+// discovery it could not finish is not held against the issuer: the next
+// token, at once, is verified (it was refused for MinRefetch, "failed
+// moments ago": TestCalloutDown, now and then).
+func TestAbandonedDiscoveryRefusesNoOne(t *testing.T) {
+	op := testenv.StartOIDC(t)
+	v := callout.NewVerifier(callout.Issuer{URL: op.Issuer, Audience: op.Audience, HTTPClient: op.HTTPClient(), MinRefetch: time.Hour})
+	token := op.Token(t, op.AddDevice(t, "A"))
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := v.Verify(gone, token); err == nil {
+		t.Fatal("verified under a context that ended")
+	}
+	id, err := v.Verify(context.Background(), token)
+	if err != nil {
+		t.Fatalf("the next token refused: %v", err)
+	}
+	if id.DeviceID != "A" {
+		t.Fatalf("device %q, want A", id.DeviceID)
 	}
 }

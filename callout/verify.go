@@ -147,7 +147,15 @@ func (v *Verifier) oidcVerifier(ctx context.Context) (*oidc.IDTokenVerifier, err
 	}
 	// From the end: the tokens queued on v.mu behind a slow discovery that
 	// failed are refused at once, not each after a discovery of its own.
-	defer func() { v.tried = time.Now() }()
+	// A discovery the caller gave up on (its context ended: a request
+	// abandoned, the callout stopping) says nothing of the issuer and
+	// refuses no one after it.
+	caller := ctx
+	defer func() {
+		if caller.Err() == nil {
+			v.tried = time.Now()
+		}
+	}()
 	ctx, cancel := context.WithTimeout(oidc.ClientContext(ctx, v.is.HTTPClient), 10*time.Second)
 	defer cancel()
 	p, err := oidc.NewProvider(ctx, v.is.URL)
