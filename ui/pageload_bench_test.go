@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -22,7 +21,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/yaml"
 
 	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/internal/testkit/browser"
@@ -136,7 +134,7 @@ func startPageLoadUI(b *testing.B, n int) *pageLoadEnv {
 	start := time.Now()
 	fleetFill(b, a, dir, n)
 	b.Logf("targets=%d: published the charts and created the Targets and TargetReports in %s", n, time.Since(start).Round(time.Millisecond))
-	clusterGrant(b, a, "solar-ui", uiAccountRules(b), uiAccount)
+	clusterGrant(b, a, "solar-ui", uiRules(b), uiAccount)
 	clusterGrant(b, a, "alice", []rbacv1.PolicyRule{{APIGroups: []string{api.Group},
 		Resources: []string{"targets", "targetreports", "rollouts"}, Verbs: []string{"get"}}}, "alice")
 
@@ -296,23 +294,6 @@ func median(loads []navTiming, f func(navTiming) float64) float64 {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// uiAccountRules are config/ui/rbac.yaml's ClusterRole's rules (uiRules,
-// for a benchmark).
-func uiAccountRules(tb testing.TB) []rbacv1.PolicyRule {
-	tb.Helper()
-	raw, err := os.ReadFile(filepath.Join(testenv.Root(tb), "config", "ui", "rbac.yaml"))
-	require.NoError(tb, err)
-	for _, doc := range strings.Split(string(raw), "\n---\n") {
-		var role rbacv1.ClusterRole
-		require.NoError(tb, yaml.Unmarshal([]byte(doc), &role))
-		if role.Kind == "ClusterRole" {
-			return role.Rules
-		}
-	}
-	tb.Fatal("config/ui/rbac.yaml has no ClusterRole")
-	return nil
-}
 
 // clusterGrant gives user rules in every namespace.
 func clusterGrant(tb testing.TB, a *testenv.APIServer, name string, rules []rbacv1.PolicyRule, user string) {

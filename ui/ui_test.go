@@ -39,7 +39,7 @@ const uiAccount = "system:serviceaccount:solar-system:solar-ui"
 // uiRules are what the UI's own account holds, as config/ui/rbac.yaml
 // gives them: the watch of what the pages show, and the questions it asks
 // of RBAC. No Secret, no write.
-func uiRules(t *testing.T) []rbacv1.PolicyRule {
+func uiRules(t testing.TB) []rbacv1.PolicyRule {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(testenv.Root(t), "config", "ui", "rbac.yaml"))
 	require.NoError(t, err)
