@@ -81,20 +81,25 @@ func (s *APIServer) run(t testing.TB) {
 	// etcd runs in the script's process group: stop kills both.
 	logs, stop := start(t, cmd)
 	s.stop = stop
-	waitUntil(t, "the API server", 60*time.Second, logs, func() bool {
+	// Under the load of parallel test packages on two cores the API server
+	// has been seen to take over a minute to report ready: a failure says
+	// which of its checks was late (/readyz?verbose).
+	waitUntilSaying(t, "the API server", 2*time.Minute, logs, func() (bool, string) {
 		if _, err := os.Stat(s.CAFile); err != nil {
-			return false
+			return false, "no CA file yet"
 		}
 		cfg, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
 		require.NoError(t, err)
 		client, err := kubernetes.NewForConfig(cfg)
 		require.NoError(t, err)
-		body, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(context.Background())
-		if err != nil || string(body) != "ok" {
-			return false
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		body, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").Param("verbose", "true").DoRaw(ctx)
+		if err != nil {
+			return false, fmt.Sprintf("%v: %s", err, body)
 		}
 		s.Config, s.Client = cfg, client
-		return true
+		return true, ""
 	})
 }
 

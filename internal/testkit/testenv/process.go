@@ -49,10 +49,21 @@ func start(t testing.TB, cmd *exec.Cmd) (logs *LockedBuffer, stop func()) {
 // test with the service's output.
 func waitUntil(t testing.TB, what string, timeout time.Duration, logs *LockedBuffer, ready func() bool) {
 	t.Helper()
+	waitUntilSaying(t, what, timeout, logs, func() (bool, string) { return ready(), "" })
+}
+
+// waitUntilSaying is waitUntil with a ready check that says why it is not
+// ready yet: its last answer is in the failure, beside the output.
+func waitUntilSaying(t testing.TB, what string, timeout time.Duration, logs *LockedBuffer, ready func() (bool, string)) {
+	t.Helper()
 	deadline := time.Now().Add(timeout)
-	for !ready() {
+	for {
+		ok, why := ready()
+		if ok {
+			return
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s was not ready within %s; its output:\n%s", what, timeout, logs.String())
+			t.Fatalf("%s was not ready within %s (last check: %s); its output:\n%s", what, timeout, why, logs.String())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
