@@ -59,6 +59,29 @@ func TestControllerAdvancesARollout(t *testing.T) {
 func (e *env) reportRunning(t *testing.T, name string, b bootstrap, phase targetreport.Phase, message string) {
 	t.Helper()
 	ctx := context.Background()
+	raw, err := json.Marshal(e.runningSpec(t, b, phase, message))
+	require.NoError(t, err)
+	var obj map[string]any
+	require.NoError(t, json.Unmarshal(raw, &obj))
+	reports := e.dyn.Resource(kube.TargetReportGVR).Namespace("beta")
+	u, err := reports.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		u = &unstructured.Unstructured{Object: map[string]any{"apiVersion": api.APIVersion, "kind": api.KindTargetReport,
+			"metadata": map[string]any{"name": name, "namespace": "beta"}, "spec": obj}}
+		_, err = reports.Create(ctx, u, metav1.CreateOptions{})
+	} else {
+		u.Object["spec"] = obj
+		_, err = reports.Update(ctx, u, metav1.UpdateOptions{})
+	}
+	require.NoError(t, err)
+}
+
+// runningSpec is the TargetReport spec of a Target of beta whose releases
+// are at the release charts its bootstrap chart b names, in phase (with
+// message).
+func (e *env) runningSpec(t *testing.T, b bootstrap, phase targetreport.Phase, message string) targetreport.Spec {
+	t.Helper()
+	ctx := context.Background()
 	remote, err := store.NewRemote(e.registryOptions())
 	require.NoError(t, err)
 	repo, err := remote.Repository(ctx, b.Repository)
@@ -75,21 +98,7 @@ func (e *env) reportRunning(t *testing.T, name string, b bootstrap, phase target
 		}
 		spec.Releases = append(spec.Releases, r)
 	}
-	raw, err := json.Marshal(spec)
-	require.NoError(t, err)
-	var obj map[string]any
-	require.NoError(t, json.Unmarshal(raw, &obj))
-	reports := e.dyn.Resource(kube.TargetReportGVR).Namespace("beta")
-	u, err := reports.Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		u = &unstructured.Unstructured{Object: map[string]any{"apiVersion": api.APIVersion, "kind": api.KindTargetReport,
-			"metadata": map[string]any{"name": name, "namespace": "beta"}, "spec": obj}}
-		_, err = reports.Create(ctx, u, metav1.CreateOptions{})
-	} else {
-		u.Object["spec"] = obj
-		_, err = reports.Update(ctx, u, metav1.UpdateOptions{})
-	}
-	require.NoError(t, err)
+	return spec
 }
 
 // changeUnderRollout creates Rollout beta/devices (one canary, the rest;
@@ -147,13 +156,17 @@ func TestControllerRollsBackAFailedCanary(t *testing.T) {
 // startRolloutController runs a controller (polling rollouts every second)
 // on the examples until every Target is Ready, then changes beta under a
 // Rollout (changeUnderRollout): the env and the bootstrap charts before.
-func startRolloutController(t *testing.T, onFailure string) (*env, map[[2]string]bootstrap) {
+// edit, when given, changes the controller's options before it starts.
+func startRolloutController(t *testing.T, onFailure string, edit ...func(*Options)) (*env, map[[2]string]bootstrap) {
 	if testing.Short() {
 		t.Skip("-short: runs a real etcd, kube-apiserver and registry")
 	}
 	e := startEnv(t)
 	opts := e.options(t)
 	opts.RolloutPoll = time.Second
+	for _, f := range edit {
+		f(&opts)
+	}
 	start(t, opts)
 	before := e.waitReady(t, 2*time.Minute)
 	e.changeUnderRollout(t, onFailure)

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/solar-pipeline/solar/controller"
+	"github.com/solar-pipeline/solar/renderer/sitereport"
 )
 
 // controllerFlags are solar controller's own flags.
@@ -71,6 +72,10 @@ func (f *controllerFlags) options() (controller.Options, error) {
 	return o, nil
 }
 
+// importedReportsInterval is how often the controller looks whether an
+// import changed the folder of --reports.
+const importedReportsInterval = 10 * time.Second
+
 func newControllerCmd(g *globals) *cobra.Command {
 	var f planFlags
 	var rf registryFlags
@@ -93,6 +98,14 @@ func newControllerCmd(g *globals) *cobra.Command {
 				return err
 			}
 			opts.Pipeline.Progress = nil
+			if f.reports != "" {
+				// Imports while it runs are read at the next look, not at start only.
+				live, err := sitereport.NewLive(f.reports, importedReportsInterval)
+				if err != nil {
+					return err
+				}
+				opts.Pipeline.ImportedReports = live.Report
+			}
 			if opts.Pipeline.SigningKey, err = sf.key(g); err != nil {
 				return err
 			}
@@ -114,6 +127,7 @@ func newControllerCmd(g *globals) *cobra.Command {
 	f.registerResolve(cmd)
 	_ = cmd.Flags().MarkHidden("target")
 	_ = cmd.Flags().MarkHidden("dry-run")
+	cmd.Flags().StringVar(&f.reports, "reports", "", reportsFlagHelp+" (the rollout gates; read again when an import changed it)")
 	f.registerPrune(cmd, "for every orphan (the bootstrap repository of a Target deleted from the API server), push a version without releases: Flux then uninstalls them")
 	rf.registerClient(g, cmd.Flags(), "to push to")
 	sf.register(cmd.Flags())
@@ -183,6 +197,11 @@ With --nats (or $NATS_URL) it is the fleet's pass too: it watches Devices,
 DeviceUpgrades and the devices' states in the bucket, and applies a
 namespace's DeviceUpgrades as solar fleet apply -n NS would whenever one of
 them changes, so a rollout's next wave starts as soon as the states allow.
+
+With --reports DIR, the folder solar import-reports imports air-gapped sites'
+report archives into, the rollout gates read a Target a site reported there
+(any other from the API server), and an import while the controller runs is
+read within 10 seconds (docs/airgap-reports.md).
 It needs the RBAC of config/controller/ and, in each namespace whose Targets
 it serves, a RoleBinding to ClusterRole solar-controller-tenant; elsewhere it
 reads no Secret and mints no token (docs/controller.md).`
