@@ -26,7 +26,7 @@ func modelServer(tb testing.TB, n, perNS int, state func(i int) string) (*Server
 	allow.PrependReactor("create", "subjectaccessreviews", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, &authorizationv1.SubjectAccessReview{Status: authorizationv1.SubjectAccessReviewStatus{Allowed: true}}, nil
 	})
-	s := &Server{opts: Options{Log: slog.New(slog.DiscardHandler), Now: time.Now}, model: newModel(nil, nil, time.Hour, nil),
+	s := &Server{opts: Options{Log: slog.New(slog.DiscardHandler), Now: time.Now}, model: newModel(nil, nil, time.Hour, nil, nil),
 		access: newAccess(allow, time.Hour, time.Now), sessions: newSessions(time.Hour, time.Now), ready: make(chan struct{})}
 	s.fleet = newFleetView(nil, nil, s.model, s.opts.Log) // no fleet: its informers never start
 	at := time.Now()

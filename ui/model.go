@@ -50,6 +50,8 @@ type model struct {
 	// more are the rollouts that have no Rollout object: the
 	// DeviceUpgrades' (fleetView.rollouts).
 	more func() []load.ID
+	// imported reads the reports imported from sites (nil: none).
+	imported func(ctx context.Context, ns, name string) (*unstructured.Unstructured, error)
 }
 
 // change is what a browser is told: a Target's new status, or a rollout's
@@ -60,8 +62,9 @@ type change struct {
 	Device  *deviceChange     `json:"device,omitempty"`
 }
 
-func newModel(dyn dynamic.Interface, st store.Store, interval time.Duration, log *slog.Logger) *model {
-	return &model{dyn: dyn, store: st, interval: interval, log: log, targets: map[load.ID]status.Target{},
+func newModel(dyn dynamic.Interface, st store.Store, interval time.Duration, log *slog.Logger,
+	imported func(context.Context, string, string) (*unstructured.Unstructured, error)) *model {
+	return &model{dyn: dyn, store: st, interval: interval, log: log, imported: imported, targets: map[load.ID]status.Target{},
 		rollouts: map[load.ID]*rolloutstore.Doc{}, subs: map[chan change]struct{}{}, dirty: make(chan load.ID, 1024)}
 }
 
@@ -176,7 +179,7 @@ func (m *model) update(ctx context.Context, targets cache.GenericLister, id load
 		m.mu.Unlock()
 		return
 	}
-	st, err := status.Of(ctx, []load.ID{id}, m.store, status.Options{Report: m.report})
+	st, err := status.Of(ctx, []load.ID{id}, m.store, status.Options{Report: m.report, Imported: m.imported})
 	t := status.Target{Namespace: id.Namespace, Name: id.Name, State: status.Unknown, Releases: []status.Release{}}
 	switch {
 	case err != nil:

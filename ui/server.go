@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -53,6 +54,12 @@ type Options struct {
 	// VerifyKeys are the public keys the Target page's signature check
 	// trusts (solar ui --verify-key); none: the page says no key was given.
 	VerifyKeys []VerifyKey
+
+	// ImportedReports, when set, reads the TargetReports imported from
+	// air-gapped sites' report archives (sitereport.Live.Report): a Target
+	// one reports is shown from there (status.Options.Imported), marked
+	// with its site; an import is seen at the next refresh.
+	ImportedReports func(ctx context.Context, ns, name string) (*unstructured.Unstructured, error)
 }
 
 // Server serves the pages; Run starts its watch.
@@ -104,7 +111,7 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{opts: opts, model: newModel(dyn, opts.Store, opts.Refresh, opts.Log),
+	s := &Server{opts: opts, model: newModel(dyn, opts.Store, opts.Refresh, opts.Log, opts.ImportedReports),
 		access:   newAccess(kc, opts.AccessTTL, opts.Now),
 		sessions: newSessions(opts.SessionTTL, opts.Now), sigs: sigs, ready: make(chan struct{})}
 	s.fleet = newFleetView(dyn, opts.Fleet, s.model, opts.Log)

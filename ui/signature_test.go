@@ -71,8 +71,16 @@ func publishSigned(t *testing.T, k *sign.Key) *store.Layout {
 // alpha).
 func startSigUI(t *testing.T, e *uiEnv, st store.Store, keys []VerifyKey) (*Server, *http.Cookie) {
 	t.Helper()
-	s, err := New(Options{Config: e.server.opts.Config, Store: st, Refresh: time.Hour, VerifyKeys: keys,
-		Log: slog.New(slog.NewTextHandler(testLog{t}, nil))})
+	return startUIOn(t, e, Options{Store: st, Refresh: time.Hour, VerifyKeys: keys})
+}
+
+// startUIOn starts another UI with opts on e's API server (as the UI's
+// account, logging to the test) and returns it with a session of alice
+// (who may read alpha).
+func startUIOn(t *testing.T, e *uiEnv, opts Options) (*Server, *http.Cookie) {
+	t.Helper()
+	opts.Config, opts.Log = e.server.opts.Config, slog.New(slog.NewTextHandler(testLog{t}, nil))
+	s, err := New(opts)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/solar-pipeline/solar/renderer/fleetkv"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
+	"github.com/solar-pipeline/solar/renderer/sitereport"
 	"github.com/solar-pipeline/solar/ui"
 )
 
@@ -47,7 +48,11 @@ decides with the keys bootstrap-manifests --verify-key gave it.
 
 It serves HTTPS with --tls-cert and --tls-key; without them plain HTTP on a
 loopback address only (the session cookie is Secure: put a TLS proxy in
-front elsewhere).`
+front elsewhere).
+
+With --reports DIR (solar import-reports' folder), a Target an air-gapped
+site's imported archive reports is shown from there, marked with the site
+and when its archive left it; an import is seen at the next refresh.`
 
 // uiFlags are solar ui's own flags.
 type uiFlags struct {
@@ -58,6 +63,7 @@ type uiFlags struct {
 	usernamePrefix, groupsPrefix        string
 	refresh                             time.Duration
 	verifyKeys                          []string
+	reports                             string
 	// nats is the fleet's bucket, named as solar fleet status names it.
 	nats natsFlags
 }
@@ -78,6 +84,7 @@ func (f *uiFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.groupsClaim, "oidc-groups-claim", "groups", "ID token claim naming the user's groups, as the API server's --oidc-groups-claim")
 	fl.StringVar(&f.groupsPrefix, "oidc-groups-prefix", "", "prefix of the groups, as the API server's --oidc-groups-prefix")
 	fl.DurationVar(&f.refresh, "refresh", 30*time.Second, "how often every status and rollout is read again from the registry")
+	fl.StringVar(&f.reports, "reports", "", reportsFlagHelp+" (read again when an import changed it, at the next refresh)")
 	fl.StringArrayVar(&f.verifyKeys, "verify-key", nil, "public key (PEM) the Target page checks the charts' signatures with, as Flux does with bootstrap-manifests --verify-key; repeatable, for a key rotation")
 	f.nats.register(fl)
 }
@@ -175,8 +182,16 @@ func runUI(cmd *cobra.Command, g *globals, f *uiFlags, rf *registryFlags) error 
 	if err != nil {
 		return err
 	}
-	s, err := ui.New(ui.Options{Config: cfg, Store: remote.Store, OIDC: login, Refresh: f.refresh, Settle: pipeline.DefaultSettle,
-		Fleet: f.fleet(g), VerifyKeys: keys, Log: g.log})
+	opts := ui.Options{Config: cfg, Store: remote.Store, OIDC: login, Refresh: f.refresh, Settle: pipeline.DefaultSettle,
+		Fleet: f.fleet(g), VerifyKeys: keys, Log: g.log}
+	if f.reports != "" {
+		live, err := sitereport.NewLive(f.reports, f.refresh)
+		if err != nil {
+			return err
+		}
+		opts.ImportedReports = live.Report
+	}
+	s, err := ui.New(opts)
 	if err != nil {
 		return err
 	}
