@@ -8,7 +8,9 @@
 // registries' "library/nginx" stay apart and a container runtime's mirror
 // of HOST (containerd's hosts.toml, override_path) maps one prefix per
 // source registry. Tags and digests are kept; nothing inside an artifact
-// is rewritten.
+// is rewritten. A source host's port is kept as "_PORT" (a repository path
+// holds no ':', and a DNS name no '_', so no two hosts meet):
+// registry.corp:5000/app is BASE/registry.corp_5000/app.
 package mirror
 
 import (
@@ -35,6 +37,7 @@ func Repository(base, ref string) (string, error) {
 	if host == name.DefaultRegistry {
 		host = dockerHub
 	}
+	host = strings.ReplaceAll(strings.ToLower(host), ":", "_")
 	base = strings.TrimSuffix(strings.TrimPrefix(base, "oci://"), "/")
 	if base == "" {
 		return "", fmt.Errorf("relocating %q: no site registry given", ref)
