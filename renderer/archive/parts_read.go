@@ -16,8 +16,10 @@ import (
 	"syscall"
 )
 
-// maxList bounds the list of a split archive: a line is about 80 bytes.
-const maxList = 1 << 20
+// maxList bounds the list of a split archive: a line is at most 322 bytes
+// (a name of 255), and the parts of MinPartSize of the largest archive push
+// reads (DefaultLimits: 8 GiB and some) are about 135,000 lines.
+const maxList = 64 << 20
 
 // partSet is the list of a split archive read: its parts in order, each
 // with the sha256 (hex) the list gives, and the whole's.
