@@ -80,7 +80,7 @@ func partName(base string, i, n int) string {
 
 // WriteParts writes a split archive of the archive file name: write writes
 // the whole into a file of a private folder beside name (0700, locked),
-// which is cut into parts of at most size bytes (files 0600: the archive
+// which is cut (from its end, see cut) into parts of at most size bytes (files 0600: the archive
 // holds agent tokens) and listed in name.sha256, all in that folder; then
 // the parts, and the list last, are renamed beside name, and parts of an
 // earlier set of that name that the new list does not name are removed (a
@@ -171,34 +171,44 @@ func partNumber(base, name string) (int, bool) {
 }
 
 // cut cuts the file whole into parts of at most size bytes beside it, and
-// returns them (Name: base names) and the whole's sha256 (hex).
+// returns them (Name: base names) and the whole's sha256 (hex). It cuts from
+// the end, truncating whole after each part: the disk holds the archive and
+// one part more at most, not the archive twice.
 func cut(ctx context.Context, whole string, size int64) ([]Part, string, error) {
-	f, err := os.Open(whole)
+	f, err := os.OpenFile(whole, os.O_RDWR, 0)
 	if err != nil {
 		return nil, "", err
 	}
 	defer f.Close()
-	info, err := f.Stat()
+	all := sha256.New()
+	total, err := io.Copy(all, f)
 	if err != nil {
 		return nil, "", err
 	}
-	n := int((info.Size() + size - 1) / size)
-	all := sha256.New()
-	var parts []Part
-	for i := 1; i <= n; i++ {
+	if total == 0 {
+		return nil, "", fmt.Errorf("%s is empty", whole)
+	}
+	n := int((total + size - 1) / size)
+	parts := make([]Part, n)
+	for i := n; i >= 1; i-- {
 		if err := ctx.Err(); err != nil {
 			return nil, "", err
 		}
+		start := int64(i-1) * size
 		p := Part{Name: partName(filepath.Base(whole), i, n)}
 		h := sha256.New()
-		if p.Size, err = writeSynced(filepath.Join(filepath.Dir(whole), p.Name), io.TeeReader(io.LimitReader(f, size), io.MultiWriter(h, all))); err != nil {
+		p.Size, err = writeSynced(filepath.Join(filepath.Dir(whole), p.Name), io.TeeReader(io.NewSectionReader(f, start, size), h))
+		if err == nil && p.Size != min(size, total-start) {
+			err = fmt.Errorf("%s changed while it was cut", whole)
+		}
+		if err == nil {
+			err = f.Truncate(start)
+		}
+		if err != nil {
 			return nil, "", err
 		}
-		if p.Size == 0 || (i < n && p.Size != size) {
-			return nil, "", fmt.Errorf("%s changed while it was cut", whole)
-		}
 		p.SHA256 = "sha256:" + hex.EncodeToString(h.Sum(nil))
-		parts = append(parts, p)
+		parts[i-1] = p
 	}
 	return parts, hex.EncodeToString(all.Sum(nil)), nil
 }

@@ -149,6 +149,26 @@ func TestSplitReplacesAndLeavesNothing(t *testing.T) {
 	assert.Empty(t, names(t, filepath.Dir(fresh)))
 }
 
+// TestSplitSizes: a whole of exactly two parts' size is two full parts; of
+// one byte more, three, the last of one byte; an empty one is an error.
+func TestSplitSizes(t *testing.T) {
+	for size, want := range map[int64][]int64{2 * MinPartSize: {MinPartSize, MinPartSize},
+		2*MinPartSize + 1: {MinPartSize, MinPartSize, 1}, 10: {10}} {
+		src := filepath.Join(t.TempDir(), "src")
+		require.NoError(t, os.WriteFile(src, bytes.Repeat([]byte{'x'}, int(size)), 0o600))
+		_, parts := split(t, src, MinPartSize)
+		var got []int64
+		for _, p := range parts {
+			got = append(got, p.Size)
+		}
+		assert.Equal(t, want, got, size)
+	}
+	_, err := WriteParts(context.Background(), filepath.Join(t.TempDir(), "x"), MinPartSize, func(whole string) error {
+		return os.WriteFile(whole, nil, 0o600)
+	})
+	assert.ErrorContains(t, err, "is empty")
+}
+
 // copySet copies the files of the split archive list into a new folder of
 // under and returns the copy's list.
 func copySet(t *testing.T, list, under string) string {
