@@ -21,8 +21,8 @@ written. Each part is verifiable on its own: on any medium,
 checks the parts it holds. solar push FILE.sha256 checks every part and the
 whole before it reads anything as an archive, then every check of push FILE.
 The set is written whole or not at all (files 0600); parts of an earlier set
-of that name the new list does not name are removed. -o json adds parts:
-[{name, size, sha256}].`
+of that name the new list does not name are removed. -o json adds list (its
+name) and parts: [{name, size, sha256}].`
 
 // splitExport is what export --split -o json prints: the archive's summary
 // and its parts.
