@@ -38,11 +38,11 @@ Render DIR against the registry of the other side (solar render --registry R
 latest.`
 
 func newExportCmd(g *globals) *cobra.Command {
-	var out string
+	var out, split string
 	cmd := &cobra.Command{
-		Use:   "export DIR --out FILE",
+		Use:   "export DIR --out FILE [--split SIZE]",
 		Short: "Write a layout's newest versions and their signatures as one OCI archive, for an air gap",
-		Long:  exportLong,
+		Long:  exportLong + exportSplitLong,
 		Example: `  solar render --registry registry.site.example/solar --out out examples/
   solar export out --out bundle.tar
   solar push bundle.tar --registry registry.site.example/solar --key cosign.pub   # on the other side`,
@@ -57,6 +57,9 @@ func newExportCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer l.Close()
+			if split != "" {
+				return g.exportSplit(cmd.Context(), l, out, split)
+			}
 			s, err := pipeline.Export(cmd.Context(), l, out)
 			if err != nil {
 				return err
@@ -68,6 +71,7 @@ func newExportCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "the archive file to write (replaced whole)")
+	cmd.Flags().StringVar(&split, "split", "", "write the archive as parts FILE.001, FILE.002, … of at most SIZE bytes (K, M, G: 1000s; KiB, MiB, GiB: 1024s; at least 64KiB) and their sha256sum list FILE.sha256, not FILE")
 	return listOutputs(cmd, "name")
 }
 

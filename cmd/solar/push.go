@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/solar-pipeline/solar/renderer/archive"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 	"github.com/solar-pipeline/solar/renderer/publish"
 	"github.com/solar-pipeline/solar/renderer/reviewed"
@@ -19,9 +20,9 @@ func newPushCmd(g *globals) *cobra.Command {
 	var dryRun bool
 	var reviewedFile string
 	cmd := &cobra.Command{
-		Use:     "push (DIR | ARCHIVE) --registry HOST[:PORT][/PREFIX] [--reviewed FILE]",
+		Use:     "push (DIR | ARCHIVE | ARCHIVE.sha256) --registry HOST[:PORT][/PREFIX] [--reviewed FILE]",
 		Short:   "Push a rendered layout (solar render --registry), or its archive (solar export), byte for byte, checked against what was reviewed",
-		Long:    pushLong,
+		Long:    pushLong + pushSplitLong,
 		Example: pushExample,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -154,6 +155,12 @@ func isArchive(path string) bool {
 // an archive of solar export (a file), checked whole and unpacked into a
 // private temporary folder that the returned func removes.
 func openPushLayout(ctx context.Context, path string) (*pipeline.Store, func(), error) {
+	if archive.IsPartList(path) {
+		return openParts(ctx, path)
+	}
+	if err := archive.PartHint(path); err != nil {
+		return nil, nil, err
+	}
 	if isArchive(path) {
 		l, closeLayout, err := pipeline.OpenArchive(ctx, path)
 		if err != nil {

@@ -3,6 +3,7 @@ package archive
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/solar-pipeline/solar/renderer/store"
@@ -44,6 +45,12 @@ func Unpack(ctx context.Context, name string, lim Limits) (_ *Unpacked, err erro
 	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s: not a regular file", name)
 	}
+	return unpack(ctx, f, name, lim)
+}
+
+// unpack is Unpack of the archive's bytes r (named name in errors): the
+// file's, or the parts' of a split archive (UnpackParts).
+func unpack(ctx context.Context, r io.Reader, name string, lim Limits) (_ *Unpacked, err error) {
 	tmp, err := newTempDir()
 	if err != nil {
 		return nil, err
@@ -53,7 +60,7 @@ func Unpack(ctx context.Context, name string, lim Limits) (_ *Unpacked, err erro
 			tmp.remove()
 		}
 	}()
-	st, err := read(f, tmp.dir, lim)
+	st, err := read(r, tmp.dir, lim)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
