@@ -267,7 +267,7 @@ func TestTamperedListsRefused(t *testing.T) {
 	file := exportAll(t, time.Now(), siteRegistry)
 	into := filepath.Join(t.TempDir(), "reports")
 	for name, c := range map[string]struct{ find, with string }{
-		"device state": {`"state":"rolled-back"`, `"state":"committed"`},
+		"device state":  {`"state":"rolled-back"`, `"state":"committed"`},
 		"pushed digest": {chartDigest.Encoded(), agentDigest.Encoded()},
 	} {
 		t.Run(name, func(t *testing.T) {
