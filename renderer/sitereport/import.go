@@ -113,7 +113,7 @@ func read(ctx context.Context, u *archive.Unpacked, v *sign.Verifier) (*Imported
 	}
 	seen := map[string]bool{}
 	reports := 0
-	for i, l := range m.Layers {
+	for i, l := range layers(m) {
 		if h != nil && h.Format != formatV1 && ls.read(ctx, repo, l, i+1, bad) {
 			continue
 		}
@@ -147,6 +147,16 @@ func read(ctx context.Context, u *archive.Unpacked, v *sign.Verifier) (*Imported
 		return nil, refuse("%s", problems[0])
 	}
 	return nil, fmt.Errorf("%w:\n  %s", ErrRefused, strings.Join(problems, "\n  "))
+}
+
+// layers are m's layers; an archive of nothing (no report, no list) has
+// one, OCI's empty descriptor, which publish writes for an artifact
+// without layers: none.
+func layers(m *ocispec.Manifest) []ocispec.Descriptor {
+	if len(m.Layers) == 1 && m.Layers[0].MediaType == ocispec.MediaTypeEmptyJSON && m.Layers[0].Digest == ocispec.DescriptorEmptyJSON.Digest {
+		return nil
+	}
+	return m.Layers
 }
 
 // readHeader reads and checks the archive's Header (its config).

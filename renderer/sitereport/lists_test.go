@@ -284,3 +284,15 @@ func TestTamperedListsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestEmptyArchiveImports: an archive of a site with no report, no device
+// state read and no registry listed imports (its one layer is OCI's empty
+// descriptor, not a report).
+func TestEmptyArchiveImports(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "reports.tar")
+	_, err := Export(context.Background(), Contents{}, "north", siteKey, time.Now(), out)
+	require.NoError(t, err)
+	imp, err := Import(context.Background(), out, siteVerifier, filepath.Join(t.TempDir(), "r"), time.Now())
+	require.NoError(t, err)
+	assert.Empty(t, imp.Reports)
+}
