@@ -53,7 +53,6 @@ connected side, the newest archive's list replaces the older one, and an
 archive without a list keeps it: what the site confirmed, which an export
 relative to it leaves out.`
 
-
 func newExportReportsCmd(g *globals) *cobra.Command {
 	var sf signFlags
 	var nf natsFlags
