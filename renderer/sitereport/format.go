@@ -20,14 +20,11 @@ const (
 	stateV1     = "solar-imported-reports/v1"
 )
 
-// MediaTypeDevices and MediaTypePushed are the layers of a v2 archive
-// besides the reports: a JSON array of at most layerItems Devices, and of
-// at most layerItems Pushed entries (as many layers as it takes).
-const (
-	MediaTypeDevices = "application/vnd.solar.site-devices.v1+json"
-	MediaTypePushed  = "application/vnd.solar.site-pushed.v1+json"
-	layerItems       = 1000
-)
+// layerItems bounds the layers of a v2 archive besides the reports
+// (api.MediaTypeSiteDevices, api.MediaTypeSitePushed): a JSON array of at
+// most layerItems Devices or Pushed entries each, as many layers as it
+// takes.
+const layerItems = 1000
 
 // MaxDevices and MaxPushed bound the device states and the registry's
 // tags an archive carries.

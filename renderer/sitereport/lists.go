@@ -11,6 +11,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/content"
 
+	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
@@ -40,10 +41,10 @@ func packLists(art *publish.Artifact, c Contents, h *Header) error {
 	if len(problems) > 0 {
 		return errors.New(strings.Join(problems, "; "))
 	}
-	if err := addLayers(art, MediaTypeDevices, devices); err != nil {
+	if err := addLayers(art, api.MediaTypeSiteDevices, devices); err != nil {
 		return err
 	}
-	return addLayers(art, MediaTypePushed, pushed)
+	return addLayers(art, api.MediaTypeSitePushed, pushed)
 }
 
 // addLayers adds items to art as layers of the media type mt, layerItems
@@ -74,7 +75,7 @@ type lists struct {
 // read reads the layer l, the n-th, if it is a list's (and says so).
 func (ls *lists) read(ctx context.Context, f content.Fetcher, l ocispec.Descriptor, n int, bad func(string, ...any)) bool {
 	switch l.MediaType {
-	case MediaTypeDevices:
+	case api.MediaTypeSiteDevices:
 		var ds []Device
 		if err := decodeBlob(ctx, f, l, Limits.Blob, &ds); err != nil {
 			bad("layer %d, device states: %v", n, err)
@@ -83,7 +84,7 @@ func (ls *lists) read(ctx context.Context, f content.Fetcher, l ocispec.Descript
 		} else {
 			ls.addDevices(ds, len(ls.devices), bad)
 		}
-	case MediaTypePushed:
+	case api.MediaTypeSitePushed:
 		var ps []Pushed
 		if err := decodeBlob(ctx, f, l, Limits.Blob, &ps); err != nil {
 			bad("layer %d, pushed: %v", n, err)

@@ -196,11 +196,11 @@ func TestHostileLists(t *testing.T) {
 	now := time.Now().UTC()
 	into := filepath.Join(t.TempDir(), "reports")
 	h := Header{Format: Format, Site: "north", ExportedAt: now, Fleet: "solar-fleet", Devices: 9, Registry: siteRegistry, Pushed: 9}
-	unknown := publish.NewBlob(MediaTypeDevices, []byte(`[{"id":"dev-1","password":"x"}]`))
+	unknown := publish.NewBlob(api.MediaTypeSiteDevices, []byte(`[{"id":"dev-1","password":"x"}]`))
 	art := &publish.Artifact{ArtifactType: api.ArtifactTypeSiteReports, Config: header(t, h), Layers: []publish.Blob{
 		unknown,
-		listLayer(MediaTypeDevices, []Device{{ID: "dev/1"}, {ID: "dev-2", Reason: strings.Repeat("x", maxText+1)}, {ID: "dev-3"}, {ID: "dev-3"}}),
-		listLayer(MediaTypePushed, []Pushed{
+		listLayer(api.MediaTypeSiteDevices, []Device{{ID: "dev/1"}, {ID: "dev-2", Reason: strings.Repeat("x", maxText+1)}, {ID: "dev-3"}, {ID: "dev-3"}}),
+		listLayer(api.MediaTypeSitePushed, []Pushed{
 			{Repository: siteRegistry + "/a", Tag: "1", Digest: "sha256:0000"},
 			{Repository: "elsewhere.example/a", Tag: "1", Digest: chartDigest},
 			{Repository: siteRegistry + "/a", Tag: "bad tag", Digest: chartDigest},
@@ -226,20 +226,20 @@ func TestHostileLists(t *testing.T) {
 		}
 		h := Header{Format: Format, Site: "north", ExportedAt: now, Fleet: "solar-fleet", Devices: len(many)}
 		art := &publish.Artifact{ArtifactType: api.ArtifactTypeSiteReports, Config: header(t, h),
-			Layers: []publish.Blob{listLayer(MediaTypeDevices, many)}}
+			Layers: []publish.Blob{listLayer(api.MediaTypeSiteDevices, many)}}
 		refused(t, signed(t, art), siteVerifier, into, "layer 1 holds 1001 device states, more than the limit of 1000 a layer")
 	})
 	t.Run("devices without their bucket", func(t *testing.T) {
 		h := Header{Format: Format, Site: "north", ExportedAt: now, Devices: 1}
 		art := &publish.Artifact{ArtifactType: api.ArtifactTypeSiteReports, Config: header(t, h),
-			Layers: []publish.Blob{listLayer(MediaTypeDevices, []Device{{ID: "dev-1"}})}}
+			Layers: []publish.Blob{listLayer(api.MediaTypeSiteDevices, []Device{{ID: "dev-1"}})}}
 		refused(t, signed(t, art), siteVerifier, into, "it carries device states but its header names no fleet")
 	})
 	t.Run("a v1 archive with lists", func(t *testing.T) {
 		h := Header{Format: formatV1, Site: "north", ExportedAt: now}
 		art := &publish.Artifact{ArtifactType: api.ArtifactTypeSiteReports, Config: header(t, h),
-			Layers: []publish.Blob{listLayer(MediaTypePushed, pushed())}}
-		refused(t, signed(t, art), siteVerifier, into, `report 1 is a "`+MediaTypePushed+`"`)
+			Layers: []publish.Blob{listLayer(api.MediaTypeSitePushed, pushed())}}
+		refused(t, signed(t, art), siteVerifier, into, `report 1 is a "`+api.MediaTypeSitePushed+`"`)
 	})
 	t.Run("another format", func(t *testing.T) {
 		h := Header{Format: "solar-site-reports/v9", Site: "north", ExportedAt: now}
