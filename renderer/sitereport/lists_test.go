@@ -218,7 +218,14 @@ func TestHostileLists(t *testing.T) {
 		"its header counts 9 device states, it holds 1", "its header counts 9 tags, it lists 1"} {
 		assert.Contains(t, err.Error(), want)
 	}
+}
 
+// TestHostileListsBounds: a layer of more entries than its bound, more
+// devices than the archive's, lists the header does not name, a v1 archive
+// with lists, and another format are refused, nothing written.
+func TestHostileListsBounds(t *testing.T) {
+	now := time.Now().UTC()
+	into := filepath.Join(t.TempDir(), "reports")
 	t.Run("a layer over its count", func(t *testing.T) {
 		many := make([]Device, layerItems+1)
 		for i := range many {
@@ -228,6 +235,18 @@ func TestHostileLists(t *testing.T) {
 		art := &publish.Artifact{ArtifactType: api.ArtifactTypeSiteReports, Config: header(t, h),
 			Layers: []publish.Blob{listLayer(api.MediaTypeSiteDevices, many)}}
 		refused(t, signed(t, art), siteVerifier, into, "layer 1 holds 1001 device states, more than the limit of 1000 a layer")
+	})
+	t.Run("more devices than the limit", func(t *testing.T) {
+		h := Header{Format: Format, Site: "north", ExportedAt: now, Fleet: "solar-fleet", Devices: MaxDevices + 1}
+		art := &publish.Artifact{ArtifactType: api.ArtifactTypeSiteReports, Config: header(t, h)}
+		for i := 0; i <= MaxDevices; i += layerItems {
+			part := make([]Device, min(layerItems, MaxDevices+1-i))
+			for j := range part {
+				part[j].ID = fmt.Sprintf("d%d", i+j)
+			}
+			art.Layers = append(art.Layers, listLayer(api.MediaTypeSiteDevices, part))
+		}
+		refused(t, signed(t, art), siteVerifier, into, "more than 100000 device states, the limit")
 	})
 	t.Run("devices without their bucket", func(t *testing.T) {
 		h := Header{Format: Format, Site: "north", ExportedAt: now, Devices: 1}
