@@ -18,6 +18,10 @@ const (
 	ArtifactTypeSiteReports    = "application/vnd.solar.site-reports.v1"
 	MediaTypeSiteReportsConfig = "application/vnd.solar.site-reports.config.v1+json"
 	MediaTypeTargetReport      = "application/vnd.solar.targetreport.v1+json"
+	// A report archive's device states and its site registry's tags
+	// (pushed), each a layer of a JSON array.
+	MediaTypeSiteDevices = "application/vnd.solar.site-devices.v1+json"
+	MediaTypeSitePushed  = "application/vnd.solar.site-pushed.v1+json"
 	// MediaTypeSigstoreBundle is a signature: cosign v3's bundle, the layer
 	// and artifact type of its referrer.
 	MediaTypeSigstoreBundle = MediaTypeSigstoreBundlePrefix + ".v0.3+json"

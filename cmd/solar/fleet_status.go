@@ -19,8 +19,9 @@ import (
 func newFleetStatusCmd(g *globals) *cobra.Command {
 	var nf natsFlags
 	var watch bool
+	var reports string
 	cmd := &cobra.Command{
-		Use:   "status [DEVICE...] --nats URL [--watch]",
+		Use:   "status [DEVICE...] --nats URL [--watch] | --reports DIR",
 		Short: "Show each device's current attempt and reported state",
 		Long: `status reads the fleet's bucket: per device (those named, or every device the
 bucket knows of) the current attempt, its target version and how long ago it
@@ -57,15 +58,28 @@ and watched all the same (a device may yet report); they do not fail the
 run. With -o json or yaml, --watch prints a stream of documents, each one
 device as in "devices": one per device first, then one per change (JSON
 documents one after another, as jq reads them; YAML documents separated by
-"---").`,
+"---").
+
+With --reports DIR, status reads no bucket: it shows the device states
+solar import-reports imported into DIR from air-gapped sites' report
+archives (solar export-reports --nats), as the table above with a last
+column VIA, "the archive of site S, exported at T" (site and exportedAt in
+-o json): the state each device had when the archive left its site.`,
 		Example: `  solar fleet status --nats nats://127.0.0.1:4222
   solar fleet status dev-1 -o json --nats nats://127.0.0.1:4222
-  solar fleet status dev-1 dev-2 --watch --nats nats://127.0.0.1:4222`,
+  solar fleet status dev-1 dev-2 --watch --nats nats://127.0.0.1:4222
+  solar fleet status --reports reports/   # the device states of imported report archives`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			for _, id := range args {
 				if err := wire.CheckDeviceID(id); err != nil {
 					return err
 				}
+			}
+			if reports != "" {
+				if watch {
+					return errors.New("--watch watches the bucket; --reports shows the device states of the imported report archives, which do not change")
+				}
+				return g.printImportedDevices(reports, args)
 			}
 			if watch {
 				p := &statusWatch{g: g, bucket: nf.bucket}
@@ -79,6 +93,7 @@ documents one after another, as jq reads them; YAML documents separated by
 		},
 	}
 	nf.register(cmd.Flags())
+	cmd.Flags().StringVar(&reports, "reports", "", importedDevicesHelp)
 	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "after the table, print a device's row (-o json|yaml: a document; -o name: its id) each time it changes, until interrupted")
 	return listOutputs(cmd, "name")
 }

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/solar-pipeline/solar/internal/english"
+	"github.com/solar-pipeline/solar/renderer/pipeline"
 	"github.com/solar-pipeline/solar/renderer/sitereport"
 )
 
@@ -27,16 +31,40 @@ and when the archive was written (the export time, which import-reports
 requires to grow from one archive to the next), its layers are the reports,
 one each (apiVersion, kind, namespace, name and spec: a TargetReport holds no
 Secret and no token), and its signature is the site's key's, as solar signs a
-chart. It is written whole or not at all, mode 0600.`
+chart. It is written whole or not at all, mode 0600.
+
+With --nats (or $NATS_URL) and the login flags of solar fleet status, the
+archive also carries the state of every device the fleet's bucket (--bucket)
+knows, as fleet status shows it: its current attempt (UUID, target version,
+when written), the state it reported (state, step, version, reason, the agent
+version that runs on it, when), or why they could not be read; reasons are cut
+at 1024 bytes, and nothing else of the attempt (its artifact's URL) is
+carried. Without --nats it carries no device state, and says so in its header
+and on stderr; that is no error.
+
+With --registry HOST[/PREFIX] (and --username, --password-stdin, --ca-file,
+--plain-http, --insecure-skip-tls-verify as other commands take them), it
+also lists what the site's registry holds under the prefix: every repository
+(the registry's catalog API, GET /v2/_catalog, paginated), each tag and the
+digest of its manifest, as pushed: [{repository, tag, digest}], the
+repository as HOST/PATH. At most 100000 tags, in at most 10 minutes; a
+registry that does not serve the catalog API is an error naming it. On the
+connected side, the newest archive's list replaces the older one, and an
+archive without a list keeps it: what the site confirmed, which an export
+relative to it leaves out.`
 
 func newExportReportsCmd(g *globals) *cobra.Command {
 	var sf signFlags
+	var nf natsFlags
+	var rf registryFlags
 	var out, site, kubeconfig string
 	cmd := &cobra.Command{
-		Use:   "export-reports --site NAME --signing-key KEY --out FILE --kubeconfig FILE",
+		Use:   "export-reports --site NAME --signing-key KEY --out FILE --kubeconfig FILE [--nats URL] [--registry HOST[/PREFIX]]",
 		Short: "Write a site's TargetReports as one signed archive, to carry out of an air gap",
 		Long:  exportReportsLong,
 		Example: `  solar export-reports --site north --signing-key site.key --out reports.tar --kubeconfig site.yaml
+  solar export-reports --site north --signing-key site.key --out reports.tar --kubeconfig site.yaml \
+      --nats nats://127.0.0.1:4222 --registry registry.north.example/solar
   solar import-reports reports.tar --key site.pub --into reports/   # on the connected side`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -68,7 +96,11 @@ func newExportReportsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			s, err := sitereport.Export(cmd.Context(), reports, site, key, time.Now(), out)
+			c, err := siteContents(cmd, g, &nf, &rf, reports)
+			if err != nil {
+				return err
+			}
+			s, err := sitereport.Export(cmd.Context(), c, site, key, time.Now(), out)
 			if err != nil {
 				return err
 			}
@@ -78,7 +110,8 @@ func newExportReportsCmd(g *globals) *cobra.Command {
 			for _, t := range s.Targets {
 				fmt.Fprintln(g.stdout, t)
 			}
-			g.say("wrote %s: %s of site %s, exported at %s, %s, %s", out, english.Count(len(s.Targets), "report"), site,
+			g.say("wrote %s: %s, %s, %s of site %s, exported at %s, %s, %s", out, english.Count(len(s.Targets), "report"),
+				devicesCount(s.Fleet, s.Devices), pushedCount(s.Registry, s.Pushed), site,
 				s.ExportedAt.Format(time.RFC3339), bytesHuman(s.Size), s.SHA256)
 			return nil
 		},
@@ -90,7 +123,54 @@ func newExportReportsCmd(g *globals) *cobra.Command {
 	fl.StringVar(&out, "out", "", "the archive file to write (replaced whole)")
 	fl.StringVar(&site, "site", "", "the site's name, a DNS label: import-reports keeps each site's reports apart")
 	fl.StringVar(&kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), requiredKubeconfig("the site's SolAr API server the agents report to"))
+	nf.register(fl)
+	fl.Lookup("nats").Usage = "the site's NATS server URLs, comma-separated (default $NATS_URL): the archive carries the state of every device of the fleet's bucket; none without it"
+	rf.registerClient(g, fl, "of the site, whose every repository under PREFIX, tag and manifest digest the archive lists (none without it)")
 	return listOutputs(cmd, "name")
+}
+
+// siteContents are the reports, and what the flags say to read besides
+// them: the devices of the fleet's bucket (--nats), the tags of the
+// site's registry (--registry).
+func siteContents(cmd *cobra.Command, g *globals, nf *natsFlags, rf *registryFlags, reports []sitereport.Report) (sitereport.Contents, error) {
+	c := sitereport.Contents{Reports: reports}
+	if nf.server == "" {
+		g.say("no --nats (nor $NATS_URL): the archive carries no device states")
+	} else {
+		st, err := pipeline.FleetStatus(cmd.Context(), nf.nats(g))
+		if err != nil {
+			return c, fmt.Errorf("reading the device states: %w", err)
+		}
+		c.Fleet, c.Devices = nf.bucket, sitereport.DevicesOf(st)
+	}
+	if rf.registry == "" {
+		return c, nil
+	}
+	s, err := rf.remote(cmd.Context(), cmd.InOrStdin())
+	if err != nil {
+		return c, err
+	}
+	defer s.Close()
+	c.Registry = s.Registry
+	c.Pushed, err = sitereport.ListPushed(cmd.Context(), s.Remote, s.Registry)
+	return c, err
+}
+
+// devicesCount says how many device states an archive carries, or that it
+// carries none.
+func devicesCount(fleet string, n int) string {
+	if fleet == "" {
+		return "no device states (the site's fleet was not read: no --nats)"
+	}
+	return english.Count(n, "device state") + " of bucket " + fleet
+}
+
+// pushedCount says how many tags of which registry an archive lists.
+func pushedCount(registry string, n int) string {
+	if registry == "" {
+		return "no registry listed"
+	}
+	return english.Count(n, "tag") + " of " + registry
 }
 
 const importReportsLong = `import-reports runs on the connected side: it reads a report archive of
@@ -104,7 +184,14 @@ reports into the folder --into (<site>.json, 0600, replaced whole, with when
 the archive left the site and when it came in); on any refusal nothing is
 written and the exit code is 1.
 
-solar status --reports DIR and solar rollout --reports DIR read the folder:
+The archive's device states (export-reports --nats) are kept with the
+reports, replaced by the next archive's; its list of what the site's
+registry holds (export-reports --registry) too, except that an archive
+without a list keeps the last one. stderr says how many of each came in.
+
+solar fleet status --reports DIR shows the device states, marked "via the
+archive of site S, exported at T". solar status --reports DIR and solar
+rollout --reports DIR read the folder's reports:
 each Target the archive reports is compared as if its agent had written its
 TargetReport to the API server, marked "reported via the archive of site S,
 exported at T", its age judged at T.`
@@ -136,13 +223,18 @@ func newImportReportsCmd(g *globals) *cobra.Command {
 			}
 			if g.structured() {
 				return g.printData(map[string]any{"site": imp.Site, "exportedAt": imp.ExportedAt, "importedAt": imp.ImportedAt,
-					"manifest": imp.Manifest, "targets": targetsOf(imp)})
+					"manifest": imp.Manifest, "targets": targetsOf(imp), "fleet": imp.Fleet, "devices": len(imp.Devices),
+					"registry": imp.Registry, "pushed": len(imp.Pushed), "pushedAt": imp.PushedAt})
 			}
 			for _, t := range targetsOf(imp) {
 				fmt.Fprintln(g.stdout, t)
 			}
-			g.say("imported %s of site %s, exported at %s, into %s", english.Count(len(imp.Reports), "report"), imp.Site,
-				imp.ExportedAt.Format(time.RFC3339), into)
+			pushed := pushedCount(imp.Registry, len(imp.Pushed))
+			if imp.Registry != "" && !imp.PushedAt.Equal(imp.ExportedAt) {
+				pushed += " (kept: listed by the archive exported at " + imp.PushedAt.Format(time.RFC3339) + ")"
+			}
+			g.say("imported %s, %s, %s of site %s, exported at %s, into %s", english.Count(len(imp.Reports), "report"),
+				devicesCount(imp.Fleet, len(imp.Devices)), pushed, imp.Site, imp.ExportedAt.Format(time.RFC3339), into)
 			return nil
 		},
 	}
@@ -175,4 +267,68 @@ func targetsOf(imp *sitereport.Imported) []string {
 		out = append(out, r.Metadata.Namespace+"/"+r.Metadata.Name)
 	}
 	return out
+}
+
+// importedDevicesHelp is the help of fleet status --reports.
+const importedDevicesHelp = "show the device states solar import-reports imported into this folder from sites' report archives, each marked with its site and when its archive left it, instead of reading the bucket (no --nats needed)"
+
+// printImportedDevices prints the device states imported into dir (those
+// of ids, or all) as fleet status prints the bucket's, each marked "via
+// the archive of site S, exported at T"; an id none of them has fails the
+// run, the others shown.
+func (g *globals) printImportedDevices(dir string, ids []string) error {
+	rs, err := sitereport.Open(dir)
+	if err != nil {
+		return err
+	}
+	all := rs.Devices()
+	var shown []sitereport.SiteDevice
+	var notFound []string
+	for _, id := range ids {
+		n := len(shown)
+		for _, d := range all {
+			if d.ID == id {
+				shown = append(shown, d)
+			}
+		}
+		if len(shown) == n {
+			notFound = append(notFound, id)
+		}
+	}
+	if len(ids) == 0 {
+		shown = all
+	}
+	switch g.output {
+	case "json", "yaml":
+		err = g.printData(map[string]any{"devices": orEmpty(shown), "notFound": orEmpty(notFound)})
+	case "name":
+		for _, d := range shown {
+			fmt.Fprintln(g.stdout, d.ID)
+		}
+	default:
+		err = g.importedDevicesTable(shown, time.Now())
+	}
+	if err == nil && len(notFound) > 0 {
+		err = fmt.Errorf("not found in the device states imported into %s: %s", dir, strings.Join(notFound, ", "))
+	}
+	return err
+}
+
+// importedDevicesTable is fleet status's table of the devices, with VIA
+// last: the archive each came through.
+func (g *globals) importedDevicesTable(ds []sitereport.SiteDevice, now time.Time) error {
+	if len(ds) == 0 {
+		return nil
+	}
+	out := bufio.NewWriter(g.stdout)
+	w := newTable(out)
+	g.header(w, strings.Join(append(slices.Clone(statusHeader), "VIA"), "\t"))
+	for _, d := range ds {
+		via := "the archive of site " + d.Site + ", exported at " + d.ExportedAt.UTC().Format(time.RFC3339)
+		fmt.Fprintln(w, strings.Join(append(statusRow(d.Status(), now), via), "\t"))
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return out.Flush()
 }

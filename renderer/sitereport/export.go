@@ -30,6 +30,13 @@ type Summary struct {
 	ExportedAt time.Time `json:"exportedAt"`
 	// Targets are the reports' Targets, <namespace>/<name>, sorted.
 	Targets []string `json:"targets"`
+	// Fleet and Devices: the bucket whose device states it holds ("": none
+	// read) and how many; Registry and Pushed: the registry listed ("":
+	// none) and how many tags.
+	Fleet    string `json:"fleet,omitempty"`
+	Devices  int    `json:"devices"`
+	Registry string `json:"registry,omitempty"`
+	Pushed   int    `json:"pushed"`
 	// Size and SHA256 are the archive file's.
 	Size   int64  `json:"size"`
 	SHA256 string `json:"sha256"`
@@ -61,26 +68,50 @@ func List(ctx context.Context, cfg *rest.Config, namespaces []string) ([]Report,
 	return out, nil
 }
 
-// Export writes reports, signed with key, as the report archive of site
-// into the file out (whole or not at all, mode 0600; archive.WriteFile),
-// dated now. A report of the same Target twice, or not a TargetReport, is
-// refused.
-func Export(ctx context.Context, reports []Report, site string, key *sign.Key, now time.Time, out string) (*Summary, error) {
+// Contents are what a report archive carries: the site's reports, its
+// devices' states read from the fleet's bucket Fleet ("": not read; then
+// no Devices), and the tags its registry Registry (HOST[/PREFIX]; "": not
+// listed; then no Pushed) holds.
+type Contents struct {
+	Reports  []Report
+	Fleet    string
+	Devices  []Device
+	Registry string
+	Pushed   []Pushed
+}
+
+// Export writes c, signed with key, as the report archive of site into
+// the file out (whole or not at all, mode 0600; archive.WriteFile), dated
+// now. A report of the same Target twice, or not a TargetReport, a device
+// or a tag twice, more of them than MaxDevices or MaxPushed, or devices or
+// tags without the bucket or the registry they come from, are refused.
+func Export(ctx context.Context, c Contents, site string, key *sign.Key, now time.Time, out string) (*Summary, error) {
 	if !ValidSite(site) {
 		return nil, fmt.Errorf("site %q: a site is named as a DNS label (lowercase letters, digits, -)", site)
 	}
 	if key == nil {
 		return nil, errors.New("a report archive is signed: the site's signing key is required")
 	}
-	art, targets, err := pack(reports, site, now)
+	art, targets, err := pack(c.Reports)
 	if err != nil {
 		return nil, err
 	}
+	h := Header{Format: Format, Site: site, ExportedAt: now.UTC(), Reports: len(c.Reports),
+		Fleet: c.Fleet, Devices: len(c.Devices), Registry: c.Registry, Pushed: len(c.Pushed)}
+	if err := packLists(art, c, &h); err != nil {
+		return nil, err
+	}
+	hb, err := json.Marshal(h)
+	if err != nil {
+		return nil, err
+	}
+	art.Config = publish.NewBlob(api.MediaTypeSiteReportsConfig, hb)
 	s, err := write(ctx, art, site, key, out)
 	if err != nil {
 		return nil, err
 	}
-	return &Summary{Site: site, ExportedAt: now.UTC(), Targets: targets, Size: s.Size, SHA256: s.SHA256}, nil
+	return &Summary{Site: site, ExportedAt: now.UTC(), Targets: targets, Fleet: c.Fleet, Devices: len(c.Devices),
+		Registry: c.Registry, Pushed: len(c.Pushed), Size: s.Size, SHA256: s.SHA256}, nil
 }
 
 // write publishes art as the one version of the site's repository, signed
@@ -109,9 +140,9 @@ func write(ctx context.Context, art *publish.Artifact, site string, key *sign.Ke
 	return archive.WriteFile(ctx, l, out)
 }
 
-// pack is the artifact of the reports: the Header, then one layer per
-// report, sorted by Target.
-func pack(reports []Report, site string, now time.Time) (*publish.Artifact, []string, error) {
+// pack is the artifact of the reports: one layer per report, sorted by
+// Target; its config is the caller's.
+func pack(reports []Report) (*publish.Artifact, []string, error) {
 	reports = slices.Clone(reports)
 	slices.SortFunc(reports, func(a, b Report) int {
 		return cmp.Or(cmp.Compare(a.Metadata.Namespace, b.Metadata.Namespace), cmp.Compare(a.Metadata.Name, b.Metadata.Name))
@@ -136,11 +167,6 @@ func pack(reports []Report, site string, now time.Time) (*publish.Artifact, []st
 		art.Layers = append(art.Layers, publish.NewBlob(api.MediaTypeTargetReport, b))
 		targets = append(targets, id)
 	}
-	h, err := json.Marshal(Header{Format: Format, Site: site, ExportedAt: now.UTC(), Reports: len(reports)})
-	if err != nil {
-		return nil, nil, err
-	}
-	art.Config = publish.NewBlob(api.MediaTypeSiteReportsConfig, h)
 	if targets == nil {
 		targets = []string{}
 	}

@@ -9,11 +9,28 @@ import (
 	"github.com/solar-pipeline/solar/renderer/targetreport"
 )
 
-// Format is the version of a report archive's Header and of the folder's
-// files.
+// Format is the version of a report archive's Header and StateFormat of
+// the folder's files. v2 added the site's device states and what its
+// registry holds; Import reads a v1 archive (reports only) as well, and
+// Open a v1 file.
 const (
-	Format      = "solar-site-reports/v1"
-	StateFormat = "solar-imported-reports/v1"
+	Format      = "solar-site-reports/v2"
+	StateFormat = "solar-imported-reports/v2"
+	formatV1    = "solar-site-reports/v1"
+	stateV1     = "solar-imported-reports/v1"
+)
+
+// layerItems bounds the layers of a v2 archive besides the reports
+// (api.MediaTypeSiteDevices, api.MediaTypeSitePushed): a JSON array of at
+// most layerItems Devices or Pushed entries each, as many layers as it
+// takes.
+const layerItems = 1000
+
+// MaxDevices and MaxPushed bound the device states and the registry's
+// tags an archive carries.
+const (
+	MaxDevices = 100_000
+	MaxPushed  = 100_000
 )
 
 // RepositoryPrefix is where a site's reports are in the archive:
@@ -30,6 +47,15 @@ type Header struct {
 	Site       string    `json:"site"`
 	ExportedAt time.Time `json:"exportedAt"`
 	Reports    int       `json:"reports"`
+	// Fleet is the fleet's bucket whose device states the archive carries,
+	// Devices how many; "": the site's fleet was not read (no --nats), and
+	// the archive carries no device state.
+	Fleet   string `json:"fleet,omitempty"`
+	Devices int    `json:"devices,omitempty"`
+	// Registry is the site's registry, HOST[/PREFIX], whose every tag the
+	// archive lists, Pushed how many; "": not listed.
+	Registry string `json:"registry,omitempty"`
+	Pushed   int    `json:"pushed,omitempty"`
 }
 
 // Report is one TargetReport as an archive carries it: its Target and its

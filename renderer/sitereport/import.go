@@ -28,6 +28,16 @@ type Imported struct {
 	ImportedAt time.Time     `json:"importedAt"`
 	Manifest   digest.Digest `json:"manifest"`
 	Reports    []Report      `json:"reports"`
+	// Fleet is the bucket the site's Devices were read from ("": the
+	// archive carried none).
+	Fleet   string   `json:"fleet,omitempty"`
+	Devices []Device `json:"devices,omitempty"`
+	// Registry is the site's registry, HOST[/PREFIX], Pushed its tags,
+	// PushedAt when that list left the site: an archive that lists none
+	// keeps the list of the last one that did.
+	Registry string    `json:"registry,omitempty"`
+	Pushed   []Pushed  `json:"pushed,omitempty"`
+	PushedAt time.Time `json:"pushedAt,omitzero"`
 }
 
 // Import reads the report archive file, bounded by Limits, checks all of
@@ -97,8 +107,17 @@ func read(ctx context.Context, u *archive.Unpacked, v *sign.Verifier) (*Imported
 	var problems []string
 	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 	h := readHeader(ctx, repo, m, site, bad)
+	ls := &lists{}
+	if h != nil {
+		ls.registry = h.Registry
+	}
 	seen := map[string]bool{}
-	for i, l := range m.Layers {
+	reports := 0
+	for i, l := range layers(m) {
+		if h != nil && h.Format != formatV1 && ls.read(ctx, repo, l, i+1, bad) {
+			continue
+		}
+		reports++
 		r, ok := readReport(ctx, repo, l, i+1, bad)
 		id := r.Metadata.Namespace + "/" + r.Metadata.Name
 		switch {
@@ -110,17 +129,34 @@ func read(ctx context.Context, u *archive.Unpacked, v *sign.Verifier) (*Imported
 			imp.Reports = append(imp.Reports, r)
 		}
 	}
-	if h != nil && h.Reports != len(m.Layers) {
-		bad("its header counts %d reports, it holds %d", h.Reports, len(m.Layers))
+	if h != nil {
+		if h.Reports != reports {
+			bad("its header counts %d reports, it holds %d", h.Reports, reports)
+		}
+		ls.checkHeader(h, bad)
 	}
 	switch len(problems) {
 	case 0:
 		imp.ExportedAt = h.ExportedAt.UTC()
+		imp.Fleet, imp.Devices, imp.Registry, imp.Pushed = h.Fleet, ls.devices, h.Registry, ls.pushed
+		if h.Registry != "" {
+			imp.PushedAt = imp.ExportedAt
+		}
 		return imp, nil
 	case 1:
 		return nil, refuse("%s", problems[0])
 	}
 	return nil, fmt.Errorf("%w:\n  %s", ErrRefused, strings.Join(problems, "\n  "))
+}
+
+// layers are m's layers; an archive of nothing (no report, no list) has
+// one, OCI's empty descriptor, which publish writes for an artifact
+// without layers: none.
+func layers(m *ocispec.Manifest) []ocispec.Descriptor {
+	if len(m.Layers) == 1 && m.Layers[0].MediaType == ocispec.MediaTypeEmptyJSON && m.Layers[0].Digest == ocispec.DescriptorEmptyJSON.Digest {
+		return nil
+	}
+	return m.Layers
 }
 
 // readHeader reads and checks the archive's Header (its config).
@@ -135,8 +171,14 @@ func readHeader(ctx context.Context, f content.Fetcher, m *ocispec.Manifest, sit
 		return nil
 	}
 	switch {
-	case h.Format != Format:
-		bad("its header is of format %q; this solar reads %q", h.Format, Format)
+	case h.Format != Format && h.Format != formatV1:
+		bad("its header is of format %q; this solar reads %q and %q", h.Format, Format, formatV1)
+	case h.Format == formatV1 && (h.Fleet != "" || h.Devices != 0 || h.Registry != "" || h.Pushed != 0):
+		bad("its header is of format %q, which carries no device states and no registry's tags, yet it names them", h.Format)
+	case len(h.Fleet) > maxWord:
+		bad("its header's fleet is %d bytes, more than the limit of %d", len(h.Fleet), maxWord)
+	case h.Registry != "" && !validRegistry(h.Registry):
+		bad("its header's registry %.300q is not a registry HOST[/PREFIX]", h.Registry)
 	case h.Site != site:
 		bad("its header names site %q, its repository %s%s", h.Site, RepositoryPrefix, site)
 	case !ValidSite(site):

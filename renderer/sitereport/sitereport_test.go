@@ -65,7 +65,7 @@ func reports(at time.Time) []Report {
 func exportAt(t *testing.T, k *sign.Key, at time.Time) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "reports.tar")
-	s, err := Export(context.Background(), reports(at), "north", k, at, out)
+	s, err := Export(context.Background(), Contents{Reports: reports(at)}, "north", k, at, out)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"alpha/edge-1", "alpha/edge-2"}, s.Targets)
 	return out

@@ -52,6 +52,9 @@ func save(into string, imp *Imported) error {
 	case !imp.ExportedAt.After(last.ExportedAt):
 		return refuse("a replay or an older archive: it was exported from site %s at %s, not after the last one imported (exported at %s)",
 			imp.Site, stamp(imp.ExportedAt), stamp(last.ExportedAt))
+	case imp.Registry == "" && last.Registry != "":
+		// An archive that lists no registry keeps the list of the last.
+		imp.Registry, imp.Pushed, imp.PushedAt = last.Registry, last.Pushed, last.PushedAt
 	}
 	b, err := json.MarshalIndent(imp, "", "  ")
 	if err != nil {
@@ -115,7 +118,7 @@ func readState(name string) (*Imported, error) {
 	if err := dec.Decode(&imp); err != nil {
 		return nil, fmt.Errorf("reading %s: %w", name, err)
 	}
-	if imp.Format != StateFormat || imp.Site+".json" != filepath.Base(name) {
+	if (imp.Format != StateFormat && imp.Format != stateV1) || imp.Site+".json" != filepath.Base(name) {
 		return nil, fmt.Errorf("%s: not a site's imported reports (format %q, site %q)", name, imp.Format, imp.Site)
 	}
 	return &imp, nil
@@ -124,6 +127,15 @@ func readState(name string) (*Imported, error) {
 // Reports are the reports imported into a folder, by Target.
 type Reports struct {
 	byTarget map[string]*unstructured.Unstructured
+	devices  []SiteDevice
+}
+
+// SiteDevice is a device's state an archive carried: the site's, as it
+// was when the archive left the site (ExportedAt).
+type SiteDevice struct {
+	Site       string    `json:"site"`
+	ExportedAt time.Time `json:"exportedAt"`
+	Device
 }
 
 // Open reads the reports imported into the folder dir, every site's. A
@@ -154,6 +166,9 @@ func Open(dir string) (*Reports, error) {
 				return nil, err
 			}
 			rs.byTarget[id] = u
+		}
+		for _, d := range imp.Devices {
+			rs.devices = append(rs.devices, SiteDevice{Site: imp.Site, ExportedAt: imp.ExportedAt, Device: d})
 		}
 	}
 	return rs, nil
@@ -192,3 +207,6 @@ func (rs *Reports) Targets() []string {
 	slices.Sort(out)
 	return out
 }
+
+// Devices are the device states imported, every site's, by site and id.
+func (rs *Reports) Devices() []SiteDevice { return slices.Clone(rs.devices) }
