@@ -57,7 +57,7 @@ func TestControllerGatesOnImportedReports(t *testing.T) {
 		Spec:     e.runningSpec(t, canary, targetreport.Ready, "")}
 	file := filepath.Join(t.TempDir(), "north.tar")
 	now := time.Now()
-	_, err = sitereport.Export(context.Background(), []sitereport.Report{report}, "north", key, now, file)
+	_, err = sitereport.Export(context.Background(), sitereport.Contents{Reports: []sitereport.Report{report}}, "north", key, now, file)
 	require.NoError(t, err)
 	_, err = sitereport.Import(context.Background(), file, verifier, dir, now)
 	require.NoError(t, err)

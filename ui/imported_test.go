@@ -48,7 +48,7 @@ func TestImportedReportsShown(t *testing.T) {
 		Metadata: sitereport.Metadata{Namespace: "alpha", Name: "edge-1"},
 		Spec:     targetreport.Spec{LastReportTime: metav1.NewTime(exported.Add(-time.Minute))}}
 	file := filepath.Join(t.TempDir(), "north.tar")
-	_, err = sitereport.Export(context.Background(), []sitereport.Report{report}, "north", k, exported, file)
+	_, err = sitereport.Export(context.Background(), sitereport.Contents{Reports: []sitereport.Report{report}}, "north", k, exported, file)
 	require.NoError(t, err)
 	_, err = sitereport.Import(context.Background(), file, v, dir, exported)
 	require.NoError(t, err)
