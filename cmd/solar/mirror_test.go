@@ -3,10 +3,13 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/solar-pipeline/solar/renderer/mirror"
 )
 
 // TestVetMirror: a PipelineConfig's mirror that names no Registry, one of
@@ -50,4 +53,31 @@ spec: {hostname: site.example}
 			assert.NoDirExists(t, out, "nothing written")
 		})
 	}
+}
+
+// TestDiffWithMirror: diff of examples/ against their mirrored input shows
+// each application chart's OCIRepository moving to the site, and renders
+// the application charts (level 3) from their sources: unchanged, none left
+// unread for the site that cannot be reached.
+func TestDiffWithMirror(t *testing.T) {
+	examples, source, _ := mirroredExamples(t)
+	plain := filepath.Join(t.TempDir(), "examples")
+	require.NoError(t, os.CopyFS(plain, os.DirFS(examples)))
+	for _, f := range []string{"pipeline.yaml", "registries.yaml"} {
+		b, err := os.ReadFile(filepath.Join(examples, "shared", f))
+		require.NoError(t, err)
+		s := strings.Replace(string(b), "    mirror:\n      registryRef:\n        name: site\n", "", 1)
+		require.NoError(t, os.WriteFile(filepath.Join(plain, "shared", f), []byte(s), 0o644))
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	code, _, stderr := solar(t, "render", "-q", "--no-credentials", "--out", out, "-n", "beta", plain)
+	require.Equal(t, 0, code, stderr)
+
+	code, stdout, stderr := solar(t, "diff", "--no-credentials", "--out", out, "-n", "beta", examples)
+	require.Equal(t, 0, code, stderr)
+	copied, err := mirror.Repository(mirrorSite+"/mirror", source.Host+"/stefanprodan/charts/podinfo")
+	require.NoError(t, err)
+	assert.Contains(t, stdout, "-  url: oci://"+source.Host+"/stefanprodan/charts/podinfo\n+  url: oci://"+copied+"\n")
+	assert.NotContains(t, stdout, "(level 3)", "the application charts render the same from their sources")
+	assert.NotContains(t, stderr, "not rendered", "no chart is read from the site")
 }

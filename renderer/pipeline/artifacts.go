@@ -116,9 +116,7 @@ func walkChains(ctx context.Context, report *Report, st store.Store, fresh map[s
 	}
 	var app func(context.Context, objdiff.Ref) ([]byte, error)
 	if ao.App != nil {
-		app = func(ctx context.Context, ref objdiff.Ref) ([]byte, error) {
-			return ao.App.Fetch(ctx, origins.source(ref))
-		}
+		app = origins.reader(ao.App.Fetch)
 	}
 	flux := cmp.Or(ao.FluxNamespace, "flux-system")
 	cache := objdiff.NewCache(renderCacheSize)
@@ -219,6 +217,15 @@ func (o origins) source(ref objdiff.Ref) objdiff.Ref {
 		ref.URL, ref.Insecure = src.URL, src.Insecure
 	}
 	return ref
+}
+
+// reader reads an application chart with read, a mirror's copy from its
+// source (nil: nil, no chart is read).
+func (o origins) reader(read func(context.Context, objdiff.Ref) ([]byte, error)) func(context.Context, objdiff.Ref) ([]byte, error) {
+	if read == nil {
+		return nil
+	}
+	return func(ctx context.Context, ref objdiff.Ref) ([]byte, error) { return read(ctx, o.source(ref)) }
 }
 
 // ociRef is where an OCIRepository points.

@@ -103,3 +103,20 @@ func TestMirrorRegistryRef(t *testing.T) {
 		})
 	}
 }
+
+// TestMirrorOfAHostWithAPort: package mirror keeps a source host's port in
+// the copy's path, which no registry takes as a repository name: a warning
+// says the Target cannot pull it.
+func TestMirrorOfAHostWithAPort(t *testing.T) {
+	p := resolveDocs(t, Options{}, site, mirrorConfig("shared", "registryRef: {name: site}"), target("a", "t", ""),
+		`
+kind: Release
+metadata: {name: web, namespace: a}
+spec: {chart: {repository: "127.0.0.1:5001/charts/web", tag: 1.0.0}}
+`, binding("a", "b", "web", "a", "t"))
+	tr := p.Targets[0]
+	assert.Equal(t, "site.example:5000/mirror/127.0.0.1:5001/charts/web", tr.Releases[0].Chart.Repository)
+	require.Len(t, tr.Problems, 1)
+	assert.False(t, tr.Problems.HasErrors())
+	assert.Contains(t, tr.Problems[0].Message, "Release a/web for Target a/t: the mirror's copy of 127.0.0.1:5001/charts/web is no valid repository name")
+}
