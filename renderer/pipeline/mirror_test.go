@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
+	"github.com/solar-pipeline/solar/renderer/artifacts"
+	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/objdiff"
 	"github.com/solar-pipeline/solar/renderer/store"
 )
@@ -54,11 +56,28 @@ func chains(t *testing.T, paths ...string) (map[string][]objdiff.Object, *Plan) 
 	walked, _, err := walkChains(ctx, report, l, map[string]freshChart{}, registries, fallback, originsOf(plan), ArtifactOptions{})
 	require.NoError(t, err)
 	out := map[string][]objdiff.Object{}
+	digests := map[string]string{} // of Solar's charts, as published
 	for i, tr := range report.Targets {
 		for _, r := range walked[i] {
 			out[tr.Namespace+"/"+tr.Name] = append(out[tr.Namespace+"/"+tr.Name], r.objs...)
 		}
+		digests[chain.URL(registries[tr.Namespace+"/"+tr.Name], tr.Repository)+":"+tr.Version] = tr.Digest
+		for _, r := range tr.Releases {
+			digests[chain.URL(registries[tr.Namespace+"/"+tr.Name], r.Repository)+":"+r.Version] = r.Digest
+		}
 	}
+	// artifacts against that layout lists Solar's charts at what was
+	// published: the mirrored render's digests.
+	list, err := Artifacts(ctx, plan, l, opts, ArtifactOptions{})
+	require.NoError(t, err)
+	listed := map[string]string{}
+	for _, a := range list.Artifacts {
+		if a.Kind == artifacts.KindBootstrap || a.Kind == artifacts.KindRelease {
+			listed["oci://"+a.Reference] = a.Digest
+		}
+	}
+	assert.Len(t, digests, 10, "4 bootstrap charts, 6 release charts")
+	assert.Equal(t, digests, listed)
 	return out, plan
 }
 
