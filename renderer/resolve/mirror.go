@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"fmt"
 
-	"github.com/google/go-containerregistry/pkg/name"
-
 	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/renderer/load"
 	"github.com/solar-pipeline/solar/renderer/mirror"
@@ -86,17 +84,9 @@ func relocate(s *model.Set, out *Resolution) {
 		return
 	}
 	for _, r := range out.Releases {
-		o := s.Loaded(api.KindRelease, r.Release.Namespace, r.Release.Name)
 		if err := out.Mirror.relocate(&r.Chart); err != nil {
+			o := s.Loaded(api.KindRelease, r.Release.Namespace, r.Release.Name)
 			out.Problems.Errorf(o.File, o.Line, "", "Release %s for Target %s/%s: %v", Name(r.Release), out.Namespace, out.Name, err)
-			continue
-		}
-		// Package mirror keeps the source host, its port too, in the path;
-		// a port's ':' is no repository character, and Flux cannot pull
-		// that copy.
-		if _, err := name.NewRepository(r.Chart.Repository); err != nil {
-			out.Problems.Warnf(o.File, o.Line, "", "Release %s for Target %s/%s: the mirror's copy of %s is no valid repository name (%v): the Target cannot pull it",
-				Name(r.Release), out.Namespace, out.Name, r.Chart.Origin.Repository, err)
 		}
 	}
 }

@@ -104,9 +104,9 @@ func TestMirrorRegistryRef(t *testing.T) {
 	}
 }
 
-// TestMirrorOfAHostWithAPort: package mirror keeps a source host's port in
-// the copy's path, which no registry takes as a repository name: a warning
-// says the Target cannot pull it.
+// TestMirrorOfAHostWithAPort: a source host's port is kept as _PORT
+// (package mirror's rule): the copy's repository is a valid name, no
+// problem.
 func TestMirrorOfAHostWithAPort(t *testing.T) {
 	p := resolveDocs(t, Options{}, site, mirrorConfig("shared", "registryRef: {name: site}"), target("a", "t", ""),
 		`
@@ -115,8 +115,7 @@ metadata: {name: web, namespace: a}
 spec: {chart: {repository: "127.0.0.1:5001/charts/web", tag: 1.0.0}}
 `, binding("a", "b", "web", "a", "t"))
 	tr := p.Targets[0]
-	assert.Equal(t, "site.example:5000/mirror/127.0.0.1:5001/charts/web", tr.Releases[0].Chart.Repository)
-	require.Len(t, tr.Problems, 1)
-	assert.False(t, tr.Problems.HasErrors())
-	assert.Contains(t, tr.Problems[0].Message, "Release a/web for Target a/t: the mirror's copy of 127.0.0.1:5001/charts/web is no valid repository name")
+	assert.Empty(t, tr.Problems)
+	assert.Equal(t, "site.example:5000/mirror/127.0.0.1_5001/charts/web", tr.Releases[0].Chart.Repository)
+	assert.Equal(t, "127.0.0.1:5001/charts/web", tr.Releases[0].Chart.Origin.Repository)
 }
