@@ -136,9 +136,9 @@ func artifactStore(cmd *cobra.Command, rf *registryFlags, out string) (*pipeline
 }
 
 // printArtifacts writes the list: a table (KIND, REFERENCE, DIGEST,
-// TARGETS; -o wide: SITE after REFERENCE) on stdout, notes, problems and a summary on stderr; with -o
-// json or yaml, one document. An error of the input, or an empty list,
-// exits 1.
+// TARGETS; -o wide: SITE after REFERENCE) on stdout, notes, problems and a
+// summary on stderr; with -o json or yaml, one document. An error of the
+// input, or an empty list, exits 1.
 func (g *globals) printArtifacts(l *artifacts.List) error {
 	var err error
 	if l.Problems.HasErrors() {

@@ -171,7 +171,10 @@ func appCharts(c *artifacts.Collector, target, reg string, walked []rendered, or
 				continue
 			}
 			ref := ociRef(o)
-			if repo, ok := strings.CutPrefix(ref.URL, chain.URL(reg, "")); ok && reg != "" && chain.IsChartRepository(repo) {
+			// A mirror's copy is an application chart, also where the mirror
+			// is the render registry.
+			_, copied := origins.byURL[ref.URL]
+			if repo, ok := strings.CutPrefix(ref.URL, chain.URL(reg, "")); ok && reg != "" && chain.IsChartRepository(repo) && !copied {
 				continue
 			}
 			ref = origins.source(ref)
