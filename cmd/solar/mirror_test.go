@@ -13,8 +13,9 @@ import (
 )
 
 // TestVetMirror: a PipelineConfig's mirror that names no Registry, one of
-// another namespace without a grant, or a path that is no repository path
-// is an error at its line; render then writes nothing.
+// another namespace without a grant, a path that is no repository path, or
+// a Registry the allow-list leaves out is an error at its line; render then
+// writes nothing.
 func TestVetMirror(t *testing.T) {
 	const objects = `apiVersion: solar.opendefense.cloud/v1alpha1
 kind: Registry
@@ -31,18 +32,21 @@ kind: Registry
 metadata: {name: mirror, namespace: other}
 spec: {hostname: site.example}
 `
-	for _, tc := range []struct{ name, mirror, want string }{
-		{"no such registry", "registryRef: {name: nowhere}",
-			"config.yaml:8: spec.registries.mirror.registryRef: refers to a missing Registry site/nowhere"},
-		{"not granted", "registryRef: {name: mirror, namespace: other}",
-			"config.yaml:8: spec.registries.mirror.registryRef: refers across namespaces without a grant: Registry other/mirror"},
-		{"bad path", "registryRef: {name: render}, path: Mirror/",
-			"config.yaml:8:43: spec.registries.mirror.path: \"Mirror/\" must be a repository path"},
+	for _, tc := range []struct{ name, registries, want string }{
+		{"no such registry", "mirror: {registryRef: {name: nowhere}}",
+			"config.yaml:7: spec.registries.mirror.registryRef: refers to a missing Registry site/nowhere"},
+		{"not granted", "mirror: {registryRef: {name: mirror, namespace: other}}",
+			"config.yaml:7: spec.registries.mirror.registryRef: refers across namespaces without a grant: Registry other/mirror"},
+		{"bad path", "mirror: {registryRef: {name: render}, path: Mirror/}",
+			"config.yaml:7:54: spec.registries.mirror.path: \"Mirror/\" must be a repository path"},
+		// The mirror is a Registry: the allow-list holds for it as for any.
+		{"not allowed", "mirror: {registryRef: {name: render}}, allowedHostnames: [ghcr.io]",
+			"objects.yaml:4: spec.hostname: registry render.example is not in the PipelineConfig's spec.registries.allowedHostnames"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "objects.yaml"), []byte(objects), 0o644))
-			config := "apiVersion: solar.opendefense.cloud/v1alpha1\nkind: PipelineConfig\nmetadata:\n  name: solar\n  namespace: site\nspec:\n  registries:\n    mirror: {" + tc.mirror + "}\n"
+			config := "apiVersion: solar.opendefense.cloud/v1alpha1\nkind: PipelineConfig\nmetadata:\n  name: solar\n  namespace: site\nspec:\n  registries: {" + tc.registries + "}\n"
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(config), 0o644))
 			code, _, stderr := solar(t, "vet", dir)
 			assert.Equal(t, 1, code, stderr)
