@@ -38,6 +38,14 @@ and listed with its manifest digest; --no-app-charts reads none (no network):
 they are listed by tag without digest, and their images are not listed. An
 image's digest is shown where its reference carries one.
 
+With a mirror (the PipelineConfig's spec.registries.mirror: an air-gapped
+site's registry), the rendered charts point the Targets at the site's copies
+of the application charts; artifacts still reads and lists them by their
+source reference, and gives each application chart and image its "site"
+reference (-o json, yaml; the SITE column of -o wide): where solar push puts
+it, HOSTNAME/PATH/SOURCEHOST/SOURCEPATH with the same tag and digest. Solar's
+own charts are in the render registry and have none.
+
 Without --kubeconfig, agent Releases are rendered without a token (as with
 --no-credentials): the agent chart is listed by its repository. Nothing is
 written. Exit code 0: the list; 1: invalid input, an image reference that does
@@ -55,6 +63,7 @@ func newArtifactsCmd(g *globals) *cobra.Command {
 		Example: `  solar artifacts examples/                          # read application charts from their registries
   solar artifacts --no-app-charts examples/          # offline: Solar's and the application charts by name
   solar artifacts -o json examples/ | jq -r '.artifacts[] | select(.kind == "image") | .reference'
+  solar artifacts -o wide --no-app-charts site/        # with a mirror: where each is on the site (SITE)
   solar artifacts -n alpha --target edge-1 --registry registry.example.com/solar examples/`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -99,7 +108,7 @@ func newArtifactsCmd(g *globals) *cobra.Command {
 	rf.registerClient(g, fl, "to compare Solar's charts with, and where the bootstrap charts point")
 	fl.BoolVar(&noApp, "no-app-charts", false, "do not read application charts from their registries: list them by tag, without digest or images")
 	fl.StringVar(&fluxNS, "flux-namespace", "flux-system", "namespace of Flux, where the bootstrap chart is installed")
-	return cmd
+	return listOutputs(cmd, "wide")
 }
 
 // artifactStore opens the store Solar's charts are compared with: the
@@ -127,9 +136,9 @@ func artifactStore(cmd *cobra.Command, rf *registryFlags, out string) (*pipeline
 }
 
 // printArtifacts writes the list: a table (KIND, REFERENCE, DIGEST,
-// TARGETS) on stdout, notes, problems and a summary on stderr; with -o
-// json or yaml, one document. An error of the input, or an empty list,
-// exits 1.
+// TARGETS; -o wide: SITE after REFERENCE) on stdout, notes, problems and a
+// summary on stderr; with -o json or yaml, one document. An error of the
+// input, or an empty list, exits 1.
 func (g *globals) printArtifacts(l *artifacts.List) error {
 	var err error
 	if l.Problems.HasErrors() {
@@ -137,7 +146,8 @@ func (g *globals) printArtifacts(l *artifacts.List) error {
 	} else if len(l.Artifacts) == 0 {
 		err = fmt.Errorf("no artifacts: no Target in the input (check -n, --target and -l)")
 	}
-	if g.output != "text" {
+	wide := g.output == "wide"
+	if g.output != "text" && !wide {
 		if perr := g.printData(l); perr != nil {
 			return perr
 		}
@@ -148,9 +158,17 @@ func (g *globals) printArtifacts(l *artifacts.List) error {
 	}
 	if len(l.Artifacts) > 0 {
 		w := newTable(g.stdout)
-		g.header(w, "KIND\tREFERENCE\tDIGEST\tTARGETS")
+		if wide {
+			g.header(w, "KIND\tREFERENCE\tSITE\tDIGEST\tTARGETS")
+		} else {
+			g.header(w, "KIND\tREFERENCE\tDIGEST\tTARGETS")
+		}
 		for _, a := range l.Artifacts {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", a.Kind, printable(a.Reference), dash(a.Digest), targetsCell(a.Targets))
+			site := ""
+			if wide {
+				site = printable(dash(a.Site)) + "\t"
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s%s\t%s\n", a.Kind, printable(a.Reference), site, dash(a.Digest), targetsCell(a.Targets))
 		}
 		w.Flush()
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -16,6 +17,7 @@ import (
 
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/artifacts"
+	"github.com/solar-pipeline/solar/renderer/mirror"
 )
 
 // pushAppChart packs the chain test's application chart (a Deployment of
@@ -127,4 +129,68 @@ func TestArtifactsOfExamples(t *testing.T) {
 	assert.Equal(t, 1, code, stderr)
 	assert.Contains(t, stderr, source.Host+"/stefanprodan/charts/podinfo:6.8.0: Deployment podinfo/podinfo-edge-2-podinfo: spec.template.spec.containers[0].image: image \"example.invalid/solar-test/podinfo:6.8.0 beta\" does not parse")
 	assert.Contains(t, stdout, "podinfo:6.7.0", "the list is still printed")
+}
+
+// TestArtifactsWithMirror: with the PipelineConfig's mirror, the release
+// charts point at the site's copies, which cannot be reached here;
+// artifacts still reads the application charts from their source (their
+// digests, their images), lists each by its source reference, and gives
+// each chart and image its site reference (-o json "site", -o wide SITE).
+func TestArtifactsWithMirror(t *testing.T) {
+	examples, source, digest := mirroredExamples(t)
+	const site = mirrorSite
+
+	code, stdout, stderr := solar(t, "artifacts", "-n", "beta", "-o", "json", examples)
+	require.Equal(t, 0, code, stderr)
+	var l artifacts.List
+	require.NoError(t, json.Unmarshal([]byte(stdout), &l), stdout)
+	podinfo := byReference(t, l, artifacts.KindChart, source.Host+"/stefanprodan/charts/podinfo:6.7.0")
+	assert.Equal(t, digest, podinfo.Digest, "read from the source")
+	// Where push puts it: package mirror's rule.
+	copied, err := mirror.Reference(site+"/mirror", podinfo.Reference)
+	require.NoError(t, err)
+	assert.Equal(t, copied, podinfo.Site)
+	assert.True(t, strings.HasPrefix(podinfo.Site, site+"/mirror/"), podinfo.Site)
+	image := byReference(t, l, artifacts.KindImage, "example.invalid/solar-test/podinfo:6.7.0")
+	assert.Equal(t, site+"/mirror/example.invalid/solar-test/podinfo:6.7.0", image.Site)
+	assert.Equal(t, []string{source.Host + "/stefanprodan/charts/podinfo:6.7.0"}, image.Charts, "named by the source reference")
+	boot := byReference(t, l, artifacts.KindBootstrap, "registry.example.com/beta/bootstrap-plant-1")
+	assert.Empty(t, boot.Site, "Solar's charts are in the render registry")
+	assert.Empty(t, l.Notes, "every chart was read")
+
+	code, stdout, stderr = solar(t, "artifacts", "-n", "beta", "-o", "wide", examples)
+	require.Equal(t, 0, code, stderr)
+	assert.Regexp(t, `(?m)^KIND +REFERENCE +SITE +DIGEST +TARGETS$`, stdout)
+	assert.Regexp(t, `(?m)^image +example\.invalid/solar-test/podinfo:6\.7\.0 +`+regexp.QuoteMeta(site)+`/mirror/example\.invalid/solar-test/podinfo:6\.7\.0 +- +beta/plant-1,beta/plant-2$`, stdout)
+	assert.Regexp(t, `(?m)^bootstrap-chart +registry\.example\.com/beta/bootstrap-plant-1 +- +- +beta/plant-1$`, stdout)
+}
+
+// mirrorSite is the mirror of mirroredExamples: a registry that cannot be
+// reached.
+const mirrorSite = "site.invalid:5000"
+
+// mirroredExamples is a copy of examples/ whose application charts are in
+// a real registry (source) and whose PipelineConfig mirrors them into
+// mirrorSite; digest is podinfo 6.7.0's.
+func mirroredExamples(t *testing.T) (examples string, source *testenv.Registry, digest string) {
+	t.Helper()
+	source = testenv.StartRegistry(t, testenv.RegistryOptions{NoAuth: true})
+	digest = pushAppChart(t, source.Host, "stefanprodan/charts", "podinfo", "6.7.0", "6.7.0")
+	pushAppChart(t, source.Host, "prometheus-community/charts", "prometheus-node-exporter", "4.47.0", "4.47.0")
+	dir := t.TempDir()
+	testenv.CopyExamples(t, dir)
+	examples = filepath.Join(dir, "examples")
+	pointExamples(t, examples, source.Host)
+	for file, edit := range map[string][2]string{
+		"pipeline.yaml": {"    allowedHostnames:\n", "    mirror:\n      registryRef:\n        name: site\n    allowedHostnames:\n      - " + mirrorSite + "\n"},
+		"registries.yaml": {"  targetPullSecretName: render-pull\n", "  targetPullSecretName: render-pull\n---\napiVersion: solar.opendefense.cloud/v1alpha1\n" +
+			"kind: Registry\nmetadata:\n  name: site\n  namespace: shared\nspec:\n  hostname: " + mirrorSite + "\n"},
+	} {
+		p := filepath.Join(examples, "shared", file)
+		b, err := os.ReadFile(p)
+		require.NoError(t, err)
+		require.Contains(t, string(b), edit[0])
+		require.NoError(t, os.WriteFile(p, []byte(strings.Replace(string(b), edit[0], edit[1], 1)), 0o644))
+	}
+	return examples, source, digest
 }

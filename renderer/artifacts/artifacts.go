@@ -13,6 +13,13 @@
 //	c.Objects("alpha/edge-1", "ghcr.io/stefanprodan/charts/podinfo:6.7.0", objs)
 //	list := c.List()
 //
+// With a Mirror (the PipelineConfig's spec.registries.mirror), each
+// application chart and image is also given its Site reference: where solar
+// push relocates it in the site's registry (package mirror), and where the
+// site's Flux (charts) and container runtime (images, through its registry
+// mirror configuration) pull it. Its Reference stays the source's: what the
+// connected side reads and solar export carries.
+//
 // The package is pure: what is read from registries is read by its caller.
 package artifacts
 
@@ -22,6 +29,7 @@ import (
 	"strings"
 
 	"github.com/solar-pipeline/solar/renderer/diag"
+	"github.com/solar-pipeline/solar/renderer/mirror"
 )
 
 // The kinds of artifact, in the order List gives them.
@@ -45,6 +53,10 @@ type Artifact struct {
 	// HOST[:PORT]/REPOSITORY[:TAG] (a chart of Solar not yet published:
 	// its repository alone), an image's reference as the chart writes it.
 	Reference string `json:"reference"`
+	// Site, with a mirror, is where an application chart or image is in
+	// the site's registry: mirror.Reference of Reference. Empty without a
+	// mirror, and for Solar's charts (already in the render registry).
+	Site string `json:"site,omitempty"`
 	// Digest is the manifest digest, where known: a chart of Solar the
 	// store holds, an application chart read from its registry, an image
 	// whose reference carries one. Empty otherwise.
@@ -69,6 +81,9 @@ type List struct {
 // Collector gathers the artifacts of many Targets. Its zero value is ready
 // to use; it is not safe for concurrent use.
 type Collector struct {
+	// Mirror, when set, is the site registry's HOSTNAME/PATH the
+	// application charts and images are relocated under (Artifact.Site).
+	Mirror    string
 	artifacts []Artifact
 	index     map[string]int
 	problems  diag.List
@@ -104,6 +119,7 @@ func (c *Collector) add(a Artifact, target, chart string) {
 	if !ok {
 		i = len(c.artifacts)
 		c.index[key] = i
+		a.Site = c.site(a)
 		c.artifacts = append(c.artifacts, a)
 	}
 	p := &c.artifacts[i]
@@ -114,6 +130,20 @@ func (c *Collector) add(a Artifact, target, chart string) {
 	if chart != "" && !slices.Contains(p.Charts, chart) {
 		p.Charts = append(p.Charts, chart)
 	}
+}
+
+// site is where a is in the mirror, "" without one or for Solar's charts.
+// A reference that does not relocate has none (an image's was reported as
+// a problem when it did not parse).
+func (c *Collector) site(a Artifact) string {
+	if c.Mirror == "" || (a.Kind != KindChart && a.Kind != KindImage) {
+		return ""
+	}
+	ref, err := mirror.Reference(c.Mirror, a.Reference)
+	if err != nil {
+		return ""
+	}
+	return ref
 }
 
 // List is what was collected: the artifacts ordered by kind (bootstrap

@@ -37,6 +37,7 @@ var References = []Reference{
 	{From: api.KindReleaseBinding, Field: "spec.releaseRef", To: api.KindRelease, Local: true},
 	{From: api.KindRegistryBinding, Field: "spec.targetRef", To: api.KindTarget},
 	{From: api.KindRegistryBinding, Field: "spec.registryRef", To: api.KindRegistry},
+	{From: api.KindPipelineConfig, Field: "spec.registries.mirror.registryRef", To: api.KindRegistry, Optional: true},
 }
 
 // Named is one reference of an object, and the Ref it holds.

@@ -167,9 +167,24 @@ type PipelineConfig struct {
 		Registries struct {
 			AllowedHostnames []string `json:"allowedHostnames,omitempty"`
 			AllowInsecure    bool     `json:"allowInsecure,omitempty"`
+			// Mirror, when set, is the site registry every application
+			// chart is relocated into (solar push): the Targets pull them
+			// from there.
+			Mirror *Mirror `json:"mirror,omitempty"`
 		} `json:"registries"`
 	} `json:"spec"`
 }
+
+// Mirror is where a site holds the application charts and images of other
+// registries: under RegistryRef's hostname, at Path (DefaultMirrorPath when
+// empty), as package mirror relocates them.
+type Mirror struct {
+	RegistryRef Ref    `json:"registryRef"`
+	Path        string `json:"path,omitempty"`
+}
+
+// DefaultMirrorPath is a Mirror's path when it sets none.
+const DefaultMirrorPath = "mirror"
 
 // Device is a device that runs the fleet agent.
 type Device struct {

@@ -40,12 +40,17 @@ type rendered struct {
 // release charts as a publish into the store would leave them (a chart the
 // store holds unchanged: by version and digest; else by repository alone),
 // the application charts their HelmReleases install, and the container
-// images those render (Helm's engine, as Diff renders them).
+// images those render (Helm's engine, as Diff renders them). With a mirror
+// the release charts name the site's copies of the application charts;
+// those are read from their sources all the same, and listed by their
+// source reference with their Site.
 func Artifacts(ctx context.Context, plan *Plan, st store.Store, opts Options, ao ArtifactOptions) (*artifacts.List, error) {
 	opts.DryRun, opts.Compare = true, true
 	report, err := Run(ctx, plan, st, opts)
 	var c artifacts.Collector
 	c.Problems(report.Problems)
+	origins := originsOf(plan)
+	c.Mirror = origins.mirror
 	if err != nil {
 		return c.List(), err
 	}
@@ -59,13 +64,13 @@ func Artifacts(ctx context.Context, plan *Plan, st store.Store, opts Options, ao
 		}
 		solarChart(&c, fresh, target, artifacts.KindBootstrap, reg, tr.Result)
 	}
-	walked, notes, err := walkChains(ctx, report, st, fresh, registries, fallback, ao)
+	walked, notes, err := walkChains(ctx, report, st, fresh, registries, fallback, origins, ao)
 	if err != nil {
 		return c.List(), err
 	}
 	for i, tr := range report.Targets {
 		target := tr.Namespace + "/" + tr.Name
-		appCharts(&c, target, cmp.Or(registries[target], fallback), walked[i], ao.App)
+		appCharts(&c, target, cmp.Or(registries[target], fallback), walked[i], origins, ao.App)
 	}
 	for _, n := range noteLines(notes) {
 		c.Note(n)
@@ -101,7 +106,7 @@ func solarChart(c *artifacts.Collector, fresh map[string]freshChart, target, kin
 // walkChains renders each Target's chain (report.Targets' order; the
 // Targets at once, GOMAXPROCS at a time) from its bootstrap chart, and
 // returns per Target the charts rendered; notes say what was not.
-func walkChains(ctx context.Context, report *Report, st store.Store, fresh map[string]freshChart, registries map[string]string, fallback string, ao ArtifactOptions) ([][]rendered, []objdiff.Note, error) {
+func walkChains(ctx context.Context, report *Report, st store.Store, fresh map[string]freshChart, registries map[string]string, fallback string, origins origins, ao ArtifactOptions) ([][]rendered, []objdiff.Note, error) {
 	read := storeReader(st)
 	charts := func(ctx context.Context, repo, version string) ([]byte, error) {
 		if f, ok := fresh[repo]; ok && f.version == version {
@@ -111,7 +116,7 @@ func walkChains(ctx context.Context, report *Report, st store.Store, fresh map[s
 	}
 	var app func(context.Context, objdiff.Ref) ([]byte, error)
 	if ao.App != nil {
-		app = ao.App.Fetch
+		app = origins.reader(ao.App.Fetch)
 	}
 	flux := cmp.Or(ao.FluxNamespace, "flux-system")
 	cache := objdiff.NewCache(renderCacheSize)
@@ -155,10 +160,10 @@ func walkChains(ctx context.Context, report *Report, st store.Store, fresh map[s
 // OCIRepository Solar's charts render that is not one of Solar's under its
 // render registry), with the digest read where fetcher read the chart, and
 // the images of each application chart rendered.
-func appCharts(c *artifacts.Collector, target, reg string, walked []rendered, fetcher *objdiff.Fetcher) {
+func appCharts(c *artifacts.Collector, target, reg string, walked []rendered, origins origins, fetcher *objdiff.Fetcher) {
 	for _, r := range walked {
 		if r.app {
-			c.Objects(target, appReference(r.ref), r.objs)
+			c.Objects(target, appReference(origins.source(r.ref)), r.objs)
 			continue
 		}
 		for _, o := range r.objs {
@@ -166,9 +171,13 @@ func appCharts(c *artifacts.Collector, target, reg string, walked []rendered, fe
 				continue
 			}
 			ref := ociRef(o)
-			if repo, ok := strings.CutPrefix(ref.URL, chain.URL(reg, "")); ok && reg != "" && chain.IsChartRepository(repo) {
+			// A mirror's copy is an application chart, also where the mirror
+			// is the render registry.
+			_, copied := origins.byURL[ref.URL]
+			if repo, ok := strings.CutPrefix(ref.URL, chain.URL(reg, "")); ok && reg != "" && chain.IsChartRepository(repo) && !copied {
 				continue
 			}
+			ref = origins.source(ref)
 			digest := ref.Digest
 			if fetcher != nil {
 				digest = cmp.Or(digest, fetcher.Digest(ref))
@@ -176,6 +185,50 @@ func appCharts(c *artifacts.Collector, target, reg string, walked []rendered, fe
 			c.Chart(target, artifacts.KindChart, appReference(ref), digest)
 		}
 	}
+}
+
+// origins are the sources of the application charts a mirror relocated:
+// the release charts name the site's copies, which the connected side
+// cannot read.
+type origins struct {
+	// mirror is the mirror's HOSTNAME/PATH, "" without one.
+	mirror string
+	// byURL maps a copy's oci:// URL to its source's (URL and insecure).
+	byURL map[string]objdiff.Ref
+}
+
+// originsOf are the plan's mirrored charts, by their copy's URL.
+func originsOf(plan *Plan) origins {
+	o := origins{byURL: map[string]objdiff.Ref{}}
+	for _, t := range plan.Targets {
+		if t.Mirror != nil {
+			o.mirror = t.Mirror.Base
+		}
+		for _, sel := range t.Releases {
+			if src := sel.Chart.Origin; src != nil {
+				o.byURL["oci://"+sel.Chart.Repository] = objdiff.Ref{URL: "oci://" + src.Repository, Insecure: src.Insecure}
+			}
+		}
+	}
+	return o
+}
+
+// source is where ref's chart is read from: its source when ref names a
+// mirror's copy (same tag and digest), else ref.
+func (o origins) source(ref objdiff.Ref) objdiff.Ref {
+	if src, ok := o.byURL[ref.URL]; ok {
+		ref.URL, ref.Insecure = src.URL, src.Insecure
+	}
+	return ref
+}
+
+// reader reads an application chart with read, a mirror's copy from its
+// source (nil: nil, no chart is read).
+func (o origins) reader(read func(context.Context, objdiff.Ref) ([]byte, error)) func(context.Context, objdiff.Ref) ([]byte, error) {
+	if read == nil {
+		return nil
+	}
+	return func(ctx context.Context, ref objdiff.Ref) ([]byte, error) { return read(ctx, o.source(ref)) }
 }
 
 // ociRef is where an OCIRepository points.

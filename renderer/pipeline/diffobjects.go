@@ -87,6 +87,8 @@ func (s *chainState) objects(ctx context.Context, plan *Plan, store store.Store,
 	registries, fallback := renderRegistries(plan, registry)
 	flux := cmp.Or(oo.FluxNamespace, "flux-system")
 	read := storeReader(store)
+	// The connected side reads a mirror's copies from their sources.
+	app := originsOf(plan).reader(oo.App)
 	fresh := func(ctx context.Context, repo, version string) ([]byte, error) {
 		if f, ok := s.fresh[repo]; ok && f.version == version {
 			return f.archive, nil
@@ -118,8 +120,8 @@ func (s *chainState) objects(ctx context.Context, plan *Plan, store store.Store,
 			if !ok {
 				reg = fallback
 			}
-			before := &objdiff.Walker{Registry: reg, FluxNamespace: flux, Store: read, App: oo.App, Cache: cache}
-			after := &objdiff.Walker{Registry: reg, FluxNamespace: flux, Store: fresh, App: oo.App, Cache: cache}
+			before := &objdiff.Walker{Registry: reg, FluxNamespace: flux, Store: read, App: app, Cache: cache}
+			after := &objdiff.Walker{Registry: reg, FluxNamespace: flux, Store: fresh, App: app, Cache: cache}
 			changes, err := objdiff.Changes(gctx, before, after, b.old, b.new)
 			if err != nil {
 				return fmt.Errorf("%s: %w", b.target, err)

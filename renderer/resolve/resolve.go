@@ -46,7 +46,11 @@ type Resolution struct {
 	// PullSecrets maps a registry hostname to the name of the Secret the Target
 	// pulls from it with.
 	PullSecrets map[string]string
-	Problems    diag.List
+	// Mirror, when the PipelineConfig sets one, is the site registry the
+	// Target pulls every application chart from (each Chart's Origin says
+	// from where it was relocated); nil: from their own registries.
+	Mirror   *Mirror
+	Problems diag.List
 }
 
 // Selected is one release a Target gets.
@@ -69,7 +73,8 @@ type Selected struct {
 
 // Chart is the chart a release deploys.
 type Chart struct {
-	// Repository is HOST[:PORT]/PATH, without a scheme.
+	// Repository is HOST[:PORT]/PATH, without a scheme: where the Target
+	// pulls the chart from (with a mirror, the mirror's copy).
 	Repository string
 	Tag        string
 	Digest     string
@@ -80,6 +85,9 @@ type Chart struct {
 	AppVersion string
 	// ComponentVersion is nil for an inline chart.
 	ComponentVersion *model.ComponentVersion
+	// Origin, with a mirror, is the repository the chart was relocated
+	// from (the ComponentVersion's or inline chart's); nil without one.
+	Origin *Origin
 }
 
 // Hostname is the registry part of the repository.
@@ -115,15 +123,17 @@ func Resolve(s *model.Set, opts Options) (*Plan, error) {
 			regBindings[t] = append(regBindings[t], b)
 		}
 	}
+	var site siteMirror
+	site.mirror, site.config, site.err = mirrorOf(s)
 	plan := &Plan{}
 	for _, t := range s.Targets {
-		plan.Targets = append(plan.Targets, resolveTarget(s, t, byTarget[t], regBindings[t], opts))
+		plan.Targets = append(plan.Targets, resolveTarget(s, t, byTarget[t], regBindings[t], site, opts))
 	}
 	return plan, nil
 }
 
-func resolveTarget(s *model.Set, t *model.Target, bindings []model.Binding, regBindings []*model.RegistryBinding, opts Options) *Resolution {
-	out := &Resolution{Target: t, PullSecrets: map[string]string{}}
+func resolveTarget(s *model.Set, t *model.Target, bindings []model.Binding, regBindings []*model.RegistryBinding, site siteMirror, opts Options) *Resolution {
+	out := &Resolution{Target: t, PullSecrets: map[string]string{}, Mirror: site.mirror}
 	src := s.Loaded(api.KindTarget, t.Namespace, t.Name)
 	targetErr := func(path, format string, args ...any) {
 		out.Problems.Errorf(src.File, src.LineOf(path), path, "Target %s/%s: "+format, append([]any{t.Namespace, t.Name}, args...)...)
@@ -135,14 +145,22 @@ func resolveTarget(s *model.Set, t *model.Target, bindings []model.Binding, regB
 	} else {
 		out.RenderRegistry = reg
 	}
-	pullSecrets(s, out, reg, regBindings)
+	if site.err != nil {
+		mirrorProblem(out, site.config, site.err)
+	}
+	pullSecrets(s, out, reg, site, regBindings)
 
 	choose(s, out, candidates(s, out, bindings))
+	relocate(s, out)
 	for _, r := range out.Releases {
 		host := r.Chart.Hostname()
 		secret, ok := out.PullSecrets[host]
 		if !ok && opts.StrictRegistryBindings {
-			targetErr("metadata.name", "release %s pulls from %s, which no RegistryBinding of the Target covers (--strict-registry-bindings)", Name(r.Release), host)
+			via := ""
+			if r.Chart.Origin != nil {
+				via = "the mirror "
+			}
+			targetErr("metadata.name", "release %s pulls from %s%s, which no RegistryBinding of the Target covers (--strict-registry-bindings)", Name(r.Release), via, host)
 		}
 		r.PullSecret = secret
 		if r.Chart.ValuesTemplate != "" {
@@ -246,7 +264,7 @@ func choose(s *model.Set, out *Resolution, cands []*Selected) {
 // pullSecrets maps registry hostnames to pull secret names: the render
 // registry's own, then the Target's RegistryBindings. Two names for one
 // hostname is an error: the Target could only use one of them.
-func pullSecrets(s *model.Set, out *Resolution, render *model.Registry, bindings []*model.RegistryBinding) {
+func pullSecrets(s *model.Set, out *Resolution, render *model.Registry, site siteMirror, bindings []*model.RegistryBinding) {
 	t := out.Target
 	from := map[string]string{}
 	add := func(host, secret, where string, o *load.Object, path string) {
@@ -265,6 +283,12 @@ func pullSecrets(s *model.Set, out *Resolution, render *model.Registry, bindings
 	if render != nil {
 		o := s.Loaded(api.KindTarget, t.Namespace, t.Name)
 		add(render.Spec.Hostname, render.Spec.TargetPullSecretName, "its render registry "+render.Namespace+"/"+render.Name, o, "spec.renderRegistryRef")
+	}
+	// Every Target pulls the application charts from the mirror, as it
+	// pulls Solar's from its render registry.
+	if m := site.mirror; m != nil {
+		add(m.Registry.Spec.Hostname, m.Registry.Spec.TargetPullSecretName, "the PipelineConfig's mirror "+m.Registry.Namespace+"/"+m.Registry.Name,
+			site.config, mirrorField+".registryRef")
 	}
 	for _, b := range bindings {
 		reg, err := model.Lookup[model.Registry](s, api.KindRegistryBinding, b.Namespace, api.KindRegistry, b.Spec.RegistryRef)
