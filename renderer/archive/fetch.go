@@ -18,6 +18,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/errdef"
+	"oras.land/oras-go/v2/registry"
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/auth"
 	"oras.land/oras-go/v2/registry/remote/credentials"
@@ -94,7 +95,34 @@ func FetchDependencies(ctx context.Context, reqs []Request, opts SourceOptions) 
 		f.Close()
 		return nil, err
 	}
-	lim := cmp.Or(opts.Limits, DefaultLimits)
+	open := func(repoName string) (sourceTarget, error) {
+		host, _, _ := strings.Cut(repoName, "/")
+		if host == "docker.io" {
+			repoName = "registry-1.docker.io" + strings.TrimPrefix(repoName, "docker.io")
+		}
+		repo, err := remote.NewRepository(repoName)
+		if err != nil {
+			return nil, err
+		}
+		repo.Client, repo.PlainHTTP = client, slices.Contains(opts.PlainHTTP, host)
+		return repo, nil
+	}
+	if err := f.read(ctx, reqs, open, cmp.Or(opts.Limits, DefaultLimits)); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// sourceTarget is a repository dependencies are read from: a registry's
+// (or, in tests, a memory store).
+type sourceTarget interface {
+	content.ReadOnlyGraphStorage
+	content.Resolver
+}
+
+// read reads reqs, each repository opened by open (HOST/PATH).
+func (f *Fetched) read(ctx context.Context, reqs []Request, open func(string) (sourceTarget, error), lim Limits) error {
 	seen := map[string]bool{}
 	var problems []string
 	for _, r := range reqs {
@@ -110,8 +138,8 @@ func FetchDependencies(ctx context.Context, reqs []Request, opts SourceOptions) 
 			continue
 		}
 		seen[full] = true
-		s := &sourceRead{f: f, client: client, opts: opts, lim: lim}
-		d, err := s.dependency(ctx, r.Kind, full)
+		s := &sourceRead{f: f, lim: lim}
+		d, err := s.dependency(ctx, r.Kind, full, open)
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("%s %s: %v", r.Kind, full, err))
 			continue
@@ -119,11 +147,10 @@ func FetchDependencies(ctx context.Context, reqs []Request, opts SourceOptions) 
 		f.Dependencies = append(f.Dependencies, d)
 	}
 	if len(problems) > 0 {
-		f.Close()
-		return nil, fmt.Errorf("reading the dependencies:\n  %s", strings.Join(problems, "\n  "))
+		return fmt.Errorf("reading the dependencies:\n  %s", strings.Join(problems, "\n  "))
 	}
 	slices.SortFunc(f.Dependencies, func(a, b Dependency) int { return cmp.Compare(a.Reference, b.Reference) })
-	return f, nil
+	return nil
 }
 
 // sourceClient is the HTTP client dependencies are read with: timeouts on
@@ -147,28 +174,21 @@ func sourceClient(opts SourceOptions) (*auth.Client, error) {
 
 // sourceRead reads one dependency.
 type sourceRead struct {
-	f      *Fetched
-	client *auth.Client
-	opts   SourceOptions
-	lim    Limits
-	repo   *remote.Repository
+	f    *Fetched
+	lim  Limits
+	repo sourceTarget
 }
 
-func (s *sourceRead) dependency(ctx context.Context, kind, full string) (Dependency, error) {
+func (s *sourceRead) dependency(ctx context.Context, kind, full string, open func(string) (sourceTarget, error)) (Dependency, error) {
 	repoName, tag, pinned := splitReference(full)
-	host, _, _ := strings.Cut(repoName, "/")
-	if host == "docker.io" {
-		repoName = "registry-1.docker.io" + strings.TrimPrefix(repoName, "docker.io")
-	}
-	repo, err := remote.NewRepository(repoName)
+	repo, err := open(repoName)
 	if err != nil {
 		return Dependency{}, err
 	}
-	repo.Client, repo.PlainHTTP = s.client, slices.Contains(s.opts.PlainHTTP, host)
 	s.repo = repo
 	want := cmp.Or(string(pinned), tag)
 	rctx, cancel := context.WithTimeout(ctx, RequestTimeout)
-	desc, err := repo.Resolve(rctx, want)
+	desc, err := s.repo.Resolve(rctx, want)
 	cancel()
 	if err != nil {
 		return Dependency{}, fmt.Errorf("resolving %s: %w", want, err)
@@ -213,16 +233,14 @@ func (s *sourceRead) signatures(ctx context.Context, desc ocispec.Descriptor) ([
 	case !errors.Is(err, errdef.ErrNotFound):
 		return nil, err
 	}
-	err = s.repo.Referrers(ctx, desc, "", func(refs []ocispec.Descriptor) error {
-		for _, r := range refs {
-			if !slices.ContainsFunc(out, func(o ocispec.Descriptor) bool { return o.Digest == r.Digest }) {
-				out = append(out, ocispec.Descriptor{MediaType: r.MediaType, ArtifactType: r.ArtifactType, Digest: r.Digest, Size: r.Size})
-			}
-		}
-		return nil
-	})
+	refs, err := registry.Referrers(ctx, s.repo, desc, "")
 	if err != nil && !errors.Is(err, errdef.ErrNotFound) {
 		return nil, err
+	}
+	for _, r := range refs {
+		if !slices.ContainsFunc(out, func(o ocispec.Descriptor) bool { return o.Digest == r.Digest }) {
+			out = append(out, ocispec.Descriptor{MediaType: r.MediaType, ArtifactType: r.ArtifactType, Digest: r.Digest, Size: r.Size})
+		}
 	}
 	return out, nil
 }
@@ -307,7 +325,7 @@ func (s *sourceRead) blob(ctx context.Context, d ocispec.Descriptor) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, BlobTimeout)
 	defer cancel()
-	rc, err := s.repo.Blobs().Fetch(ctx, d)
+	rc, err := s.repo.Fetch(ctx, d)
 	if err != nil {
 		return fmt.Errorf("reading blob %s: %w", d.Digest, err)
 	}
