@@ -7,8 +7,9 @@
 // HOST[:PORT]/PREFIX) as BASE/HOST/PATH, the source host kept so that two
 // registries' "library/nginx" stay apart and a container runtime's mirror
 // of HOST (containerd's hosts.toml, override_path) maps one prefix per
-// source registry. Tags and digests are kept; nothing inside an artifact
-// is rewritten.
+// source registry (a source host's port is kept as HOST_PORT: a colon may
+// not stand in a repository path). Tags and digests are kept; nothing
+// inside an artifact is rewritten.
 package mirror
 
 import (
@@ -35,6 +36,10 @@ func Repository(base, ref string) (string, error) {
 	if host == name.DefaultRegistry {
 		host = dockerHub
 	}
+	// A port's colon may not stand in a repository path (the distribution
+	// spec's path components are [a-z0-9] and separators): HOST:PORT is
+	// HOST_PORT there, which no host name spells ("_" is not in DNS names).
+	host = strings.ReplaceAll(host, ":", "_")
 	base = strings.TrimSuffix(strings.TrimPrefix(base, "oci://"), "/")
 	if base == "" {
 		return "", fmt.Errorf("relocating %q: no site registry given", ref)
