@@ -19,6 +19,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"oras.land/oras-go/v2"
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/auth"
 
@@ -198,4 +199,18 @@ spec:
 	assert.Regexp(t, `(?m)^KIND +REFERENCE +SITE +ACTION$`, stdout)
 	assert.Regexp(t, `(?m)^image +`+strings.ReplaceAll(image, ".", `\.`)+` +`+site.Host+`/mirror/\S+ +unchanged$`, stdout)
 	assert.NotContains(t, stdout, "create")
+
+	// The site's podinfo:6.7.0 now holds 6.8.0's chart: the push is
+	// refused, naming it, and nothing is written (a dry run lists it so).
+	moved, err := oras.Copy(ctx, tlsRepository(t, source, "stefanprodan/charts/podinfo"), "6.8.0",
+		tlsRepository(t, site, mirrored+"stefanprodan/charts/podinfo"), "6.7.0", oras.DefaultCopyOptions)
+	require.NoError(t, err)
+	for _, args := range [][]string{{"push", bundle}, {"push", bundle, "--dry-run"}} {
+		code, _, stderr = cli(append(args, login...)...)
+		assert.Equal(t, 1, code, stderr)
+		assert.Contains(t, stderr, mirrored+"stefanprodan/charts/podinfo:6.7.0 is "+moved.Digest.String())
+	}
+	got, err = tlsRepository(t, site, mirrored+"stefanprodan/charts/podinfo").Resolve(ctx, "6.7.0")
+	require.NoError(t, err)
+	assert.Equal(t, moved.Digest, got.Digest, "push moves no tag it relocates")
 }
