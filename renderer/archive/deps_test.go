@@ -159,9 +159,8 @@ func depsArchive(t *testing.T, dir string) (string, *Summary, memRegistry) {
 
 // TestExportDependencies: an archive with dependencies lists each once at
 // its digest, with its signatures, in a standard layout (index.json
-// annotated); it unpacks whole; relocated into a site, every platform
-// manifest, the tag and both signatures are there, and a second push
-// changes nothing; a relocated tag at another digest refuses the push.
+// annotated), the same bytes for the same layout and sources; it unpacks
+// whole.
 func TestExportDependencies(t *testing.T) {
 	ctx := context.Background()
 	k, _ := signingKey(t)
@@ -206,7 +205,19 @@ func TestExportDependencies(t *testing.T) {
 	require.NoError(t, err)
 	defer u.Close()
 	assert.Equal(t, s.Dependencies, u.Dependencies)
+}
 
+// TestRelocateDependencies: relocated into a site, every platform manifest
+// of the image index, its tag and both signatures are there at the
+// source's digests, and a second push changes nothing; a relocated tag at
+// another digest refuses the push.
+func TestRelocateDependencies(t *testing.T) {
+	ctx := context.Background()
+	file, s, _ := depsArchive(t, "")
+	image := s.Dependencies[1]
+	u, err := Unpack(ctx, file, DefaultLimits)
+	require.NoError(t, err)
+	defer u.Close()
 	site := memRegistry{}
 	plan, err := u.PlanDependencies(ctx, "site.example/mirror", site.site)
 	require.NoError(t, err)
