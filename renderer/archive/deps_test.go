@@ -282,3 +282,34 @@ func TestFullReference(t *testing.T) {
 }
 
 var hex64 = strings.Repeat("ab", 32)
+
+// TestFetchNamesEveryProblem: what cannot be read is named, each with why,
+// all at once; a blob over the limits push reads is not read.
+func TestFetchNamesEveryProblem(t *testing.T) {
+	src, _ := testSource(t)
+	tmp, err := newTempDir()
+	require.NoError(t, err)
+	f := &Fetched{blobs: map[digest.Digest]ocispec.Descriptor{}, tmp: tmp}
+	defer f.Close()
+	err = f.read(context.Background(), []Request{
+		{KindImage, "src.example/team/app:2.0"},
+		{KindChart, depChart},
+		{KindImage, "Not A Reference"},
+		{"sbom", "src.example/team/app:1.0"},
+	}, src.source, DefaultLimits)
+	require.Error(t, err)
+	for _, want := range []string{
+		"image src.example/team/app:2.0: resolving 2.0: ",
+		`Not A Reference: "Not A Reference" is not a reference`,
+		`src.example/team/app:1.0: kind "sbom": not chart or image`,
+	} {
+		assert.Contains(t, err.Error(), want)
+	}
+	assert.NotContains(t, err.Error(), depChart, "what was read is no problem")
+
+	// A blob over the limit push reads is not exported.
+	lim := DefaultLimits
+	lim.Blob = 100
+	err = f.read(context.Background(), []Request{{KindImage, depImage}}, src.source, lim)
+	assert.ErrorContains(t, err, "more than the limit of 100 push reads")
+}
