@@ -149,7 +149,10 @@ func (f *Fetched) read(ctx context.Context, reqs []Request, open func(string) (s
 	if len(problems) > 0 {
 		return fmt.Errorf("reading the dependencies:\n  %s", strings.Join(problems, "\n  "))
 	}
-	slices.SortFunc(f.Dependencies, func(a, b Dependency) int { return cmp.Compare(a.Reference, b.Reference) })
+	// Charts, then images, each by reference: as solar artifacts lists them.
+	slices.SortFunc(f.Dependencies, func(a, b Dependency) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Reference, b.Reference))
+	})
 	return nil
 }
 
