@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
@@ -85,10 +86,11 @@ func splitReference(ref string) (repo, tag string, dgst digest.Digest) {
 	return repo, tag, digest.Digest(d)
 }
 
-// Media types of the manifests a dependency may be made of.
+// Media types of Docker's manifests a dependency may be made of (most
+// images are), besides OCI's.
 const (
-	mediaTypeDockerManifest = "application/vnd.docker.distribution.manifest.v2+json"
-	mediaTypeDockerList     = "application/vnd.docker.distribution.manifest.list.v2+json"
+	mediaTypeDockerManifest = string(types.DockerManifestSchema2)
+	mediaTypeDockerList     = string(types.DockerManifestList)
 )
 
 func isIndex(mediaType string) bool {
