@@ -124,6 +124,33 @@ var depTampers = []tamper{
 	{name: "a link to a layer", want: "is a hard link", change: func(t *testing.T, e []tarEntry, m *Manifest) []tarEntry {
 		return append(e, extra("blobs/sha256/"+digest.FromString("y").Encoded(), tar.TypeLink, ""))
 	}},
+	{name: "a dependency twice in solar-export.json", want: "solar-export.json lists dependency src.example/team/app:1.0 twice", change: func(t *testing.T, e []tarEntry, m *Manifest) []tarEntry {
+		m.Dependencies = append(m.Dependencies, m.Dependencies[1])
+		setJSON(t, e, ExportFile, m)
+		return e
+	}},
+	{name: "a dependency twice in index.json", want: "index.json names dependency src.example/team/app:1.0 twice", change: func(t *testing.T, e []tarEntry, m *Manifest) []tarEntry {
+		editIndex(t, e, func(d []ocispec.Descriptor) []ocispec.Descriptor {
+			for _, x := range d {
+				if x.Digest == m.Dependencies[1].Digest {
+					return append(d, x)
+				}
+			}
+			return d
+		})
+		return e
+	}},
+	{name: "a dependency by a digest that is not sha256", want: "index.json names dependency \"md5:", change: func(t *testing.T, e []tarEntry, m *Manifest) []tarEntry {
+		editIndex(t, e, func(d []ocispec.Descriptor) []ocispec.Descriptor {
+			for i := range d {
+				if d[i].Digest == m.Dependencies[1].Digest {
+					d[i].Digest = "md5:0123456789abcdef0123456789abcdef"
+				}
+			}
+			return d
+		})
+		return e
+	}},
 	{name: "a layer over the blob limit", want: "more than the limit of 100", limits: Limits{Entries: 1000, Blob: 100, Total: 1 << 20, Metadata: 1 << 20}},
 }
 
