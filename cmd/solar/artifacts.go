@@ -70,33 +70,10 @@ func newArtifactsCmd(g *globals) *cobra.Command {
 			if out != "" && rf.registry != "" {
 				return fmt.Errorf("give one of --out and --registry, not both")
 			}
-			f.dryRun = true
 			f.noCredentials = f.noCredentials || f.kubeconfig == ""
-			opts, err := f.options(g, cmd.InOrStdin(), args)
+			list, err := listArtifacts(cmd, g, &f, &rf, out, pipeline.ArtifactOptions{FluxNamespace: fluxNS}, !noApp, args)
 			if err != nil {
 				return err
-			}
-			store, done, err := artifactStore(cmd, &rf, out)
-			if err != nil {
-				return err
-			}
-			defer done()
-			if store.Registry != "" {
-				opts.Registry = store.Registry
-			}
-			plan, err := pipeline.NewPlan(cmd.Context(), opts)
-			if err != nil {
-				return hint(err, rf.registry)
-			}
-			ao := pipeline.ArtifactOptions{FluxNamespace: fluxNS}
-			if !noApp {
-				ao.App = &objdiff.Fetcher{Wrap: g.requestLog()}
-			}
-			list := &artifacts.List{Artifacts: []artifacts.Artifact{}, Problems: pipeline.NewReport(plan).Problems}
-			if len(plan.Targets) > 0 {
-				if list, err = pipeline.Artifacts(cmd.Context(), plan, store.Store, opts, ao); err != nil {
-					return hint(err, rf.registry)
-				}
 			}
 			return g.printArtifacts(list)
 		},
@@ -109,6 +86,40 @@ func newArtifactsCmd(g *globals) *cobra.Command {
 	fl.BoolVar(&noApp, "no-app-charts", false, "do not read application charts from their registries: list them by tag, without digest or images")
 	fl.StringVar(&fluxNS, "flux-namespace", "flux-system", "namespace of Flux, where the bootstrap chart is installed")
 	return listOutputs(cmd, "wide")
+}
+
+// listArtifacts lists the artifacts of the Targets of args (solar
+// artifacts; export --with-dependencies): Solar's charts compared with the
+// layout out or the registry of rf (neither: an empty store), application
+// charts read from their registries when app.
+func listArtifacts(cmd *cobra.Command, g *globals, f *planFlags, rf *registryFlags, out string, ao pipeline.ArtifactOptions, app bool, args []string) (*artifacts.List, error) {
+	f.dryRun = true
+	opts, err := f.options(g, cmd.InOrStdin(), args)
+	if err != nil {
+		return nil, err
+	}
+	store, done, err := artifactStore(cmd, rf, out)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	if store.Registry != "" {
+		opts.Registry = store.Registry
+	}
+	plan, err := pipeline.NewPlan(cmd.Context(), opts)
+	if err != nil {
+		return nil, hint(err, rf.registry)
+	}
+	if app {
+		ao.App = &objdiff.Fetcher{Wrap: g.requestLog()}
+	}
+	list := &artifacts.List{Artifacts: []artifacts.Artifact{}, Problems: pipeline.NewReport(plan).Problems}
+	if len(plan.Targets) > 0 {
+		if list, err = pipeline.Artifacts(cmd.Context(), plan, store.Store, opts, ao); err != nil {
+			return nil, hint(err, rf.registry)
+		}
+	}
+	return list, nil
 }
 
 // artifactStore opens the store Solar's charts are compared with: the

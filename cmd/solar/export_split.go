@@ -6,7 +6,6 @@ import (
 
 	"github.com/solar-pipeline/solar/internal/english"
 	"github.com/solar-pipeline/solar/renderer/archive"
-	"github.com/solar-pipeline/solar/renderer/pipeline"
 )
 
 const exportSplitLong = `
@@ -32,16 +31,16 @@ type splitExport struct {
 	Parts []archive.Part `json:"parts"`
 }
 
-// exportSplit writes the layout l as a split archive out.001 … with its
-// list out.sha256, and prints what export prints, and the parts.
-func (g *globals) exportSplit(ctx context.Context, l *pipeline.Store, out, size string) error {
+// exportSplit writes the archive write writes as a split archive out.001 …
+// with its list out.sha256, and prints what export prints, and the parts.
+func (g *globals) exportSplit(ctx context.Context, out, size string, write func(whole string) (*archive.Summary, error)) error {
 	n, err := archive.ParseSize(size)
 	if err != nil {
 		return err
 	}
 	var s *archive.Summary
 	parts, err := archive.WriteParts(ctx, out, n, func(whole string) (err error) {
-		s, err = pipeline.Export(ctx, l, whole)
+		s, err = write(whole)
 		return err
 	})
 	if err != nil {

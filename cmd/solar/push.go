@@ -19,6 +19,7 @@ func newPushCmd(g *globals) *cobra.Command {
 	var keys []string
 	var dryRun bool
 	var reviewedFile string
+	mirrorPath := pipeline.DefaultMirrorPath
 	cmd := &cobra.Command{
 		Use:     "push (DIR | ARCHIVE | ARCHIVE.sha256) --registry HOST[:PORT][/PREFIX] [--reviewed FILE]",
 		Short:   "Push a rendered layout (solar render --registry), or its archive (solar export), byte for byte, checked against what was reviewed",
@@ -37,6 +38,9 @@ func newPushCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := checkMirrorPath(mirrorPath); err != nil {
+				return err
+			}
 			popts.DryRun, popts.Reviewed, popts.Progress = dryRun, list, g.meter("repository")
 			remote, err := rf.remote(cmd.Context(), cmd.InOrStdin())
 			if err != nil {
@@ -47,14 +51,30 @@ func newPushCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer closeLayout()
+			// Where the dependencies go, asked before anything is written.
+			deps, err := pipeline.PlanDependencies(cmd.Context(), layout, remote, mirrorPath)
+			if err != nil {
+				return hint(err, rf.registry)
+			}
+			// The application charts and images first: a release chart
+			// pushed names a copy already there when Flux reads it.
+			relocated, err := pushDependencies(cmd.Context(), g, deps, dryRun)
+			if err != nil {
+				return hint(err, rf.registry)
+			}
 			results, err := pipeline.Push(cmd.Context(), layout, remote, popts)
 			if err != nil {
 				return hint(err, rf.registry)
 			}
-			if g.structured() {
+			if g.structured() && deps != nil {
+				return g.printData(map[string]any{"charts": results, "dependencies": relocated})
+			} else if g.structured() {
 				return g.printData(map[string]any{"charts": results})
 			}
-			return g.printPushed(results, dryRun)
+			if err := g.printPushed(results, dryRun); err != nil {
+				return err
+			}
+			return g.printRelocated(relocated, dryRun)
 		},
 	}
 	fl := cmd.Flags()
@@ -62,6 +82,7 @@ func newPushCmd(g *globals) *cobra.Command {
 	sf.register(fl)
 	fl.StringArrayVar(&keys, "key", nil, "push nothing unless every version to push carries a signature that verifies with this public key (PEM); repeatable: any of the keys")
 	fl.BoolVar(&dryRun, "dry-run", false, "check and list what would be pushed, push nothing")
+	fl.StringVar(&mirrorPath, "mirror-path", mirrorPath, "with an archive of export --with-dependencies: relocate its charts and images to HOST/<this path>/<source host>/<source path> of the --registry's host")
 	fl.StringVar(&reviewedFile, "reviewed", "", "the reviewed list (solar diff --write-reviewed): push only if the layout is exactly that, else push nothing")
 	return listOutputs(cmd, "name", "wide")
 }
@@ -103,6 +124,25 @@ solar-export.json that do not name the same versions, manifests and
 signatures, all before anything is written; then it pushes the archive as it
 pushes a layout, from a private temporary copy (each blob once) it removes
 after.
+
+An archive of solar export --with-dependencies also carries application
+charts and container images: push relocates each, before Solar's versions
+(a release chart pushed names a copy already there), into the same registry
+(the --registry's host, its credentials) at
+HOST/<--mirror-path>/<source host>/<source path>, tag and digest kept
+(ghcr.io/stefanprodan/charts/podinfo:6.7.0 goes to
+HOST/mirror/ghcr.io/stefanprodan/charts/podinfo:6.7.0; nginx, Docker Hub's,
+to HOST/mirror/docker.io/library/nginx): an index's platform manifests and
+blobs each once, then its tag, then its signatures beside it (cosign's
+under the tag sha256-<hex>.sig, referrers as manifests naming their
+subject). One already there at the same digest is "unchanged". A relocated
+tag the site holds at another digest refuses the push before anything is
+written, naming it. --key verifies Solar's versions as before; the
+dependencies carry whatever signatures their sources had, unverified by
+push (an unsigned application chart is no error): verify them at the site
+with their own keys. The table lists the dependencies after the charts
+(KIND, REFERENCE, SITE, ACTION); -o json adds "dependencies":[{"kind",
+"reference","site","digest","signatures","action"}].
 
 Each version must be the one after the registry's latest, as when the layout
 was rendered: if the registry moved since (another version appeared), nothing

@@ -34,6 +34,8 @@ type checker struct {
 	st       *staged
 	tagged   map[string]ocispec.Descriptor        // index.json: ref name -> manifest
 	untagged map[digest.Digest]ocispec.Descriptor // index.json: signatures
+	deps     map[string]ocispec.Descriptor        // index.json: dependencies by reference
+	depSigs  map[digest.Digest]ocispec.Descriptor // index.json: their signatures
 	used     map[digest.Digest]bool
 	problems []string
 }
@@ -43,15 +45,17 @@ func (c *checker) bad(format string, args ...any) {
 }
 
 // check checks index.json and solar-export.json against each other and
-// against the blobs: each names the same versions and signatures, every
-// manifest and blob they name is there at its size, every signature signs
-// its version, and every blob is named.
-func (st *staged) check() ([]checked, error) {
+// against the blobs: each names the same versions, dependencies and
+// signatures, every manifest and blob they name is there at its size,
+// every signature signs its version or dependency, and every blob is
+// named.
+func (st *staged) check() ([]checked, []checkedDep, error) {
 	index, export, err := st.parseMeta()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	c := &checker{st: st, tagged: map[string]ocispec.Descriptor{}, untagged: map[digest.Digest]ocispec.Descriptor{}, used: map[digest.Digest]bool{}}
+	c := &checker{st: st, tagged: map[string]ocispec.Descriptor{}, untagged: map[digest.Digest]ocispec.Descriptor{},
+		deps: map[string]ocispec.Descriptor{}, depSigs: map[digest.Digest]ocispec.Descriptor{}, used: map[digest.Digest]bool{}}
 	c.readIndex(index)
 	var out []checked
 	repos := map[string]bool{}
@@ -65,6 +69,7 @@ func (st *staged) check() ([]checked, error) {
 			out = append(out, cv)
 		}
 	}
+	deps := c.dependencies(export.Dependencies)
 	for _, ref := range slices.Sorted(maps.Keys(c.tagged)) {
 		c.bad("index.json names %s, which solar-export.json does not list", ref)
 	}
@@ -80,11 +85,11 @@ func (st *staged) check() ([]checked, error) {
 	}
 	switch len(c.problems) {
 	case 0:
-		return out, nil
+		return out, deps, nil
 	case 1:
-		return nil, refuse("%s", c.problems[0])
+		return nil, nil, refuse("%s", c.problems[0])
 	}
-	return nil, fmt.Errorf("%w:\n  %s", ErrRefused, strings.Join(c.problems, "\n  "))
+	return nil, nil, fmt.Errorf("%w:\n  %s", ErrRefused, strings.Join(c.problems, "\n  "))
 }
 
 // parseMeta reads oci-layout, index.json and solar-export.json.
@@ -111,8 +116,11 @@ func (st *staged) parseMeta() (*ocispec.Index, *Manifest, error) {
 	if err := dec.Decode(&m); err != nil {
 		return nil, nil, refuse("%s: %v", ExportFile, err)
 	}
-	if m.Format != Format {
-		return nil, nil, refuse("%s is of format %q; this solar reads %q", ExportFile, m.Format, Format)
+	switch {
+	case m.Format != Format && m.Format != FormatDependencies:
+		return nil, nil, refuse("%s is of format %q; this solar reads %q and %q", ExportFile, m.Format, Format, FormatDependencies)
+	case m.Format == Format && len(m.Dependencies) > 0:
+		return nil, nil, refuse("%s is of format %q but lists dependencies (%q carries them)", ExportFile, Format, FormatDependencies)
 	}
 	return &index, &m, nil
 }
@@ -120,6 +128,9 @@ func (st *staged) parseMeta() (*ocispec.Index, *Manifest, error) {
 // readIndex sorts index.json's entries into versions and signatures.
 func (c *checker) readIndex(index *ocispec.Index) {
 	for _, d := range index.Manifests {
+		if c.readDependencyEntry(d) {
+			continue
+		}
 		if d.MediaType != ocispec.MediaTypeImageManifest || d.Digest.Validate() != nil || d.Digest.Algorithm() != digest.SHA256 {
 			c.bad("index.json names %q (%s): not an OCI image manifest by sha256 digest", d.Digest, d.MediaType)
 			continue

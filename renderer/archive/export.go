@@ -23,13 +23,14 @@ import (
 
 // source is where a blob of the archive is read from.
 type source struct {
-	repo store.Repository
+	repo content.Fetcher
 	desc ocispec.Descriptor
 }
 
 // plan is what an archive of a layout holds.
 type plan struct {
 	versions []Version
+	deps     []Dependency
 	index    []ocispec.Descriptor
 	blobs    map[digest.Digest]source
 }
@@ -38,9 +39,19 @@ type plan struct {
 // signatures, to w as one OCI image-layout archive (see the package's
 // doc). Every blob is checked against its digest as it is read.
 func Export(ctx context.Context, l *store.Layout, w io.Writer) (*Summary, error) {
-	p, err := collect(ctx, l)
+	return ExportWith(ctx, l, nil, w)
+}
+
+// ExportWith is Export, the archive also carrying the dependencies deps
+// read (nil: none); with any, solar-export.json is of FormatDependencies.
+func ExportWith(ctx context.Context, l *store.Layout, deps *Fetched, w io.Writer) (*Summary, error) {
+	p, err := collect(ctx, l, deps)
 	if err != nil {
 		return nil, err
+	}
+	format := Format
+	if len(p.deps) > 0 {
+		format = FormatDependencies
 	}
 	index, err := json.Marshal(ocispec.Index{
 		Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex, Manifests: p.index,
@@ -48,7 +59,7 @@ func Export(ctx context.Context, l *store.Layout, w io.Writer) (*Summary, error)
 	if err != nil {
 		return nil, err
 	}
-	export, err := json.MarshalIndent(Manifest{Format: Format, Versions: p.versions}, "", "  ")
+	export, err := json.MarshalIndent(Manifest{Format: format, Versions: p.versions, Dependencies: p.deps}, "", "  ")
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +92,7 @@ func Export(ctx context.Context, l *store.Layout, w io.Writer) (*Summary, error)
 	if err := tw.Close(); err != nil {
 		return nil, err
 	}
-	return &Summary{Versions: p.versions, Blobs: len(p.blobs)}, nil
+	return &Summary{Versions: p.versions, Dependencies: p.deps, Blobs: len(p.blobs)}, nil
 }
 
 // header is the tar header of an entry: the same for the same name and size.
@@ -114,8 +125,9 @@ func writeBlob(ctx context.Context, tw *tar.Writer, s source) error {
 	return nil
 }
 
-// collect lists the versions, index entries and blobs of l's archive.
-func collect(ctx context.Context, l *store.Layout) (*plan, error) {
+// collect lists the versions, index entries and blobs of l's archive, and
+// of the dependencies deps read.
+func collect(ctx context.Context, l *store.Layout, deps *Fetched) (*plan, error) {
 	repos, err := l.Repositories(ctx, "")
 	if err != nil {
 		return nil, err
@@ -141,6 +153,9 @@ func collect(ctx context.Context, l *store.Layout) (*plan, error) {
 			return nil, fmt.Errorf("%s:%s: %w", name, version, err)
 		}
 		p.versions = append(p.versions, v)
+	}
+	if err := p.addDependencies(deps); err != nil {
+		return nil, err
 	}
 	slices.SortFunc(p.index, func(a, b ocispec.Descriptor) int {
 		return cmp.Or(cmp.Compare(a.Annotations[ocispec.AnnotationRefName], b.Annotations[ocispec.AnnotationRefName]),
@@ -197,7 +212,7 @@ func (p *plan) addManifest(ctx context.Context, repo store.Repository, desc ocis
 	return nil
 }
 
-func (p *plan) addBlob(repo store.Repository, d ocispec.Descriptor) error {
+func (p *plan) addBlob(repo content.Fetcher, d ocispec.Descriptor) error {
 	if d.Digest.Algorithm() != digest.SHA256 || d.Digest.Validate() != nil {
 		return fmt.Errorf("blob %q: not a sha256 digest", d.Digest)
 	}
@@ -235,4 +250,19 @@ func decodeManifest(d ocispec.Descriptor, b []byte) (*ocispec.Manifest, error) {
 		return nil, fmt.Errorf("manifest %s is a %q, not an OCI image manifest", d.Digest, m.MediaType)
 	}
 	return &m, nil
+}
+
+// addDependencies adds the dependencies read, their signatures and blobs.
+func (p *plan) addDependencies(deps *Fetched) error {
+	if deps == nil {
+		return nil
+	}
+	p.deps = deps.Dependencies
+	p.index = append(p.index, deps.index...)
+	for _, d := range slices.Sorted(maps.Keys(deps.blobs)) {
+		if err := p.addBlob(deps, deps.blobs[d]); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -41,6 +41,9 @@ const (
 type Manifest struct {
 	Format   string    `json:"format"`
 	Versions []Version `json:"versions"`
+	// Dependencies are the application charts and images carried
+	// (FormatDependencies only).
+	Dependencies []Dependency `json:"dependencies,omitempty"`
 }
 
 // Version is one version of a repository in an archive.
@@ -56,7 +59,8 @@ type Version struct {
 
 // Summary says what an archive written holds.
 type Summary struct {
-	Versions []Version `json:"versions"`
+	Versions     []Version    `json:"versions"`
+	Dependencies []Dependency `json:"dependencies,omitempty"`
 	// Blobs counts the blobs, manifests included, each once.
 	Blobs int `json:"blobs"`
 	// Size and SHA256 are the archive file's: compare them across the gap.

@@ -16,9 +16,13 @@ import (
 // the folder.
 type Unpacked struct {
 	Versions []Version
-	st       *staged
-	repos    map[string]*repo
-	tmp      *tempDir
+	// Dependencies are the application charts and images it carries
+	// (PlanDependencies relocates them).
+	Dependencies []Dependency
+	deps         []checkedDep
+	st           *staged
+	repos        map[string]*repo
+	tmp          *tempDir
 }
 
 var _ store.Source = (*Unpacked)(nil)
@@ -64,14 +68,17 @@ func unpack(ctx context.Context, r io.Reader, name string, lim Limits) (_ *Unpac
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	versions, err := st.check()
+	versions, deps, err := st.check()
 	if err == nil {
-		err = checkPushed(versions, lim)
+		err = checkPushed(versions, deps, lim)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	u := &Unpacked{st: st, repos: map[string]*repo{}, tmp: tmp}
+	u := &Unpacked{st: st, repos: map[string]*repo{}, tmp: tmp, deps: deps}
+	for _, d := range deps {
+		u.Dependencies = append(u.Dependencies, d.Dependency)
+	}
 	for _, v := range versions {
 		u.Versions = append(u.Versions, v.Version)
 		u.repos[v.Repository] = newRepo(st, v)
@@ -82,11 +89,18 @@ func unpack(ctx context.Context, r io.Reader, name string, lim Limits) (_ *Unpac
 // checkPushed refuses an archive that pushes more than lim allows: a blob
 // shared by many repositories is in the archive (and unpacked) once, but
 // pushed to each repository.
-func checkPushed(versions []checked, lim Limits) error {
-	if len(versions) > lim.Entries {
-		return refuse("%d versions: more than %d", len(versions), lim.Entries)
+func checkPushed(versions []checked, deps []checkedDep, lim Limits) error {
+	what := "versions"
+	if len(deps) > 0 {
+		what = "versions and dependencies"
+	}
+	if len(versions)+len(deps) > lim.Entries {
+		return refuse("%d %s: more than %d", len(versions)+len(deps), what, lim.Entries)
 	}
 	var total int64
+	for _, d := range deps {
+		total += d.size()
+	}
 	for _, v := range versions {
 		total += v.manifest.Size
 		for _, d := range v.blobs {
@@ -100,7 +114,7 @@ func checkPushed(versions []checked, lim Limits) error {
 		}
 	}
 	if total > lim.Total {
-		return refuse("its versions push %d bytes into their repositories (shared blobs once per repository): more than %d", total, lim.Total)
+		return refuse("its %s push %d bytes into their repositories (shared blobs once per repository): more than %d", what, total, lim.Total)
 	}
 	return nil
 }

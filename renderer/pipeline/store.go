@@ -46,6 +46,9 @@ type Store struct {
 	Remote *store.Remote
 	// Registry is the registry's HOST[:PORT][/PREFIX] ("" for none).
 	Registry string
+	// remoteOpts are how Remote was opened: PlanDependencies opens the
+	// same registry, with the same credentials, outside its prefix.
+	remoteOpts *store.RemoteOptions
 }
 
 // OpenStore opens what so names. Close releases it.
@@ -57,9 +60,11 @@ func OpenStore(ctx context.Context, so StoreOptions) (*Store, error) {
 			return nil, err
 		}
 		s.Remote, s.Store, s.Registry = r, r, path.Join(so.Registry.Host, so.Registry.Prefix)
+		s.remoteOpts = so.Registry
 	}
 	if so.Over != nil {
 		s.Remote, s.Store, s.Registry = so.Over.Remote, so.Over.Remote, so.Over.Registry
+		s.remoteOpts = so.Over.remoteOpts
 	}
 	if so.Out != "" {
 		l, err := store.OpenLayout(ctx, so.Out, store.LayoutOptions{ReadOnly: so.ReadOnly, MustExist: so.MustExist,
