@@ -71,10 +71,11 @@ func newExportCmd(g *globals) *cobra.Command {
 	var withDeps bool
 	var plainHTTP []string
 	var f planFlags
+	var delta deltaFlags
 	cmd := &cobra.Command{
 		Use:   "export DIR [PATH...] --out FILE [--with-dependencies] [--split SIZE]",
 		Short: "Write a layout's newest versions and their signatures (and the charts and images they install) as one OCI archive, for an air gap",
-		Long:  exportLong + exportSplitLong,
+		Long:  exportLong + exportSplitLong + exportDeltaLong,
 		Example: `  solar render --registry registry.site.example/solar --out out examples/
   solar export out --out bundle.tar
   solar export out examples/ --with-dependencies --out bundle.tar          # with the application charts and images
@@ -95,11 +96,20 @@ func newExportCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer l.Close()
-			write := func(file string) (*archive.Summary, error) {
+			have, err := delta.have(g)
+			if err != nil {
+				return err
+			}
+			write := func(file string) (s *archive.Summary, err error) {
 				if withDeps {
-					return exportDependencies(cmd, g, &f, l, args[1:], plainHTTP, file)
+					s, err = exportDependencies(cmd, g, &f, l, args[1:], archive.SourceOptions{PlainHTTP: plainHTTP, Have: have}, file)
+				} else {
+					s, err = pipeline.Export(cmd.Context(), l, file, have)
 				}
-				return pipeline.Export(cmd.Context(), l, file)
+				if err == nil {
+					g.sayLeftOut(s, &delta)
+				}
+				return s, err
 			}
 			if split != "" {
 				return g.exportSplit(cmd.Context(), out, split, write)
@@ -122,13 +132,14 @@ func newExportCmd(g *globals) *cobra.Command {
 	f.loadFlags.register(cmd)
 	fl.StringVar(&f.target, "target", "", "with --with-dependencies: the Target of this name only (with -n, of that namespace)")
 	f.selectFlags.register(cmd)
+	delta.register(fl)
 	return listOutputs(cmd, "name")
 }
 
 // exportDependencies lists the application charts and images of the
 // Targets of paths as solar artifacts does, reads them and writes the
 // archive with them; a problem of the list writes nothing.
-func exportDependencies(cmd *cobra.Command, g *globals, f *planFlags, l *pipeline.Store, paths, plainHTTP []string, out string) (*archive.Summary, error) {
+func exportDependencies(cmd *cobra.Command, g *globals, f *planFlags, l *pipeline.Store, paths []string, opts archive.SourceOptions, out string) (*archive.Summary, error) {
 	f.noCredentials = true // the layout holds the tokens; the list needs none
 	list, err := listArtifacts(cmd, g, f, &registryFlags{g: g}, "", pipeline.ArtifactOptions{}, true, paths)
 	if err != nil {
@@ -147,7 +158,7 @@ func exportDependencies(cmd *cobra.Command, g *globals, f *planFlags, l *pipelin
 			reqs = append(reqs, archive.Request{Kind: a.Kind, Reference: a.Reference})
 		}
 	}
-	opts := archive.SourceOptions{PlainHTTP: plainHTTP, Wrap: g.requestLog()}
+	opts.Wrap = g.requestLog()
 	return pipeline.ExportDependencies(cmd.Context(), l, reqs, opts, out)
 }
 

@@ -150,9 +150,9 @@ func depsArchive(t *testing.T, dir string) (string, *Summary, memRegistry) {
 	f := &Fetched{blobs: map[digest.Digest]ocispec.Descriptor{}, tmp: tmp}
 	defer f.Close()
 	reqs := []Request{{KindImage, depImage}, {KindChart, depChart}, {KindImage, "src.example/team/app:1.0"}}
-	require.NoError(t, f.read(ctx, reqs, src.source, DefaultLimits))
+	require.NoError(t, f.read(ctx, reqs, src.source, DefaultLimits, nil))
 	out := filepath.Join(t.TempDir(), "bundle.tar")
-	s, err := WriteFileWith(ctx, l, f, out)
+	s, err := WriteFileWith(ctx, l, Options{Deps: f}, out)
 	require.NoError(t, err)
 	return out, s, src
 }
@@ -296,7 +296,7 @@ func TestFetchNamesEveryProblem(t *testing.T) {
 		{KindChart, depChart},
 		{KindImage, "Not A Reference"},
 		{"sbom", "src.example/team/app:1.0"},
-	}, src.source, DefaultLimits)
+	}, src.source, DefaultLimits, nil)
 	require.Error(t, err)
 	for _, want := range []string{
 		"image src.example/team/app:2.0: resolving 2.0: ",
@@ -310,6 +310,6 @@ func TestFetchNamesEveryProblem(t *testing.T) {
 	// A blob over the limit push reads is not exported.
 	lim := DefaultLimits
 	lim.Blob = 100
-	err = f.read(context.Background(), []Request{{KindImage, depImage}}, src.source, lim)
+	err = f.read(context.Background(), []Request{{KindImage, depImage}}, src.source, lim, nil)
 	assert.ErrorContains(t, err, "more than the limit of 100 push reads")
 }

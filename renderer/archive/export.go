@@ -27,8 +27,21 @@ type source struct {
 	desc ocispec.Descriptor
 }
 
+// Options say what an export carries besides the layout's newest
+// versions, and what it leaves out.
+type Options struct {
+	// Deps are the dependencies read (FetchDependencies); nil: none.
+	Deps *Fetched
+	// Have, when set, says which manifests the other side holds (what a
+	// site confirmed, sitereport.Confirmed.HasDigest): a version whose
+	// manifest it holds is left out, with its signatures (FetchDependencies
+	// leaves out such a dependency by SourceOptions.Have).
+	Have func(digest.Digest) bool
+}
+
 // plan is what an archive of a layout holds.
 type plan struct {
+	leftOut  []string
 	versions []Version
 	deps     []Dependency
 	index    []ocispec.Descriptor
@@ -39,15 +52,19 @@ type plan struct {
 // signatures, to w as one OCI image-layout archive (see the package's
 // doc). Every blob is checked against its digest as it is read.
 func Export(ctx context.Context, l *store.Layout, w io.Writer) (*Summary, error) {
-	return ExportWith(ctx, l, nil, w)
+	return ExportWith(ctx, l, Options{}, w)
 }
 
-// ExportWith is Export, the archive also carrying the dependencies deps
-// read (nil: none); with any, solar-export.json is of FormatDependencies.
-func ExportWith(ctx context.Context, l *store.Layout, deps *Fetched, w io.Writer) (*Summary, error) {
-	p, err := collect(ctx, l, deps)
+// ExportWith is Export with opts: the archive also carrying the
+// dependencies read (with any, solar-export.json is of
+// FormatDependencies), and leaving out what the other side holds.
+func ExportWith(ctx context.Context, l *store.Layout, opts Options, w io.Writer) (*Summary, error) {
+	p, err := collect(ctx, l, opts)
 	if err != nil {
 		return nil, err
+	}
+	if opts.Have != nil && len(p.versions) == 0 && len(p.deps) == 0 {
+		return nil, fmt.Errorf("%w (%d left out)", ErrNothingNew, len(p.leftOut))
 	}
 	format := Format
 	if len(p.deps) > 0 {
@@ -92,7 +109,7 @@ func ExportWith(ctx context.Context, l *store.Layout, deps *Fetched, w io.Writer
 	if err := tw.Close(); err != nil {
 		return nil, err
 	}
-	return &Summary{Versions: p.versions, Dependencies: p.deps, Blobs: len(p.blobs)}, nil
+	return &Summary{Versions: p.versions, Dependencies: p.deps, Blobs: len(p.blobs), LeftOut: p.leftOut}, nil
 }
 
 // header is the tar header of an entry: the same for the same name and size.
@@ -127,7 +144,7 @@ func writeBlob(ctx context.Context, tw *tar.Writer, s source) error {
 
 // collect lists the versions, index entries and blobs of l's archive, and
 // of the dependencies deps read.
-func collect(ctx context.Context, l *store.Layout, deps *Fetched) (*plan, error) {
+func collect(ctx context.Context, l *store.Layout, opts Options) (*plan, error) {
 	repos, err := l.Repositories(ctx, "")
 	if err != nil {
 		return nil, err
@@ -148,13 +165,26 @@ func collect(ctx context.Context, l *store.Layout, deps *Fetched) (*plan, error)
 		if version == "" {
 			continue
 		}
+		if opts.Have != nil {
+			desc, err := repo.Resolve(ctx, version)
+			if err != nil {
+				return nil, fmt.Errorf("%s:%s: %w", name, version, err)
+			}
+			if opts.Have(desc.Digest) {
+				p.leftOut = append(p.leftOut, name+":"+version)
+				continue
+			}
+		}
 		v, err := p.addVersion(ctx, repo, name, version)
 		if err != nil {
 			return nil, fmt.Errorf("%s:%s: %w", name, version, err)
 		}
 		p.versions = append(p.versions, v)
 	}
-	if err := p.addDependencies(deps); err != nil {
+	if opts.Deps != nil {
+		p.leftOut = append(p.leftOut, opts.Deps.LeftOut...)
+	}
+	if err := p.addDependencies(opts.Deps); err != nil {
 		return nil, err
 	}
 	slices.SortFunc(p.index, func(a, b ocispec.Descriptor) int {

@@ -50,6 +50,10 @@ type SourceOptions struct {
 	Wrap func(http.RoundTripper) http.RoundTripper
 	// Limits bound what is read: what push would refuse is not exported.
 	Limits Limits
+	// Have, when set, says which manifests the other side holds: a
+	// dependency whose tag resolves to one is not read further, and is
+	// listed in Fetched.LeftOut (Options.Have).
+	Have func(digest.Digest) bool
 }
 
 // Fetched is the dependencies read, their blobs (manifests included) in
@@ -57,10 +61,13 @@ type SourceOptions struct {
 // Export copies them from. Close removes the folder.
 type Fetched struct {
 	Dependencies []Dependency
-	index        []ocispec.Descriptor
-	blobs        map[digest.Digest]ocispec.Descriptor
-	tmp          *tempDir
-	total        int64
+	// LeftOut are the references of the dependencies SourceOptions.Have
+	// said the other side holds: not read, not carried.
+	LeftOut []string
+	index   []ocispec.Descriptor
+	blobs   map[digest.Digest]ocispec.Descriptor
+	tmp     *tempDir
+	total   int64
 }
 
 // Close removes what was read.
@@ -107,7 +114,7 @@ func FetchDependencies(ctx context.Context, reqs []Request, opts SourceOptions) 
 		repo.Client, repo.PlainHTTP = client, slices.Contains(opts.PlainHTTP, host)
 		return repo, nil
 	}
-	if err := f.read(ctx, reqs, open, cmp.Or(opts.Limits, DefaultLimits)); err != nil {
+	if err := f.read(ctx, reqs, open, cmp.Or(opts.Limits, DefaultLimits), opts.Have); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -122,7 +129,7 @@ type sourceTarget interface {
 }
 
 // read reads reqs, each repository opened by open (HOST/PATH).
-func (f *Fetched) read(ctx context.Context, reqs []Request, open func(string) (sourceTarget, error), lim Limits) error {
+func (f *Fetched) read(ctx context.Context, reqs []Request, open func(string) (sourceTarget, error), lim Limits, have func(digest.Digest) bool) error {
 	seen := map[string]bool{}
 	var problems []string
 	for _, r := range reqs {
@@ -138,8 +145,12 @@ func (f *Fetched) read(ctx context.Context, reqs []Request, open func(string) (s
 			continue
 		}
 		seen[full] = true
-		s := &sourceRead{f: f, lim: lim}
+		s := &sourceRead{f: f, lim: lim, have: have}
 		d, err := s.dependency(ctx, r.Kind, full, open)
+		if errors.Is(err, errHeld) {
+			f.LeftOut = append(f.LeftOut, full)
+			continue
+		}
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("%s %s: %v", r.Kind, full, err))
 			continue
@@ -180,7 +191,11 @@ type sourceRead struct {
 	f    *Fetched
 	lim  Limits
 	repo sourceTarget
+	have func(digest.Digest) bool
 }
+
+// errHeld is a dependency the other side holds (SourceOptions.Have).
+var errHeld = errors.New("held by the other side")
 
 func (s *sourceRead) dependency(ctx context.Context, kind, full string, open func(string) (sourceTarget, error)) (Dependency, error) {
 	repoName, tag, pinned := splitReference(full)
@@ -198,6 +213,9 @@ func (s *sourceRead) dependency(ctx context.Context, kind, full string, open fun
 	}
 	if pinned != "" && desc.Digest != pinned {
 		return Dependency{}, fmt.Errorf("the registry answers %s for the digest %s", desc.Digest, pinned)
+	}
+	if s.have != nil && s.have(desc.Digest) {
+		return Dependency{}, errHeld
 	}
 	top := ocispec.Descriptor{MediaType: desc.MediaType, Digest: desc.Digest, Size: desc.Size}
 	if err := s.graph(ctx, top, 0); err != nil {

@@ -18,12 +18,11 @@ import (
 // The temporary files of earlier runs killed before their rename are
 // removed first. The summary carries the file's size and sha256.
 func WriteFile(ctx context.Context, l *store.Layout, name string) (*Summary, error) {
-	return WriteFileWith(ctx, l, nil, name)
+	return WriteFileWith(ctx, l, Options{}, name)
 }
 
-// WriteFileWith is WriteFile, the archive also carrying the dependencies
-// deps read (ExportWith).
-func WriteFileWith(ctx context.Context, l *store.Layout, deps *Fetched, name string) (*Summary, error) {
+// WriteFileWith is WriteFile with opts (ExportWith).
+func WriteFileWith(ctx context.Context, l *store.Layout, opts Options, name string) (*Summary, error) {
 	if info, err := os.Stat(name); err == nil && info.IsDir() {
 		return nil, fmt.Errorf("%s is a folder: name the archive file to write", name)
 	}
@@ -48,7 +47,7 @@ func WriteFileWith(ctx context.Context, l *store.Layout, deps *Fetched, name str
 	}
 	h := sha256.New()
 	counted := &countWriter{w: io.MultiWriter(tmp, h)}
-	s, err := ExportWith(ctx, l, deps, counted)
+	s, err := ExportWith(ctx, l, opts, counted)
 	if err != nil {
 		return nil, fmt.Errorf("exporting %s: %w", name, err)
 	}

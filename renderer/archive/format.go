@@ -63,6 +63,10 @@ type Summary struct {
 	Dependencies []Dependency `json:"dependencies,omitempty"`
 	// Blobs counts the blobs, manifests included, each once.
 	Blobs int `json:"blobs"`
+	// LeftOut are what an export relative to the other side's state
+	// (Options.Have) did not carry: the versions (REPOSITORY:VERSION) and
+	// dependencies (their references) whose manifest it holds.
+	LeftOut []string `json:"leftOut,omitempty"`
 	// Size and SHA256 are the archive file's: compare them across the gap.
 	Size   int64  `json:"size"`
 	SHA256 string `json:"sha256"`

@@ -28,7 +28,7 @@ func ExportDependencies(ctx context.Context, s *Store, reqs []archive.Request, o
 		return nil, err
 	}
 	defer deps.Close()
-	return archive.WriteFileWith(ctx, s.Layout, deps, name)
+	return archive.WriteFileWith(ctx, s.Layout, archive.Options{Deps: deps, Have: opts.Have}, name)
 }
 
 // PlanDependencies is where the dependencies of the archive src

@@ -4,16 +4,19 @@ import (
 	"context"
 	"errors"
 
+	"github.com/opencontainers/go-digest"
+
 	"github.com/solar-pipeline/solar/renderer/archive"
 )
 
 // Export writes the newest versions of the layout of s, with their
-// signatures, as one OCI archive file (archive.WriteFile).
-func Export(ctx context.Context, s *Store, name string) (*archive.Summary, error) {
+// signatures, as one OCI archive file (archive.WriteFile), leaving out
+// what have says the other side holds (nil: nothing).
+func Export(ctx context.Context, s *Store, name string, have func(digest.Digest) bool) (*archive.Summary, error) {
 	if s.Layout == nil {
 		return nil, errors.New("export reads a layout")
 	}
-	return archive.WriteFile(ctx, s.Layout, name)
+	return archive.WriteFileWith(ctx, s.Layout, archive.Options{Have: have}, name)
 }
 
 // OpenArchive checks the archive file name whole, within the default
