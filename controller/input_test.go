@@ -131,3 +131,30 @@ spec: {agent: {apiserverURL: "https://evil.example.com"}}`)
 	assert.False(t, plan.Problems.HasErrors(), "%v", plan.Problems)
 	require.Len(t, plan.Targets, 1)
 }
+
+// TestInputReadsTheMirrorRegistry (issue 52): the PipelineConfig's mirror
+// Registry is in the PipelineConfig's namespace, which no grant relates to
+// victim's: victim's run reads it, and its Target's application charts are
+// pulled from the mirror.
+func TestInputReadsTheMirrorRegistry(t *testing.T) {
+	plan := planVictim(t, `kind: PipelineConfig
+metadata: {name: a, namespace: ops}
+spec: {registries: {mirror: {registryRef: {name: site}}}}
+---
+kind: Registry
+metadata: {name: site, namespace: ops}
+spec: {hostname: registry.site.example, targetPullSecretName: site-pull}
+---
+kind: Release
+metadata: {name: r, namespace: victim}
+spec: {chart: {repository: ghcr.io/x/y, tag: 1.0.0}, targetNamespace: x}
+---
+kind: ReleaseBinding
+metadata: {name: b, namespace: victim}
+spec: {targetRef: {name: t}, releaseRef: {name: r}}`)
+	assert.False(t, plan.Problems.HasErrors(), "%v", plan.Problems)
+	require.Len(t, plan.Targets, 1)
+	assert.False(t, plan.Targets[0].Problems.HasErrors(), "%v", plan.Targets[0].Problems)
+	require.Len(t, plan.Targets[0].Releases, 1)
+	assert.Equal(t, "registry.site.example/mirror/ghcr.io/x/y", plan.Targets[0].Releases[0].Chart.Repository)
+}

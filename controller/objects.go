@@ -1,8 +1,10 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -86,6 +88,10 @@ func input(ctx context.Context, c client.Reader, ns, configNS string) ([]*load.O
 		return nil, nil, err
 	}
 	namespaces := append([]string{ns}, related(grants, ns)...)
+	configs, err := list(ctx, c, api.KindPipelineConfig, configNS)
+	if err != nil {
+		return nil, nil, err
+	}
 	var (
 		objs     []*load.Object
 		problems diag.List
@@ -93,11 +99,13 @@ func input(ctx context.Context, c client.Reader, ns, configNS string) ([]*load.O
 	for _, kind := range api.ControllerKinds {
 		var items []unstructured.Unstructured
 		if kind == api.KindPipelineConfig {
-			if items, err = list(ctx, c, kind, configNS); err != nil {
-				return nil, nil, err
-			}
+			items = configs
 		} else {
-			for _, n := range namespaces {
+			in := namespaces
+			if kind == api.KindRegistry {
+				in = withMirrorNamespace(namespaces, configs, configNS)
+			}
+			for _, n := range in {
 				more, err := list(ctx, c, kind, n)
 				if err != nil {
 					return nil, nil, err
@@ -112,6 +120,26 @@ func input(ctx context.Context, c client.Reader, ns, configNS string) ([]*load.O
 		objs, problems = append(objs, o...), append(problems, p...)
 	}
 	return objs, problems, nil
+}
+
+// withMirrorNamespace is namespaces and the namespace of the mirror
+// Registry the PipelineConfigs name (spec.registries.mirror.registryRef;
+// the PipelineConfig's own when it names none), which every Target's render
+// reads whatever the grants relate: validation still asks the grant of a
+// Registry of another namespace than the PipelineConfig's.
+func withMirrorNamespace(namespaces []string, configs []unstructured.Unstructured, configNS string) []string {
+	out := namespaces
+	for _, pc := range configs {
+		if _, ok, _ := unstructured.NestedMap(pc.Object, "spec", "registries", "mirror", "registryRef"); !ok {
+			continue
+		}
+		n, _, _ := unstructured.NestedString(pc.Object, "spec", "registries", "mirror", "registryRef", "namespace")
+		n = cmp.Or(n, configNS)
+		if !slices.Contains(out, n) {
+			out = append(slices.Clone(out), n)
+		}
+	}
+	return out
 }
 
 // loadObjects are items as the loader reads them (loadObject).
