@@ -122,6 +122,12 @@ func newExportCmd(g *globals) *cobra.Command {
 	f.loadFlags.register(cmd)
 	fl.StringVar(&f.target, "target", "", "with --with-dependencies: the Target of this name only (with -n, of that namespace)")
 	f.selectFlags.register(cmd)
+	// WORKAROUND (h/airgap, for h/deps): without a kubeconfig the agent
+	// chart does not render (its kubeconfig is required), so an input with
+	// an agent Release (examples/) had its images unknown and exported
+	// nothing. With --kubeconfig the list renders it as artifacts
+	// --kubeconfig does (the issued token, or a pending one: a dry run).
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "with --with-dependencies: kubeconfig of the SolAr API server, to render agent Releases (their charts need a kubeconfig) for their images")
 	return listOutputs(cmd, "name")
 }
 
@@ -129,7 +135,7 @@ func newExportCmd(g *globals) *cobra.Command {
 // Targets of paths as solar artifacts does, reads them and writes the
 // archive with them; a problem of the list writes nothing.
 func exportDependencies(cmd *cobra.Command, g *globals, f *planFlags, l *pipeline.Store, paths, plainHTTP []string, out string) (*archive.Summary, error) {
-	f.noCredentials = true // the layout holds the tokens; the list needs none
+	f.noCredentials = f.kubeconfig == "" // WORKAROUND (h/airgap): was always true; see --kubeconfig
 	list, err := listArtifacts(cmd, g, f, &registryFlags{g: g}, "", pipeline.ArtifactOptions{}, true, paths)
 	if err != nil {
 		return nil, err

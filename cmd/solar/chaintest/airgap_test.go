@@ -17,10 +17,14 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/solar-pipeline/solar/api/kube"
 	"github.com/solar-pipeline/solar/internal/testkit/helmdriver"
+	"github.com/solar-pipeline/solar/internal/testkit/imagetest"
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
+	"github.com/solar-pipeline/solar/renderer/archive"
 	"github.com/solar-pipeline/solar/renderer/chain"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 )
@@ -36,7 +40,11 @@ type airGap struct {
 	*chainEnv
 	source, images, site *testenv.Registry
 	node                 *testenv.Node
-	out                  string // the rendered layout
+	agentImage           string // Solar's solar-agent image, in the images registry
+	// exported is the digest of each dependency the archive carries, by
+	// "KIND REFERENCE".
+	exported map[string]string
+	out      string // the rendered layout
 }
 
 // TestAirGappedSite: examples/ rendered against the site's registry and
@@ -51,9 +59,9 @@ func TestAirGappedSite(t *testing.T) {
 	a := startAirGap(t)
 
 	// The connected side: render against the site's registry, export.
-	begin := time.Now()
 	a.reports = a.render()
 	bundle := filepath.Join(t.TempDir(), "bundle.tar")
+	begin := time.Now()
 	a.export(bundle)
 	exported := time.Since(begin)
 	size, entries := archiveFigures(t, bundle)
@@ -74,7 +82,7 @@ func TestAirGappedSite(t *testing.T) {
 	begin = time.Now()
 	events, err := a.settle(5 * time.Minute)
 	require.NoError(t, err, "events so far: %v\nnot Ready: %v", events, a.notReadyHelmReleases())
-	t.Logf("air gap: archive %d bytes, %d entries; render+export %s, push %s, settle %s (%d Helm actions)",
+	t.Logf("air gap: archive %d bytes, %d entries; export %s, push %s, settle %s (%d Helm actions)",
 		size, entries, exported.Round(time.Millisecond), pushed.Round(time.Millisecond),
 		time.Since(begin).Round(time.Millisecond), len(events))
 
@@ -118,11 +126,24 @@ func startAirGap(t *testing.T) *airGap {
 	} {
 		testenv.PushChart(t, a.source, "testdata/app", c.path, c.name, c.version)
 	}
+	// The agent's chart is an application chart too: on the connected side,
+	// in the source registry; its image beside the applications'.
+	testenv.PushChart(t, a.source, "../../../charts/solar-agent", "solar/charts", "solar-agent", "0.1.0")
+	a.agentImage = imagetest.Publish(t, a.images, "solar-agent")
 	a.prepareExamples()
 
 	a.targets = []chainTarget{{"alpha", "edge-1", ""}, {"alpha", "edge-2", ""}, {"beta", "plant-1", ""}, {"beta", "plant-2", ""}}
+	// The SolAr side, on the site: the Targets the agents report on.
+	api.CreateNamespaces(t, "alpha", "beta")
 	for i := range a.targets {
-		a.targets[i].flux = "flux-" + a.targets[i].ns + "-" + a.targets[i].name
+		tg := &a.targets[i]
+		tg.flux = "flux-" + tg.ns + "-" + tg.name
+		_, err := dyn.Resource(kube.TargetGVR).Namespace(tg.ns).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "solar.opendefense.cloud/v1alpha1", "kind": "Target",
+			"metadata": map[string]any{"name": tg.name},
+			"spec":     map[string]any{"renderRegistryRef": map[string]any{"name": "render", "namespace": "shared"}},
+		}}, metav1.CreateOptions{})
+		require.NoError(t, err)
 	}
 	a.names = map[string]map[string]chain.Release{}
 	for _, tp := range testenv.ExamplesPlan(t).Targets {
@@ -136,59 +157,45 @@ func startAirGap(t *testing.T) *airGap {
 }
 
 // prepareExamples copies examples/ and points it at these registries: the
-// source registry for ghcr.io, the site's for registry.example.com, and the
-// PipelineConfig's mirror at the site's Registry. Every application runs
-// the pod image on the real node. The agent Release is left out: its pod
-// would need the SolAr API server from the site (a TargetReport), which
-// the site does not reach; it is rendered without credentials.
+// source registry for ghcr.io and for the agent's chart, the site's for
+// registry.example.com, and the PipelineConfig's mirror at the site's
+// Registry. Every application, the agent too, runs on the real node: the
+// applications the pod image (which answers no probe: none), the agent
+// Solar's image, reaching the SolAr API server (here the site's cluster)
+// where pods reach it.
 func (a *airGap) prepareExamples() {
 	t := a.t
 	dir := t.TempDir()
 	testenv.CopyExamples(t, dir)
 	a.examples = filepath.Join(dir, "examples")
+	a.edit("alpha/releases.yaml", "registry.example.com/solar/charts/solar-agent", a.source.Host+"/solar/charts/solar-agent")
 	for _, f := range []string{"shared/components.yaml", "alpha/releases.yaml", "shared/registries.yaml", "shared/pipeline.yaml"} {
-		a.edit(f, "ghcr.io", a.source.Host, "registry.example.com", a.site.Host)
+		a.edit(f, "ghcr.io", a.source.Host)
 	}
-	a.edit("shared/registries.yaml", "  hostname: "+a.source.Host+"\n", "  hostname: "+a.source.Host+"\n  plainHTTP: true\n")
-	a.edit("shared/pipeline.yaml", "  registries:\n", "  registries:\n    allowInsecure: true\n"+
-		"    mirror:\n      registryRef: {name: render, namespace: shared}\n      path: mirror\n")
-	cutFrom(t, filepath.Join(a.examples, "alpha/releases.yaml"), "---\n# The agent Release")
-	cutUntil(t, filepath.Join(a.examples, "alpha/profiles.yaml"), "---\n")
+	a.edit("shared/registries.yaml", "registry.example.com", a.site.Host,
+		"  hostname: "+a.source.Host+"\n", "  hostname: "+a.source.Host+"\n  plainHTTP: true\n")
+	a.edit("shared/pipeline.yaml", "registry.example.com", a.site.Host,
+		"https://solar.example.com:6443", "https://"+testenv.KubernetesServiceIP,
+		"tokenTTL: 24h", "tokenTTL: 24h\n    image: "+a.agentImage,
+		"  registries:\n", "  registries:\n    allowInsecure: true\n"+
+			"    mirror:\n      registryRef: {name: render, namespace: shared}\n      path: mirror\n")
 
-	values := "\n    image: " + a.node.PodImage + "\n    args: [app]\n    readinessProbe: {}\n" +
-		"    nodeSelector: {kubernetes.io/hostname: " + a.node.Name + "}\n"
+	onNode := "    nodeSelector: {kubernetes.io/hostname: " + a.node.Name + "}\n"
+	values := "\n    image: " + a.node.PodImage + "\n    args: [app]\n    readinessProbe: {}\n" + onNode
 	a.edit("alpha/releases.yaml", "  values:\n", "  values:"+values,
-		"  targetNamespace: monitoring\n", "  targetNamespace: monitoring\n  values:"+values)
+		"  targetNamespace: monitoring\n", "  targetNamespace: monitoring\n  values:"+values,
+		"  targetNamespace: solar-system", "  targetNamespace: solar-system\n  values:\n"+onNode)
 	a.edit("beta/releases.yaml", "  targetNamespace: podinfo\n", "  targetNamespace: podinfo\n  values:"+values)
 }
 
-// cutFrom cuts file at the first from, which it must hold.
-func cutFrom(t *testing.T, file, from string) {
-	t.Helper()
-	b, err := os.ReadFile(file)
-	require.NoError(t, err)
-	i := strings.Index(string(b), from)
-	require.Positive(t, i, "%s holds %q", file, from)
-	require.NoError(t, os.WriteFile(file, b[:i], 0o644))
-}
-
-// cutUntil removes file's content up to and with the first until.
-func cutUntil(t *testing.T, file, until string) {
-	t.Helper()
-	b, err := os.ReadFile(file)
-	require.NoError(t, err)
-	i := strings.Index(string(b), until)
-	require.Positive(t, i, "%s holds %q", file, until)
-	require.NoError(t, os.WriteFile(file, b[i+len(until):], 0o644))
-}
-
 // render runs solar render against the site's registry (read, to number
-// the versions) and returns its report by Target.
+// the versions), the agents' credentials minted on the SolAr API server,
+// and returns its report by Target.
 func (a *airGap) render() map[string]pipeline.TargetReport {
 	a.t.Helper()
 	a.out = filepath.Join(a.t.TempDir(), "out")
 	code, stdout, stderr := a.solar(a.site.Password, "render", "--registry", a.registry(), "--username", a.site.Username,
-		"--password-stdin", "--ca-file", a.site.CAFile, "--no-credentials", "--out", a.out, "-o", "json", a.examples)
+		"--password-stdin", "--ca-file", a.site.CAFile, "--kubeconfig", a.api.Kubeconfig, "--out", a.out, "-o", "json", a.examples)
 	require.Equal(a.t, 0, code, stderr)
 	var report pipeline.Report
 	require.NoError(a.t, json.Unmarshal([]byte(stdout), &report), stdout)
@@ -200,15 +207,44 @@ func (a *airGap) render() map[string]pipeline.TargetReport {
 	return out
 }
 
-// export writes the layout and everything its Targets need to bundle.
+// export writes the layout and everything its Targets need to bundle: the
+// four application charts (the agent's included) and the two images, each
+// at its digest.
 func (a *airGap) export(bundle string) {
 	a.t.Helper()
-	code, stdout, stderr := testenv.RunSolar(a.t, a.bin, "", "export", a.out, a.examples, "--with-dependencies", "--out", bundle)
+	code, stdout, stderr := testenv.RunSolar(a.t, a.bin, "", "export", a.out, a.examples, "--with-dependencies", "--out", bundle,
+		"--plain-http-source", a.source.Host, "--plain-http-source", a.images.Host, "-o", "json",
+		// WORKAROUND (h/deps): export renders the agent chart only with a
+		// kubeconfig (cmd/solar/export.go).
+		"--kubeconfig", a.api.Kubeconfig)
 	if code != 0 && strings.Contains(stderr, "with-dependencies") {
 		a.t.Skip("needs solar export --with-dependencies (h/deps): " + stderr)
 	}
 	require.Equal(a.t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
-	a.t.Logf("solar export:\n%s%s", stdout, stderr)
+	var s archive.Summary
+	require.NoError(a.t, json.Unmarshal([]byte(stdout), &s), stdout)
+	got := map[string]string{}
+	a.exported = got
+	for _, d := range s.Dependencies {
+		got[d.Kind+" "+d.Reference] = d.Digest.String()
+		a.t.Logf("exported %s %s (%s)", d.Kind, d.Reference, d.Digest)
+	}
+	digestOf := func(ref string) string { return ref[strings.LastIndex(ref, "@")+1:] }
+	assert.Equal(a.t, digestOf(a.node.PodImage), got["image "+a.node.PodImage], "the applications' image, by digest")
+	assert.Equal(a.t, digestOf(a.agentImage), got["image "+a.agentImage], "the agent's image, by digest")
+	for _, chart := range []string{"stefanprodan/charts/podinfo:6.7.0", "stefanprodan/charts/podinfo:6.8.0",
+		"prometheus-community/charts/prometheus-node-exporter:4.47.0", "solar/charts/solar-agent:0.1.0"} {
+		assert.NotEmpty(a.t, got["chart "+a.source.Host+"/"+chart], chart)
+	}
+	assert.Len(a.t, s.Dependencies, 6, "each once")
+	repos := map[string]bool{}
+	for _, v := range s.Versions {
+		repos[v.Repository] = true
+	}
+	for _, tg := range a.targets {
+		assert.True(a.t, repos[tg.ns+"/bootstrap-"+tg.name], "%s/%s: its bootstrap chart in %v", tg.ns, tg.name, repos)
+	}
+	a.t.Logf("exported %d versions of Solar's charts", len(s.Versions))
 }
 
 // push pushes bundle to the site's registry.
@@ -254,11 +290,11 @@ func (a *airGap) assertFromSite() {
 }
 
 // assertAppsRunFromSite: each application's Deployment is Available, its
-// one pod Running and Ready on the real node from the exported image.
+// one pod Running and Ready on the real node, from the image its chart
+// names (the source's reference: nothing rewritten) at the digest the
+// archive carried.
 func (a *airGap) assertAppsRunFromSite() {
 	a.t.Helper()
-	ctx := context.Background()
-	digest := a.node.PodImage[strings.LastIndex(a.node.PodImage, "@"):]
 	apps := 0
 	for _, tg := range a.targets {
 		key := tg.ns + "/" + tg.name
@@ -267,22 +303,37 @@ func (a *airGap) assertAppsRunFromSite() {
 			n := a.names[key][rel.Key]
 			ok, why := a.available(n.TargetNamespace, n.AppRelease)
 			require.True(a.t, ok, "%s: the Deployment %s/%s of %s is Available: %s", key, n.TargetNamespace, n.AppRelease, rel.Key, why)
-			pods, err := a.api.Client.CoreV1().Pods(n.TargetNamespace).List(ctx, metav1.ListOptions{
-				LabelSelector: "app.kubernetes.io/instance=" + n.AppRelease})
-			require.NoError(a.t, err)
-			require.Len(a.t, pods.Items, 1, "%s: the pod of %s", key, rel.Key)
-			pod := pods.Items[0]
-			assert.Equal(a.t, a.node.Name, pod.Spec.NodeName, "%s: %s runs on the real node", key, rel.Key)
-			assert.Equal(a.t, corev1.PodRunning, pod.Status.Phase, "%s: %s", key, rel.Key)
-			require.Len(a.t, pod.Status.ContainerStatuses, 1)
-			st := pod.Status.ContainerStatuses[0]
-			assert.True(a.t, st.Ready, "%s: %s ready: %+v", key, rel.Key, st.State)
-			assert.NotNil(a.t, st.State.Running, "%s: %s", key, rel.Key)
-			assert.True(a.t, strings.HasSuffix(st.ImageID, digest), "%s: %s ran %s", key, rel.Key, st.ImageID)
+			image := a.node.PodImage
+			if rel.Key == "solar-agent" {
+				image = a.agentImage
+			}
+			a.assertPod(key+": "+rel.Key, n, image)
 			apps++
 		}
 	}
-	a.t.Logf("%d applications run on %s from %s", apps, a.node.Name, a.node.PodImage)
+	a.t.Logf("%d applications run on %s", apps, a.node.Name)
+}
+
+// assertPod: the one pod of the application n runs image on the real node,
+// Ready, at the digest exported.
+func (a *airGap) assertPod(what string, n chain.Release, image string) {
+	a.t.Helper()
+	pods, err := a.api.Client.CoreV1().Pods(n.TargetNamespace).List(context.Background(), metav1.ListOptions{
+		LabelSelector: "app.kubernetes.io/instance=" + n.AppRelease})
+	require.NoError(a.t, err)
+	require.Len(a.t, pods.Items, 1, "%s: its pod", what)
+	pod := pods.Items[0]
+	assert.Equal(a.t, a.node.Name, pod.Spec.NodeName, "%s runs on the real node", what)
+	assert.Equal(a.t, corev1.PodRunning, pod.Status.Phase, what)
+	require.Len(a.t, pod.Spec.Containers, 1)
+	assert.Equal(a.t, image, pod.Spec.Containers[0].Image, what)
+	require.Len(a.t, pod.Status.ContainerStatuses, 1)
+	st := pod.Status.ContainerStatuses[0]
+	assert.True(a.t, st.Ready, "%s ready: %+v", what, st.State)
+	assert.NotNil(a.t, st.State.Running, what)
+	digest := a.exported["image "+image]
+	require.NotEmpty(a.t, digest, "%s: %s was exported", what, image)
+	assert.True(a.t, strings.HasSuffix(st.ImageID, "@"+digest), "%s ran %s, exported at %s", what, st.ImageID, digest)
 }
 
 // archiveFigures are the archive's size and number of tar entries.

@@ -18,9 +18,11 @@ import (
 //
 // Why: a site's registry holds an artifact of HOST/PATH under
 // BASE/HOST/PATH (renderer/mirror), and a repository path may not hold a
-// ':' (the OCI distribution spec's grammar), so an artifact of a registry
-// at 127.0.0.1:PORT cannot be relocated. Ports 80 and 443 need root, as a
-// real node does; a test that holds them runs alone (the node lock).
+// ':' (the OCI distribution spec's grammar): served portless, the source
+// registries' artifacts land at mirror/127.0.0.2/... as ghcr.io's land at
+// mirror/ghcr.io/..., and a node's containerd mirror names the same path.
+// Ports 80 and 443 need root, as a real node does; a test that holds them
+// runs alone (the node lock).
 //
 // Stop on the returned Registry closes the forwarding and its open
 // connections and stops reg: neither answers from then on.
