@@ -94,6 +94,9 @@ func TestAirGappedSite(t *testing.T) {
 	a.assertAppsRunFromSite()
 }
 
+// startAirGap starts both sides, the site's cluster with source-controller,
+// the helm-controller stand-in and a real node, and the connected side's
+// charts and images; nothing is rendered yet.
 func startAirGap(t *testing.T) *airGap {
 	if testing.Short() {
 		t.Skip("-short: runs registries, a Kubernetes cluster, source-controller and a real node")
@@ -132,13 +135,21 @@ func startAirGap(t *testing.T) *airGap {
 	a.agentImage = imagetest.Publish(t, a.images, "solar-agent")
 	a.prepareExamples()
 
+	a.createTargets()
+	return a
+}
+
+// createTargets creates examples/' Targets on the SolAr API server (here
+// the site's cluster), which the agents report on, and notes the chain's
+// names of their releases.
+func (a *airGap) createTargets() {
+	t := a.t
 	a.targets = []chainTarget{{"alpha", "edge-1", ""}, {"alpha", "edge-2", ""}, {"beta", "plant-1", ""}, {"beta", "plant-2", ""}}
-	// The SolAr side, on the site: the Targets the agents report on.
-	api.CreateNamespaces(t, "alpha", "beta")
+	a.api.CreateNamespaces(t, "alpha", "beta")
 	for i := range a.targets {
 		tg := &a.targets[i]
 		tg.flux = "flux-" + tg.ns + "-" + tg.name
-		_, err := dyn.Resource(kube.TargetGVR).Namespace(tg.ns).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+		_, err := a.dyn.Resource(kube.TargetGVR).Namespace(tg.ns).Create(context.Background(), &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "solar.opendefense.cloud/v1alpha1", "kind": "Target",
 			"metadata": map[string]any{"name": tg.name},
 			"spec":     map[string]any{"renderRegistryRef": map[string]any{"name": "render", "namespace": "shared"}},
@@ -153,7 +164,6 @@ func startAirGap(t *testing.T) *airGap {
 			a.names[key][sel.UniqueName] = sel.Names
 		}
 	}
-	return a
 }
 
 // prepareExamples copies examples/ and points it at these registries: the
