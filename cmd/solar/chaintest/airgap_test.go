@@ -66,12 +66,14 @@ func TestAirGappedSite(t *testing.T) {
 	exported := time.Since(begin)
 	size, entries := archiveFigures(t, bundle)
 
-	// The gap: nothing of the connected side answers any more.
-	a.source.Stop()
-	a.images.Stop()
-	for _, host := range []string{a.source.Host, a.images.Host} {
-		_, err := (&http.Client{Timeout: time.Second}).Get("http://" + host + "/v2/")
-		require.Error(t, err, "%s no longer answers", host)
+	// The gap: nothing of the connected side answers any more, and a
+	// tripwire in its place counts whatever still tries to reach it.
+	var wires []*testenv.Tripwire
+	for _, r := range []*testenv.Registry{a.source, a.images} {
+		r.Stop()
+		wires = append(wires, testenv.StartTripwire(t, r.Host+":80"))
+		_, err := (&http.Client{Timeout: time.Second}).Get("http://" + r.Host + "/v2/")
+		require.Error(t, err, "%s no longer answers", r.Host)
 	}
 
 	// The site: push the archive, apply first contact, let Flux settle.
@@ -92,6 +94,9 @@ func TestAirGappedSite(t *testing.T) {
 	assert.Empty(t, a.notReadyHelmReleases(), "every HelmRelease of every level is Ready")
 	a.assertFromSite()
 	a.assertAppsRunFromSite()
+	for i, r := range []*testenv.Registry{a.source, a.images} {
+		assert.Equal(t, 1, wires[i].Connections(), "%s: nothing on the site tried it (the one connection is the test's own)", r.Host)
+	}
 }
 
 // startAirGap starts both sides, the site's cluster with source-controller,

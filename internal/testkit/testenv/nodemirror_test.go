@@ -41,6 +41,7 @@ func TestNodePullsFromMirror(t *testing.T) {
 	copyImage(t, node.PodImage, relocated, site)
 
 	images.Stop()
+	wire := StartTripwire(t, images.Host+":80")
 	_, err = (&http.Client{Timeout: time.Second}).Get("http://" + images.Host + "/v2/")
 	require.Error(t, err, "the images registry no longer answers")
 
@@ -67,6 +68,7 @@ func TestNodePullsFromMirror(t *testing.T) {
 	status := got.Status.ContainerStatuses[0]
 	assert.NotNil(t, status.State.Running, "container state: %+v", status.State)
 	assert.True(t, strings.HasSuffix(status.ImageID, node.PodImage[strings.LastIndex(node.PodImage, "@"):]), "ran by digest: %s", status.ImageID)
+	assert.Equal(t, 1, wire.Connections(), "containerd never tried the images registry (the one connection is the test's own)")
 }
 
 // copyImage copies the image from (anonymous, plain HTTP) to the reference

@@ -118,3 +118,43 @@ func (f *forwarder) close() {
 		c.Close()
 	}
 }
+
+// Tripwire listens at addr (HOST:PORT) where a stopped service was and
+// closes every connection at once, counting them: a test asserts that
+// nothing even tried to reach it.
+type Tripwire struct {
+	l     net.Listener
+	mu    sync.Mutex
+	count int
+}
+
+// StartTripwire listens at addr until the test ends.
+func StartTripwire(t testing.TB, addr string) *Tripwire {
+	t.Helper()
+	l, err := net.Listen("tcp", addr)
+	require.NoError(t, err, "a tripwire at %s", addr)
+	w := &Tripwire{l: l}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			if err == nil {
+				w.mu.Lock()
+				w.count++
+				w.mu.Unlock()
+				c.Close()
+			}
+		}
+	}()
+	t.Cleanup(func() { l.Close() })
+	return w
+}
+
+// Connections counts the connections made to it so far.
+func (w *Tripwire) Connections() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.count
+}
