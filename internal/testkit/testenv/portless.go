@@ -17,10 +17,11 @@ import (
 // 127.0.0.0/8, which Linux routes to the loopback device).
 //
 // Why: a site's registry holds an artifact of HOST/PATH under
-// BASE/HOST/PATH (renderer/mirror), and a repository path may not hold a
-// ':' (the OCI distribution spec's grammar): served portless, the source
-// registries' artifacts land at mirror/127.0.0.2/... as ghcr.io's land at
-// mirror/ghcr.io/..., and a node's containerd mirror names the same path.
+// BASE/HOST/PATH (renderer/mirror; a port, which a repository path may not
+// hold as ':', is kept as _PORT): served portless, the source registries'
+// artifacts land at mirror/127.0.0.2/... as ghcr.io's land at
+// mirror/ghcr.io/..., the shape a site sees, and a node's containerd
+// mirror names the same path.
 // Ports 80 and 443 need root, as a real node does; a test that holds them
 // runs alone (the node lock).
 //
