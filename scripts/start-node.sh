@@ -6,7 +6,7 @@
 # Each part runs in the foreground (exec) until killed, so start both, the
 # runtime first; the test helper (internal/testkit/testenv StartNode) does:
 #
-#   scripts/start-node.sh containerd DIR REGISTRY_HOST PAUSE_IMAGE
+#   scripts/start-node.sh containerd DIR REGISTRY_HOST PAUSE_IMAGE [SOURCE_HOST=MIRROR_URL]...
 #   scripts/start-node.sh kubelet DIR KUBECONFIG NODE_NAME PORT HEALTHZ_PORT
 #
 # DIR holds everything either writes: containerd's root, state and socket
@@ -15,13 +15,20 @@
 # (127.0.0.1:PORT) is pulled from over plain HTTP; PAUSE_IMAGE is the pods'
 # sandbox image (containerd's default one is not reachable offline).
 #
+# Each SOURCE_HOST=MIRROR_URL makes containerd pull SOURCE_HOST's images from
+# MIRROR_URL first, a registry's API root for that host's repositories, e.g.
+# https://site.example:5000/v2/mirror/ghcr.io for a site that holds
+# ghcr.io/a/b as mirror/ghcr.io/a/b; SOURCE_HOST itself is asked only when the
+# mirror fails. MIRROR_CA (a file) is the mirrors' CA, MIRROR_AUTH_FILE a
+# file holding their user:password (one site: the same for every mirror).
+#
 # The kubelet is set for these machines: cgroup driver cgroupfs (PID 1 is not
 # systemd), cgroup v1 accepted (failCgroupV1: false; 1.35 and later refuse v1
 # by default), swap tolerated, its API anonymous (AlwaysAllow) on the
 # machine's own address only; it registers NODE_NAME
 # with the admin KUBECONFIG.
 set -euo pipefail
-usage="usage: start-node.sh containerd DIR REGISTRY_HOST PAUSE_IMAGE | kubelet DIR KUBECONFIG NODE_NAME PORT HEALTHZ_PORT"
+usage="usage: start-node.sh containerd DIR REGISTRY_HOST PAUSE_IMAGE [SOURCE_HOST=MIRROR_URL]... | kubelet DIR KUBECONFIG NODE_NAME PORT HEALTHZ_PORT"
 part=${1:?$usage}
 dir=${2:?$usage}
 dir=$(realpath -m "$dir")
@@ -31,12 +38,47 @@ case $part in
 containerd)
   registry=${3:?$usage}
   pause=${4:?$usage}
-  mkdir -p "$dir/cni" "$dir/certs.d/$registry"
-  cat >"$dir/certs.d/$registry/hosts.toml" <<TOML
+  mkdir -p "$dir/cni"
+  # One hosts.toml per registry host under config_path (containerd's
+  # docs/hosts.md, "Registry Host Namespace": certs.d/HOST[:PORT]/hosts.toml;
+  # containerd 1.6 reads the HOST:PORT directory as is).
+  # 0600: a mirror's hosts.toml holds its credentials.
+  hosts() { mkdir -p "$dir/certs.d/$1" && (umask 077 && cat >"$dir/certs.d/$1/hosts.toml"); }
+  mirrored=" "
+  for arg in "${@:5}"; do
+    source=${arg%%=*} url=${arg#*=}
+    [ "$source" != "$arg" ] && [ -n "$source" ] && [ -n "$url" ] || { echo "$usage" >&2; exit 2; }
+    mirrored+="$source "
+    # docs/hosts.md: the [host] entries are tried in order, then server
+    # ("If server is not specified then the image's registry host namespace
+    # will automatically be used"); override_path: "the host's API root
+    # endpoint is defined in the URL path" (no /v2 added, the path kept);
+    # capabilities pull and resolve: a private mirror, trusted to resolve
+    # tags; ca: paths absolute or relative to hosts.toml; [header]: sent with
+    # every request to that host (basic auth, as the registry's htpasswd
+    # checks it, with no token exchange).
+    server=""
+    if [ "$source" = "$registry" ]; then server="server = \"http://$registry\""; fi
+    {
+      echo "$server"
+      echo "[host.\"$url\"]"
+      echo '  capabilities = ["pull", "resolve"]'
+      echo '  override_path = true'
+      if [ -n "${MIRROR_CA:-}" ]; then echo "  ca = \"$MIRROR_CA\""; fi
+      if [ -n "${MIRROR_AUTH_FILE:-}" ]; then
+        echo "  [host.\"$url\".header]"
+        echo "    Authorization = \"Basic $(base64 -w0 <"$MIRROR_AUTH_FILE")\""
+      fi
+    } | hosts "$source"
+  done
+  case $mirrored in
+  *" $registry "*) ;;
+  *) hosts "$registry" <<TOML ;;
 server = "http://$registry"
 [host."http://$registry"]
   capabilities = ["pull", "resolve"]
 TOML
+  esac
   # One bridge for the node's pods, its IPAM state under DIR.
   cat >"$dir/cni/10-solar.conflist" <<JSON
 {"cniVersion": "0.4.0", "name": "solar", "plugins": [

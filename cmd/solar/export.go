@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -133,6 +134,7 @@ func newExportCmd(g *globals) *cobra.Command {
 	fl.StringVar(&f.target, "target", "", "with --with-dependencies: the Target of this name only (with -n, of that namespace)")
 	f.selectFlags.register(cmd)
 	delta.register(fl)
+	fl.StringVar(&f.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "with --with-dependencies: kubeconfig of the SolAr API server, read only: an agent Release's chart renders with its issued (or a pending) token, so its images are listed (default $KUBECONFIG)")
 	return listOutputs(cmd, "name")
 }
 
@@ -140,7 +142,11 @@ func newExportCmd(g *globals) *cobra.Command {
 // Targets of paths as solar artifacts does, reads them and writes the
 // archive with them; a problem of the list writes nothing.
 func exportDependencies(cmd *cobra.Command, g *globals, f *planFlags, l *pipeline.Store, paths []string, opts archive.SourceOptions, out string) (*archive.Summary, error) {
-	f.noCredentials = true // the layout holds the tokens; the list needs none
+	// The layout holds the tokens; the list mints none (listArtifacts is a
+	// dry run): with a kubeconfig an agent chart renders with its issued or
+	// a pending token, without one it does not render (its kubeconfig is
+	// required) and its images are not known.
+	f.noCredentials = f.kubeconfig == ""
 	list, err := listArtifacts(cmd, g, f, &registryFlags{g: g}, "", pipeline.ArtifactOptions{}, true, paths)
 	if err != nil {
 		return nil, err

@@ -32,7 +32,8 @@ func StartHelmController(t testing.TB, api *APIServer, bin string) {
 }
 
 // PushChart packages dir as the chart name at version with the real helm CLI
-// and pushes it to oci://<reg.Host>/<path>/<name>. A dir without a
+// and pushes it to oci://<reg.Host>/<path>/<name> (over plain HTTP when reg
+// has no TLS). A dir without a
 // Chart.yaml gets one naming name and version (appVersion the same).
 func PushChart(t testing.TB, reg *Registry, dir, path, name, version string) {
 	t.Helper()
@@ -43,8 +44,13 @@ func PushChart(t testing.TB, reg *Registry, dir, path, name, version string) {
 		require.NoError(t, os.WriteFile(chartYAML, fmt.Appendf(nil, "apiVersion: v2\nname: %s\nversion: %s\nappVersion: %q\n", name, version, version), 0o644))
 	}
 	Helm(t, "package", filepath.Join(work, name), "-d", work)
-	Helm(t, "push", filepath.Join(work, fmt.Sprintf("%s-%s.tgz", name, version)), "oci://"+reg.Host+"/"+path,
-		"--username", reg.Username, "--password", reg.Password, "--ca-file", reg.CAFile)
+	// A registry without TLS is spoken to over plain HTTP.
+	tls := []string{"--plain-http"}
+	if reg.CAFile != "" {
+		tls = []string{"--ca-file", reg.CAFile}
+	}
+	Helm(t, append([]string{"push", filepath.Join(work, fmt.Sprintf("%s-%s.tgz", name, version)), "oci://" + reg.Host + "/" + path,
+		"--username", reg.Username, "--password", reg.Password}, tls...)...)
 }
 
 // PullSecret is a dockerconfigjson Secret for reg.

@@ -45,12 +45,38 @@ type Node struct {
 // the kubelet and containerd are stopped and their mounts removed.
 func StartNode(t testing.TB, api *APIServer, reg *Registry) *Node {
 	t.Helper()
+	return StartNodeWith(t, api, reg, NodeOptions{})
+}
+
+// NodeOptions change how StartNodeWith sets the node up.
+type NodeOptions struct {
+	// Mirrors send the node's pulls of a registry to a site's registry
+	// first (containerd's registry mirrors).
+	Mirrors []Mirror
+}
+
+// Mirror is where the node's container runtime pulls the images of one
+// registry from: Site holds Source's repositories under Path, as
+// renderer/mirror relocates them (Path "mirror/" + Source: Source's
+// solar-test/podbin is Site's mirror/SOURCE/solar-test/podbin). containerd
+// asks Site first, with Site's CA and credentials, and Source itself only
+// when Site fails: a test that stops Source sees every pull come from Site.
+type Mirror struct {
+	Source string
+	Site   *Registry
+	Path   string
+}
+
+// StartNodeWith is StartNode with options.
+func StartNodeWith(t testing.TB, api *APIServer, reg *Registry, opts NodeOptions) *Node {
+	t.Helper()
 	SkipUnlessNodeCan(t)
 	lockMachine(t)
 	n := &Node{Name: "solar-node-0", Dir: t.TempDir()}
 	n.PodImage = PushPodImage(t, reg.Host, "solar-test/podbin")
 	script := filepath.Join(Root(t), "scripts", "start-node.sh")
-	ctr := exec.Command("bash", script, "containerd", n.Dir, reg.Host, n.PodImage)
+	ctr := exec.Command("bash", append([]string{script, "containerd", n.Dir, reg.Host, n.PodImage}, mirrorArgs(t, opts.Mirrors)...)...)
+	ctr.Env = append(os.Environ(), mirrorEnv(t, opts.Mirrors)...)
 	ctrLogs, stopContainerd := start(t, ctr)
 	waitOrSkip(t, "containerd", 30*time.Second, ctr, ctrLogs, func() bool {
 		return exec.Command("ctr", "--address", n.socket(), "version").Run() == nil
@@ -181,4 +207,34 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// mirrorArgs are start-node.sh's SOURCE_HOST=URL arguments: each URL is the
+// site's API root for one source registry (https://SITE/v2/PATH, which
+// containerd takes as is: override_path).
+func mirrorArgs(t testing.TB, mirrors []Mirror) []string {
+	t.Helper()
+	var args []string
+	for _, m := range mirrors {
+		require.Same(t, mirrors[0].Site, m.Site, "a node's mirrors are one site's registry (start-node.sh: one CA, one credential)")
+		scheme := "http"
+		if m.Site.CAFile != "" {
+			scheme = "https"
+		}
+		args = append(args, m.Source+"="+scheme+"://"+m.Site.Host+"/v2/"+strings.Trim(m.Path, "/"))
+	}
+	return args
+}
+
+// mirrorEnv gives start-node.sh the site's CA and a file holding its
+// credentials (user:password, never an argument: arguments are public).
+func mirrorEnv(t testing.TB, mirrors []Mirror) []string {
+	t.Helper()
+	if len(mirrors) == 0 {
+		return nil
+	}
+	site := mirrors[0].Site
+	auth := filepath.Join(t.TempDir(), "mirror-auth")
+	require.NoError(t, os.WriteFile(auth, []byte(site.Username+":"+site.Password), 0o600))
+	return []string{"MIRROR_CA=" + site.CAFile, "MIRROR_AUTH_FILE=" + auth}
 }

@@ -30,7 +30,13 @@ type Registry struct {
 	// Storage is the registry's filesystem storage (its rootdirectory): what
 	// a test damages to see that a check reads it.
 	Storage string
+
+	stop func()
 }
+
+// Stop kills the registry before the test ends: from then on its host
+// refuses every connection (a site that can no longer reach it).
+func (r *Registry) Stop() { r.stop() }
 
 // RegistryOptions choose how the registry serves.
 type RegistryOptions struct {
@@ -112,7 +118,8 @@ func StartRegistry(t testing.TB, opts RegistryOptions) *Registry {
 		cmd.Env = append(cmd.Env, "REGISTRY_AUTH=none")
 		want = http.StatusOK
 	}
-	logs, _ := start(t, cmd)
+	logs, stop := start(t, cmd)
+	r.stop = stop
 
 	client := &http.Client{Timeout: time.Second}
 	waitUntil(t, "the registry on "+r.Host, 20*time.Second, logs, func() bool {
