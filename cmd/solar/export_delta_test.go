@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	ggcrremote "github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/stretchr/testify/assert"
@@ -59,20 +60,7 @@ func TestExportDelta(t *testing.T) {
 	assert.Contains(t, stderr, "nothing to carry: the other side holds every version and dependency")
 	assert.NoFileExists(t, same, "nothing changed since: nothing written")
 
-	// One Release changes: podinfo-stable of alpha to a chart 6.9.0 that
-	// runs app:2.0, an image of 3 MiB.
-	image2 := w.source.Host + "/solar-test/app:2.0"
-	img, err := random.Image(3<<20, 1)
-	require.NoError(t, err)
-	ref, err := name.ParseReference(image2)
-	require.NoError(t, err)
-	require.NoError(t, ggcrremote.Write(ref, img, ggcrremote.WithTransport(tlsTransport(t, w.source.CAFile))))
-	chart := filepath.Join(w.dir, "chart2", "templates")
-	require.NoError(t, os.MkdirAll(chart, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(chart, "deployment.yaml"), fmt.Appendf(nil, appDeployment, image2), 0o644))
-	testenv.PushChart(t, w.source, filepath.Dir(chart), "stefanprodan/charts", "podinfo", "6.9.0")
-	appendFile(t, filepath.Join(w.examples, "shared/components.yaml"), strings.ReplaceAll(componentVersion69, "SOURCE", w.source.Host))
-	editFile(t, filepath.Join(w.examples, "alpha/releases.yaml"), "    name: podinfo-6-7-0\n", "    name: podinfo-6-9-0\n")
+	image2, img := w.moveToNewImage(t)
 	run(0, append([]string{"render", "--no-credentials", "--out", out, w.examples}, login...)...)
 
 	// The delta, split into parts of 1 MiB.
@@ -86,14 +74,7 @@ func TestExportDelta(t *testing.T) {
 		Parts []archive.Part `json:"parts"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(stdout), &s), stdout)
-	var versions, deps []string
-	for _, v := range s.Versions {
-		versions = append(versions, v.Repository)
-	}
-	for _, d := range s.Dependencies {
-		deps = append(deps, d.Reference)
-	}
-	slices.Sort(versions)
+	versions, deps := carried(s.Summary)
 	assert.Equal(t, []string{"alpha/alpha/release-podinfo-stable", "alpha/bootstrap-edge-1"}, versions,
 		"the release chart that changed and the bootstrap chart of the one Target it reaches")
 	assert.Equal(t, []string{w.source.Host + "/stefanprodan/charts/podinfo:6.9.0", image2}, deps, "the new chart and its new image")
@@ -115,19 +96,48 @@ func TestExportDelta(t *testing.T) {
 	_, stderr = run(1, append([]string{"push", list}, login...)...)
 	assert.Contains(t, stderr, filepath.Base(part))
 	relocated := w.site.Host + "/mirror/" + strings.ReplaceAll(w.source.Host, ":", "_") + "/solar-test/app:2.0"
-	_, err = ggcrremote.Head(mustRef(t, relocated), ggcrremote.WithTransport(tlsTransport(t, w.site.CAFile)),
-		ggcrremote.WithAuth(&authn.Basic{Username: w.site.Username, Password: w.site.Password}))
+	_, err = w.siteHead(t, relocated)
 	assert.Error(t, err, "nothing of the delta reached the site")
 
 	require.NoError(t, os.WriteFile(part, good, 0o600))
 	run(0, append([]string{"push", list}, login...)...)
-	desc, err := ggcrremote.Head(mustRef(t, relocated), ggcrremote.WithTransport(tlsTransport(t, w.site.CAFile)),
-		ggcrremote.WithAuth(&authn.Basic{Username: w.site.Username, Password: w.site.Password}))
+	desc, err := w.siteHead(t, relocated)
 	require.NoError(t, err)
 	want, err := img.Digest()
 	require.NoError(t, err)
 	assert.Equal(t, want, desc.Digest, "the new image at the site, by the source's digest")
 	t.Logf("delta: %d versions, %d dependencies, %d left out, %d parts", len(s.Versions), len(s.Dependencies), len(s.LeftOut), len(s.Parts))
+}
+
+// carried are the repositories of the versions an archive carries, sorted,
+// and the references of its dependencies.
+func carried(s archive.Summary) (versions, deps []string) {
+	for _, v := range s.Versions {
+		versions = append(versions, v.Repository)
+	}
+	for _, d := range s.Dependencies {
+		deps = append(deps, d.Reference)
+	}
+	slices.Sort(versions)
+	return versions, deps
+}
+
+// moveToNewImage moves podinfo-stable of alpha to a chart 6.9.0 that runs
+// app:2.0, an image of 3 MiB, both pushed to the source: the image's
+// reference and the image.
+func (w *depsWorld) moveToNewImage(t *testing.T) (string, v1.Image) {
+	t.Helper()
+	image2 := w.source.Host + "/solar-test/app:2.0"
+	img, err := random.Image(3<<20, 1)
+	require.NoError(t, err)
+	require.NoError(t, ggcrremote.Write(mustRef(t, image2), img, ggcrremote.WithTransport(tlsTransport(t, w.source.CAFile))))
+	chart := filepath.Join(w.dir, "chart2", "templates")
+	require.NoError(t, os.MkdirAll(chart, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(chart, "deployment.yaml"), fmt.Appendf(nil, appDeployment, image2), 0o644))
+	testenv.PushChart(t, w.source, filepath.Dir(chart), "stefanprodan/charts", "podinfo", "6.9.0")
+	appendFile(t, filepath.Join(w.examples, "shared/components.yaml"), strings.ReplaceAll(componentVersion69, "SOURCE", w.source.Host))
+	editFile(t, filepath.Join(w.examples, "alpha/releases.yaml"), "    name: podinfo-6-7-0\n", "    name: podinfo-6-9-0\n")
+	return image2, img
 }
 
 // componentVersion69 is podinfo 6.9.0 of the source SOURCE.
@@ -152,6 +162,13 @@ spec:
     resourceName: chart
     type: helm
 `
+
+// siteHead asks the site registry for ref's manifest, logged in.
+func (w *depsWorld) siteHead(t *testing.T, ref string) (*v1.Descriptor, error) {
+	t.Helper()
+	return ggcrremote.Head(mustRef(t, ref), ggcrremote.WithTransport(tlsTransport(t, w.site.CAFile)),
+		ggcrremote.WithAuth(&authn.Basic{Username: w.site.Username, Password: w.site.Password}))
+}
 
 func mustRef(t *testing.T, s string) name.Reference {
 	t.Helper()
