@@ -193,3 +193,24 @@ func editFile(t *testing.T, file, old, new string) {
 	require.Contains(t, string(b), old)
 	require.NoError(t, os.WriteFile(file, []byte(strings.Replace(string(b), old, new, 1)), 0o644))
 }
+
+// TestPushRefusedWritesNoDependency: an archive whose Solar versions push
+// refuses (here: unsigned, and --key asks every version to verify) relocates
+// none of its dependencies either: the versions are checked before the
+// first dependency is written.
+func TestPushRefusedWritesNoDependency(t *testing.T) {
+	needRegistry(t)
+	w := newDepsWorld(t)
+	w.pushIndex(t)
+	login := []string{"--registry", w.site.Host + "/solar", "--ca-file", w.site.CAFile, "--username", w.site.Username, "--password-stdin"}
+	out, bundle := filepath.Join(w.dir, "out"), filepath.Join(w.dir, "bundle.tar")
+	code, _, stderr := w.cli(append([]string{"render", "--no-credentials", "--out", out, w.examples}, login...)...)
+	require.Equal(t, 0, code, stderr)
+	code, _, stderr = w.cli("export", out, w.examples, "--with-dependencies", "--out", bundle)
+	require.Equal(t, 0, code, stderr)
+	_, pub := writeKey(t, w.dir, "solar")
+	code, _, stderr = w.cli(append([]string{"push", bundle, "--key", pub}, login...)...)
+	require.Equal(t, 1, code, stderr)
+	_, err := w.siteHead(t, w.site.Host+"/mirror/"+strings.ReplaceAll(w.source.Host, ":", "_")+"/solar-test/app:1.0")
+	assert.Error(t, err, "no dependency was relocated: %s", stderr)
+}

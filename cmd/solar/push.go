@@ -51,22 +51,11 @@ func newPushCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer closeLayout()
-			// Where the dependencies go, asked before anything is written.
-			deps, err := pipeline.PlanDependencies(cmd.Context(), layout, remote, mirrorPath)
+			results, relocated, err := pushAll(cmd.Context(), g, layout, remote, popts, mirrorPath)
 			if err != nil {
 				return hint(err, rf.registry)
 			}
-			// The application charts and images first: a release chart
-			// pushed names a copy already there when Flux reads it.
-			relocated, err := pushDependencies(cmd.Context(), g, deps, dryRun)
-			if err != nil {
-				return hint(err, rf.registry)
-			}
-			results, err := pipeline.Push(cmd.Context(), layout, remote, popts)
-			if err != nil {
-				return hint(err, rf.registry)
-			}
-			if g.structured() && deps != nil {
+			if g.structured() && relocated != nil {
 				return g.printData(map[string]any{"charts": results, "dependencies": relocated})
 			} else if g.structured() {
 				return g.printData(map[string]any{"charts": results})

@@ -9,6 +9,8 @@ import (
 	"oras.land/oras-go/v2/registry"
 
 	"github.com/solar-pipeline/solar/renderer/archive"
+	"github.com/solar-pipeline/solar/renderer/pipeline"
+	"github.com/solar-pipeline/solar/renderer/publish"
 )
 
 // checkMirrorPath refuses a --mirror-path that is not a repository path.
@@ -18,6 +20,36 @@ func checkMirrorPath(p string) error {
 		return fmt.Errorf("--mirror-path %q: not a repository path (lowercase letters, digits, separators; such as mirror or site/mirror)", p)
 	}
 	return nil
+}
+
+// pushAll pushes what the layout (or archive) holds: its dependencies
+// first, relocated into the site registry (a release chart pushed then names
+// a copy already there when Flux reads it), then Solar's versions. Where the
+// dependencies go is planned, and the versions checked (a dry run of their
+// push: the registry moved, the reviewed list, the keys), before anything is
+// written, so a push refused for either writes nothing. relocated is nil
+// when there are no dependencies.
+func pushAll(ctx context.Context, g *globals, layout, remote *pipeline.Store, popts pipeline.PushOptions, mirrorPath string) ([]publish.Result, []archive.Relocated, error) {
+	deps, err := pipeline.PlanDependencies(ctx, layout, remote, mirrorPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	if deps != nil && !popts.DryRun {
+		check := popts
+		check.DryRun, check.Progress = true, nil
+		if _, err := pipeline.Push(ctx, layout, remote, check); err != nil {
+			return nil, nil, err
+		}
+	}
+	relocated, err := pushDependencies(ctx, g, deps, popts.DryRun)
+	if err != nil {
+		return nil, nil, err
+	}
+	if deps != nil && relocated == nil {
+		relocated = []archive.Relocated{}
+	}
+	results, err := pipeline.Push(ctx, layout, remote, popts)
+	return results, relocated, err
 }
 
 // pushDependencies pushes what plan lacks at the site, or with dryRun
