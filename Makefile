@@ -54,7 +54,7 @@ demo: solar
 ## packages (cmd/solar, cmd/solar/proctest) take about 5 minutes on 2 cores.
 # The browser tests' screenshots are kept here (internal/testkit/browser).
 test: tools
-	SOLAR_TEST_ARTIFACTS=$${SOLAR_TEST_ARTIFACTS:-$(CURDIR)/test-artifacts} $(GO) test -timeout 15m ./...
+	SOLAR_TEST_ARTIFACTS=$${SOLAR_TEST_ARTIFACTS:-$(CURDIR)/test-artifacts} $(GO) test -timeout 25m ./...
 
 ## manifests: regenerate config/controller's RBAC, Deployment and admission
 ## policy from charts/solar-controller (after a chart change; a test fails
