@@ -89,7 +89,9 @@ func requestShape(req *http.Request) string {
 // a request added or removed fails here until the list is updated (go test
 // -run TestRequestsPerNewChart -update) and docs/benchmarks.md says why it
 // is there. Each case is one run (one client): its first chart, then a
-// second one, what every further new chart of the run costs.
+// second one, what every further new chart of the run costs, and a third
+// with the same content as the first (the same Release's chart in another
+// namespace).
 func TestRequestsPerNewChart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a registry")
@@ -107,9 +109,10 @@ func TestRequestsPerNewChart(t *testing.T) {
 			remote, err := store.NewRemote(store.RemoteOptions{Host: proxy.Host, Prefix: "p", Username: reg.Username,
 				Password: reg.Password, PlainHTTP: true, Wrap: log.wrap})
 			require.NoError(t, err)
-			for _, chart := range []string{"first", "next"} {
-				repo := c.name + "/" + chart
-				results, err := Publish(ctx, remote, []Job{textJob(repo, "the chart "+repo)}, Options{SigningKey: c.key, Absent: map[string]bool{repo: true}})
+			for _, chart := range []struct{ repo, content string }{{"first", "first"}, {"next", "next"}, {"same", "first"}} {
+				repo := c.name + "/" + chart.repo
+				job := chartJob(repo, c.name+"/"+chart.content)
+				results, err := Publish(ctx, remote, []Job{job}, Options{SigningKey: c.key, Absent: map[string]bool{repo: true}})
 				require.NoError(t, err)
 				require.Len(t, results, 1)
 				assert.Equal(t, Create, results[0].Action)
@@ -120,10 +123,23 @@ func TestRequestsPerNewChart(t *testing.T) {
 					log.take()
 					proxy.Take()
 				}
-				compareRequests(t, filepath.Join("testdata", "requests", c.name+"-"+chart+".txt"), got)
+				compareRequests(t, filepath.Join("testdata", "requests", c.name+"-"+chart.repo+".txt"), got)
 			}
 		})
 	}
+}
+
+// chartJob has a Helm chart's shape: a config naming the chart and its
+// version (its Chart.yaml), one layer. Two jobs of the same name have the
+// same content (one Release's chart in two namespaces).
+func chartJob(repo, name string) Job {
+	return Job{Repository: repo, Pack: func(version string) (*Artifact, error) {
+		return &Artifact{
+			Config:      NewBlob("application/vnd.cncf.helm.config.v1+json", []byte(`{"name":"`+name+`","version":"`+version+`"}`)),
+			Layers:      []Blob{NewBlob("application/vnd.cncf.helm.chart.content.v1.tar+gzip", []byte("the chart "+name))},
+			Annotations: map[string]string{"org.opencontainers.image.version": version},
+		}, nil
+	}}
 }
 
 // compareRequests compares the requests got with the list in file (which
