@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/solar-pipeline/solar/internal/testkit/countproxy"
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/sign"
 	"github.com/solar-pipeline/solar/renderer/store"
@@ -91,21 +92,24 @@ func requestShape(req *http.Request) string {
 // is there. Each case is one run (one client): its first chart, then a
 // second one, what every further new chart of the run costs, and a third
 // with the same content as the first (the same Release's chart in another
-// namespace).
+// namespace). The third case is the signed one against a registry with
+// the referrers API (referrersStandIn).
 func TestRequestsPerNewChart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a registry")
 	}
 	ctx := context.Background()
 	reg := testenv.StartRegistry(t, testenv.RegistryOptions{})
-	proxy := testenv.StartProxy(t, reg.Host)
+	direct := testenv.StartProxy(t, reg.Host)
+	withReferrers := testenv.StartProxy(t, startReferrersStandIn(t, reg.Host))
 	k, v := signingKey(t)
 	for _, c := range []struct {
-		name string
-		key  *sign.Key
-	}{{"unsigned", nil}, {"signed", k}} {
+		name  string
+		key   *sign.Key
+		proxy *countproxy.Proxy
+	}{{"unsigned", nil, direct}, {"signed", k, direct}, {"referrers-signed", k, withReferrers}} {
 		t.Run(c.name, func(t *testing.T) {
-			log := &requestLog{}
+			log, proxy := &requestLog{}, c.proxy
 			remote, err := store.NewRemote(store.RemoteOptions{Host: proxy.Host, Prefix: "p", Username: reg.Username,
 				Password: reg.Password, PlainHTTP: true, Wrap: log.wrap})
 			require.NoError(t, err)
