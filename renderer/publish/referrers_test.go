@@ -2,6 +2,7 @@ package publish
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net"
@@ -10,13 +11,18 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"regexp"
+	"slices"
 	"sync"
 	"testing"
 
 	"github.com/opencontainers/go-digest"
 	"github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/solar-pipeline/solar/internal/testkit/testenv"
+	"github.com/solar-pipeline/solar/renderer/store"
 )
 
 // referrersStandIn is a registry with the OCI 1.1 referrers API, built
@@ -30,6 +36,10 @@ import (
 type referrersStandIn struct {
 	mu   sync.Mutex
 	refs map[string][]ocispec.Descriptor // repository@subject digest
+	// mute: the manifest PUTs are not answered with OCI-Subject (nor
+	// listed), as by a registry that serves the API but did not process a
+	// subject.
+	mute bool
 }
 
 var (
@@ -39,9 +49,9 @@ var (
 
 // startReferrersStandIn serves the stand-in for the registry at target
 // (HOST:PORT, plain HTTP) and returns its HOST:PORT.
-func startReferrersStandIn(t *testing.T, target string) string {
+func startReferrersStandIn(t *testing.T, target string, mute bool) string {
 	t.Helper()
-	s := &referrersStandIn{refs: map[string][]ocispec.Descriptor{}}
+	s := &referrersStandIn{refs: map[string][]ocispec.Descriptor{}, mute: mute}
 	rp := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
 		r.SetURL(&url.URL{Scheme: "http", Host: target})
 		r.Out.Host = r.In.Host
@@ -66,7 +76,7 @@ func startReferrersStandIn(t *testing.T, target string) string {
 		req.Body = io.NopCloser(bytes.NewReader(body))
 		rec := httptest.NewRecorder()
 		rp.ServeHTTP(rec, req)
-		if rec.Code == http.StatusCreated {
+		if rec.Code == http.StatusCreated && !s.mute {
 			s.learn(w, m[1], req.Header.Get("Content-Type"), body)
 		}
 		for k, v := range rec.Header() {
@@ -122,4 +132,34 @@ func (s *referrersStandIn) list(w http.ResponseWriter, key, artifactType string)
 		w.Header().Set("OCI-Filters-Applied", "artifactType")
 	}
 	_, _ = w.Write(b)
+}
+
+// TestSignaturesConfirmedUnlessTheRegistryKeepsThem: a signature pushed
+// to a registry that serves the referrers API but did not answer the push
+// with OCI-Subject went into the referrers index (oras-go wrote it), which
+// another writer can lose it from: publish reads it back a settle later,
+// twice, as on a registry without the API.
+func TestSignaturesConfirmedUnlessTheRegistryKeepsThem(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a registry")
+	}
+	ctx := context.Background()
+	reg := testenv.StartRegistry(t, testenv.RegistryOptions{})
+	log := &requestLog{}
+	remote, err := store.NewRemote(store.RemoteOptions{Host: startReferrersStandIn(t, reg.Host, true), Prefix: "p",
+		Username: reg.Username, Password: reg.Password, PlainHTTP: true, Wrap: log.wrap})
+	require.NoError(t, err)
+	k, _ := signingKey(t)
+	_, err = Publish(ctx, remote, []Job{chartJob("a/chart", "a/chart")}, Options{SigningKey: k, Absent: map[string]bool{"a/chart": true}})
+	require.NoError(t, err)
+	got := log.take()
+	assert.Contains(t, got, "GET /v2/p/a/chart/referrers/<digest> 200", "the registry serves the API")
+	assert.Contains(t, got, "PUT /v2/p/a/chart/manifests/sha256-<digest> 201", "the signature went into the referrers index")
+	n := 0
+	for _, r := range got[slices.Index(got, "PUT /v2/p/a/chart/manifests/sha256-<digest> 201"):] {
+		if r == "GET /v2/p/a/chart/manifests/sha256-<digest> 200" {
+			n++
+		}
+	}
+	assert.Equal(t, 2, n, "the index read back twice a settle apart: %v", got)
 }

@@ -101,7 +101,7 @@ func TestRequestsPerNewChart(t *testing.T) {
 	ctx := context.Background()
 	reg := testenv.StartRegistry(t, testenv.RegistryOptions{})
 	direct := testenv.StartProxy(t, reg.Host)
-	withReferrers := testenv.StartProxy(t, startReferrersStandIn(t, reg.Host))
+	withReferrers := testenv.StartProxy(t, startReferrersStandIn(t, reg.Host, false))
 	k, v := signingKey(t)
 	for _, c := range []struct {
 		name  string
