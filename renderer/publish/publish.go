@@ -259,10 +259,25 @@ func (p *publisher) sign(ctx context.Context, r *Result) error {
 	if w != nil {
 		r.SignatureAction = Create
 		p.mu.Lock()
-		p.signed = append(p.signed, w)
+		p.signed = append(p.signed, toConfirm(ctx, t, w)...)
 		p.mu.Unlock()
 	}
 	return nil
+}
+
+// toConfirm is what of ws, just written into t, sign.Confirm is to read
+// back: nothing where the registry keeps the referrers itself (the
+// referrers API; store.ReferrersAPI): its answer to each push said it
+// listed the signature, and there is no referrers index another writer's
+// read, change and write could drop it from.
+func toConfirm(ctx context.Context, t sign.Target, ws ...*sign.Written) []*sign.Written {
+	if len(ws) == 0 {
+		return nil
+	}
+	if k, ok := t.(store.ReferrersAPI); ok && k.KeepsReferrers(ctx, ws[0].Subject) {
+		return nil
+	}
+	return ws
 }
 
 // subject is what a signature of r signs: its manifest, as its repository

@@ -74,16 +74,16 @@ func PushLayout(ctx context.Context, l store.Source, dst store.Store, opts Optio
 		if err != nil {
 			return results, fmt.Errorf("pushing the signatures of %s:%s: %w", r.Repository, r.Version, store.Explain(err))
 		}
-		carried = append(carried, ws...)
 		if opts.SigningKey != nil {
 			_, w, err := sign.Attach(ctx, st, r.subject(), opts.SigningKey)
 			if err != nil {
 				return results, fmt.Errorf("signing %s:%s: %w", r.Repository, r.Version, store.Explain(err))
 			}
 			if w != nil {
-				carried = append(carried, w)
+				ws = append(ws, w)
 			}
 		}
+		carried = append(carried, toConfirm(ctx, st, ws...)...)
 	}
 	return results, store.Explain(sign.Confirm(ctx, carried))
 }

@@ -58,3 +58,23 @@ func (p *referrersProbe) learn(ctx context.Context, repo *remote.Repository, des
 		}
 	})
 }
+
+// ReferrersAPI is a repository whose registry may keep the referrers of
+// its manifests itself (the OCI 1.1 referrers API).
+type ReferrersAPI interface {
+	// KeepsReferrers says, after this client pushed a referrer of
+	// subject, whether the registry serves the referrers API (asked once
+	// per registry) and took the referrers this client pushed so (it
+	// answered each with OCI-Subject, and oras-go wrote no referrers
+	// index): then no other writer's index can lose them.
+	KeepsReferrers(ctx context.Context, subject ocispec.Descriptor) bool
+}
+
+// KeepsReferrers: see ReferrersAPI. A client that pushed a referrer
+// without the registry's OCI-Subject has its capability set to false
+// (oras-go then wrote the index), which SetReferrersCapability(true)
+// refuses.
+func (r remoteRepo) KeepsReferrers(ctx context.Context, subject ocispec.Descriptor) bool {
+	r.probe.learn(ctx, r.Repository, subject)
+	return r.probe.known && r.probe.capable && r.SetReferrersCapability(true) == nil
+}

@@ -43,6 +43,7 @@ type Remote struct {
 	client       *auth.Client
 	plainHTTP    bool
 	referrers    *referrersProbe
+	homes        *blobHomes
 }
 
 // NewRemote prepares the client; it does not contact the registry.
@@ -78,6 +79,7 @@ func NewRemote(opts RemoteOptions) (*Remote, error) {
 	}
 	return &Remote{
 		referrers: &referrersProbe{},
+		homes:     &blobHomes{},
 		host:      host,
 		prefix:    prefix,
 		plainHTTP: opts.PlainHTTP,
@@ -117,7 +119,7 @@ func (r *Remote) Repository(_ context.Context, name string) (Repository, error) 
 	if err != nil {
 		return nil, err
 	}
-	return remoteRepo{Repository: repo, probe: r.referrers}, nil
+	return remoteRepo{Repository: repo, probe: r.referrers, homes: r.homes}, nil
 }
 
 func (r *Remote) repository(name string) (*remote.Repository, error) {
@@ -138,10 +140,12 @@ func (r *Remote) repository(name string) (*remote.Repository, error) {
 	return repo, nil
 }
 
-// remoteRepo is a registry's repository: its blobs are its own.
+// remoteRepo is a registry's repository: its blobs are its own, and one
+// another repository has is mounted from there (blobHomes).
 type remoteRepo struct {
 	*remote.Repository
 	probe *referrersProbe
+	homes *blobHomes
 }
 
 func (remoteRepo) BlobsPerRepository() bool { return true }

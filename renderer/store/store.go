@@ -65,15 +65,16 @@ func Tags(ctx context.Context, repo Repository) ([]string, error) {
 // What each store and repository implements, checked by the compiler: the
 // optional interfaces are found by type assertion where they are used.
 var (
-	_ Source      = (*Layout)(nil)
-	_ Store       = (*Remote)(nil)
-	_ Lister      = (*Remote)(nil)
-	_ Store       = (*overlay)(nil)
-	_ sign.Target = (*layoutRepo)(nil)
-	_ sign.Target = remoteRepo{}
-	_ sign.Target = (*overlayRepo)(nil)
-	_ BlobScoper  = remoteRepo{}
-	_ LastSaver   = (*layoutRepo)(nil)
-	_ LastSaver   = (*overlayRepo)(nil)
-	_ Repairer    = (*layoutRepo)(nil)
+	_ Source       = (*Layout)(nil)
+	_ Store        = (*Remote)(nil)
+	_ Lister       = (*Remote)(nil)
+	_ Store        = (*overlay)(nil)
+	_ sign.Target  = (*layoutRepo)(nil)
+	_ sign.Target  = remoteRepo{}
+	_ sign.Target  = (*overlayRepo)(nil)
+	_ BlobScoper   = remoteRepo{}
+	_ ReferrersAPI = remoteRepo{}
+	_ LastSaver    = (*layoutRepo)(nil)
+	_ LastSaver    = (*overlayRepo)(nil)
+	_ Repairer     = (*layoutRepo)(nil)
 )
