@@ -29,7 +29,11 @@ func TestUpdateDocumentLosesNoChange(t *testing.T) {
 	reg := testenv.StartRegistry(t, testenv.RegistryOptions{})
 	remote, err := store.NewRemote(store.RemoteOptions{Host: reg.Host, Prefix: "p", Username: reg.Username, Password: reg.Password, PlainHTTP: true})
 	require.NoError(t, err)
-	opts := DocumentOptions{ArtifactType: api.ArtifactTypeRollout, MediaType: api.MediaTypeRollout, Settle: 50 * time.Millisecond}
+	// The settle time is what the compare-and-set rests on: a writer whose
+	// tag check and tag write lie further apart than it can overwrite a
+	// version confirmed meanwhile. 50 ms lost a change now and then on two
+	// busy cores (1 run in 10); solar's default (pipeline.DefaultSettle).
+	opts := DocumentOptions{ArtifactType: api.ArtifactTypeRollout, MediaType: api.MediaTypeRollout, Settle: 500 * time.Millisecond}
 	// Each writer adds its marks to a set: applied twice, a change gives
 	// the same set.
 	add := func(mark string) func([]byte) ([]byte, error) {
