@@ -37,7 +37,7 @@ func TestBrowser(t *testing.T) {
 	assert.NotContains(t, body, "beta")
 	b.Screenshot(t, "overview")
 
-	b.Do(t, chromedp.Click(chromedp.CSS(`a[href="/targets/alpha/alpha-edge"]`)), chromedp.WaitVisible(chromedp.CSS(`#releases`)))
+	b.Follow(t, `a[href="/targets/alpha/alpha-edge"]`, `#releases`)
 	// Polled: chromedp's node ids of the page a click left may outlive it.
 	require.Eventually(t, func() bool { return strings.Contains(b.TextNow(`h1`), "alpha/alpha-edge") }, 20*time.Second, 100*time.Millisecond)
 	b.Screenshot(t, "target")

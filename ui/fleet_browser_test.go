@@ -31,7 +31,7 @@ func TestFleetBrowser(t *testing.T) {
 
 	b.Do(t, chromedp.Navigate(e.http.URL+"/"), browser.OIDCLogin("alice", "alice-password"),
 		chromedp.WaitVisible(chromedp.CSS(`a[href="/fleet/alpha"]`)))
-	b.Do(t, chromedp.Click(chromedp.CSS(`a[href="/fleet/alpha"]`)), chromedp.WaitVisible(chromedp.CSS(`#fleet`)))
+	b.Follow(t, `a[href="/fleet/alpha"]`, `#fleet`)
 	live()
 	assert.Contains(t, b.TextNow(`[id="d/alpha/dev-a2"]`), "solar fleet repair a2 --reason")
 	assert.Equal(t, "none", b.TextNow(`[id="d/alpha/dev-a3"] [data-field="state"]`))

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
 )
 
 // probeTimeout bounds one probe: a page that is loading answers nothing.
@@ -33,4 +35,22 @@ func (b *Browser) TextNow(sel string) string {
 func (b *Browser) Has(sel string) bool {
 	v, _ := Now(b, chromedp.Evaluate[bool](fmt.Sprintf(`document.querySelector(%q) !== null`, sel)))
 	return v
+}
+
+// Follow clicks the element sel selects as a user would (its click()) as
+// soon as the page has it, and waits until the page has an element want
+// selects: a link to another page, where chromedp's Click, which holds the
+// element's node id, fails with "Could not find node with given id" when a
+// live update re-rendered the element or the page changed under it. A
+// click that did not take is tried again while sel is still there.
+func (b *Browser) Follow(t testing.TB, sel, want string) {
+	t.Helper()
+	click := fmt.Sprintf(`(function (e) { if (!e) { return false }; e.click(); return true })(document.querySelector(%q))`, sel)
+	require.Eventually(t, func() bool {
+		if b.Has(want) {
+			return true
+		}
+		Now(b, chromedp.Evaluate[bool](click))
+		return false
+	}, b.Timeout, 200*time.Millisecond, "clicking %s did not lead to a page with %s", sel, want)
 }
