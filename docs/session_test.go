@@ -241,8 +241,22 @@ func indent(s string) string {
 }
 
 // killUnder kills every process whose command line or executable names a
-// path under dir.
+// path under dir, looking again until a look finds none (at most 10): a
+// service a block started in the background may be starting still (its
+// script between its checks and its exec) when the first look passes it
+// (a nats-server of README's outlived a docs run so).
 func killUnder(dir string) {
+	for range 10 {
+		if killUnderOnce(dir) == 0 {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// killUnderOnce is one look of killUnder: how many it killed.
+func killUnderOnce(dir string) int {
+	killed := 0
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -252,7 +266,10 @@ func killUnder(dir string) {
 		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
 		exe, _ := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
 		if strings.Contains(string(cmdline), dir) || strings.HasPrefix(exe, dir) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+			if syscall.Kill(pid, syscall.SIGKILL) == nil {
+				killed++
+			}
 		}
 	}
+	return killed
 }
