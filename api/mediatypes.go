@@ -30,6 +30,10 @@ const (
 	MediaTypeSigstoreBundlePrefix = "application/vnd.dev.sigstore.bundle"
 	// MediaTypeInTotoPayload is the payload type of the bundle's envelope.
 	MediaTypeInTotoPayload = "application/vnd.in-toto+json"
+	// MediaTypeOCIArtifactManifest is the OCI artifact manifest of the
+	// image-spec's 1.1 release candidates, withdrawn since: oras-go still
+	// sends it to /manifests/ (its default ManifestMediaTypes).
+	MediaTypeOCIArtifactManifest = "application/vnd.oci.artifact.manifest.v1+json"
 	// MediaTypeSBOM is an image's SBOM referrer: CycloneDX JSON.
 	MediaTypeSBOM = "application/vnd.cyclonedx+json"
 	// The fleet: an index of agent binaries, one per platform, and a

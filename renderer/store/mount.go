@@ -7,8 +7,11 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/solar-pipeline/solar/api"
 )
 
 // maxHomes bounds the blobs a Remote remembers a repository of: a run of
@@ -64,11 +67,11 @@ func (b *blobHomes) stop() {
 // manifestTypes are oras-go's manifest media types (its default
 // ManifestMediaTypes): what Push sends to /manifests/, never mounted.
 var manifestTypes = []string{
-	"application/vnd.docker.distribution.manifest.v2+json",
-	"application/vnd.docker.distribution.manifest.list.v2+json",
+	string(types.DockerManifestSchema2),
+	string(types.DockerManifestList),
 	ocispec.MediaTypeImageManifest,
 	ocispec.MediaTypeImageIndex,
-	"application/vnd.oci.artifact.manifest.v1+json",
+	api.MediaTypeOCIArtifactManifest,
 }
 
 func (r remoteRepo) isBlob(d ocispec.Descriptor) bool {
