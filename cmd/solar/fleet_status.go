@@ -16,14 +16,7 @@ import (
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 )
 
-func newFleetStatusCmd(g *globals) *cobra.Command {
-	var nf natsFlags
-	var watch bool
-	var reports string
-	cmd := &cobra.Command{
-		Use:   "status [DEVICE...] --nats URL [--watch] | --reports DIR",
-		Short: "Show each device's current attempt and reported state",
-		Long: `status reads the fleet's bucket: per device (those named, or every device the
+const fleetStatusLong = `status reads the fleet's bucket: per device (those named, or every device the
 bucket knows of) the current attempt, its target version and how long ago it
 was written (ATTEMPT-AGE), the state the device reports with the step that
 failed and the version it was about (preparing, prepared, switching, committed,
@@ -64,38 +57,54 @@ With --reports DIR, status reads no bucket: it shows the device states
 solar import-reports imported into DIR from air-gapped sites' report
 archives (solar export-reports --nats), as the table above with a last
 column VIA, "the archive of site S, exported at T" (site and exportedAt in
--o json): the state each device had when the archive left its site.`,
+-o json): the state each device had when the archive left its site.`
+
+func newFleetStatusCmd(g *globals) *cobra.Command {
+	var nf natsFlags
+	var watch bool
+	var reports string
+	cmd := &cobra.Command{
+		Use:   "status [DEVICE...] --nats URL [--watch] | --reports DIR",
+		Short: "Show each device's current attempt and reported state",
+		Long:  fleetStatusLong,
 		Example: `  solar fleet status --nats nats://127.0.0.1:4222
   solar fleet status dev-1 -o json --nats nats://127.0.0.1:4222
   solar fleet status dev-1 dev-2 --watch --nats nats://127.0.0.1:4222
   solar fleet status --reports reports/   # the device states of imported report archives`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			for _, id := range args {
-				if err := wire.CheckDeviceID(id); err != nil {
-					return err
-				}
-			}
-			if reports != "" {
-				if watch {
-					return errors.New("--watch watches the bucket; --reports shows the device states of the imported report archives, which do not change")
-				}
-				return g.printImportedDevices(reports, args)
-			}
-			if watch {
-				p := &statusWatch{g: g, bucket: nf.bucket}
-				return pipeline.WatchFleetStatus(cmd.Context(), nf.nats(g), args, p.listed, p.changed)
-			}
-			st, err := pipeline.FleetStatus(cmd.Context(), nf.nats(g), args...)
-			if err != nil {
-				return err
-			}
-			return g.printStatus(st, nf.bucket)
+			return g.fleetStatus(cmd, &nf, args, watch, reports)
 		},
 	}
 	nf.register(cmd.Flags())
 	cmd.Flags().StringVar(&reports, "reports", "", importedDevicesHelp)
 	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "after the table, print a device's row (-o json|yaml: a document; -o name: its id) each time it changes, until interrupted")
 	return listOutputs(cmd, "name")
+}
+
+// fleetStatus shows the devices args names (every device without any): from
+// the bucket, once or with watch as they change, or from the report
+// archives imported into reports.
+func (g *globals) fleetStatus(cmd *cobra.Command, nf *natsFlags, args []string, watch bool, reports string) error {
+	for _, id := range args {
+		if err := wire.CheckDeviceID(id); err != nil {
+			return err
+		}
+	}
+	if reports != "" {
+		if watch {
+			return errors.New("--watch watches the bucket; --reports shows the device states of the imported report archives, which do not change")
+		}
+		return g.printImportedDevices(reports, args)
+	}
+	if watch {
+		p := &statusWatch{g: g, bucket: nf.bucket}
+		return pipeline.WatchFleetStatus(cmd.Context(), nf.nats(g), args, p.listed, p.changed)
+	}
+	st, err := pipeline.FleetStatus(cmd.Context(), nf.nats(g), args...)
+	if err != nil {
+		return err
+	}
+	return g.printStatus(st, nf.bucket)
 }
 
 func newFleetRepairCmd(g *globals) *cobra.Command {
