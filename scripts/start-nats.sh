@@ -10,7 +10,8 @@
 #   scripts/start-nats.sh /tmp/n1 4222 n1 6222 nats://127.0.0.1:6223 nats://127.0.0.1:6224
 #
 # DIR holds JetStream's storage; running it again on the same DIR restarts the
-# node on its data. It runs until killed. With NATS_USER and NATS_PASSWORD set,
+# node on its data. It runs until killed. NATS_CLUSTER names a node's cluster
+# (default solar): nodes route only to nodes of the same name. With NATS_USER and NATS_PASSWORD set,
 # clients must log in as that user (the password goes into DIR/auth.conf, 0600,
 # never onto the command line); with NATS_TLS=1, the server requires TLS with a
 # self-signed certificate for IP 127.0.0.1, DIR/cert.pem (also the CA to trust).
@@ -35,7 +36,7 @@ if [ $# -ge 4 ]; then
   name=$3 cluster_port=$4
   shift 4
   routes=$(IFS=,; echo "$*")
-  args+=(-n "$name" --cluster_name solar --cluster "nats://127.0.0.1:$cluster_port" --routes "$routes")
+  args+=(-n "$name" --cluster_name "${NATS_CLUSTER:-solar}" --cluster "nats://127.0.0.1:$cluster_port" --routes "$routes")
 fi
 mkdir -p "$dir"
 conf=""

@@ -99,7 +99,9 @@ func StartNATSCluster(t testing.TB, n int) *NATS {
 		}
 		all = append(all, args)
 	}
-	return (&NATS{}).start(t, all, nil)
+	// A cluster name of its own: a node of another test's cluster can never
+	// route into this one.
+	return (&NATS{}).start(t, all, []string{fmt.Sprintf("NATS_CLUSTER=solar-%d", cports[0])})
 }
 
 // start runs a node per element of all (the arguments of start-nats.sh),
