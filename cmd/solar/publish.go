@@ -46,8 +46,10 @@ func newPublishCmd(g *globals) *cobra.Command {
 				return err
 			}
 			opts.Registry, opts.Concurrency = store.Registry, concurrency
+			// A namespace (or a batch of them) at a time: see Options.Batch.
+			opts.Batch = true
 			plan, err := pipeline.NewPlan(cmd.Context(), opts)
-			if err != nil || len(plan.Targets) == 0 {
+			if err != nil || plan.Selected() == 0 {
 				return g.finish(pipeline.NewReport(plan), rf.registry, err)
 			}
 			report, err := pipeline.Run(cmd.Context(), plan, store.Store, opts)

@@ -49,8 +49,10 @@ func newRenderCmd(g *globals) *cobra.Command {
 				}
 				opts.Registry = so.Over.Registry
 			}
+			// A namespace (or a batch of them) at a time: see Options.Batch.
+			opts.Batch = true
 			plan, err := pipeline.NewPlan(cmd.Context(), opts)
-			if err != nil || len(plan.Targets) == 0 {
+			if err != nil || plan.Selected() == 0 {
 				return g.finish(pipeline.NewReport(plan), "", err)
 			}
 			store, err := pipeline.OpenStore(cmd.Context(), so)

@@ -28,6 +28,12 @@ type Options struct {
 	Stdin io.Reader
 	// MaxFileSize bounds one file's size; 0 means DefaultMaxFileSize.
 	MaxFileSize int64
+	// Each, when set, is called by Paths with the Solar objects of each
+	// group of files as they are read, in file order, before Paths reads
+	// the next group: a caller may check them there and drop what it no
+	// longer needs of them (validate.Validator.Check), so that the whole
+	// input is never in memory as read.
+	Each func([]*Object)
 }
 
 func (o Options) namespace() string {

@@ -75,7 +75,11 @@ func Paths(paths []string, opts Options) ([]*Object, diag.List, Skipped) {
 	w := &walker{opts: opts, skipped: Skipped{Groups: map[string]int{}}}
 	for _, root := range paths {
 		if root == "-" {
+			start := len(w.objs)
 			w.stdin()
+			if opts.Each != nil {
+				opts.Each(w.objs[start:])
+			}
 			continue
 		}
 		files, err := w.expand(root)
@@ -83,17 +87,29 @@ func Paths(paths []string, opts Options) ([]*Object, diag.List, Skipped) {
 			w.problems.Errorf(root, 0, "", "%v", err)
 			continue
 		}
-		for _, p := range w.parse(files) {
-			if p.err != nil {
-				w.problems.Errorf(p.name, 0, "", "%v", p.err)
-				continue
+		for len(files) > 0 {
+			group := files[:min(len(files), filesPerGroup)]
+			files = files[len(group):]
+			start := len(w.objs)
+			for _, p := range w.parse(group) {
+				if p.err != nil {
+					w.problems.Errorf(p.name, 0, "", "%v", p.err)
+					continue
+				}
+				w.keep(p)
 			}
-			w.keep(p)
+			if opts.Each != nil {
+				opts.Each(w.objs[start:])
+			}
 		}
 	}
 	w.problems = append(w.problems, duplicates(w.objs)...)
 	return w.objs, w.problems, w.skipped
 }
+
+// filesPerGroup is how many files Paths reads (on every core) before it
+// hands their objects to Options.Each.
+const filesPerGroup = 64
 
 type walker struct {
 	opts     Options

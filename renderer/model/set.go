@@ -2,7 +2,6 @@ package model
 
 import (
 	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -55,11 +54,21 @@ type Set struct {
 // NewSet decodes objects that passed schema validation. Objects of kinds solar
 // does not read (TargetReport) are indexed by source only.
 func NewSet(objs []*load.Object) (*Set, error) {
+	return NewSetOf(objs, nil)
+}
+
+// NewSetOf is NewSet of objects some of which were decoded already: their
+// typed forms, by object (Slim's).
+func NewSetOf(objs []*load.Object, decoded map[*load.Object]any) (*Set, error) {
 	s := &Set{byID: map[load.ID]any{}, sources: map[load.ID]*load.Object{}}
 	for _, o := range objs {
 		var err error
 		switch o.Kind {
 		case api.KindTarget:
+			if t, ok := decoded[o].(*Target); ok {
+				s.Targets = insert(s, o, s.Targets, t)
+				break
+			}
 			s.Targets, err = add(s, o, s.Targets)
 		case api.KindProfile:
 			s.Profiles, err = add(s, o, s.Profiles)
@@ -103,19 +112,23 @@ func add[T any, PT interface {
 	*T
 	named
 }](s *Set, o *load.Object, list []PT) ([]PT, error) {
-	raw, err := json.Marshal(o.Fields)
+	v, err := decode[T](o)
 	if err != nil {
 		return list, err
 	}
-	v := PT(new(T))
-	if err := json.Unmarshal(raw, v); err != nil {
-		return list, err
-	}
+	return insert(s, o, list, PT(v)), nil
+}
+
+// insert adds the typed form v of o to list, in order, and to the index.
+func insert[T any, PT interface {
+	*T
+	named
+}](s *Set, o *load.Object, list []PT, v PT) []PT {
 	s.byID[o.ID()] = v
 	i, _ := slices.BinarySearchFunc(list, v, func(a, b PT) int {
 		return cmp.Or(cmp.Compare(a.meta().Namespace, b.meta().Namespace), cmp.Compare(a.meta().Name, b.meta().Name))
 	})
-	return slices.Insert(list, i, v), nil
+	return slices.Insert(list, i, v)
 }
 
 // Loaded returns the loaded object with that identity, for positions in problems.

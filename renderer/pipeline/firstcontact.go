@@ -55,6 +55,9 @@ func BootstrapRepository(ns, target string) string {
 // WithoutCredential counts the Targets of the plan that get the agent but
 // have no credential (none was minted: no API server was given).
 func (p *Plan) WithoutCredential() int {
+	if p.lazy != nil {
+		return p.lazy.withoutCredential
+	}
 	n := 0
 	for _, t := range p.Targets {
 		if t.Credential != nil {

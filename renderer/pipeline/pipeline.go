@@ -86,6 +86,13 @@ type ResolveOptions struct {
 	// charts (names are bounded with its prefix). Empty: each Target's
 	// render registry hostname.
 	Registry string
+	// Batch makes NewPlan leave the Targets unresolved and Run resolve,
+	// render and publish them whole namespaces at a time, up to
+	// BatchTargets Targets (a larger namespace alone), and let each batch
+	// go before the next: a run holds the resolutions, charts and publish
+	// state of one batch, not of the whole input. The outputs are the
+	// same.
+	Batch bool
 }
 
 // CredentialOptions say where the agent credentials are minted.
@@ -157,6 +164,9 @@ type Plan struct {
 	// rollouts are the input's Rollouts, which gate the bootstrap charts
 	// of the Targets they govern.
 	rollouts []*governing
+	// lazy, with Options.Batch, holds the selected Targets that Run
+	// resolves and publishes a batch at a time; Targets is then empty.
+	lazy *lazyPlan
 }
 
 // Target is a resolved Target and its agent credential.
@@ -176,12 +186,13 @@ func Load(opts Options) (*model.Set, diag.List, error) {
 	if err != nil || set == nil {
 		return set, problems, err
 	}
-	resolved, err := resolve.Resolve(set, resolve.Options{StrictRegistryBindings: opts.StrictRegistryBindings})
+	resolver, err := resolve.NewResolver(set, resolve.Options{StrictRegistryBindings: opts.StrictRegistryBindings})
 	if err != nil {
 		return nil, problems, err
 	}
-	for _, t := range resolved.Targets {
-		problems = append(problems, t.Problems...)
+	// One Target's resolution at a time: only its problems are kept.
+	for _, t := range set.Targets {
+		problems = append(problems, resolver.Resolve(t).Problems...)
 	}
 	problems = problems.Sorted()
 	if problems.HasErrors() {
@@ -200,8 +211,10 @@ func loadSet(opts Options, scoped bool) (*model.Set, diag.List, error) {
 	}
 	objs, problems, skipped := opts.Objects, diag.List(nil), load.Skipped{}
 	if objs == nil {
+		// Each group of files is checked as it is read (v.Check): a Target
+		// that passed stays as its typed form only.
 		objs, problems, skipped = load.Paths(opts.Paths, load.Options{Namespace: cmp.Or(opts.Namespace, "default"),
-			Exclude: opts.Exclude, Strict: opts.Strict, Stdin: opts.Stdin, MaxFileSize: opts.MaxFileSize})
+			Exclude: opts.Exclude, Strict: opts.Strict, Stdin: opts.Stdin, MaxFileSize: opts.MaxFileSize, Each: v.Check})
 	}
 	if s := skipped.String(); s != "" {
 		opts.log().Info("skipped " + s)
@@ -213,7 +226,7 @@ func loadSet(opts Options, scoped bool) (*model.Set, diag.List, error) {
 		}
 		problems.Errorf(strings.Join(opts.Paths, " "), 0, "", "%s", msg)
 	}
-	set, more := v.Validate(objs)
+	set, more := v.Finish(objs)
 	problems = append(problems, more...)
 	if scoped && opts.Namespace != "" {
 		problems = scope(opts.Namespace, objs, problems)
@@ -248,48 +261,93 @@ func NewPlan(ctx context.Context, opts Options) (*Plan, error) {
 		return plan, err
 	}
 	_, prefix, _ := strings.Cut(opts.Registry, "/")
-	resolved, err := resolve.Resolve(set, resolve.Options{StrictRegistryBindings: opts.StrictRegistryBindings, RegistryPrefix: prefix})
+	resolver, err := resolve.NewResolver(set, resolve.Options{StrictRegistryBindings: opts.StrictRegistryBindings, RegistryPrefix: prefix})
 	if err != nil {
 		return plan, err
 	}
 	plan.all = map[load.ID]bool{}
-	for _, t := range resolved.Targets {
+	var selected []*model.Target
+	for _, t := range set.Targets {
 		plan.all[targetID(t.Namespace, t.Name)] = true
-		if opts.selects(t.Target) {
-			plan.Targets = append(plan.Targets, &Target{Resolution: t})
+		if opts.selects(t) {
+			selected = append(selected, t)
 		}
 	}
-	if sel := opts.selection(); len(plan.Targets) == 0 && sel != "" {
+	if sel := opts.selection(); len(selected) == 0 && sel != "" {
 		plan.Problems.Errorf(strings.Join(opts.Paths, " "), 0, "", "no Target matches %s", sel)
 		return plan, nil
 	}
-	return plan, syncCredentials(ctx, set, plan, opts)
+	creds, err := newCredentials(set, opts)
+	if err != nil {
+		return plan, err
+	}
+	if opts.Batch {
+		plan.lazy = &lazyPlan{resolver: resolver, creds: creds, selected: selected}
+		return plan, nil
+	}
+	plan.Targets = resolveTargets(resolver, selected)
+	creds.sync(ctx, plan.Targets)
+	return plan, nil
+}
+
+// resolveTargets are the resolutions of targets.
+func resolveTargets(r *resolve.Resolver, targets []*model.Target) []*Target {
+	out := make([]*Target, len(targets))
+	for i, t := range targets {
+		out[i] = &Target{Resolution: r.Resolve(t)}
+	}
+	return out
 }
 
 // syncCredentials attaches its agent credential to every Target of the plan
 // that resolved and gets an agent Release. Without a kubeconfig only a
 // disabled credential is known (no apiserverURL); the others stay absent.
 func syncCredentials(ctx context.Context, set *model.Set, plan *Plan, opts Options) error {
-	copts, err := credential.OptionsFrom(set)
+	c, err := newCredentials(set, opts)
 	if err != nil {
 		return err
 	}
-	var minter *credential.Minter
+	c.sync(ctx, plan.Targets)
+	return nil
+}
+
+// credentials sync the agent credentials of Targets, a batch at a time,
+// with one minter.
+type credentials struct {
+	set    *model.Set
+	opts   Options
+	copts  credential.Options
+	minter *credential.Minter
+}
+
+// newCredentials is the minter opts call for, if any.
+func newCredentials(set *model.Set, opts Options) (*credentials, error) {
+	copts, err := credential.OptionsFrom(set)
+	if err != nil {
+		return nil, err
+	}
+	c := &credentials{set: set, opts: opts, copts: copts}
 	if (opts.Kubeconfig != "" || opts.RESTConfig != nil) && !opts.NoCredentials {
 		// A dry run reads the credentials and writes nothing.
-		copts.ReadOnly = opts.DryRun
+		c.copts.ReadOnly = opts.DryRun
 		cfg := opts.RESTConfig
 		if cfg == nil {
 			if cfg, err = clientcmd.BuildConfigFromFlags("", opts.Kubeconfig); err != nil {
-				return fmt.Errorf("reading the kubeconfig %s: %w", opts.Kubeconfig, err)
+				return nil, fmt.Errorf("reading the kubeconfig %s: %w", opts.Kubeconfig, err)
 			}
 			cfg.Wrap(opts.WrapTransport)
 		}
-		if minter, err = credential.NewMinter(cfg, copts); err != nil {
-			return err
+		if c.minter, err = credential.NewMinter(cfg, c.copts); err != nil {
+			return nil, err
 		}
 	}
-	for _, t := range plan.Targets {
+	return c, nil
+}
+
+// sync attaches their agent credentials to targets.
+func (c *credentials) sync(ctx context.Context, targets []*Target) {
+	set, opts, copts, minter := c.set, c.opts, c.copts, c.minter
+	for _, t := range targets {
 		if t.Problems.HasErrors() || !slices.ContainsFunc(t.Releases, func(s *resolve.Selected) bool { return credential.Wanted(s.Release) }) {
 			continue
 		}
@@ -302,7 +360,6 @@ func syncCredentials(ctx context.Context, set *model.Set, plan *Plan, opts Optio
 		}
 		checkCredential(set, t, opts)
 	}
-	return nil
 }
 
 // checkCredential fails a Target whose agent credential is not issued (in a

@@ -21,6 +21,14 @@ import (
 // skipped (the report names them). An error is a failure of the store, not of
 // the input; the report then holds what was done before it.
 func Run(ctx context.Context, plan *Plan, st store.Store, opts Options) (*Report, error) {
+	if plan.lazy != nil {
+		return runBatches(ctx, plan, st, opts)
+	}
+	return run(ctx, plan, st, opts)
+}
+
+// run is Run of a plan whose Targets are resolved.
+func run(ctx context.Context, plan *Plan, st store.Store, opts Options) (*Report, error) {
 	if _, registry := st.(*store.Remote); registry && opts.Settle == 0 {
 		opts.Settle = DefaultSettle
 	}

@@ -214,3 +214,39 @@ func syncFS(dir string) error {
 	defer d.Close()
 	return unix.Syncfs(int(d.Fd()))
 }
+
+// Flusher is a store that saves what a run wrote so far and lets it go
+// from memory: a batched run (pipeline.Options.Batch) flushes after each
+// batch, so that it holds the repositories of one batch, not all of them.
+type Flusher interface {
+	Flush(ctx context.Context) error
+}
+
+// Flush saves (Save) and forgets every repository opened so far: one asked
+// for again is opened again from disk. Without it a layout holds an oras
+// store of every repository a run wrote, its largest memory at 100,000
+// Targets.
+func (l *Layout) Flush(ctx context.Context) error {
+	if err := l.Save(ctx); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	known := map[string]bool{}
+	for _, name := range l.known {
+		known[name] = true
+	}
+	for name, s := range l.repos {
+		if <-s.ready; s.dirty {
+			continue // not saved: kept for the run's own Save
+		}
+		if s.err == nil && len(s.tags) > 0 && !known[name] {
+			l.known = append(l.known, name)
+		}
+		delete(l.repos, name)
+	}
+	return nil
+}
+
+// Flush flushes the layout the overlay writes into.
+func (o *overlay) Flush(ctx context.Context) error { return o.top.Flush(ctx) }

@@ -45,6 +45,10 @@ type Validator struct {
 	cache    *cache
 	readOnly bool
 	strict   bool
+	// checked and decoded are what Check found, until Finish: the schema
+	// step's results and the slimmed objects' typed forms.
+	checked map[*load.Object]checked
+	decoded map[*load.Object]any
 }
 
 // policy is one compiled policy directory.
@@ -119,6 +123,53 @@ func compileDir(ctx *cue.Context, dir string, fsys fs.FS, contract []byte) (cue.
 // found. Reference checks and policies see only the objects that passed the
 // schemas, so one broken object does not cause a cascade of problems.
 func (v *Validator) Validate(objs []*load.Object) (*model.Set, diag.List) {
+	return v.Finish(objs)
+}
+
+// Check runs the schema step of Validate on objs, a part of the input as it
+// is read (load.Options.Each), and keeps what it found for Finish. A Target
+// that passed without a problem is decoded and slimmed (model.Slim) unless
+// a policy of the user's sees the whole input: only its typed form and its
+// positions stay in memory.
+func (v *Validator) Check(objs []*load.Object) {
+	v.keep(objs, len(v.policies) == 1)
+}
+
+// keep runs the schema step on objs and keeps its results; slim, it slims
+// the Targets that passed without a problem. Only objects that the
+// validator's caller loaded for it (Check) are slimmed: objects given to
+// Validate are the caller's, and stay as they are.
+func (v *Validator) keep(objs []*load.Object, slim bool) {
+	if v.checked == nil {
+		v.checked, v.decoded = map[*load.Object]checked{}, map[*load.Object]any{}
+	}
+	for i, c := range v.check(objs) {
+		o := objs[i]
+		v.checked[o] = c
+		if !slim || len(c.problems) > 0 {
+			continue
+		}
+		if typed, err := model.Slim(o); err == nil && typed != nil {
+			v.decoded[o] = typed
+		}
+	}
+}
+
+// Finish validates objs, every object of the input, as Validate does: the
+// schema step of those Check has not seen, then the references, rollouts,
+// bindings and policies of the whole.
+func (v *Validator) Finish(objs []*load.Object) (*model.Set, diag.List) {
+	var unchecked []*load.Object
+	for _, o := range objs {
+		if _, ok := v.checked[o]; !ok {
+			unchecked = append(unchecked, o)
+		}
+	}
+	if len(unchecked) > 0 {
+		v.keep(unchecked, false)
+	}
+	decoded := v.decoded
+	defer func() { v.checked, v.decoded = nil, nil }()
 	var (
 		problems diag.List
 		valid    []*load.Object
@@ -126,8 +177,8 @@ func (v *Validator) Validate(objs []*load.Object) (*model.Set, diag.List) {
 		keyless  bool  // a valid object has no key, or has warnings: the policy results are not cached
 		invalid  = map[load.ID]*load.Object{}
 	)
-	for i, c := range v.check(objs) {
-		o := objs[i]
+	for _, o := range objs {
+		c := v.checked[o]
 		problems = append(problems, c.problems...)
 		if c.problems.HasErrors() {
 			invalid[o.ID()] = o
@@ -142,7 +193,7 @@ func (v *Validator) Validate(objs []*load.Object) (*model.Set, diag.List) {
 		}
 		keyless = keyless || !c.hasKey || len(c.problems) > 0
 	}
-	set, err := model.NewSet(valid)
+	set, err := model.NewSetOf(valid, decoded)
 	if err != nil {
 		// The schemas admit only what the model decodes; this is a bug.
 		problems.Errorf("", 0, "", "internal error: %v", err)
