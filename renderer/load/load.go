@@ -169,7 +169,7 @@ func (c *converter) object(n *yaml.Node, where string, namespace string) *Object
 		c.problems.Errorf(c.file, n.Line, where, notAnObject+" (found %s)", kindName(v))
 		return nil
 	}
-	o := &Object{File: c.file, Line: n.Line, Fields: m, lines: c.lines, literals: c.literals}
+	o := &Object{File: c.file, Line: n.Line, Fields: m, lines: positions(c.lines), literals: c.literals}
 	o.APIVersion, _ = m["apiVersion"].(string)
 	o.Kind, _ = m["kind"].(string)
 	delete(m, "status")

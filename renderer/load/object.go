@@ -2,7 +2,10 @@ package load
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
+	"unique"
 )
 
 // Object is one SolAr object as read from a file.
@@ -21,9 +24,10 @@ type Object struct {
 	// server-set fields.
 	Fields map[string]any
 
-	// lines: field path (built by Key and Index) -> where the field is written:
-	// its key's position, or for a list element, the element's.
-	lines map[string]pos
+	// lines: where each field (its path built by Key and Index) is
+	// written: its key's position, or for a list element, the element's;
+	// sorted by path (positions).
+	lines []fieldPos
 	// literals: field path -> the text of a number that reads as another
 	// number than written (1.10 reads as 1.1); see Literal.
 	literals map[string]string
@@ -31,6 +35,25 @@ type Object struct {
 
 // pos is a 1-based line and column.
 type pos struct{ line, col int }
+
+// fieldPos is where the field at path is written.
+type fieldPos struct {
+	path string
+	pos
+}
+
+// positions are the positions of fields, sorted by path, each path
+// interned: objects of one kind share their paths, and 100,000 Targets
+// would otherwise hold 100,000 copies of each (a slice, not a map: a
+// fraction of the memory).
+func positions(lines map[string]pos) []fieldPos {
+	out := make([]fieldPos, 0, len(lines))
+	for path, p := range lines {
+		out = append(out, fieldPos{path: unique.Make(path).Value(), pos: p})
+	}
+	slices.SortFunc(out, func(a, b fieldPos) int { return strings.Compare(a.path, b.path) })
+	return out
+}
 
 // ID is the identity of an object: two objects with the same ID are duplicates.
 type ID struct {
@@ -62,8 +85,8 @@ func (o *Object) LineOf(path string) int {
 // the column is 0 when it falls back to the object itself.
 func (o *Object) PosOf(path string) (line, col int) {
 	for path != "" {
-		if p, ok := o.lines[path]; ok {
-			return p.line, p.col
+		if i, ok := slices.BinarySearchFunc(o.lines, path, func(f fieldPos, path string) int { return strings.Compare(f.path, path) }); ok {
+			return o.lines[i].line, o.lines[i].col
 		}
 		path = trimLast(path)
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/solar-pipeline/solar/renderer/load"
 	"github.com/solar-pipeline/solar/renderer/model"
+	"github.com/solar-pipeline/solar/renderer/publish"
 	"github.com/solar-pipeline/solar/renderer/resolve"
 	"github.com/solar-pipeline/solar/renderer/store"
 )
@@ -12,9 +13,11 @@ import (
 // batchTargets bounds the Targets of one batch of a batched run
 // (Options.Batch): whole namespaces are added to a batch until it holds
 // this many. A batch's namespace indexes are read and written together (32
-// at a time), so a batch of many small namespaces costs no more round trips
-// than the whole input did.
-var batchTargets = 5000
+// at a time), so a batch of many small namespaces costs few more round
+// trips than the whole input did; a batch's jobs hold their rendered charts
+// until it is published (about 35 KB a bootstrap chart), so it is not
+// larger.
+var batchTargets = 1000
 
 // lazyPlan is a plan whose Targets Run resolves a batch at a time.
 type lazyPlan struct {
@@ -93,7 +96,7 @@ func (p *Plan) batch(ctx context.Context, targets []*model.Target) *Plan {
 // namespaces' indexes), saved (a layout's store.Flusher) and let go before
 // the next. The report is the one
 // Run of the whole plan would give.
-func runBatches(ctx context.Context, plan *Plan, st store.Store, opts Options) (*Report, error) {
+func runBatches(ctx context.Context, plan *Plan, st store.Store, opts Options, cache *publish.PackCache) (*Report, error) {
 	report := NewReport(plan)
 	report.DryRun = opts.DryRun
 	total, done := len(plan.lazy.selected), 0
@@ -104,11 +107,13 @@ func runBatches(ctx context.Context, plan *Plan, st store.Store, opts Options) (
 			before := done
 			bopts.Progress = func(n, _ int, t TargetReport) { opts.Progress(before+n, total, t) }
 		}
-		r, err := run(ctx, b, st, bopts)
+		r, err := run(ctx, b, st, bopts, cache)
 		plan.lazy.withoutCredential += b.WithoutCredential()
 		done += len(b.valid())
 		report.Problems = append(report.Problems, r.Problems...)
-		report.Targets = append(report.Targets, r.Targets...)
+		for _, t := range r.Targets {
+			report.Targets = append(report.Targets, t.reported())
+		}
 		report.Orphans = append(report.Orphans, r.Orphans...)
 		report.Rollouts = append(report.Rollouts, r.Rollouts...)
 		if f, ok := st.(store.Flusher); ok && err == nil {
@@ -121,4 +126,15 @@ func runBatches(ctx context.Context, plan *Plan, st store.Store, opts Options) (
 	}
 	report.Problems = report.Problems.Sorted()
 	return report, nil
+}
+
+// reported is the Target's report as the report of a batched run keeps it
+// (publish.Result.Reported); its Releases are changed in place (the
+// batch's report is let go).
+func (t TargetReport) reported() TargetReport {
+	t.Result = t.Result.Reported()
+	for i := range t.Releases {
+		t.Releases[i].Result = t.Releases[i].Result.Reported()
+	}
+	return t
 }

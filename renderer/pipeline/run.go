@@ -21,14 +21,18 @@ import (
 // skipped (the report names them). An error is a failure of the store, not of
 // the input; the report then holds what was done before it.
 func Run(ctx context.Context, plan *Plan, st store.Store, opts Options) (*Report, error) {
-	if plan.lazy != nil {
-		return runBatches(ctx, plan, st, opts)
+	cache := publish.OpenPackCache(opts.CacheDir)
+	if !opts.DryRun {
+		defer cache.Save()
 	}
-	return run(ctx, plan, st, opts)
+	if plan.lazy != nil {
+		return runBatches(ctx, plan, st, opts, cache)
+	}
+	return run(ctx, plan, st, opts, cache)
 }
 
-// run is Run of a plan whose Targets are resolved.
-func run(ctx context.Context, plan *Plan, st store.Store, opts Options) (*Report, error) {
+// run is Run of a plan whose Targets are resolved, with the pack cache.
+func run(ctx context.Context, plan *Plan, st store.Store, opts Options, cache *publish.PackCache) (*Report, error) {
 	if _, registry := st.(*store.Remote); registry && opts.Settle == 0 {
 		opts.Settle = DefaultSettle
 	}
@@ -47,11 +51,8 @@ func run(ctx context.Context, plan *Plan, st store.Store, opts Options) (*Report
 		return report, fmt.Errorf("--prune: the bootstrap repositories of Targets no longer in the input cannot be found: %w", listErr)
 	}
 	popts := publish.Options{DryRun: opts.DryRun, Settle: opts.Settle, Concurrency: opts.Concurrency, Log: opts.log(), Compare: opts.Compare, SigningKey: opts.SigningKey,
-		PackCache: publish.OpenPackCache(opts.CacheDir), Absent: map[string]bool{}, Index: ix.entries(), BeforePush: ix.beforePush,
+		PackCache: cache, Absent: map[string]bool{}, Index: ix.entries(), BeforePush: ix.beforePush,
 		Repair: opts.Full}
-	if !opts.DryRun {
-		defer popts.PackCache.Save()
-	}
 
 	// Release and agent charts, each once.
 	var jobs []publish.Job

@@ -116,6 +116,14 @@ type Result struct {
 }
 
 // Previous is the version an update replaces ("" for another action).
+// Reported is the result as a report of many Targets keeps it: without what
+// only the run that published it reads (the manifest and layer digests that
+// the namespace indexes are written from).
+func (r Result) Reported() Result {
+	r.manifest, r.layers = ocispec.Descriptor{}, nil
+	return r
+}
+
 func (r Result) Previous() string {
 	if r.Action != Update {
 		return ""

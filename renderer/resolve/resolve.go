@@ -135,8 +135,19 @@ func NewResolver(s *model.Set, opts Options) (*Resolver, error) {
 		return nil, err
 	}
 	r := &Resolver{s: s, opts: opts, byTarget: map[*model.Target][]model.Binding{}, regBindings: map[*model.Target][]*model.RegistryBinding{}}
-	for _, b := range bindings {
-		r.byTarget[b.Target] = append(r.byTarget[b.Target], b)
+	// Sorted by Target: each Target's bindings are one run of the list,
+	// shared rather than copied (clipped: appending copies).
+	for i := 0; i < len(bindings); {
+		t, j := bindings[i].Target, i+1
+		for j < len(bindings) && bindings[j].Target == t {
+			j++
+		}
+		if prev := r.byTarget[t]; prev != nil {
+			r.byTarget[t] = append(prev, bindings[i:j]...)
+		} else {
+			r.byTarget[t] = bindings[i:j:j]
+		}
+		i = j
 	}
 	// RegistryBindings whose targetRef does not resolve bind nothing; vet
 	// reports them.
