@@ -99,6 +99,14 @@ func (p *Plan) batch(ctx context.Context, targets []*model.Target) *Plan {
 func runBatches(ctx context.Context, plan *Plan, st store.Store, opts Options, cache *publish.PackCache) (*Report, error) {
 	report := NewReport(plan)
 	report.DryRun = opts.DryRun
+	// Refused before any batch is published, as Run of the whole refuses.
+	unresolved := make([]*Target, len(plan.lazy.selected))
+	for i, t := range plan.lazy.selected {
+		unresolved[i] = &Target{Resolution: &resolve.Resolution{Target: t}}
+	}
+	if err := plan.checkScope(unresolved, opts); err != nil {
+		return report, err
+	}
 	total, done := len(plan.lazy.selected), 0
 	for _, targets := range plan.lazy.batches() {
 		b := plan.batch(ctx, targets)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/store"
@@ -129,4 +130,41 @@ func files(t *testing.T, dir string) map[string]string {
 		return err
 	}))
 	return out
+}
+
+// TestBatchedRunRefusesBeforePublishing: a batched run of a label selector
+// that reaches a Target a Rollout governs, in its third namespace, is
+// refused before the first batch is published, as a run of the whole is.
+func TestBatchedRunRefusesBeforePublishing(t *testing.T) {
+	defer func(n int) { batchTargets = n }(batchTargets)
+	batchTargets = 1
+	dir := t.TempDir()
+	cmd := exec.Command("go", "run", "./scripts/genobjects", "-targets", "12", "-per", "4", "-out", dir)
+	cmd.Dir = testenv.Root(t)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	rollout := `apiVersion: solar.opendefense.cloud/v1alpha1
+kind: Rollout
+metadata: {name: prod, namespace: ns-0002}
+spec:
+  selector: {matchLabels: {env: prod}}
+  waves: [{name: all}]
+`
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "rollout.yaml"), []byte(rollout), 0o644))
+	ctx := context.Background()
+	sel, err := labels.Parse("group=g0")
+	require.NoError(t, err)
+	opts := Options{LoadOptions: LoadOptions{Paths: []string{dir}}, CredentialOptions: CredentialOptions{NoCredentials: true},
+		ResolveOptions: ResolveOptions{Batch: true, Selector: sel}}
+	plan, err := NewPlan(ctx, opts)
+	require.NoError(t, err)
+	layout := t.TempDir()
+	l, err := store.OpenLayout(ctx, layout, store.LayoutOptions{})
+	require.NoError(t, err)
+	defer l.Close()
+	_, err = Run(ctx, plan, l, opts)
+	require.ErrorContains(t, err, "Rollout ns-0002/prod governs")
+	repos, err := l.Repositories(ctx, "")
+	require.NoError(t, err)
+	require.Empty(t, repos, "nothing published")
 }
