@@ -62,7 +62,8 @@ type spec struct {
 		Kind, Name, ValuesKey, TargetPath string
 		Optional                          bool
 	} `json:"valuesFrom"`
-	Values map[string]any `json:"values"`
+	Values    map[string]any `json:"values"`
+	DependsOn []dependency   `json:"dependsOn"`
 }
 
 // request is one reconcile of one HelmRelease.
@@ -123,6 +124,9 @@ func (d *Driver) reconcileKey(ctx context.Context, key string) (result, error) {
 		}
 	}
 
+	if ok, err := d.waitForDependencies(ctx, req); err != nil || !ok {
+		return result{requeueAfter: d.opts.RequeueDependency}, err
+	}
 	ch, artifact, wait, err := d.chart(ctx, ns, s)
 	if me := (*mutateError)(nil); errors.As(err, &me) {
 		req.mark(meta.ReadyCondition, metav1.ConditionFalse, "ChartMutateError", "%s", me.Error())
