@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -273,6 +274,8 @@ func compareRelease(rs *Release, r targetreport.Release) (state, why string) {
 	rs.Reported, rs.Phase, rs.Message = r.Revision, string(r.Phase), failing(r)
 	same, other := runsPublished(rs, r.Revision)
 	switch {
+	case r.Phase == targetreport.Degraded && waiting(r):
+		return Progressing, "waiting for its dependencies: " + rs.Message
 	case r.Phase == targetreport.Degraded && retrying(r):
 		return Progressing, "retrying: " + rs.Message
 	case r.Phase == targetreport.Failed || r.Phase == targetreport.Degraded:
@@ -297,6 +300,20 @@ func compareRelease(rs *Release, r targetreport.Release) (state, why string) {
 func retrying(r targetreport.Release) bool {
 	for _, c := range r.HelmConditions {
 		if c.Type == "Reconciling" && c.Status == metav1.ConditionTrue && c.Reason == "ProgressingWithRetry" {
+			return true
+		}
+	}
+	return false
+}
+
+// waiting says whether the release waits for another (its HelmRelease's
+// spec.dependsOn): helm-controller keeps it Ready=False with the reason
+// DependencyNotReady, naming the HelmRelease it waits for, and looks again
+// after --requeue-dependency (internal/controller/helmrelease_controller.go,
+// v1.6.3, lines 241-264). That is the order working, not a failure.
+func waiting(r targetreport.Release) bool {
+	for _, c := range r.HelmConditions {
+		if c.Type == "Ready" && c.Status == metav1.ConditionFalse && c.Reason == helmv2.DependencyNotReadyReason {
 			return true
 		}
 	}
