@@ -89,9 +89,9 @@ func (g *globals) printObjectDiffs(d *pipeline.DiffReport, paint func(string) st
 		if len(o.WaitsFor) > 0 {
 			// The install order (spec.dependsOn), which the diff shows
 			// only where it changes.
-			waits = "; waits for " + strings.Join(o.WaitsFor, ", ")
+			waits = "; waits for " + printable(strings.Join(o.WaitsFor, ", "))
 		}
-		fmt.Fprintln(g.stdout, paint(fmt.Sprintf("# %s %s (level %d) on %s%s", o.Action, printable(o.Object.String()), o.Level, printable(on), printable(waits))))
+		fmt.Fprintln(g.stdout, paint(fmt.Sprintf("# %s %s (level %d) on %s%s", o.Action, printable(o.Object.String()), o.Level, printable(on), waits)))
 		if g.verbose {
 			g.listTargets(others, paint)
 		}
