@@ -51,4 +51,19 @@ func TestDiffShowsTheInstallOrder(t *testing.T) {
 		charts = append(charts, c.Repository)
 	}
 	assert.Equal(t, []string{"alpha/bootstrap-edge-1"}, charts, "only edge-1's bootstrap chart changes")
+
+	// The plan names each release's dependencies by key.
+	code, stdout, stderr = solar(t, "render", "--no-credentials", "-o", "json", "--out", filepath.Join(dir, "out2"), examples)
+	require.Equal(t, 0, code, stderr)
+	var r pipeline.Report
+	require.NoError(t, json.Unmarshal([]byte(stdout), &r), stdout)
+	deps := map[string][]string{}
+	for _, tr := range r.Targets {
+		for _, rel := range tr.Releases {
+			if len(rel.DependsOn) > 0 {
+				deps[tr.Namespace+"/"+tr.Name+" "+rel.Key] = rel.DependsOn
+			}
+		}
+	}
+	assert.Equal(t, map[string][]string{"alpha/edge-1 podinfo": {"metrics"}}, deps)
 }
