@@ -44,6 +44,36 @@ spec:
 		assert.Equal(t, map[string][]string{"crds": {}, "database": {}, "web": {"crds", "database"}}, deps)
 	})
 
+	t.Run("a ComponentVersion's dependency names a component: the release of that uniqueName", func(t *testing.T) {
+		p := resolveDocs(t, Options{}, target("a", "t", ""),
+			`
+kind: ComponentVersion
+metadata: {name: shop-1, namespace: shared}
+spec:
+  componentRef: {name: shop}
+  tag: "1"
+  resources:
+    chart: {repository: src.example/charts/shop, tag: 1.0.0}
+  entrypoint: {resourceName: chart, type: helm}
+  dependencies:
+    - {componentRef: {name: web}, version: ">=1.0.0", clusterWide: true}
+`,
+			`
+kind: Release
+metadata: {name: shop, namespace: a}
+spec: {componentVersionRef: {name: shop-1, namespace: shared}}
+`,
+			`
+kind: Release
+metadata: {name: web, namespace: a}
+spec: {componentVersionRef: {name: web-1, namespace: shared}}
+`,
+			profile("a", "p1", "shop", ""), profile("a", "p2", "web", ""))
+		deps, problems := dependsOn(t, p)
+		assert.Empty(t, problems)
+		assert.Equal(t, map[string][]string{"shop": {"web"}, "web": {}}, deps)
+	})
+
 	t.Run("a cycle of three is one error naming each step's file and line", func(t *testing.T) {
 		p := resolveDocs(t, Options{}, target("a", "t", ""),
 			release("a", "x", "", "dependencies: [{uniqueName: y}]"),
