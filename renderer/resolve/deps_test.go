@@ -74,6 +74,11 @@ spec: {componentVersionRef: {name: web-1, namespace: shared}}
 		assert.Equal(t, map[string][]string{"shop": {"web"}, "web": {}}, deps)
 	})
 
+}
+
+// TestDependencyProblems: cycles, unknown and excluded dependencies are
+// FILE:LINE errors, all at once.
+func TestDependencyProblems(t *testing.T) {
 	t.Run("a cycle of three is one error naming each step's file and line", func(t *testing.T) {
 		p := resolveDocs(t, Options{}, target("a", "t", ""),
 			release("a", "x", "", "dependencies: [{uniqueName: y}]"),

@@ -19,6 +19,7 @@ import (
 	"github.com/solar-pipeline/solar/internal/testkit/helmdriver"
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/chain"
+	"github.com/solar-pipeline/solar/renderer/status"
 	"github.com/solar-pipeline/solar/renderer/targetreport"
 )
 
@@ -117,6 +118,19 @@ func TestInstallOrder(t *testing.T) {
 	assert.Equal(t, []any{map[string]any{"name": operatorA.App.Name}}, deps)
 	ready := apimeta.FindStatusCondition(targetreport.Conditions(hr), meta.ReadyCondition)
 	t.Logf("declared, while the operator is not ready: Ready=%s %s: %s", ready.Status, ready.Reason, ready.Message)
+
+	// solar status, from the agent's report: the widget waits, which is
+	// progress, not a failure, and says what it waits for.
+	agentBin := buildAgent(t)
+	e.waitHelmRelease("flux-alpha-edge-1", e.names["alpha/edge-1"]["solar-agent"].App.Name, func(c []metav1.Condition) bool {
+		return apimeta.IsStatusConditionTrue(c, meta.ReadyCondition)
+	})
+	e.agentReport(agentBin, "alpha/edge-1")
+	code, st := e.status("alpha/edge-1")
+	assert.Equal(t, 2, code, "progressing: %+v", st)
+	assert.Equal(t, status.Progressing, st.State)
+	assert.Contains(t, st.Message, "alpha/widget-ordered: waiting for its dependencies: "+waiting)
+	t.Logf("solar status: %s", st.Message)
 
 	// Undeclared: failed, and failing again.
 	hr = e.waitHelmRelease("flux-alpha-edge-2", unordered.App.Name, func(c []metav1.Condition) bool {
