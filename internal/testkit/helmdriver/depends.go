@@ -25,10 +25,11 @@ type dependency struct {
 // prerequisites" (line 236) and Ready False, reason DependencyNotReady, with
 // checkDependencies' error as the message (line 258), and is looked at again
 // after --requeue-dependency (line 264; the error errWaitForDependency is
-// ignored, line 162, so no back-off). It says whether the reconcile goes on.
-func (d *Driver) waitForDependencies(ctx context.Context, req *request) (bool, error) {
+// ignored, line 162, so no back-off). It returns why the HelmRelease
+// waits, "" when the reconcile goes on.
+func (d *Driver) waitForDependencies(ctx context.Context, req *request) string {
 	if len(req.spec.DependsOn) == 0 {
-		return true, nil
+		return ""
 	}
 	err := d.checkDependencies(ctx, req)
 	if err == nil {
@@ -36,12 +37,12 @@ func (d *Driver) waitForDependencies(ctx context.Context, req *request) (bool, e
 		if c := apimeta.FindStatusCondition(req.status.Conditions, meta.ReadyCondition); c != nil && c.Reason == helmv2.DependencyNotReadyReason {
 			req.mark(meta.ReadyCondition, metav1.ConditionUnknown, meta.ProgressingReason, "reconciliation in progress")
 		}
-		return true, nil
+		return ""
 	}
 	req.mark(meta.ReconcilingCondition, metav1.ConditionTrue, meta.ProgressingReason, "Fulfilling prerequisites")
 	req.mark(meta.ReadyCondition, metav1.ConditionFalse, helmv2.DependencyNotReadyReason, "%s", err)
 	d.write(ctx, req)
-	return false, nil
+	return err.Error()
 }
 
 // checkDependencies is checkDependencies of the same file (lines 607-660):

@@ -149,7 +149,7 @@ type Driver struct {
 	latest  map[string]string // key -> fingerprint the watch saw last
 	done    map[string]string // key -> fingerprint a worker finished with
 	stalled map[string]string // key -> Stalled message
-	lastErr map[string]string // key -> last error of a reconcile
+	lastErr map[string]string // key -> last error of a reconcile, or why it waits
 }
 
 // New returns a driver for the API server of the kubeconfig file.
@@ -280,6 +280,8 @@ func (d *Driver) work(ctx context.Context) {
 		switch {
 		case err != nil:
 			d.lastErr[key] = err.Error()
+		case res.waiting != "":
+			d.lastErr[key] = "waiting: " + res.waiting
 		case res.fingerprint != "":
 			d.done[key] = res.fingerprint
 			delete(d.lastErr, key)

@@ -27,6 +27,9 @@ type result struct {
 	fingerprint  string
 	requeue      bool
 	requeueAfter time.Duration
+	// waiting, when set, is why the HelmRelease waits (a dependency not
+	// Ready): Settle names it beside a HelmRelease not done.
+	waiting string
 }
 
 // spec is the part of a HelmRelease the driver reads.
@@ -124,8 +127,8 @@ func (d *Driver) reconcileKey(ctx context.Context, key string) (result, error) {
 		}
 	}
 
-	if ok, err := d.waitForDependencies(ctx, req); err != nil || !ok {
-		return result{requeueAfter: d.opts.RequeueDependency}, err
+	if why := d.waitForDependencies(ctx, req); why != "" {
+		return result{requeueAfter: d.opts.RequeueDependency, waiting: why}, nil
 	}
 	ch, artifact, wait, err := d.chart(ctx, ns, s)
 	if me := (*mutateError)(nil); errors.As(err, &me) {
