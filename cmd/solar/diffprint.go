@@ -85,7 +85,13 @@ func (g *globals) printObjectDiffs(d *pipeline.DiffReport, paint func(string) st
 	for _, grp := range pipeline.GroupChanges(d.Objects) {
 		o := grp.Shown
 		on, others := g.targetsOf(alikeTargets(grp), len(grp.Others) > 0)
-		fmt.Fprintln(g.stdout, paint(fmt.Sprintf("# %s %s (level %d) on %s", o.Action, printable(o.Object.String()), o.Level, printable(on))))
+		waits := ""
+		if len(o.WaitsFor) > 0 {
+			// The install order (spec.dependsOn), which the diff shows
+			// only where it changes.
+			waits = "; waits for " + printable(strings.Join(o.WaitsFor, ", "))
+		}
+		fmt.Fprintln(g.stdout, paint(fmt.Sprintf("# %s %s (level %d) on %s%s", o.Action, printable(o.Object.String()), o.Level, printable(on), waits)))
 		if g.verbose {
 			g.listTargets(others, paint)
 		}

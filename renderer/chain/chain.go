@@ -163,3 +163,20 @@ func Collisions(objs []Object) []string {
 	}
 	return out
 }
+
+// DependsOn is the spec.dependsOn of a release's application HelmRelease
+// (level 2 makes it) that is installed after deps: their application
+// HelmReleases, by name, in its own namespace (the Flux namespace, as every
+// HelmRelease of the chain). Only level 3 waits: the HelmReleases of levels
+// 1 and 2 never name a dependency, so a release that waits holds no worker
+// and blocks no parent.
+func DependsOn(deps []Release) []map[string]any {
+	if len(deps) == 0 {
+		return nil
+	}
+	out := make([]map[string]any, len(deps))
+	for i, d := range deps {
+		out[i] = map[string]any{"name": d.App.Name}
+	}
+	return out
+}

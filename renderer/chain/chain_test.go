@@ -115,3 +115,14 @@ func TestIsChartRepository(t *testing.T) {
 		assert.False(t, IsChartRepository(r), r)
 	}
 }
+
+// TestDependsOn: an application HelmRelease waits for its dependencies'
+// application HelmReleases, named as For names them (cut names included),
+// in its own namespace; none, no dependsOn at all.
+func TestDependsOn(t *testing.T) {
+	assert.Nil(t, DependsOn(nil))
+	long := For("edge-1", strings.Repeat("x", 60), "ns")
+	assert.Equal(t, []map[string]any{{"name": "edge-1-crds"}, {"name": long.App.Name}},
+		DependsOn([]Release{For("edge-1", "crds", "ns"), long}))
+	assert.LessOrEqual(t, len(long.App.Name), MaxName)
+}

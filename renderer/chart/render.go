@@ -96,6 +96,22 @@ func TargetValues(sel *resolve.Selected) map[string]any {
 	if sel.RenderedValues != "" {
 		values["valuesFromTemplate"] = sel.RenderedValues
 	}
+	// The release chart puts .Values.remediation into its HelmRelease's spec
+	// as it is, and Helm merges these values over the chart's own: dependsOn
+	// joins the policy there, for this Target only, and neither the release
+	// chart (shared by the Targets of its namespace) nor a bootstrap chart
+	// without dependencies changes.
+	if len(sel.DependsOn) > 0 {
+		deps := make([]chain.Release, len(sel.DependsOn))
+		for i, d := range sel.DependsOn {
+			deps[i] = d.Names
+		}
+		var list []any
+		for _, d := range chain.DependsOn(deps) {
+			list = append(list, d)
+		}
+		values["remediation"] = map[string]any{"dependsOn": list}
+	}
 	return values
 }
 

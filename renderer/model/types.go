@@ -54,7 +54,29 @@ type Release struct {
 		Priority            int32                 `json:"priority,omitempty"`
 		AntiAffinity        *metav1.LabelSelector `json:"antiAffinity,omitempty"`
 		Values              map[string]any        `json:"values,omitempty"`
+		// Dependencies are the releases of the same Target this one is
+		// installed after, by uniqueName.
+		Dependencies []Dependency `json:"dependencies,omitempty"`
 	} `json:"spec"`
+}
+
+// Dependency names a release a Release is installed after: the one of the
+// Target with this uniqueName.
+type Dependency struct {
+	UniqueName string `json:"uniqueName"`
+}
+
+// ComponentDependency is a ComponentVersion's dependency, with the fields of
+// SolAr's ADR-011 (component dependencies, draft): solar orders a release of
+// the ComponentVersion after the Target's release whose uniqueName is
+// ComponentRef's name (a release's default uniqueName is its component's
+// name). ComponentVersionRef, Version and ClusterWide are SolAr's (its lock
+// resolver's and its catalog's); solar reads them as data only.
+type ComponentDependency struct {
+	ComponentRef        LocalRef  `json:"componentRef"`
+	ComponentVersionRef *LocalRef `json:"componentVersionRef,omitempty"`
+	Version             string    `json:"version,omitempty"`
+	ClusterWide         bool      `json:"clusterWide,omitempty"`
 }
 
 // InlineChart is a chart in an OCI repository, pinned by Tag or Digest.
@@ -80,6 +102,9 @@ type ComponentVersion struct {
 			ResourceName string `json:"resourceName"`
 			Type         string `json:"type"`
 		} `json:"entrypoint"`
+		// Dependencies order every release of this version after the
+		// Target's releases of the components they name.
+		Dependencies []ComponentDependency `json:"dependencies,omitempty"`
 	} `json:"spec"`
 }
 

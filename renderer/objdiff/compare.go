@@ -27,6 +27,10 @@ type Change struct {
 	Object
 	// Diff is the unified diff of the object's YAML, secrets masked.
 	Diff string `json:"diff"`
+	// WaitsFor, of a HelmRelease created or updated with spec.dependsOn,
+	// are the HelmReleases helm-controller installs it after:
+	// [<namespace>/]<name>, in its order.
+	WaitsFor []string `json:"waitsFor,omitempty"`
 }
 
 // Compare lists the objects that differ between old and new, in the order
@@ -89,6 +93,9 @@ func change(old Object, hasOld bool, new Object, hasNew bool) (Change, bool, err
 		c.Action, from = Create, "/dev/null"
 	case !hasNew:
 		c.Action, c.Object, to = Delete, old, "/dev/null"
+	}
+	if hasNew {
+		c.WaitsFor = waitsFor(new)
 	}
 	c.Diff, err = difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
 		A: lines(a), B: lines(b), FromFile: from, ToFile: to, Context: 3,
@@ -176,4 +183,25 @@ func Redact(text string) string {
 	return secretLine.ReplaceAllStringFunc(text, func(line string) string {
 		return secretLine.FindStringSubmatch(line)[1] + "<redacted>"
 	})
+}
+
+// waitsFor are the dependencies of a HelmRelease (spec.dependsOn), each
+// <name>, or <namespace>/<name> when it names another namespace; nil for
+// any other object.
+func waitsFor(o Object) []string {
+	if o.Kind != "HelmRelease" {
+		return nil
+	}
+	spec, _ := o.body["spec"].(map[string]any)
+	deps, _ := spec["dependsOn"].([]any)
+	var out []string
+	for _, d := range deps {
+		m, _ := d.(map[string]any)
+		name, _ := m["name"].(string)
+		if ns, _ := m["namespace"].(string); ns != "" && ns != o.Namespace {
+			name = ns + "/" + name
+		}
+		out = append(out, name)
+	}
+	return out
 }

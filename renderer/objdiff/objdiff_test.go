@@ -65,3 +65,25 @@ values: {replicaCount: 3}
 	_, _, err = valuesOf(spec, "flux-system", siblings)
 	assert.ErrorContains(t, err, "valuesFrom ConfigMap nope is not in the same chart")
 }
+
+// TestCompareSaysWhatAHelmReleaseWaitsFor: a HelmRelease created or
+// updated with spec.dependsOn names what helm-controller installs it after;
+// one without, or another kind, names nothing.
+func TestCompareSaysWhatAHelmReleaseWaitsFor(t *testing.T) {
+	hr := func(name, deps string) Object {
+		return testObject(t, 2, "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: "+name+"}\nspec: {interval: 10m"+deps+"}\n")
+	}
+	old := []Object{hr("shop", "")}
+	new := []Object{
+		hr("shop", ", dependsOn: [{name: edge-1-cert-manager}, {name: db, namespace: other}]"),
+		hr("cert-manager", ""),
+		testObject(t, 2, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\nspec: {dependsOn: [{name: x}]}\n"),
+	}
+	changes, err := Compare(old, new)
+	require.NoError(t, err)
+	require.Len(t, changes, 3)
+	assert.Equal(t, []string{"edge-1-cert-manager", "other/db"}, changes[0].WaitsFor)
+	assert.Contains(t, changes[0].Diff, "+  dependsOn:")
+	assert.Nil(t, changes[1].WaitsFor)
+	assert.Nil(t, changes[2].WaitsFor)
+}

@@ -64,6 +64,9 @@ type RolloutMember struct {
 type ReleaseReport struct {
 	Key     string `json:"key"`
 	Release string `json:"release"`
+	// DependsOn are the keys of the releases of the Target it is installed
+	// after (its application HelmRelease's dependsOn).
+	DependsOn []string `json:"dependsOn,omitempty"`
 	publish.Result
 }
 
@@ -90,7 +93,11 @@ func targetReport(t *Target, boot publish.Result, releases []publish.Result) Tar
 	tr := TargetReport{Namespace: t.Namespace, Name: t.Name, Result: boot, Credential: t.Credential,
 		Releases: []ReleaseReport{}, Excluded: []ExcludedReport{}}
 	for i, sel := range t.Releases {
-		tr.Releases = append(tr.Releases, ReleaseReport{Key: sel.UniqueName, Release: resolve.Name(sel.Release), Result: releases[i]})
+		rr := ReleaseReport{Key: sel.UniqueName, Release: resolve.Name(sel.Release), Result: releases[i]}
+		for _, d := range sel.DependsOn {
+			rr.DependsOn = append(rr.DependsOn, d.UniqueName)
+		}
+		tr.Releases = append(tr.Releases, rr)
 	}
 	for _, e := range t.Excluded {
 		tr.Excluded = append(tr.Excluded, ExcludedReport{Release: resolve.Name(e.Release), Reason: e.Reason})

@@ -69,6 +69,10 @@ type Selected struct {
 	RenderedValues string
 	// Names are the names of the release's objects on the Target's cluster.
 	Names chain.Release
+	// DependsOn are the releases of the Target this one is installed after
+	// (its Release's and ComponentVersion's dependencies), in uniqueName
+	// order: its application HelmRelease's spec.dependsOn.
+	DependsOn []*Selected
 }
 
 // Chart is the chart a release deploys.
@@ -99,7 +103,9 @@ func (s Chart) Hostname() string {
 // Excluded is a release bound to a Target that the Target does not get.
 type Excluded struct {
 	Release *model.Release
-	Reason  string
+	// UniqueName is the release's, as for a Selected one.
+	UniqueName string
+	Reason     string
 }
 
 // Name is the release's <namespace>/<name>.
@@ -212,6 +218,7 @@ func resolveTarget(s *model.Set, t *model.Target, bindings []model.Binding, regB
 		names[i] = r.Names
 	}
 	checkLengths(s, out, opts.RegistryPrefix)
+	dependencies(s, out)
 	// Only contrived names meet (a Target named like a level's prefix);
 	// Flux would then fail on the cluster, so the Target fails here.
 	for _, c := range chain.Collisions(chain.Objects("<flux namespace>", names)) {
@@ -242,7 +249,7 @@ func candidates(s *model.Set, out *Resolution, bindings []model.Binding) []*Sele
 			o := s.Loaded(api.KindComponentVersion, cv.cv.Namespace, cv.cv.Name)
 			out.Problems.Warnf(o.File, o.LineOf("spec.entrypoint.type"), "spec.entrypoint.type",
 				"Release %s for Target %s/%s: %v", Name(b.Release), t.Namespace, t.Name, err)
-			out.Excluded = append(out.Excluded, Excluded{Release: b.Release, Reason: err.Error()})
+			out.Excluded = append(out.Excluded, Excluded{Release: b.Release, UniqueName: cmp.Or(b.Release.Spec.UniqueName, cv.cv.Spec.ComponentRef.Name), Reason: err.Error()})
 			continue
 		}
 		if err != nil {
@@ -268,7 +275,7 @@ func choose(s *model.Set, out *Resolution, cands []*Selected) {
 	var taken []*Selected
 	for _, c := range cands {
 		if w, ok := winners[c.UniqueName]; ok {
-			out.Excluded = append(out.Excluded, Excluded{Release: c.Release, Reason: fmt.Sprintf(
+			out.Excluded = append(out.Excluded, Excluded{Release: c.Release, UniqueName: c.UniqueName, Reason: fmt.Sprintf(
 				"uniqueName %q is taken by %s (priority %d, this release has %d)",
 				c.UniqueName, Name(w.Release), w.Release.Spec.Priority, c.Release.Spec.Priority)})
 			continue
@@ -285,7 +292,7 @@ func choose(s *model.Set, out *Resolution, cands []*Selected) {
 			continue
 		}
 		if other != nil {
-			out.Excluded = append(out.Excluded, Excluded{Release: c.Release, Reason: fmt.Sprintf(
+			out.Excluded = append(out.Excluded, Excluded{Release: c.Release, UniqueName: c.UniqueName, Reason: fmt.Sprintf(
 				"antiAffinity matches the labels of %s, taken before it", Name(other.Release))})
 			continue
 		}

@@ -273,6 +273,8 @@ func compareRelease(rs *Release, r targetreport.Release) (state, why string) {
 	rs.Reported, rs.Phase, rs.Message = r.Revision, string(r.Phase), failing(r)
 	same, other := runsPublished(rs, r.Revision)
 	switch {
+	case r.Phase == targetreport.Degraded && waiting(r):
+		return Progressing, "waiting for its dependencies: " + rs.Message
 	case r.Phase == targetreport.Degraded && retrying(r):
 		return Progressing, "retrying: " + rs.Message
 	case r.Phase == targetreport.Failed || r.Phase == targetreport.Degraded:
@@ -286,56 +288,6 @@ func compareRelease(rs *Release, r targetreport.Release) (state, why string) {
 		return Progressing, ""
 	}
 	return Converged, ""
-}
-
-// retrying says whether helm-controller will try the release again by
-// itself: between two attempts it keeps Reconciling=True with the reason
-// ProgressingWithRetry beside Ready=False (internal/reconcile/
-// atomic_release.go), until the retries are spent and it is Stalled. A
-// failing source (Degraded without it) is not: it retries on its interval
-// what failed, so a wait for a rollout stops there.
-func retrying(r targetreport.Release) bool {
-	for _, c := range r.HelmConditions {
-		if c.Type == "Reconciling" && c.Status == metav1.ConditionTrue && c.Reason == "ProgressingWithRetry" {
-			return true
-		}
-	}
-	return false
-}
-
-// failing says why a release is not Ready: the message of the first Ready
-// condition that is not True, the HelmRelease's first. helm-controller
-// summarizes Ready from its last action, so after a rollback or an uninstall
-// Ready says only that the remediation succeeded; the failed release
-// action's message (Released False) goes before it, and a Stalled one
-// (retries spent) first, each part ended by "; ".
-func failing(r targetreport.Release) string {
-	var ready string
-	for _, c := range append(r.HelmConditions, r.SourceConditions...) {
-		if c.Type == "Ready" && c.Status != metav1.ConditionTrue {
-			ready = c.Message
-			break
-		}
-	}
-	if ready == "" {
-		return ""
-	}
-	var stalled, released string
-	for _, c := range r.HelmConditions {
-		switch {
-		case c.Type == "Stalled" && c.Status == metav1.ConditionTrue:
-			stalled = c.Message
-		case c.Type == "Released" && c.Status == metav1.ConditionFalse && c.Message != ready:
-			released = c.Message
-		}
-	}
-	var parts []string
-	for _, p := range []string{stalled, released, ready} {
-		if p != "" {
-			parts = append(parts, p)
-		}
-	}
-	return strings.Join(parts, "; ")
 }
 
 var rank = map[string]int{Converged: 0, Progressing: 1, Unknown: 2, Failed: 3, Stale: 4}

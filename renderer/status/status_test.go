@@ -51,7 +51,18 @@ func TestCompare(t *testing.T) {
 			assert.Equal(t, tc.code, ExitCode([]Target{st}))
 		})
 	}
+	// A release that waits for its dependency (dependsOn) is on its way,
+	// not failed, and says what it waits for.
+	waits := rel("web", "0.0.3", "Degraded", "")
+	waits.HelmConditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionFalse, Reason: "DependencyNotReady",
+		Message: "dependency 'flux-system/edge-1-crds' is not ready"}}
 	st := Target{Namespace: "apps", Releases: desired()}
+	compare(&st, report(time.Minute, waits, rel("ops/mon", "0.0.1", "Ready", "")), Options{MaxAge: DefaultMaxAge, Now: now})
+	assert.Equal(t, Progressing, st.State, st.Message)
+	assert.Equal(t, 2, ExitCode([]Target{st}))
+	assert.Equal(t, "apps/web: waiting for its dependencies: dependency 'flux-system/edge-1-crds' is not ready", st.Message)
+
+	st = Target{Namespace: "apps", Releases: desired()}
 	compare(&st, report(time.Minute, rel("web", "0.0.3", "Failed", "Failed to install after 4 attempt(s)")), Options{MaxAge: DefaultMaxAge, Now: now})
 	assert.Equal(t, "Failed to install after 4 attempt(s)", st.Releases[0].Message, "the failing condition's message")
 	assert.Contains(t, st.Message, "apps/web: Failed: Failed to install after 4 attempt(s)")

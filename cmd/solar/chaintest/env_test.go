@@ -40,11 +40,13 @@ type chainTarget struct {
 // manifests of every Target applied on a cluster where workloads become
 // ready (kwok), source-controller and the helm-controller stand-in running.
 type chainEnv struct {
-	t        *testing.T
-	api      *testenv.APIServer
-	dyn      dynamic.Interface
-	drv      *helmdriver.Driver
-	render   *testenv.Registry
+	t      *testing.T
+	api    *testenv.APIServer
+	dyn    dynamic.Interface
+	drv    *helmdriver.Driver
+	render *testenv.Registry
+	// source holds the application charts.
+	source   *testenv.Registry
 	bin      string // the solar binary
 	examples string
 	targets  []chainTarget
@@ -84,7 +86,7 @@ func startChain(t *testing.T, opts chainOptions) *chainEnv {
 	runCtx, cancel := context.WithCancel(ctx)
 	t.Cleanup(cancel)
 	drv.Start(runCtx)
-	e := &chainEnv{t: t, api: api, dyn: dyn, drv: drv, render: render, bin: testenv.SolarBinary(t)}
+	e := &chainEnv{t: t, api: api, dyn: dyn, drv: drv, render: render, source: source, bin: testenv.SolarBinary(t)}
 
 	// The application charts examples/ names, in the source registry; the
 	// agent's own chart in the render registry, as the examples have it.

@@ -42,6 +42,11 @@
 //   - a HelmRelease whose source is not ready is looked at again after
 //     --requeue-dependency (30s) and whenever its source changes
 //     (internal/controller/helmrelease_controller.go);
+//   - spec.dependsOn: each dependency must exist, be Ready and have
+//     observed its generation before the source is looked at; until then
+//     Ready False, reason DependencyNotReady, looked at again after
+//     --requeue-dependency, not when a dependency changes (depends.go cites
+//     the lines);
 //   - the chart is the artifact source-controller serves for spec.chartRef
 //     (an OCIRepository), checked against the artifact's digest;
 //   - the Helm release [<targetNamespace>-]<name>, shortened to 53 characters
@@ -54,7 +59,7 @@
 //
 // Not reproduced: drift detection (the driver writes Drifted False, as
 // helm-controller does where nothing drifted: the tests change no object
-// behind Helm's back), dependsOn, suspend, the retry strategy, interval
+// behind Helm's back), dependsOn's readyExpr (CEL expressions), suspend, the retry strategy, interval
 // requeues (tests settle instead, see Settle), valuesFrom targetPath, and the
 // digests of status.history's release objects and values (the driver's
 // own). helm-controller takes ownership of objects another Helm release
@@ -144,7 +149,7 @@ type Driver struct {
 	latest  map[string]string // key -> fingerprint the watch saw last
 	done    map[string]string // key -> fingerprint a worker finished with
 	stalled map[string]string // key -> Stalled message
-	lastErr map[string]string // key -> last error of a reconcile
+	lastErr map[string]string // key -> last error of a reconcile, or why it waits
 }
 
 // New returns a driver for the API server of the kubeconfig file.
@@ -275,6 +280,8 @@ func (d *Driver) work(ctx context.Context) {
 		switch {
 		case err != nil:
 			d.lastErr[key] = err.Error()
+		case res.waiting != "":
+			d.lastErr[key] = "waiting: " + res.waiting
 		case res.fingerprint != "":
 			d.done[key] = res.fingerprint
 			delete(d.lastErr, key)

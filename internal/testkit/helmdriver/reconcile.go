@@ -27,6 +27,9 @@ type result struct {
 	fingerprint  string
 	requeue      bool
 	requeueAfter time.Duration
+	// waiting, when set, is why the HelmRelease waits (a dependency not
+	// Ready): Settle names it beside a HelmRelease not done.
+	waiting string
 }
 
 // spec is the part of a HelmRelease the driver reads.
@@ -62,7 +65,8 @@ type spec struct {
 		Kind, Name, ValuesKey, TargetPath string
 		Optional                          bool
 	} `json:"valuesFrom"`
-	Values map[string]any `json:"values"`
+	Values    map[string]any `json:"values"`
+	DependsOn []dependency   `json:"dependsOn"`
 }
 
 // request is one reconcile of one HelmRelease.
@@ -123,6 +127,9 @@ func (d *Driver) reconcileKey(ctx context.Context, key string) (result, error) {
 		}
 	}
 
+	if why := d.waitForDependencies(ctx, req); why != "" {
+		return result{requeueAfter: d.opts.RequeueDependency, waiting: why}, nil
+	}
 	ch, artifact, wait, err := d.chart(ctx, ns, s)
 	if me := (*mutateError)(nil); errors.As(err, &me) {
 		req.mark(meta.ReadyCondition, metav1.ConditionFalse, "ChartMutateError", "%s", me.Error())
