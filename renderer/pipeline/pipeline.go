@@ -212,7 +212,11 @@ func loadSet(opts Options, scoped bool) (*model.Set, diag.List, error) {
 	objs, problems, skipped := opts.Objects, diag.List(nil), load.Skipped{}
 	if objs == nil {
 		// Each group of files is checked as it is read (v.Check): a Target
-		// that passed stays as its typed form only.
+		// that passed stays as its typed form only, unless a policy of the
+		// user's reads every object.
+		if len(opts.PolicyDirs) > 0 {
+			opts.log().Info("--policy: the policies see every object whole, so the input is held as read until validated")
+		}
 		objs, problems, skipped = load.Paths(opts.Paths, load.Options{Namespace: cmp.Or(opts.Namespace, "default"),
 			Exclude: opts.Exclude, Strict: opts.Strict, Stdin: opts.Stdin, MaxFileSize: opts.MaxFileSize, Each: v.Check})
 	}

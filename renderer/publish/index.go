@@ -41,9 +41,10 @@ const (
 	// indexSchema is the version of the layer's format: 2 names its own
 	// version.
 	indexSchema = 2
-	// maxIndex bounds the layer read (about 45,000 entries; 100 Targets
-	// and 5 Releases take 40 KB).
-	maxIndex = 16 << 20
+	// maxIndex bounds the layer read: about 180,000 entries (100 Targets
+	// and 5 Releases take 40 KB), so that a namespace of 100,000 Targets
+	// (issue 53's worst case) still has an index.
+	maxIndex = 64 << 20
 )
 
 // IndexRepository is the repository of namespace ns's index.
