@@ -98,8 +98,8 @@ func (g *globals) printCharts(w io.Writer, r *pipeline.Report) {
 			note("  credential", c.Reason, c.Message)
 		}
 		for _, rel := range t.Releases {
-			if !g.changedOnly || changed(rel.Result) {
-				chart("  "+rel.Key, rel.Release, rel.Result)
+			if !g.changedOnly || changed(*rel.Result) {
+				chart("  "+rel.Key, rel.Release, *rel.Result)
 			}
 		}
 		for _, e := range t.Excluded {
@@ -125,8 +125,8 @@ func (g *globals) printReportNames(w io.Writer, r *pipeline.Report, table int) {
 		case g.shown(t):
 			add(t.Result)
 			for _, rel := range t.Releases {
-				if !g.changedOnly || changed(rel.Result) {
-					add(rel.Result)
+				if !g.changedOnly || changed(*rel.Result) {
+					add(*rel.Result)
 				}
 			}
 		}
@@ -158,7 +158,7 @@ func (g *globals) printOrphans(w io.Writer, r *pipeline.Report) {
 // shown says whether the table lists a Target: always, but with --changed
 // only when its bootstrap chart or a release chart changed.
 func (g *globals) shown(t pipeline.TargetReport) bool {
-	return !g.changedOnly || changed(t.Result) || slices.ContainsFunc(t.Releases, func(rel pipeline.ReleaseReport) bool { return changed(rel.Result) })
+	return !g.changedOnly || changed(t.Result) || slices.ContainsFunc(t.Releases, func(rel pipeline.ReleaseReport) bool { return changed(*rel.Result) })
 }
 
 // hiddenUnchanged is the number of Targets --changed left out of the table.

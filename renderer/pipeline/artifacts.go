@@ -60,7 +60,7 @@ func Artifacts(ctx context.Context, plan *Plan, st store.Store, opts Options, ao
 		target := tr.Namespace + "/" + tr.Name
 		reg := cmp.Or(registries[target], fallback)
 		for _, r := range tr.Releases {
-			solarChart(&c, fresh, target, artifacts.KindRelease, reg, r.Result)
+			solarChart(&c, fresh, target, artifacts.KindRelease, reg, *r.Result)
 		}
 		solarChart(&c, fresh, target, artifacts.KindBootstrap, reg, tr.Result)
 	}

@@ -137,12 +137,12 @@ func runBatches(ctx context.Context, plan *Plan, st store.Store, opts Options, c
 }
 
 // reported is the Target's report as the report of a batched run keeps it
-// (publish.Result.Reported); its Releases are changed in place (the
-// batch's report is let go).
+// (publish.Result.Reported); its releases' results, which the batch's
+// Targets share, are changed in place (the batch is done with them).
 func (t TargetReport) reported() TargetReport {
 	t.Result = t.Result.Reported()
-	for i := range t.Releases {
-		t.Releases[i].Result = t.Releases[i].Result.Reported()
+	for _, r := range t.Releases {
+		*r.Result = r.Result.Reported()
 	}
 	return t
 }

@@ -107,7 +107,7 @@ func Diff(ctx context.Context, plan *Plan, store store.Store, opts Options, obje
 	for _, tr := range report.Targets {
 		target := tr.Namespace + "/" + tr.Name
 		for _, rel := range tr.Releases {
-			if err := add(target, rel.Result); err != nil {
+			if err := add(target, *rel.Result); err != nil {
 				return d, err
 			}
 		}

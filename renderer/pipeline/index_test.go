@@ -107,7 +107,7 @@ func TestRunFullTrustsNoIndex(t *testing.T) {
 
 // An index that a writer without the key may leave (another namespace's
 // repositories, an entry without a version, no version at all, a layer over
-// 16 MiB, a damaged one, an older index under a newer version) is left
+// 64 MiB, a damaged one, an older index under a newer version) is left
 // aside with a warning, never fails the run, and is replaced by one that
 // holds (issue 44, PI2).
 func TestRunLeavesAHostileIndexAside(t *testing.T) {
@@ -147,8 +147,8 @@ func TestRunLeavesAHostileIndexAside(t *testing.T) {
 			index.Manifests = kept
 			require.NoError(t, os.WriteFile(p, must(json.Marshal(index)), 0o600))
 		}, true},
-		{"over 16 MiB", func(t *testing.T, _ string, repo store.Repository, next string, _ *publish.Index) {
-			putIndexLayer(t, repo, next, []byte("{}"), 16<<20+1)
+		{"over 64 MiB", func(t *testing.T, _ string, repo store.Repository, next string, _ *publish.Index) {
+			putIndexLayer(t, repo, next, []byte("{}"), 64<<20+1)
 		}, false},
 		{"not an index", func(t *testing.T, _ string, repo store.Repository, next string, _ *publish.Index) {
 			putIndexLayer(t, repo, next, []byte("not json"), 0)

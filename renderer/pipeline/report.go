@@ -67,7 +67,9 @@ type ReleaseReport struct {
 	// DependsOn are the keys of the releases of the Target it is installed
 	// after (its application HelmRelease's dependsOn).
 	DependsOn []string `json:"dependsOn,omitempty"`
-	publish.Result
+	// Result is shared by the reports of the Targets that name the same
+	// release chart: a report of 100,000 Targets holds each once.
+	*publish.Result
 }
 
 // ExcludedReport is a release a Target does not get.
@@ -89,7 +91,7 @@ func NewReport(plan *Plan) *Report {
 
 // targetReport is a Target's report with its bootstrap chart's result and
 // the results of its release charts (in the order of its releases).
-func targetReport(t *Target, boot publish.Result, releases []publish.Result) TargetReport {
+func targetReport(t *Target, boot publish.Result, releases []*publish.Result) TargetReport {
 	tr := TargetReport{Namespace: t.Namespace, Name: t.Name, Result: boot, Credential: t.Credential,
 		Releases: []ReleaseReport{}, Excluded: []ExcludedReport{}}
 	for i, sel := range t.Releases {

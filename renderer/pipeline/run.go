@@ -75,7 +75,7 @@ func run(ctx context.Context, plan *Plan, st store.Store, opts Options, cache *p
 	}
 
 	// Then the bootstrap charts, which name the release charts' versions.
-	jobs, releases := bootstrapJobs(targets, repos, func(repo string) publish.Result { return released[index[repo]] }, opts)
+	jobs, releases := bootstrapJobs(targets, repos, func(repo string) *publish.Result { return &released[index[repo]] }, opts)
 	done := 0
 	if opts.Progress != nil {
 		popts.Done = func(i int, r publish.Result) {
@@ -109,9 +109,10 @@ func run(ctx context.Context, plan *Plan, st store.Store, opts Options, cache *p
 
 // bootstrapJobs are the bootstrap jobs of targets, each naming the release
 // charts of its repositories (repos[i]) at the versions published (result),
-// and those results by Target.
-func bootstrapJobs(targets []*Target, repos [][]string, result func(repo string) publish.Result, opts Options) ([]publish.Job, [][]publish.Result) {
-	releases := make([][]publish.Result, len(targets))
+// and those results by Target (shared: a namespace's Targets name the same
+// release charts).
+func bootstrapJobs(targets []*Target, repos [][]string, result func(repo string) *publish.Result, opts Options) ([]publish.Job, [][]*publish.Result) {
+	releases := make([][]*publish.Result, len(targets))
 	jobs := make([]publish.Job, len(targets))
 	for i, t := range targets {
 		registry := t.bootstrapRegistry(opts.Registry)

@@ -91,7 +91,7 @@ func actions(r *Report) []string {
 	}
 	for _, t := range r.Targets {
 		for _, rel := range t.Releases {
-			add(rel.Result)
+			add(*rel.Result)
 		}
 		add(t.Result)
 	}
