@@ -42,6 +42,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/solar-pipeline/solar/api"
+	"github.com/solar-pipeline/solar/renderer/credential"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 	"github.com/solar-pipeline/solar/renderer/store"
 )
@@ -159,8 +160,12 @@ func Run(ctx context.Context, opts Options) error {
 		if err != nil {
 			return err
 		}
+		creds, err := credential.NewCache(opts.Config, cachedTarget(mgr.GetClient()))
+		if err != nil {
+			return err
+		}
 		r := &reconciler{client: mgr.GetClient(), reader: mgr.GetAPIReader(), minting: minting, store: store.Store, opts: opts,
-			selector: opts.NamespaceSelector, metrics: m, log: opts.Log}
+			selector: opts.NamespaceSelector, metrics: m, log: opts.Log, credentials: creds}
 		if err := setup(mgr, r); err != nil {
 			return err
 		}
@@ -170,6 +175,7 @@ func Run(ctx context.Context, opts Options) error {
 			}
 		}
 		err = mgr.Start(ctx)
+		creds.Close()
 		switch {
 		case ctx.Err() != nil:
 			return nil
@@ -181,6 +187,14 @@ func Run(ctx context.Context, opts Options) error {
 		default:
 			return err
 		}
+	}
+}
+
+// cachedTarget reads a Target from the manager's cache, for the minter.
+func cachedTarget(c client.Reader) func(ctx context.Context, ns, name string) (*unstructured.Unstructured, error) {
+	return func(ctx context.Context, ns, name string) (*unstructured.Unstructured, error) {
+		u := newObject(api.KindTarget)
+		return u, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u)
 	}
 }
 

@@ -34,6 +34,8 @@ type reconciler struct {
 	selector labels.Selector
 	metrics  *metrics
 	log      *slog.Logger
+	// credentials are the minter's informers, per namespace it mints in.
+	credentials *credential.Cache
 }
 
 // Reconcile re-plans the namespace and publishes what changed. Unchanged
@@ -58,7 +60,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	opts := r.opts.Pipeline
-	opts.Objects, opts.Namespace, opts.RESTConfig = objs, ns, r.minting
+	opts.Objects, opts.Namespace, opts.RESTConfig, opts.CredentialCache = objs, ns, r.minting, r.credentials
 	if opts.Log == nil {
 		opts.Log = r.log
 	}

@@ -96,6 +96,9 @@ type CredentialOptions struct {
 	// RESTConfig, when set, is that API server's connection instead of a
 	// Kubeconfig file (the controller's own).
 	RESTConfig *rest.Config
+	// CredentialCache, when set, is where the minter reads what it checks
+	// (the controller's informers): an unchanged Target costs no request.
+	CredentialCache *credential.Cache
 	// WrapTransport, when set, wraps the HTTP transport of the connection
 	// read from Kubeconfig (solar --debug logs every request).
 	WrapTransport func(http.RoundTripper) http.RoundTripper
@@ -277,7 +280,7 @@ func syncCredentials(ctx context.Context, set *model.Set, plan *Plan, opts Optio
 	var minter *credential.Minter
 	if (opts.Kubeconfig != "" || opts.RESTConfig != nil) && !opts.NoCredentials {
 		// A dry run reads the credentials and writes nothing.
-		copts.ReadOnly = opts.DryRun
+		copts.ReadOnly, copts.Cache = opts.DryRun, opts.CredentialCache
 		cfg := opts.RESTConfig
 		if cfg == nil {
 			if cfg, err = clientcmd.BuildConfigFromFlags("", opts.Kubeconfig); err != nil {
