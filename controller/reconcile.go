@@ -36,6 +36,8 @@ type reconciler struct {
 	log      *slog.Logger
 	// credentials are the minter's informers, per namespace it mints in.
 	credentials *credential.Cache
+	// shards, with Options.Shards, say which namespaces this replica leads.
+	shards *shards
 }
 
 // Reconcile re-plans the namespace and publishes what changed. Unchanged
@@ -99,6 +101,9 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // inShard reports whether ns is this controller's: with a namespace
 // selector, the cache holds only the namespaces it selects.
 func (r *reconciler) inShard(ctx context.Context, ns string) (bool, error) {
+	if r.shards != nil && !r.shards.leads(ns) {
+		return false, nil
+	}
 	if r.selector == nil || r.selector.Empty() {
 		return true, nil
 	}

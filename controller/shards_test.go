@@ -1,0 +1,156 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/solar-pipeline/solar/internal/testkit/testenv"
+	"github.com/solar-pipeline/solar/renderer/load"
+)
+
+// TestShardsOnThreeReplicas: --shards 3 on three replicas (solar
+// controller processes, a 3 s lease) against one API server, 12
+// namespaces: each replica leads one shard, and each namespace is
+// reconciled by exactly one replica, the one leading its shard. One
+// replica is killed (SIGKILL: its Leases are not released); the survivors
+// take its shard over once its Lease expires, and reconcile its
+// namespaces.
+func TestShardsOnThreeReplicas(t *testing.T) {
+	const shardCount, namespaces, lease = 3, 12, 3 * time.Second
+	e := startGenerated(t, namespaces*2, 2)
+	bin := testenv.SolarBinary(t)
+	var reps []*replica
+	for _, name := range []string{"a", "b", "c"} {
+		reps = append(reps, e.startReplica(t, bin, name, e.registry.Host, "--shards", fmt.Sprint(shardCount)))
+	}
+	e.waitAllReady(t, 3*time.Minute)
+
+	// Each replica leads one shard; the Leases say which.
+	leaders := map[int]*replica{}
+	identity := regexp.MustCompile(`leading shard" shard=(\d) of=3 identity=(\S+)`)
+	for _, r := range reps {
+		for _, m := range identity.FindAllStringSubmatch(r.log.String(), -1) {
+			var shard int
+			fmt.Sscan(m[1], &shard)
+			holder := e.leaseHolder(t, fmt.Sprintf("solar-controller-shard-%d", shard))
+			if holder == m[2] {
+				leaders[shard] = r
+			}
+		}
+	}
+	require.Len(t, leaders, shardCount, "every shard has a leader")
+	assert.ElementsMatch(t, reps, []*replica{leaders[0], leaders[1], leaders[2]}, "each replica leads one shard")
+
+	// Each namespace reconciled by exactly the replica of its shard.
+	byShard := map[int][]string{}
+	for i := range namespaces {
+		ns := fmt.Sprintf("ns-%04d", i)
+		shard := ShardOf(ns, shardCount)
+		byShard[shard] = append(byShard[shard], ns)
+		var by []string
+		for _, r := range reps {
+			if strings.Contains(r.log.String(), "reconciled namespace="+ns+" ") {
+				by = append(by, r.name)
+			}
+		}
+		assert.Equal(t, []string{leaders[shard].name}, by, "%s (shard %d) reconciled by", ns, shard)
+	}
+
+	// Kill the leader of the shard with the most namespaces.
+	victim := 0
+	for s := range shardCount {
+		if len(byShard[s]) > len(byShard[victim]) {
+			victim = s
+		}
+	}
+	dead := leaders[victim]
+	marks := map[*replica]int{}
+	for _, r := range reps {
+		marks[r] = len(r.log.String())
+	}
+	require.NoError(t, dead.cmd.Process.Kill())
+	killed := time.Now()
+	var leased time.Duration
+	require.Eventually(t, func() bool {
+		holder := e.leaseHolder(t, fmt.Sprintf("solar-controller-shard-%d", victim))
+		if leased == 0 && holder != "" && !strings.Contains(dead.log.String(), "identity="+holder) {
+			leased = time.Since(killed)
+		}
+		for _, ns := range byShard[victim] {
+			found := false
+			for _, r := range reps {
+				found = found || r != dead && strings.Contains(r.log.String()[marks[r]:], "reconciled namespace="+ns+" ")
+			}
+			if !found {
+				return false
+			}
+		}
+		return true
+	}, time.Minute, 50*time.Millisecond, "the survivors take over shard %d (%v)", victim, byShard[victim])
+	done := time.Since(killed)
+	figure := fmt.Sprintf("3 shards on 3 replicas, lease 3s, retry 250ms: a killed replica's shard Lease taken %s after the kill, its %d namespaces reconciled by a survivor %s after it",
+		leased.Round(10*time.Millisecond), len(byShard[victim]), done.Round(10*time.Millisecond))
+	writeFigure(t, "shards-takeover", figure)
+	assert.NotZero(t, leased)
+	assert.Less(t, leased, lease+2*time.Second, "taken over once its Lease expired")
+}
+
+// startGenerated is an API server holding scripts/genobjects' Targets
+// (per a namespace, 5 Releases each) and a plain-HTTP registry; the
+// replicas' Leases go to namespace shared.
+func startGenerated(t *testing.T, targets, per int) *env {
+	api := testenv.StartAPIServer(t)
+	reg := testenv.StartRegistry(t, testenv.RegistryOptions{})
+	dir := t.TempDir()
+	gen := exec.Command("go", "run", "./scripts/genobjects", "-targets", fmt.Sprint(targets), "-per", fmt.Sprint(per), "-out", dir)
+	gen.Dir = testenv.Root(t)
+	out, err := gen.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	objs, problems, _ := load.Paths([]string{dir}, load.Options{})
+	require.False(t, problems.HasErrors(), "%v", problems)
+	dyn, err := dynamic.NewForConfig(api.Config)
+	require.NoError(t, err)
+	api.CreateNamespaces(t, "shared")
+	seen := map[string]bool{}
+	for _, o := range objs {
+		if !seen[o.Namespace] {
+			seen[o.Namespace] = true
+			api.CreateNamespaces(t, o.Namespace)
+		}
+		_, err := dyn.Resource(gvr(o.Kind)).Namespace(o.Namespace).Create(context.Background(),
+			&unstructured.Unstructured{Object: o.Fields}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	return &env{api: api, registry: reg, dyn: dyn}
+}
+
+// waitAllReady waits until every Target in the API server is Ready with a
+// bootstrap chart.
+func (e *env) waitAllReady(t *testing.T, within time.Duration) {
+	require.Eventually(t, func() bool {
+		list, err := e.dyn.Resource(gvr("Target")).List(context.Background(), metav1.ListOptions{})
+		require.NoError(t, err)
+		for _, u := range list.Items {
+			var st targetStatus
+			if raw, ok := u.Object["status"].(map[string]any); ok {
+				require.NoError(t, fromUnstructured(raw, &st))
+			}
+			c := findCondition(st.Conditions, "Ready")
+			if c == nil || c.Status != metav1.ConditionTrue || st.Bootstrap == nil {
+				return false
+			}
+		}
+		return len(list.Items) > 0
+	}, within, 200*time.Millisecond, "every Target Ready")
+}
