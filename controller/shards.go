@@ -56,10 +56,10 @@ type shards struct {
 	// its write of the Lease together.
 	acquire sync.Mutex
 	mu      sync.Mutex
-	led   []bool
-	share int
-	stop  []context.CancelFunc // each shard's current elector
-	since []time.Time          // when an acquisition was first held back
+	led     []bool
+	share   int
+	stop    []context.CancelFunc // each shard's current elector
+	since   []time.Time          // when an acquisition was first held back
 }
 
 func newShards(mgr ctrl.Manager, opts Options) (*shards, error) {
