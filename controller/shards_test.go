@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 
 	"github.com/solar-pipeline/solar/internal/testkit/testenv"
 	"github.com/solar-pipeline/solar/renderer/load"
@@ -109,7 +110,7 @@ func TestShardsOnThreeReplicas(t *testing.T) {
 // startGenerated is an API server holding scripts/genobjects' Targets
 // (per a namespace, 5 Releases each) and a plain-HTTP registry; the
 // replicas' Leases go to namespace shared.
-func startGenerated(t *testing.T, targets, per int) *env {
+func startGenerated(t testing.TB, targets, per int, edit ...func(*load.Object)) *env {
 	api := testenv.StartAPIServer(t)
 	reg := testenv.StartRegistry(t, testenv.RegistryOptions{})
 	dir := t.TempDir()
@@ -119,11 +120,16 @@ func startGenerated(t *testing.T, targets, per int) *env {
 	require.NoError(t, err, "%s", out)
 	objs, problems, _ := load.Paths([]string{dir}, load.Options{})
 	require.False(t, problems.HasErrors(), "%v", problems)
-	dyn, err := dynamic.NewForConfig(api.Config)
+	fast := rest.CopyConfig(api.Config)
+	fast.QPS, fast.Burst = -1, 0 // setting up: no client-side limit
+	dyn, err := dynamic.NewForConfig(fast)
 	require.NoError(t, err)
 	api.CreateNamespaces(t, "shared")
 	seen := map[string]bool{}
 	for _, o := range objs {
+		for _, f := range edit {
+			f(o)
+		}
 		if !seen[o.Namespace] {
 			seen[o.Namespace] = true
 			api.CreateNamespaces(t, o.Namespace)
