@@ -200,8 +200,9 @@ shard, or over replicas by --shards N: each namespace belongs to one of N
 shards (a hash of its name), every replica campaigns for every shard's Lease
 and leads its share of them (N / live replicas, counted from each replica's
 own Lease), and a replica's shards are taken over when it is gone, once
-their Leases expire (--lease-duration). Metrics: --metrics-addr /metrics; probes: --health-addr /healthz,
-/readyz. SIGTERM waits up to --shutdown-timeout for publishes in progress.
+their Leases expire (--lease-duration). Metrics: --metrics-addr /metrics;
+probes: --health-addr /healthz, /readyz. SIGTERM waits up to
+--shutdown-timeout for publishes in progress.
 
 With --nats (or $NATS_URL) it is the fleet's pass too: it watches Devices,
 DeviceUpgrades and the devices' states in the bucket, and applies a
