@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/solar-pipeline/solar/api"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,7 +14,7 @@ import (
 
 // labelReplicaOf marks the Lease of a replica (--shards): its value is the
 // shards' Lease prefix (--leader-election-id).
-const labelReplicaOf = "solar.opendefense.cloud/replica-of"
+const labelReplicaOf = api.Group + "/replica-of"
 
 // replicas counts the live replicas of a sharded controller from their
 // Leases: each replica renews its own every retry period; one not renewed
