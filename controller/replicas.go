@@ -36,6 +36,7 @@ type observed struct {
 func (r *replicas) run(ctx context.Context, rebalance func(live int)) {
 	t := time.NewTicker(r.s.opts.RetryPeriod)
 	defer t.Stop()
+	defer r.leave()
 	for {
 		if live, err := r.tick(ctx); err != nil {
 			r.s.log.Warn("counting the replicas", "error", err)
@@ -93,6 +94,20 @@ func (r *replicas) tick(ctx context.Context) (int, error) {
 		}
 	}
 	return live, nil
+}
+
+// leave deletes this replica's Lease on a stop: the others count one
+// replica less at once, not a lease duration later.
+func (r *replicas) leave() {
+	if r.own == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), r.s.opts.RenewDeadline)
+	defer cancel()
+	err := r.s.leases.CoordinationV1().Leases(r.own.Namespace).Delete(ctx, r.own.Name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		r.s.log.Warn("deleting the replica's Lease", "error", err)
+	}
 }
 
 // podNamespace is the namespace of the Pod the controller runs in, where

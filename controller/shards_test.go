@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
@@ -22,8 +23,8 @@ import (
 
 // TestShardsOnThreeReplicas: --shards 3 on three replicas (solar
 // controller processes, a 3 s lease) against one API server, 12
-// namespaces: each replica leads one shard, and each namespace is
-// reconciled by exactly one replica, the one leading its shard. One
+// namespaces: each replica leads one shard, and each namespace, changed,
+// is reconciled by exactly one replica, the one leading its shard. One
 // replica is killed (SIGKILL: its Leases are not released); the survivors
 // take its shard over once its Lease expires, and reconcile its
 // namespaces.
@@ -37,35 +38,57 @@ func TestShardsOnThreeReplicas(t *testing.T) {
 	}
 	e.waitAllReady(t, 3*time.Minute)
 
-	// Each replica leads one shard; the Leases say which.
+	// Each replica comes to lead one shard (one started later than the
+	// others is given its share); the Leases say which.
 	leaders := map[int]*replica{}
 	identity := regexp.MustCompile(`leading shard" shard=(\d) of=3 identity=(\S+)`)
-	for _, r := range reps {
-		for _, m := range identity.FindAllStringSubmatch(r.log.String(), -1) {
-			var shard int
-			fmt.Sscan(m[1], &shard)
-			holder := e.leaseHolder(t, fmt.Sprintf("solar-controller-shard-%d", shard))
-			if holder == m[2] {
-				leaders[shard] = r
+	require.Eventually(t, func() bool {
+		clear(leaders)
+		for _, r := range reps {
+			for _, m := range identity.FindAllStringSubmatch(r.log.String(), -1) {
+				var shard int
+				_, _ = fmt.Sscan(m[1], &shard)
+				if e.leaseHolder(t, fmt.Sprintf("solar-controller-shard-%d", shard)) == m[2] {
+					leaders[shard] = r
+				}
 			}
 		}
-	}
-	require.Len(t, leaders, shardCount, "every shard has a leader")
-	assert.ElementsMatch(t, reps, []*replica{leaders[0], leaders[1], leaders[2]}, "each replica leads one shard")
+		return len(leaders) == shardCount && leaders[0] != leaders[1] && leaders[1] != leaders[2] && leaders[0] != leaders[2]
+	}, time.Minute, 100*time.Millisecond, "each replica leads one shard")
 
-	// Each namespace reconciled by exactly the replica of its shard.
+	// Every namespace changed: each is run by exactly the replica of its
+	// shard.
+	marks := map[*replica]int{}
+	for _, r := range reps {
+		marks[r] = len(r.log.String())
+	}
 	byShard := map[int][]string{}
 	for i := range namespaces {
 		ns := fmt.Sprintf("ns-%04d", i)
-		shard := ShardOf(ns, shardCount)
-		byShard[shard] = append(byShard[shard], ns)
+		byShard[ShardOf(ns, shardCount)] = append(byShard[ShardOf(ns, shardCount)], ns)
+		e.touchTarget(t, ns, "target-0")
+	}
+	ranBy := func(ns string) []string {
 		var by []string
 		for _, r := range reps {
-			if strings.Contains(r.log.String(), "reconciled namespace="+ns+" ") {
+			if strings.Contains(r.log.String()[marks[r]:], "reconciled namespace="+ns+" ") {
 				by = append(by, r.name)
 			}
 		}
-		assert.Equal(t, []string{leaders[shard].name}, by, "%s (shard %d) reconciled by", ns, shard)
+		return by
+	}
+	require.Eventually(t, func() bool {
+		for i := range namespaces {
+			if len(ranBy(fmt.Sprintf("ns-%04d", i))) == 0 {
+				return false
+			}
+		}
+		return true
+	}, time.Minute, 100*time.Millisecond, "every namespace runs")
+	for shard, list := range byShard {
+		for _, ns := range list {
+			assert.Equal(t, []string{leaders[shard].name}, ranBy(ns), "%s (shard %d) run by", ns, shard)
+		}
 	}
 
 	// Kill the leader of the shard with the most namespaces.
@@ -76,7 +99,6 @@ func TestShardsOnThreeReplicas(t *testing.T) {
 		}
 	}
 	dead := leaders[victim]
-	marks := map[*replica]int{}
 	for _, r := range reps {
 		marks[r] = len(r.log.String())
 	}
@@ -105,6 +127,13 @@ func TestShardsOnThreeReplicas(t *testing.T) {
 	writeFigure(t, "shards-takeover", figure)
 	assert.NotZero(t, leased)
 	assert.Less(t, leased, lease+2*time.Second, "taken over once its Lease expired")
+}
+
+// touchTarget sets an annotation of Target ns/name: its namespace runs.
+func (e *env) touchTarget(t *testing.T, ns, name string) {
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{"test/touched":"%d"}}}`, time.Now().UnixNano())
+	_, err := e.dyn.Resource(gvr("Target")).Namespace(ns).Patch(context.Background(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	require.NoError(t, err)
 }
 
 // startGenerated is an API server holding scripts/genobjects' Targets

@@ -45,6 +45,7 @@ type Cache struct {
 	mu      sync.Mutex
 	spaces  map[string]*space
 	written map[string]written // by writtenKey
+	swept   time.Time
 }
 
 // written is an object the minter wrote, or deleted (deleted set), and
@@ -235,8 +236,18 @@ func (c *Cache) remember(obj runtime.Object, deleted bool) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	now := time.Now()
+	if now.Sub(c.swept) > writtenFor {
+		// Writes no read asked for again (a Target deleted since).
+		for key, w := range c.written {
+			if now.Sub(w.at) > writtenFor {
+				delete(c.written, key)
+			}
+		}
+		c.swept = now
+	}
 	c.written[writtenKey(kind, m.GetNamespace(), m.GetName())] = written{
-		obj: obj.DeepCopyObject().(metav1.Object), deleted: deleted, at: time.Now()}
+		obj: obj.DeepCopyObject().(metav1.Object), deleted: deleted, at: now}
 }
 
 // seen forgets a write once an informer has it or something newer: an
