@@ -165,11 +165,16 @@ func (s *shards) started(ctx context.Context, i int) {
 	}
 }
 
+// stopped is client-go's OnStoppedLeading, also called when an elector
+// that never led stops.
 func (s *shards) stopped(i int) {
 	s.mu.Lock()
+	led := s.led[i]
 	s.led[i] = false
 	s.mu.Unlock()
-	s.log.Info("stopped leading shard", "shard", i, "of", s.n)
+	if led {
+		s.log.Info("stopped leading shard", "shard", i, "of", s.n)
+	}
 }
 
 // rebalance sets this replica's share of live replicas, and lets one
