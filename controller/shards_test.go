@@ -189,3 +189,44 @@ func (e *env) waitAllReady(t *testing.T, within time.Duration) {
 		return len(list.Items) > 0
 	}, within, 200*time.Millisecond, "every Target Ready")
 }
+
+// TestShardsGoToAReplicaThatJoins: two replicas share three shards (one
+// leads two); a third replica started later gets its share: the replica
+// with two lets one go, and each then leads one.
+func TestShardsGoToAReplicaThatJoins(t *testing.T) {
+	e := startGenerated(t, 6*2, 2)
+	bin := testenv.SolarBinary(t)
+	holders := func() map[string]int {
+		out := map[string]int{}
+		for i := range 3 {
+			if h := e.leaseHolder(t, fmt.Sprintf("solar-controller-shard-%d", i)); h != "" {
+				out[h]++
+			}
+		}
+		return out
+	}
+	for _, name := range []string{"a", "b"} {
+		e.startReplica(t, bin, name, e.registry.Host, "--shards", "3")
+	}
+	require.Eventually(t, func() bool {
+		h := holders()
+		return len(h) == 2 && h[maxKey(h)] == 2
+	}, 2*time.Minute, 100*time.Millisecond, "two replicas lead the three shards, one of them two")
+	joined := e.startReplica(t, bin, "c", e.registry.Host, "--shards", "3")
+	require.Eventually(t, func() bool {
+		h := holders()
+		return len(h) == 3 && h[maxKey(h)] == 1
+	}, 2*time.Minute, 100*time.Millisecond, "each of three replicas leads one shard: %v", holders())
+	assert.Contains(t, joined.log.String(), "leading shard")
+	e.waitAllReady(t, time.Minute)
+}
+
+func maxKey(m map[string]int) string {
+	best := ""
+	for k, v := range m {
+		if best == "" || v > m[best] {
+			best = k
+		}
+	}
+	return best
+}
