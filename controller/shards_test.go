@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -38,23 +39,7 @@ func TestShardsOnThreeReplicas(t *testing.T) {
 	}
 	e.waitAllReady(t, 3*time.Minute)
 
-	// Each replica comes to lead one shard (one started later than the
-	// others is given its share); the Leases say which.
-	leaders := map[int]*replica{}
-	identity := regexp.MustCompile(`leading shard" shard=(\d) of=3 identity=(\S+)`)
-	require.Eventually(t, func() bool {
-		clear(leaders)
-		for _, r := range reps {
-			for _, m := range identity.FindAllStringSubmatch(r.log.String(), -1) {
-				var shard int
-				_, _ = fmt.Sscan(m[1], &shard)
-				if e.leaseHolder(t, fmt.Sprintf("solar-controller-shard-%d", shard)) == m[2] {
-					leaders[shard] = r
-				}
-			}
-		}
-		return len(leaders) == shardCount && leaders[0] != leaders[1] && leaders[1] != leaders[2] && leaders[0] != leaders[2]
-	}, time.Minute, 100*time.Millisecond, "each replica leads one shard")
+	leaders := e.shardLeaders(t, reps, shardCount)
 
 	// Every namespace changed: each is run by exactly the replica of its
 	// shard.
@@ -68,15 +53,7 @@ func TestShardsOnThreeReplicas(t *testing.T) {
 		byShard[ShardOf(ns, shardCount)] = append(byShard[ShardOf(ns, shardCount)], ns)
 		e.touchTarget(t, ns, "target-0")
 	}
-	ranBy := func(ns string) []string {
-		var by []string
-		for _, r := range reps {
-			if strings.Contains(r.log.String()[marks[r]:], "reconciled namespace="+ns+" ") {
-				by = append(by, r.name)
-			}
-		}
-		return by
-	}
+	ranBy := func(ns string) []string { return ranBy(reps, marks, ns) }
 	require.Eventually(t, func() bool {
 		for i := range namespaces {
 			if len(ranBy(fmt.Sprintf("ns-%04d", i))) == 0 {
@@ -111,11 +88,8 @@ func TestShardsOnThreeReplicas(t *testing.T) {
 			leased = time.Since(killed)
 		}
 		for _, ns := range byShard[victim] {
-			found := false
-			for _, r := range reps {
-				found = found || r != dead && strings.Contains(r.log.String()[marks[r]:], "reconciled namespace="+ns+" ")
-			}
-			if !found {
+			survivor := func(name string) bool { return name != dead.name }
+			if !slices.ContainsFunc(ranBy(ns), survivor) {
 				return false
 			}
 		}
@@ -127,6 +101,43 @@ func TestShardsOnThreeReplicas(t *testing.T) {
 	writeFigure(t, "shards-takeover", figure)
 	assert.NotZero(t, leased)
 	assert.Less(t, leased, lease+2*time.Second, "taken over once its Lease expired")
+}
+
+// shardLeaders waits until each replica leads one shard (one started
+// later than the others is given its share) and returns them by shard, as
+// the Leases and the replicas' logs say.
+func (e *env) shardLeaders(t *testing.T, reps []*replica, n int) map[int]*replica {
+	leaders := map[int]*replica{}
+	identity := regexp.MustCompile(`leading shard" shard=(\d+) of=\d+ identity=(\S+)`)
+	require.Eventually(t, func() bool {
+		clear(leaders)
+		for _, r := range reps {
+			for _, m := range identity.FindAllStringSubmatch(r.log.String(), -1) {
+				var shard int
+				_, _ = fmt.Sscan(m[1], &shard)
+				if e.leaseHolder(t, fmt.Sprintf("solar-controller-shard-%d", shard)) == m[2] {
+					leaders[shard] = r
+				}
+			}
+		}
+		distinct := map[*replica]bool{}
+		for _, r := range leaders {
+			distinct[r] = true
+		}
+		return len(leaders) == n && len(distinct) == n
+	}, time.Minute, 100*time.Millisecond, "each replica leads one shard")
+	return leaders
+}
+
+// ranBy are the replicas whose log says they ran ns since their marks.
+func ranBy(reps []*replica, marks map[*replica]int, ns string) []string {
+	var by []string
+	for _, r := range reps {
+		if strings.Contains(r.log.String()[marks[r]:], "reconciled namespace="+ns+" ") {
+			by = append(by, r.name)
+		}
+	}
+	return by
 }
 
 // touchTarget sets an annotation of Target ns/name: its namespace runs.
