@@ -40,8 +40,10 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/solar-pipeline/solar/api"
+	"github.com/solar-pipeline/solar/renderer/credential"
 	"github.com/solar-pipeline/solar/renderer/pipeline"
 	"github.com/solar-pipeline/solar/renderer/store"
 )
@@ -73,6 +75,14 @@ type Options struct {
 	// (FleetOptions); nil: Devices and DeviceUpgrades are solar fleet
 	// apply's.
 	Fleet *FleetOptions
+	// Shards, when more than 1, splits the namespaces into that many
+	// shards by a hash of their names (ShardOf): every replica campaigns
+	// for every shard's Lease (LeaderElectionID-shard-I in
+	// LeaderElectionNamespace) and reconciles the namespaces of those it
+	// leads, at most its share (shards / live replicas) while the others
+	// are there; a shard whose replica is gone is taken over once its Lease
+	// expires. LeaderElection is then per shard, not for the whole.
+	Shards int
 	// NamespaceSelector, when set, limits the controller to the namespaces
 	// whose labels it matches: one shard of several.
 	NamespaceSelector labels.Selector
@@ -121,6 +131,13 @@ func (o *Options) defaults() {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
+	if o.Shards > 1 {
+		o.LeaderElection = false
+		o.LeaseDuration = cmp.Or(o.LeaseDuration, 15*time.Second)
+		o.RenewDeadline = cmp.Or(o.RenewDeadline, 10*time.Second)
+		o.RetryPeriod = cmp.Or(o.RetryPeriod, 2*time.Second)
+		o.LeaderElectionNamespace = cmp.Or(o.LeaderElectionNamespace, podNamespace())
+	}
 	if o.Fleet != nil {
 		f := *o.Fleet
 		f.Concurrency = cmp.Or(f.Concurrency, 8)
@@ -159,8 +176,20 @@ func Run(ctx context.Context, opts Options) error {
 		if err != nil {
 			return err
 		}
+		creds, err := credential.NewCache(opts.Config, cachedTarget(mgr.GetClient()))
+		if err != nil {
+			return err
+		}
 		r := &reconciler{client: mgr.GetClient(), reader: mgr.GetAPIReader(), minting: minting, store: store.Store, opts: opts,
-			selector: opts.NamespaceSelector, metrics: m, log: opts.Log}
+			selector: opts.NamespaceSelector, metrics: m, log: opts.Log, credentials: creds}
+		if opts.Shards > 1 {
+			if r.shards, err = newShards(mgr, opts); err != nil {
+				return err
+			}
+			if err := mgr.Add(r.shards); err != nil {
+				return err
+			}
+		}
 		if err := setup(mgr, r); err != nil {
 			return err
 		}
@@ -170,6 +199,7 @@ func Run(ctx context.Context, opts Options) error {
 			}
 		}
 		err = mgr.Start(ctx)
+		creds.Close()
 		switch {
 		case ctx.Err() != nil:
 			return nil
@@ -181,6 +211,14 @@ func Run(ctx context.Context, opts Options) error {
 		default:
 			return err
 		}
+	}
+}
+
+// cachedTarget reads a Target from the manager's cache, for the minter.
+func cachedTarget(c client.Reader) func(ctx context.Context, ns, name string) (*unstructured.Unstructured, error) {
+	return func(ctx context.Context, ns, name string) (*unstructured.Unstructured, error) {
+		u := newObject(api.KindTarget)
+		return u, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u)
 	}
 }
 
@@ -248,6 +286,10 @@ func setup(mgr ctrl.Manager, r *reconciler) error {
 		b = b.Watches(newObject(kind), handler.EnqueueRequestsFromMapFunc(r.namespaces), builder.WithPredicates(changed))
 	}
 	b = b.Watches(&corev1.Namespace{}, joined(), builder.WithPredicates(predicate.LabelChangedPredicate{}))
+	if r.shards != nil {
+		// The namespaces of a shard this replica came to lead.
+		b = b.WatchesRawSource(source.Channel(r.shards.enqueue, joined()))
+	}
 	return b.Complete(r)
 }
 

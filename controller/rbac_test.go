@@ -111,6 +111,9 @@ func assertEscalationsRefused(t *testing.T, as kubernetes.Interface) {
 	assert.True(t, apierrors.IsForbidden(err), "create token flux-system/kustomize-controller: %v", err)
 	for _, review := range []authorizationv1.ResourceAttributes{
 		{Verb: "list", Resource: "secrets"},
+		// The minter's informers watch Secrets per namespace it serves only.
+		{Verb: "watch", Resource: "secrets"},
+		{Verb: "watch", Resource: "secrets", Namespace: "kube-system"},
 		{Verb: "get", Resource: "secrets", Namespace: "flux-system"},
 		{Verb: "create", Resource: "serviceaccounts", Subresource: "token", Namespace: "flux-system"},
 		{Verb: "*", Group: "*", Resource: "*"},

@@ -34,6 +34,10 @@ type reconciler struct {
 	selector labels.Selector
 	metrics  *metrics
 	log      *slog.Logger
+	// credentials are the minter's informers, per namespace it mints in.
+	credentials *credential.Cache
+	// shards, with Options.Shards, say which namespaces this replica leads.
+	shards *shards
 }
 
 // Reconcile re-plans the namespace and publishes what changed. Unchanged
@@ -58,7 +62,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	opts := r.opts.Pipeline
-	opts.Objects, opts.Namespace, opts.RESTConfig = objs, ns, r.minting
+	opts.Objects, opts.Namespace, opts.RESTConfig, opts.CredentialCache = objs, ns, r.minting, r.credentials
 	if opts.Log == nil {
 		opts.Log = r.log
 	}
@@ -97,6 +101,9 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // inShard reports whether ns is this controller's: with a namespace
 // selector, the cache holds only the namespaces it selects.
 func (r *reconciler) inShard(ctx context.Context, ns string) (bool, error) {
+	if r.shards != nil && !r.shards.leads(ns) {
+		return false, nil
+	}
 	if r.selector == nil || r.selector.Empty() {
 		return true, nil
 	}

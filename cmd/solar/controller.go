@@ -20,6 +20,7 @@ type controllerFlags struct {
 	interval                     time.Duration
 	configNamespace              string
 	namespaceSelector            string
+	shards                       int
 	leaderElect                  bool
 	leaderElectionID, leaseNS    string
 	leaseDuration, renewDeadline time.Duration
@@ -36,6 +37,7 @@ func (f *controllerFlags) register(cmd *cobra.Command) {
 	fl.DurationVar(&f.interval, "interval", 10*time.Minute, "run every namespace again after this long (a token due for renewal runs sooner)")
 	fl.StringVar(&f.configNamespace, "pipeline-config-namespace", "solar-system", "the namespace whose PipelineConfig is read (agent API server URL, token TTL); one in any other namespace is not")
 	fl.StringVar(&f.namespaceSelector, "namespace-selector", "", "work only on the namespaces whose labels match (a shard: e.g. solar.opendefense.cloud/shard=a; another controller takes shard=b)")
+	fl.IntVar(&f.shards, "shards", 1, "split the namespaces into N shards by a hash of their names: every replica campaigns for every shard's Lease (ID-shard-I) and leads its share (N / live replicas); a crashed replica's shards are taken over once their Leases expire")
 	fl.BoolVar(&f.leaderElect, "leader-elect", true, "elect one leader among the replicas with a Lease; the others wait")
 	fl.StringVar(&f.leaderElectionID, "leader-election-id", "", "name of the Lease (default solar-controller, with a --namespace-selector its own per selector)")
 	fl.StringVar(&f.leaseNS, "leader-election-namespace", "", "namespace of the Lease (default: the Pod's own)")
@@ -55,9 +57,12 @@ func (f *controllerFlags) options() (controller.Options, error) {
 	o := controller.Options{Concurrent: f.concurrent, Interval: f.interval, ConfigNamespace: f.configNamespace,
 		LeaderElection: f.leaderElect, LeaderElectionID: f.leaderElectionID, LeaderElectionNamespace: f.leaseNS,
 		LeaseDuration: f.leaseDuration, RenewDeadline: f.renewDeadline, RetryPeriod: f.retryPeriod,
-		ShutdownTimeout: f.shutdownTimeout, RunTimeout: f.runTimeout, QPS: f.qps, Burst: f.burst, MetricsAddr: f.metricsAddr, ProbeAddr: f.probeAddr}
+		ShutdownTimeout: f.shutdownTimeout, RunTimeout: f.runTimeout, Shards: f.shards, QPS: f.qps, Burst: f.burst, MetricsAddr: f.metricsAddr, ProbeAddr: f.probeAddr}
 	if f.concurrent < 1 {
 		return o, fmt.Errorf("--concurrent must be at least 1")
+	}
+	if f.shards < 1 {
+		return o, fmt.Errorf("--shards must be at least 1")
 	}
 	if f.namespaceSelector != "" {
 		sel, err := labels.Parse(f.namespaceSelector)
@@ -87,7 +92,8 @@ func newControllerCmd(g *globals) *cobra.Command {
 		Short: "Publish from the objects in the SolAr API server, on every change",
 		Long:  controllerLong,
 		Example: `  solar controller --kubeconfig solar.yaml --registry registry.example.com/solar --leader-elect=false
-  solar controller --registry registry.example.com/solar --namespace-selector solar.opendefense.cloud/shard=a`,
+  solar controller --registry registry.example.com/solar --namespace-selector solar.opendefense.cloud/shard=a
+  solar controller --registry registry.example.com/solar --shards 3   # in each of 3 replicas`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts, err := cf.options()
@@ -190,8 +196,13 @@ token is rotated on time with no CI job running.
 
 Several replicas elect one leader with a Lease (--leader-elect); a large
 installation is split over controllers by --namespace-selector, one Lease per
-shard. Metrics: --metrics-addr /metrics; probes: --health-addr /healthz,
-/readyz. SIGTERM waits up to --shutdown-timeout for publishes in progress.
+shard, or over replicas by --shards N: each namespace belongs to one of N
+shards (a hash of its name), every replica campaigns for every shard's Lease
+and leads its share of them (N / live replicas, counted from each replica's
+own Lease), and a replica's shards are taken over when it is gone, once
+their Leases expire (--lease-duration). Metrics: --metrics-addr /metrics;
+probes: --health-addr /healthz, /readyz. SIGTERM waits up to
+--shutdown-timeout for publishes in progress.
 
 With --nats (or $NATS_URL) it is the fleet's pass too: it watches Devices,
 DeviceUpgrades and the devices' states in the bucket, and applies a

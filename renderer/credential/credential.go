@@ -47,6 +47,10 @@ type Options struct {
 	// ReadOnly (a dry run) writes nothing: a Target whose token is usable
 	// keeps it; one that would get a new token is Pending.
 	ReadOnly bool
+	// Cache, when set, is where a sync reads what it checks (the
+	// controller's): it writes only what changed, and an unchanged
+	// Target costs no request. Nil: the API server is read.
+	Cache *Cache
 }
 
 // Credential is a Target's agent credential. Only the condition fields are
@@ -228,13 +232,20 @@ func equalRules(a, b []rbacv1.PolicyRule) bool {
 
 // ensureReport creates the Target's empty TargetReport if it is missing.
 func (m *Minter) ensureReport(ctx context.Context, t *model.Target) error {
+	rd := m.reads()
+	if exists, err := rd.report(ctx, t.Namespace, t.Name); err != nil || exists {
+		return err
+	}
 	report := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": api.APIVersion, "kind": api.KindTargetReport,
 		"metadata": map[string]any{"name": t.Name, "namespace": t.Namespace},
 		"spec":     map[string]any{},
 	}}
-	_, err := m.dyn.Resource(kube.TargetReportGVR).Namespace(t.Namespace).Create(ctx, report, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
+	created, err := m.dyn.Resource(kube.TargetReportGVR).Namespace(t.Namespace).Create(ctx, report, metav1.CreateOptions{})
+	switch {
+	case err == nil:
+		rd.wrote(created)
+	case !apierrors.IsAlreadyExists(err):
 		return fmt.Errorf("creating TargetReport %s/%s: %w", t.Namespace, t.Name, err)
 	}
 	return nil
@@ -242,14 +253,14 @@ func (m *Minter) ensureReport(ctx context.Context, t *model.Target) error {
 
 // tokenSecrets lists the Target's token Secrets, newest expiry last.
 func (m *Minter) tokenSecrets(ctx context.Context, t *model.Target) ([]corev1.Secret, error) {
-	list, err := m.client.CoreV1().Secrets(t.Namespace).List(ctx, metav1.ListOptions{LabelSelector: api.LabelAgentTokenFor + "=" + t.Name})
+	items, err := m.reads().secrets(ctx, t.Namespace, t.Name)
 	if err != nil {
 		return nil, fmt.Errorf("listing the token Secrets of %s/%s: %w", t.Namespace, t.Name, err)
 	}
-	slices.SortFunc(list.Items, func(a, b corev1.Secret) int {
+	slices.SortFunc(items, func(a, b corev1.Secret) int {
 		return cmp.Or(expires(&a).Compare(expires(&b)), cmp.Compare(a.Name, b.Name))
 	})
-	return list.Items, nil
+	return items, nil
 }
 
 func expires(s *corev1.Secret) time.Time {
@@ -289,6 +300,7 @@ func (m *Minter) deleteSecret(ctx context.Context, s *corev1.Secret) error {
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting Secret %s/%s: %w", s.Namespace, s.Name, err)
 	}
+	m.reads().deleted(s)
 	return nil
 }
 
@@ -303,6 +315,7 @@ func (m *Minter) mint(ctx context.Context, t *model.Target) (*corev1.Secret, err
 	if err != nil {
 		return nil, fmt.Errorf("creating the token Secret: %w", err)
 	}
+	m.reads().wrote(secret)
 	seconds := int64(m.opts.TTL / time.Second)
 	tr, err := m.client.CoreV1().ServiceAccounts(t.Namespace).CreateToken(ctx, Name(t.Name), &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{
@@ -322,6 +335,7 @@ func (m *Minter) mint(ctx context.Context, t *model.Target) (*corev1.Secret, err
 		return nil, errors.Join(fmt.Errorf("storing the token in Secret %s/%s: %w", secret.Namespace, secret.Name, err),
 			m.deleteSecret(ctx, secret))
 	}
+	m.reads().wrote(updated)
 	return updated, nil
 }
 

@@ -13,6 +13,10 @@
 // solar.opendefense.cloud/agent-credential: revoked. Tokens never appear in
 // messages: only a short fingerprint does.
 //
+// A sync reads what it checks from the API server, or, with Options.Cache
+// (solar controller's), from informers per namespace it mints in, and
+// writes only what changed: an unchanged Target then costs no request.
+//
 //	m, err := credential.NewMinter(restConfig, credential.Options{APIServerURL: url, TTL: 24 * time.Hour})
 //	cred := m.Sync(ctx, target)
 //	fmt.Println(cred.Reason, cred.Message)

@@ -29,16 +29,32 @@ func (m *Minter) kubeconfig(t *model.Target, token string) ([]byte, error) {
 }
 
 // writeCondition sets AgentCredentialReady on the Target's status when the
-// Target exists in the API server, and only when it changed.
+// Target exists in the API server, and only when it changed. A Target read
+// from a Cache that is behind (the write conflicts) is read again from the
+// API server.
 func (m *Minter) writeCondition(ctx context.Context, t *model.Target, cred Credential) error {
-	targets := m.dyn.Resource(kube.TargetGVR).Namespace(t.Namespace)
-	obj, err := targets.Get(ctx, t.Name, metav1.GetOptions{})
+	obj, err := m.reads().target(ctx, t.Namespace, t.Name)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
+	err = m.updateCondition(ctx, obj.DeepCopy(), cred)
+	if apierrors.IsConflict(err) && m.opts.Cache != nil {
+		if obj, err = (apiReads{m}).target(ctx, t.Namespace, t.Name); apierrors.IsNotFound(err) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		err = m.updateCondition(ctx, obj, cred)
+	}
+	return err
+}
+
+// updateCondition writes obj's status with the credential's condition,
+// when it changes it.
+func (m *Minter) updateCondition(ctx context.Context, obj *unstructured.Unstructured, cred Credential) error {
 	var status struct {
 		Conditions []metav1.Condition `json:"conditions,omitempty"`
 	}
@@ -63,6 +79,6 @@ func (m *Minter) writeCondition(ctx context.Context, t *model.Target, cred Crede
 	if err := unstructured.SetNestedField(obj.Object, raw["conditions"], "status", "conditions"); err != nil {
 		return err
 	}
-	_, err = targets.UpdateStatus(ctx, obj, metav1.UpdateOptions{})
+	_, err = m.dyn.Resource(kube.TargetGVR).Namespace(obj.GetNamespace()).UpdateStatus(ctx, obj, metav1.UpdateOptions{})
 	return err
 }

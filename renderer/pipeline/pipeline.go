@@ -103,6 +103,9 @@ type CredentialOptions struct {
 	// RESTConfig, when set, is that API server's connection instead of a
 	// Kubeconfig file (the controller's own).
 	RESTConfig *rest.Config
+	// CredentialCache, when set, is where the minter reads what it checks
+	// (the controller's informers): an unchanged Target costs no request.
+	CredentialCache *credential.Cache
 	// WrapTransport, when set, wraps the HTTP transport of the connection
 	// read from Kubeconfig (solar --debug logs every request).
 	WrapTransport func(http.RoundTripper) http.RoundTripper
@@ -333,7 +336,7 @@ func newCredentials(set *model.Set, opts Options) (*credentials, error) {
 	c := &credentials{set: set, opts: opts, copts: copts}
 	if (opts.Kubeconfig != "" || opts.RESTConfig != nil) && !opts.NoCredentials {
 		// A dry run reads the credentials and writes nothing.
-		c.copts.ReadOnly = opts.DryRun
+		c.copts.ReadOnly, c.copts.Cache = opts.DryRun, opts.CredentialCache
 		cfg := opts.RESTConfig
 		if cfg == nil {
 			if cfg, err = clientcmd.BuildConfigFromFlags("", opts.Kubeconfig); err != nil {
