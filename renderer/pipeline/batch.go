@@ -26,6 +26,8 @@ type lazyPlan struct {
 	// selected are the Targets the options select, in the set's order
 	// (by namespace, then name).
 	selected []*model.Target
+	// all are the plan's Targets of the input by namespace (Plan.all).
+	all map[string][]load.ID
 	// withoutCredential counts, as Run goes, the Targets of its batches
 	// that get the agent and have no credential (Plan.WithoutCredential).
 	withoutCredential int
@@ -77,8 +79,14 @@ func (p *Plan) batch(ctx context.Context, targets []*model.Target) *Plan {
 		namespaces[t.Namespace] = true
 	}
 	b := &Plan{app: p.app, all: map[load.ID]bool{}, Targets: resolveTargets(p.lazy.resolver, targets)}
-	for id := range p.all {
-		if namespaces[id.Namespace] {
+	if p.lazy.all == nil {
+		p.lazy.all = map[string][]load.ID{}
+		for id := range p.all {
+			p.lazy.all[id.Namespace] = append(p.lazy.all[id.Namespace], id)
+		}
+	}
+	for ns := range namespaces {
+		for _, id := range p.lazy.all[ns] {
 			b.all[id] = true
 		}
 	}

@@ -232,19 +232,18 @@ func (l *Layout) Flush(ctx context.Context) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	known := map[string]bool{}
-	for _, name := range l.known {
-		known[name] = true
-	}
+	var added []string
 	for name, s := range l.repos {
 		if <-s.ready; s.dirty {
 			continue // not saved: kept for the run's own Save
 		}
-		if s.err == nil && len(s.tags) > 0 && !known[name] {
-			l.known = append(l.known, name)
+		if _, found := slices.BinarySearch(l.known, name); s.err == nil && len(s.tags) > 0 && !found {
+			added = append(added, name)
 		}
 		delete(l.repos, name)
 	}
+	l.known = append(l.known, added...)
+	slices.Sort(l.known) // Repositories searches it
 	return nil
 }
 
