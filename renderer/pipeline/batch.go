@@ -102,8 +102,8 @@ func (p *Plan) batch(ctx context.Context, targets []*model.Target) *Plan {
 // runBatches is Run of a batched plan: each batch resolved, published
 // (Run's order within it: release charts, bootstrap charts, orphans, the
 // namespaces' indexes), saved (a layout's store.Flusher) and let go before
-// the next. The report is the one
-// Run of the whole plan would give.
+// the next. The report is the one Run of the whole plan would give
+// (TestBatchedRunEqualsWhole).
 func runBatches(ctx context.Context, plan *Plan, st store.Store, opts Options, cache *publish.PackCache) (*Report, error) {
 	report := NewReport(plan)
 	report.DryRun = opts.DryRun

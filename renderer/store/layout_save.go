@@ -41,9 +41,10 @@ func compareBool(a, b bool) int {
 // new one, and so does a power loss: every new index is first written to a
 // temporary file, then the file system is synced once (the blobs, which oras
 // writes unsynced, and the temporary files), the files are renamed over the old
-// ones, and the file system is synced again. Two syncs for the whole run
-// instead of two per file: with 10,000 repositories, per-file syncs were most
-// of the time of a render (docs/benchmarks.md).
+// ones, and the file system is synced again. Two syncs for the whole run (for
+// each batch of a batched run, Flush) instead of two per file: with 10,000
+// repositories, per-file syncs were most of the time of a render
+// (docs/benchmarks.md).
 func (l *Layout) Save(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
