@@ -44,8 +44,14 @@ func (o Options) namespace() string {
 }
 
 // maxNodes bounds the YAML nodes one file may expand to, aliases included,
-// so that a small file of nested aliases cannot exhaust memory or time.
+// so that a small file of nested aliases cannot exhaust memory or time; a
+// larger file may hold one for every two of its bytes (budget), so that a
+// file of 100,000 Targets (21 MB, 2.2 million values) loads, and what it may
+// expand to still grows only with its size (--max-file-size).
 const maxNodes = 1 << 20
+
+// budget is how many values a file of size bytes may expand to.
+func budget(size int) int { return max(maxNodes, size/2) }
 
 // duplicates reports every object whose kind/namespace/name was seen before,
 // naming both places.
@@ -76,7 +82,7 @@ func Bytes(name string, data []byte, opts Options) ([]*Object, diag.List) {
 	)
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	// One budget for the whole file: many documents may not each expand.
-	c := &converter{file: name, budget: maxNodes}
+	c := &converter{file: name, budget: budget(len(data)), limit: budget(len(data))}
 	for {
 		var doc yaml.Node
 		err := dec.Decode(&doc)
@@ -104,6 +110,7 @@ const maxDepth = 1000
 type converter struct {
 	file     string
 	budget   int
+	limit    int // the file's budget, for the message
 	lines    map[string]pos
 	literals map[string]string
 	problems diag.List
@@ -198,7 +205,7 @@ func (c *converter) value(n *yaml.Node, path string) (any, bool) {
 	c.budget--
 	if c.budget < 0 {
 		if c.budget == -1 {
-			c.problems.Errorf(c.file, n.Line, path, "document expands to more than %d values (too many aliases?)", maxNodes)
+			c.problems.Errorf(c.file, n.Line, path, "document expands to more than %d values (too many aliases?)", c.limit)
 		}
 		return nil, false
 	}
