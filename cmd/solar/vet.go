@@ -17,7 +17,10 @@ func newVetCmd(g *globals) *cobra.Command {
   1. the CUE schemas of every kind (types, names, selectors, unknown fields),
   2. references between objects (a Profile naming a missing Release, a
      cross-namespace reference without a ReferenceGrant, ...),
-  3. the embedded CUE policies and those of every --policy directory.
+  3. the embedded CUE policies and those of every --policy directory,
+  4. what resolving each Target finds: a valuesTemplate that does not render,
+     a release's dependencies on a uniqueName the Target does not get (unknown,
+     or excluded, with the reason) and every dependency cycle.
 
 Every problem is reported at once, one line each: FILE:LINE: FIELD.PATH: message.
 Warnings do not change the exit code. Exit code 0: valid; 1: invalid.`,
