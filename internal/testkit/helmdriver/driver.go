@@ -46,7 +46,8 @@
 //     observed its generation before the source is looked at; until then
 //     Ready False, reason DependencyNotReady, looked at again after
 //     --requeue-dependency, not when a dependency changes (depends.go cites
-//     the lines);
+//     the lines; the trace "depends" holds what helm-controller v1.6.3 wrote
+//     for a dependency that is not there, and what it did once released);
 //   - the chart is the artifact source-controller serves for spec.chartRef
 //     (an OCIRepository), checked against the artifact's digest;
 //   - the Helm release [<targetNamespace>-]<name>, shortened to 53 characters

@@ -3,6 +3,7 @@ package helmdriver_test
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"strings"
 
 	"github.com/stretchr/testify/require"
@@ -38,7 +39,10 @@ type step struct {
 //     appends +<digest> to it, which a label may not hold, so every install
 //     fails until the retries are spent;
 //   - timeout: an upgrade whose pods fit no node never becomes ready within
-//     spec.timeout (15s here): rolled back, retried, stalled.
+//     spec.timeout (15s here): rolled back, retried, stalled;
+//   - depends: a HelmRelease whose spec.dependsOn names one that is not
+//     there waits (DependencyNotReady) and installs nothing; without the
+//     dependency, it installs.
 func scenarios() []scenario {
 	return []scenario{
 		{name: "lifecycle", steps: []step{
@@ -49,6 +53,14 @@ func scenarios() []scenario {
 		}},
 		{name: "label", steps: []step{
 			{"install", func(s *session) { s.apply("labelled", "0.1.0", nil, "") }, stalled},
+		}},
+		{name: "depends", steps: []step{
+			{"waits", func(s *session) {
+				s.applyWith("app", "0.1.0", nil, "", map[string]any{"dependsOn": []any{map[string]any{"name": "dep"}}})
+			}, reason("Ready", "False", "DependencyNotReady")},
+			{"released", func(s *session) {
+				s.patch(testenv.HelmReleaseGVR, map[string]any{"spec": map[string]any{"dependsOn": nil}})
+			}, readyAt("0.1.0", 2)},
 		}},
 		{name: "timeout", steps: []step{
 			{"install", func(s *session) { s.apply("app", "0.1.0", nil, "15s") }, readyAt("0.1.0", 1)},
@@ -62,6 +74,12 @@ func scenarios() []scenario {
 // apply creates the OCIRepository and the HelmRelease of the chart at
 // version, as Solar's release chart renders an application's pair.
 func (s *session) apply(name, version string, values map[string]any, timeout string) {
+	s.t.Helper()
+	s.applyWith(name, version, values, timeout, nil)
+}
+
+// applyWith is apply with more fields of the HelmRelease's spec.
+func (s *session) applyWith(name, version string, values map[string]any, timeout string, more map[string]any) {
 	s.t.Helper()
 	repo := map[string]any{
 		"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "OCIRepository",
@@ -82,6 +100,7 @@ func (s *session) apply(name, version string, values map[string]any, timeout str
 	if timeout != "" {
 		spec["timeout"] = timeout
 	}
+	maps.Copy(spec, more)
 	hr := map[string]any{
 		"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
 		"metadata": map[string]any{"name": "app", "namespace": s.ns},
@@ -146,6 +165,23 @@ func stalled(hr *unstructured.Unstructured) bool {
 }
 
 func gone(hr *unstructured.Unstructured) bool { return hr == nil }
+
+// reason: a condition of type t with status st and that reason about the
+// current generation.
+func reason(t, st, why string) func(*unstructured.Unstructured) bool {
+	return func(hr *unstructured.Unstructured) bool {
+		if hr == nil || !is(hr, t, st) {
+			return false
+		}
+		raw, _, _ := unstructured.NestedSlice(hr.Object, "status", "conditions")
+		for _, r := range raw {
+			if m, _ := r.(map[string]any); m["type"] == t {
+				return m["reason"] == why
+			}
+		}
+		return false
+	}
+}
 
 // is says whether hr has a condition of type t with status st about its
 // current generation.
