@@ -4,13 +4,10 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -64,45 +61,6 @@ func Root(t testing.TB) string {
 		dir = parent
 	}
 }
-
-// given are the ports FreePort returned in this process.
-var given = struct {
-	sync.Mutex
-	ports map[int]bool
-}{ports: map[int]bool{}}
-
-// FreePort returns a port nothing listens on now and that it has not
-// returned before: a port closed again goes back to the kernel, which may
-// hand it out twice (source-controller's artifact server and its health
-// probe once got the same one). It is picked at random below the kernel's
-// ephemeral range (/proc/sys/net/ipv4/ip_local_port_range, 32768 on
-// Linux): between FreePort and the server's bind, no outgoing connection of
-// another test process can take it as its source port (a NATS cluster of a
-// fresh-clone run once failed to form so, its route port taken).
-func FreePort(t testing.TB) int {
-	t.Helper()
-	given.Lock()
-	defer given.Unlock()
-	for range 10000 {
-		port := freeLow + rand.IntN(freeHigh-freeLow)
-		if given.ports[port] {
-			continue
-		}
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err != nil {
-			continue
-		}
-		l.Close()
-		given.ports[port] = true
-		return port
-	}
-	t.Fatalf("no free port in [%d, %d)", freeLow, freeHigh)
-	return 0
-}
-
-// The range FreePort picks from: below Linux's ephemeral ports, above the
-// ports services and developers commonly use.
-const freeLow, freeHigh = 20000, 32768
 
 // StartRegistry runs scripts/start-registry.sh and waits until the registry
 // answers. It fails the test, saying how to install them, when the registry
