@@ -33,12 +33,11 @@ func (v *Validator) evalPolicies(s *model.Set, valid []*load.Object, keys []key)
 	var problems diag.List
 	k, results, ok := v.cache.policyResults(keys)
 	if !ok {
-		input, err := policyInput(s, valid, len(v.policies) > 1)
-		if err != nil {
+		var err error
+		if results, err = v.evaluate(s, valid); err != nil {
 			problems.Errorf("", 0, "", "evaluating policies: %v", err)
 			return problems
 		}
-		results = v.policyResults(input)
 		v.cache.setPolicyResults(k, results)
 	}
 	for _, r := range results {
@@ -56,24 +55,45 @@ func (v *Validator) evalPolicies(s *model.Set, valid []*load.Object, keys []key)
 	return problems
 }
 
-// policyInput is what every policy sees as input: the valid objects by kind,
+// evaluate runs the policies on the valid objects: the embedded ones a part
+// of the input at a time (embeddedParts), a policy of the user's on the
+// whole.
+func (v *Validator) evaluate(s *model.Set, valid []*load.Object) ([]policyResult, error) {
+	bindings, err := s.Bindings()
+	if err != nil {
+		return nil, err
+	}
+	if len(v.policies) > 1 {
+		return v.policyResults(policyInput(s, valid, bindings)), nil
+	}
+	var agent []model.Binding
+	for _, b := range bindings {
+		if b.Release.Annotations[api.AnnotationTargetCredential] == "true" {
+			agent = append(agent, b)
+		}
+	}
+	var results []policyResult
+	for _, p := range embeddedParts(s, valid, agent) {
+		results = append(results, v.policyResults(policyInput(s, p.objects, p.bindings))...)
+	}
+	return results, nil
+}
+
+// policyInput is what every policy sees as input: the objects by kind,
 // namespace and name, the PipelineConfig and the bindings. The embedded
 // policies read only the bindings of agent Releases and the objects of
-// embeddedKinds: without policies of the user's (all false), the input holds
-// only those. CUE's encoding of the 50,000 bindings of 10,000 Targets was
-// 177 MB, half the peak heap of a cold render; that of the 100,000 Targets
-// of 100,000, 0.5 GB of the 1.2 GB live heap of a vet.
-func policyInput(s *model.Set, valid []*load.Object, all bool) (map[string]any, error) {
+// embeddedKinds, and are given only those. CUE's encoding of the 50,000
+// bindings of 10,000 Targets was 177 MB, half the peak heap of a cold
+// render; that of the 100,000 Targets of 100,000, 0.5 GB of the 1.2 GB live
+// heap of a vet.
+func policyInput(s *model.Set, objs []*load.Object, bs []model.Binding) map[string]any {
 	objects := map[string]map[string]map[string]any{}
 	// Every kind is present in input.objects, so policies may range over
 	// any kind without checking that it exists.
 	for _, k := range api.Kinds {
 		objects[k] = map[string]map[string]any{}
 	}
-	for _, o := range valid {
-		if !all && !slices.Contains(embeddedKinds, o.Kind) {
-			continue
-		}
+	for _, o := range objs {
 		if objects[o.Kind][o.Namespace] == nil {
 			objects[o.Kind][o.Namespace] = map[string]any{}
 		}
@@ -95,22 +115,15 @@ func policyInput(s *model.Set, valid []*load.Object, all bool) (map[string]any, 
 		Release ref `json:"release"`
 		Via     ref `json:"via"`
 	}
-	bs, err := s.Bindings()
-	if err != nil {
-		return nil, err
-	}
-	bindings := []binding{}
+	bindings := make([]binding, 0, len(bs))
 	for _, b := range bs {
-		if !all && b.Release.Annotations[api.AnnotationTargetCredential] != "true" {
-			continue
-		}
 		bindings = append(bindings, binding{
 			Target:  ref{Namespace: b.Target.Namespace, Name: b.Target.Name},
 			Release: ref{Namespace: b.Release.Namespace, Name: b.Release.Name},
 			Via:     ref{Kind: b.Via.Kind, Namespace: b.Via.Namespace, Name: b.Via.Name},
 		})
 	}
-	return map[string]any{"objects": objects, "config": config, "bindings": bindings}, nil
+	return map[string]any{"objects": objects, "config": config, "bindings": bindings}
 }
 
 // embeddedKinds are the kinds of input.objects the embedded policies read
