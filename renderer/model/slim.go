@@ -8,14 +8,23 @@ import (
 	"github.com/solar-pipeline/solar/renderer/load"
 )
 
+// Slimmer slims the Targets of one run (Slim); objects that hold the same
+// references share their slimmed Fields.
+type Slimmer struct {
+	kept map[string]map[string]any
+}
+
 // Slim decodes the loaded object o into its typed form, for NewSetOf, and
 // then keeps of its Fields only what the rest of a run reads there: its
-// apiVersion, kind, name and namespace and its references (References).
-// Its positions stay. A run of 100,000 Targets holds each as read only
-// until it is checked: the typed form is a fraction of the maps (see
-// docs/benchmarks.md). Only Targets are slimmed (the bulk of an input;
-// other kinds' Fields are read later); other kinds return nil.
-func Slim(o *load.Object) (any, error) {
+// references (References, for the reference checks and a scoped run's
+// closure). Its positions stay. A run of 100,000 Targets holds each as read
+// only until it is checked: the typed form is a fraction of the maps (see
+// docs/benchmarks.md). Targets naming the same references (a namespace's
+// usually name one Registry) share one map of them: nothing changes Fields
+// after loading. Only Targets are slimmed (the bulk of an input; other
+// kinds' Fields are read later); other kinds return nil. Slim is not safe
+// for concurrent use.
+func (sl *Slimmer) Slim(o *load.Object) (any, error) {
 	if o.Kind != api.KindTarget {
 		return nil, nil
 	}
@@ -23,8 +32,7 @@ func Slim(o *load.Object) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	kept := map[string]any{"apiVersion": o.Fields["apiVersion"], "kind": o.Fields["kind"],
-		"metadata": map[string]any{"name": o.Name, "namespace": o.Namespace}}
+	kept := map[string]any{}
 	for _, r := range References {
 		if r.From != o.Kind {
 			continue
@@ -32,6 +40,18 @@ func Slim(o *load.Object) (any, error) {
 		if v, ok := field(o.Fields, r.Field); ok {
 			setField(kept, r.Field, v)
 		}
+	}
+	key, err := json.Marshal(kept)
+	if err != nil {
+		return nil, err
+	}
+	if sl.kept == nil {
+		sl.kept = map[string]map[string]any{}
+	}
+	if shared, ok := sl.kept[string(key)]; ok {
+		kept = shared
+	} else {
+		sl.kept[string(key)] = kept
 	}
 	o.Fields = kept
 	return t, nil

@@ -49,6 +49,7 @@ type Validator struct {
 	// step's results and the slimmed objects' typed forms.
 	checked map[*load.Object]checked
 	decoded map[*load.Object]any
+	slimmer *model.Slimmer
 }
 
 // policy is one compiled policy directory.
@@ -128,7 +129,7 @@ func (v *Validator) Validate(objs []*load.Object) (*model.Set, diag.List) {
 
 // Check runs the schema step of Validate on objs, a part of the input as it
 // is read (load.Options.Each), and keeps what it found for Finish. A Target
-// that passed without a problem is decoded and slimmed (model.Slim) unless
+// that passed without a problem is decoded and slimmed (model.Slimmer) unless
 // a policy of the user's sees the whole input: only its typed form and its
 // positions stay in memory.
 func (v *Validator) Check(objs []*load.Object) {
@@ -141,7 +142,7 @@ func (v *Validator) Check(objs []*load.Object) {
 // Validate are the caller's, and stay as they are.
 func (v *Validator) keep(objs []*load.Object, slim bool) {
 	if v.checked == nil {
-		v.checked, v.decoded = map[*load.Object]checked{}, map[*load.Object]any{}
+		v.checked, v.decoded, v.slimmer = map[*load.Object]checked{}, map[*load.Object]any{}, &model.Slimmer{}
 	}
 	for i, c := range v.check(objs) {
 		o := objs[i]
@@ -149,7 +150,7 @@ func (v *Validator) keep(objs []*load.Object, slim bool) {
 		if !slim || len(c.problems) > 0 {
 			continue
 		}
-		if typed, err := model.Slim(o); err == nil && typed != nil {
+		if typed, err := v.slimmer.Slim(o); err == nil && typed != nil {
 			v.decoded[o] = typed
 		}
 	}
@@ -169,7 +170,7 @@ func (v *Validator) Finish(objs []*load.Object) (*model.Set, diag.List) {
 		v.keep(unchecked, false)
 	}
 	decoded := v.decoded
-	defer func() { v.checked, v.decoded = nil, nil }()
+	defer func() { v.checked, v.decoded, v.slimmer = nil, nil, nil }()
 	var (
 		problems diag.List
 		valid    []*load.Object
