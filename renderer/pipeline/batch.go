@@ -116,6 +116,9 @@ func runBatches(ctx context.Context, plan *Plan, st store.Store, opts Options, c
 		return report, err
 	}
 	total, done := len(plan.lazy.selected), 0
+	// Each Target's report once, not the copies a growing slice leaves
+	// behind (80 MB at 100,000 Targets).
+	report.Targets = make([]TargetReport, 0, total)
 	for _, targets := range plan.lazy.batches() {
 		b := plan.batch(ctx, targets)
 		bopts := opts
