@@ -210,7 +210,7 @@ func (c *converter) value(n *yaml.Node, path string) (any, bool) {
 		return nil, false
 	}
 	if _, seen := c.lines[path]; !seen {
-		c.lines[path] = pos{n.Line, n.Column}
+		c.lines[path] = pos{int32(n.Line), int32(n.Column)}
 	}
 	c.depth++
 	defer func() { c.depth-- }()
@@ -254,7 +254,7 @@ func (c *converter) value(n *yaml.Node, path string) (any, bool) {
 			}
 			keyLines[k.Value] = k.Line
 			fp := Key(path, k.Value)
-			c.lines[fp] = pos{k.Line, k.Column}
+			c.lines[fp] = pos{int32(k.Line), int32(k.Column)}
 			fv, fok := c.value(v, fp)
 			ok = ok && fok
 			m[k.Value] = fv

@@ -33,8 +33,9 @@ type Object struct {
 	literals map[string]string
 }
 
-// pos is a 1-based line and column.
-type pos struct{ line, col int }
+// pos is a 1-based line and column (int32: 100,000 Targets hold about
+// 1.5 million of them).
+type pos struct{ line, col int32 }
 
 // fieldPos is where the field at path is written.
 type fieldPos struct {
@@ -86,7 +87,7 @@ func (o *Object) LineOf(path string) int {
 func (o *Object) PosOf(path string) (line, col int) {
 	for path != "" {
 		if i, ok := slices.BinarySearchFunc(o.lines, path, func(f fieldPos, path string) int { return strings.Compare(f.path, path) }); ok {
-			return o.lines[i].line, o.lines[i].col
+			return int(o.lines[i].line), int(o.lines[i].col)
 		}
 		path = trimLast(path)
 	}
