@@ -27,6 +27,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "solar: a second signal: exiting now")
 		os.Exit(128 + int(s.(syscall.Signal)))
 	}()
+	containerMemoryLimit(os.Getenv, cgroupLimits)
 	stop, err := startProfiles()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "solar: starting a profile:", err)
