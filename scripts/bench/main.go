@@ -51,15 +51,16 @@ func main() {
 	auth := flag.Bool("auth", true, "the registry asks for basic auth (htpasswd, bcrypt), as the tests' does; false: none, to see the cost of auth")
 	signed := flag.Bool("sign", false, "also render and publish with --signing-key (an Ed25519 key made for the run), beside the unsigned runs")
 	diffTargets := flag.Int("diff", 0, "instead of the steps: solar diff of this many Targets after a values change every Target gets, beside render --dry-run of the same change")
+	memLimit := flag.String("memlimit", "", "also run each no-op render and publish with GOMEMLIMIT set to this (850MiB, say), as a row of its own")
 	registryBins := flag.String("registry-bin", "registry", "comma-separated registry binaries (Distribution's lineage, run by scripts/start-registry.sh with the same config) to publish to, each in turn; the first also serves the helm baseline")
 	flag.Parse()
-	if err := run(*solar, *sizes, *per, *helmTargets, *diffTargets, *skip, *auth, *signed, strings.Split(*registryBins, ",")); err != nil {
+	if err := run(*solar, *sizes, *per, *helmTargets, *diffTargets, *skip, *memLimit, *auth, *signed, strings.Split(*registryBins, ",")); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(solar, sizes string, per, helmTargets, diffTargets int, skip string, auth, signed bool, bins []string) error {
+func run(solar, sizes string, per, helmTargets, diffTargets int, skip, memLimit string, auth, signed bool, bins []string) error {
 	work, err := os.MkdirTemp("", "solar-bench-")
 	if err != nil {
 		return err
@@ -67,7 +68,7 @@ func run(solar, sizes string, per, helmTargets, diffTargets int, skip string, au
 	// Deleted at the end only: ext4 allocates inodes slowly for a while after
 	// many were freed, which would slow the next step.
 	defer os.RemoveAll(work)
-	b := &bench{solar: solar, work: work, skip: skip}
+	b := &bench{solar: solar, work: work, skip: skip, memLimit: memLimit}
 	if signed {
 		if b.key, err = writeKey(work); err != nil {
 			return err
@@ -113,6 +114,10 @@ func run(solar, sizes string, per, helmTargets, diffTargets int, skip string, au
 
 type bench struct {
 	solar, work, skip string
+	// memLimit, when set, is a GOMEMLIMIT the no-op rows are run again with.
+	memLimit string
+	// env is added to solar's environment for a row.
+	env []string
 	// key is the signing key's file with -sign.
 	key string
 	// regs are the registries publish measures, each behind its proxy; the
@@ -160,6 +165,7 @@ func (b *bench) size(n, per int) error {
 		render := []string{"render", "--no-credentials", "--cache-dir", filepath.Join(dir, "cache-render"), "--out", out}
 		b.row(n, b.regs[0], "render", "cold", append(render, tree)...)
 		b.row(n, b.regs[0], "render", "no-op", append(render, tree)...)
+		b.limited(n, b.regs[0], "render", "no-op", append(render, tree)...)
 		if !strings.Contains(b.skip, "full") {
 			b.row(n, b.regs[0], "render", "no-op, --full (every repository asked)", append(render, "--full", tree)...)
 		}
@@ -186,6 +192,7 @@ func (b *bench) size(n, per int) error {
 			}
 			b.row(n, reg, "publish", "cold"+label, append(publish, trees[i])...)
 			b.row(n, reg, "publish", "no-op"+label, append(publish, trees[i])...)
+			b.limited(n, reg, "publish", "no-op"+label, append(publish, trees[i])...)
 			if !strings.Contains(b.skip, "full") {
 				// The protocol before the namespace index: every
 				// repository asked (its tags, its latest manifest).
@@ -218,12 +225,23 @@ func (b *bench) size(n, per int) error {
 // The summary line of render and publish; a count of one is singular.
 var summary = regexp.MustCompile(`(\d+) Targets?: (\d+) charts? created, (\d+) updated, (\d+) unchanged`)
 
+// limited is row again with GOMEMLIMIT=memLimit, when one is set.
+func (b *bench) limited(n int, reg *registry, step, what string, args ...string) {
+	if b.memLimit == "" {
+		return
+	}
+	b.env = []string{"GOMEMLIMIT=" + b.memLimit}
+	defer func() { b.env = nil }()
+	b.row(n, reg, step, what+", GOMEMLIMIT="+b.memLimit, args...)
+}
+
 // row runs solar once against reg, prints its line of the table and
 // returns its wall time.
 func (b *bench) row(n int, reg *registry, step, what string, args ...string) time.Duration {
 	reg.proxy.Take()
 	cpu0 := reg.cpu()
 	cmd := exec.Command(b.solar, args...)
+	cmd.Env = append(os.Environ(), b.env...)
 	cmd.Stdin = strings.NewReader(reg.password + "\n")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
