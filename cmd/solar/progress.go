@@ -30,7 +30,7 @@ type meter struct {
 func (g *globals) progress() func(done, total int, t pipeline.TargetReport) {
 	step := g.meter("Target")
 	return func(done, total int, t pipeline.TargetReport) {
-		if g.verbose && !isTerminal(g.stderr) {
+		if g.verbose && !isTerminal(g.stderr) && t.Name != "" {
 			fmt.Fprintf(g.stderr, "[%d/%d] %s/%s %s %s\n", done, total, t.Namespace, t.Name, t.Version, would(g.dryRun, t.Action))
 		}
 		step(done, total)

@@ -168,3 +168,48 @@ spec:
 	require.NoError(t, err)
 	require.Empty(t, repos, "nothing published")
 }
+
+// TestBatchedProgressEndsAtItsTotal: a batched run's progress counts the
+// Targets it publishes; Targets whose resolution fails leave its total as
+// their batch resolves (as a run of the whole counts only the valid ones),
+// so the last step reads done == total.
+func TestBatchedProgressEndsAtItsTotal(t *testing.T) {
+	defer func(n int) { batchTargets = n }(batchTargets)
+	batchTargets = 2
+	gen := t.TempDir()
+	cmd := exec.Command("go", "run", "./scripts/genobjects", "-targets", "6", "-per", "3", "-out", gen)
+	cmd.Dir = testenv.Root(t)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	// Every Target of ns-0001 that gets release-0 fails to resolve: it
+	// depends on a release no Target has.
+	file := filepath.Join(gen, "ns-0001.yaml")
+	data, err := os.ReadFile(file)
+	require.NoError(t, err)
+	broken := strings.Replace(string(data), "  uniqueName: app-0\n", "  uniqueName: app-0\n  dependencies: [{uniqueName: nope}]\n", 1)
+	require.NotEqual(t, string(data), broken)
+	require.NoError(t, os.WriteFile(file, []byte(broken), 0o644))
+
+	ctx := context.Background()
+	var steps [][2]int
+	opts := Options{LoadOptions: LoadOptions{Paths: []string{gen}},
+		CredentialOptions: CredentialOptions{NoCredentials: true},
+		ResolveOptions:    ResolveOptions{Batch: true},
+		PublishOptions:    PublishOptions{Concurrency: 1},
+		Progress:          func(done, total int, _ TargetReport) { steps = append(steps, [2]int{done, total}) }}
+	plan, err := NewPlan(ctx, opts)
+	require.NoError(t, err)
+	l, err := store.OpenLayout(ctx, t.TempDir(), store.LayoutOptions{})
+	require.NoError(t, err)
+	defer l.Close()
+	report, err := Run(ctx, plan, l, opts)
+	require.NoError(t, err)
+	require.True(t, report.Problems.HasErrors(), "ns-0001's Targets fail")
+	require.NotEmpty(t, steps)
+	require.Less(t, len(report.Targets), 6)
+	last := steps[len(steps)-1]
+	require.Equal(t, [2]int{len(report.Targets), len(report.Targets)}, last, "the last step: every published Target of the total (steps %v)", steps)
+	for _, s := range steps {
+		require.LessOrEqual(t, s[0], s[1], "steps %v", steps)
+	}
+}

@@ -35,7 +35,8 @@ type Options struct {
 	// DryRun reads the credentials and the store and writes neither.
 	DryRun bool
 	// Progress, when set, is called after each Target's bootstrap chart, one
-	// call at a time.
+	// call at a time; a batched run also calls it with an empty TargetReport
+	// when only the total changed (a batch none of whose Targets resolved).
 	Progress func(done, total int, t TargetReport)
 	// Log gets what the stages say; nil: slog's default.
 	Log *slog.Logger
