@@ -2,12 +2,15 @@ package validate
 
 import (
 	"fmt"
+	"io/fs"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/solar-pipeline/solar/policies"
 	"github.com/solar-pipeline/solar/renderer/load"
 )
 
@@ -47,8 +50,21 @@ func TestEmbeddedPolicyPartsFindWhatTheWholeFinds(t *testing.T) {
 		return out
 	}
 	whole := vetWith(1 << 30)
-	for _, want := range []string{"agent-token-ttl", "flux-timeout", "registry-allowlist", "insecure-registry",
-		"Targets plant-1, plant-2 in namespace beta all get agent credentials"} {
+	// Every rule of the embedded policies fires here: a new rule must be
+	// made to, and so shows whether it holds a namespace at a time.
+	files, err := fs.Glob(policies.FS, "*.cue")
+	require.NoError(t, err)
+	rule := regexp.MustCompile(`(?m)^\s*(?:deny|warn): "([^"]+)"`)
+	var rules []string
+	for _, f := range files {
+		b, err := fs.ReadFile(policies.FS, f)
+		require.NoError(t, err)
+		for _, m := range rule.FindAllStringSubmatch(string(b), -1) {
+			rules = append(rules, "(policy "+m[1]+")")
+		}
+	}
+	require.NotEmpty(t, rules)
+	for _, want := range append(rules, "Targets plant-1, plant-2 in namespace beta all get agent credentials") {
 		assert.Contains(t, strings.Join(whole, "\n"), want)
 	}
 	assert.Equal(t, whole, vetWith(1), "a namespace at a time")
