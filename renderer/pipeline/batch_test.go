@@ -30,11 +30,7 @@ func TestBatchedRunEqualsWhole(t *testing.T) {
 	defer func(n int) { batchTargets = n }(batchTargets)
 	batchTargets = 7
 	root := testenv.Root(t)
-	gen := t.TempDir()
-	cmd := exec.Command("go", "run", "./scripts/genobjects", "-targets", "30", "-per", "4", "-out", gen)
-	cmd.Dir = root
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	gen := generated(t, 30, 4)
 	examples := t.TempDir()
 	require.NoError(t, os.CopyFS(examples, os.DirFS(filepath.Join(root, "examples"))))
 	rollout := `apiVersion: solar.opendefense.cloud/v1alpha1
@@ -138,11 +134,7 @@ func files(t *testing.T, dir string) map[string]string {
 func TestBatchedRunRefusesBeforePublishing(t *testing.T) {
 	defer func(n int) { batchTargets = n }(batchTargets)
 	batchTargets = 1
-	dir := t.TempDir()
-	cmd := exec.Command("go", "run", "./scripts/genobjects", "-targets", "12", "-per", "4", "-out", dir)
-	cmd.Dir = testenv.Root(t)
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	dir := generated(t, 12, 4)
 	rollout := `apiVersion: solar.opendefense.cloud/v1alpha1
 kind: Rollout
 metadata: {name: prod, namespace: ns-0002}
@@ -176,11 +168,7 @@ spec:
 func TestBatchedProgressEndsAtItsTotal(t *testing.T) {
 	defer func(n int) { batchTargets = n }(batchTargets)
 	batchTargets = 2
-	gen := t.TempDir()
-	cmd := exec.Command("go", "run", "./scripts/genobjects", "-targets", "6", "-per", "3", "-out", gen)
-	cmd.Dir = testenv.Root(t)
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	gen := generated(t, 6, 3)
 	// Every Target of ns-0001 that gets release-0 fails to resolve: it
 	// depends on a release no Target has.
 	file := filepath.Join(gen, "ns-0001.yaml")
@@ -212,4 +200,16 @@ func TestBatchedProgressEndsAtItsTotal(t *testing.T) {
 	for _, s := range steps {
 		require.LessOrEqual(t, s[0], s[1], "steps %v", steps)
 	}
+}
+
+// generated is a directory of scripts/genobjects' input: targets Targets,
+// per in each namespace.
+func generated(t *testing.T, targets, per int) string {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := exec.Command("go", "run", "./scripts/genobjects", "-targets", fmt.Sprint(targets), "-per", fmt.Sprint(per), "-out", dir)
+	cmd.Dir = testenv.Root(t)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return dir
 }
