@@ -17,9 +17,10 @@ import (
 // trips than the whole input did; a batch's jobs hold their rendered charts
 // until it is published (about 35 KB a bootstrap chart) and its
 // resolutions until it is done (about 70 KB a Target with 5 releases), so
-// it is not larger: at 1,000 Targets a batch was 140 MB of a no-op's 640 MB
-// live heap.
-var batchTargets = 250
+// it is not larger. Nor smaller: a publish settles its tags once a batch
+// (half a second, a few times), so at 250 a 1 % change of 100,000 Targets
+// took 950 s, mostly waiting (docs/benchmarks.md, run P).
+var batchTargets = 1000
 
 // lazyPlan is a plan whose Targets Run resolves a batch at a time.
 type lazyPlan struct {
