@@ -127,18 +127,19 @@ func runBatches(ctx context.Context, plan *Plan, st store.Store, opts Options, c
 		// Only Targets that resolved are published and counted: the total
 		// loses the others as their batch resolves, as a run of the whole
 		// counts only the valid ones.
-		total -= len(targets) - len(b.valid())
+		valid := len(b.valid())
+		total -= len(targets) - valid
 		bopts := opts
 		if opts.Progress != nil {
 			before := done
 			bopts.Progress = func(n, _ int, t TargetReport) { opts.Progress(before+n, total, t) }
-			if len(b.valid()) == 0 {
+			if valid == 0 {
 				opts.Progress(done, total, TargetReport{}) // the total alone changed
 			}
 		}
 		r, err := run(ctx, b, st, bopts, cache)
 		plan.lazy.withoutCredential += b.WithoutCredential()
-		done += len(b.valid())
+		done += valid
 		report.Problems = append(report.Problems, r.Problems...)
 		for _, t := range r.Targets {
 			report.Targets = append(report.Targets, t.reported())
