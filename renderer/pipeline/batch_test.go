@@ -203,11 +203,12 @@ func TestBatchedProgressEndsAtItsTotal(t *testing.T) {
 }
 
 // generated is a directory of scripts/genobjects' input: targets Targets,
-// per in each namespace.
-func generated(t *testing.T, targets, per int) string {
+// per in each namespace, with genobjects' other flags (-change 1, say).
+func generated(t *testing.T, targets, per int, flags ...string) string {
 	t.Helper()
 	dir := t.TempDir()
-	cmd := exec.Command("go", "run", "./scripts/genobjects", "-targets", fmt.Sprint(targets), "-per", fmt.Sprint(per), "-out", dir)
+	args := append([]string{"run", "./scripts/genobjects", "-targets", fmt.Sprint(targets), "-per", fmt.Sprint(per), "-out", dir}, flags...)
+	cmd := exec.Command("go", args...)
 	cmd.Dir = testenv.Root(t)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)

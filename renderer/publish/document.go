@@ -14,6 +14,7 @@ import (
 	"oras.land/oras-go/v2/content"
 
 	"github.com/solar-pipeline/solar/internal/killpoint"
+	"github.com/solar-pipeline/solar/internal/settle"
 	"github.com/solar-pipeline/solar/renderer/store"
 )
 
@@ -124,10 +125,8 @@ func UpdateDocument(ctx context.Context, st store.Store, name string, change fun
 			return body, err
 		}
 		killpoint.Here("document-written")
-		select {
-		case <-time.After(opts.Settle):
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		if err := settle.Wait(ctx, opts.Settle); err != nil {
+			return nil, err
 		}
 		held, err := holds(ctx, repo, version, manifest)
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/solar-pipeline/solar/api"
 	"github.com/solar-pipeline/solar/internal/killpoint"
+	"github.com/solar-pipeline/solar/internal/settle"
 	"github.com/solar-pipeline/solar/renderer/sign"
 	"github.com/solar-pipeline/solar/renderer/store"
 )
@@ -67,10 +68,8 @@ func UpdateIndex(ctx context.Context, st store.Store, ns string, change func(*In
 			return err
 		}
 		killpoint.Here("index-written")
-		select {
-		case <-time.After(opts.Settle):
-		case <-ctx.Done():
-			return ctx.Err()
+		if err := settle.Wait(ctx, opts.Settle); err != nil {
+			return err
 		}
 		held, err := holds(ctx, repo, written.Version, written.manifest)
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/solar-pipeline/solar/internal/settle"
 	"github.com/solar-pipeline/solar/renderer/sign"
 	"github.com/solar-pipeline/solar/renderer/store"
 )
@@ -306,10 +307,8 @@ func (p *publisher) confirm(ctx context.Context, pending []int, results []Result
 	if len(pushed) == 0 {
 		return nil, nil
 	}
-	select {
-	case <-time.After(p.opts.Settle):
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if err := settle.Wait(ctx, p.opts.Settle); err != nil {
+		return nil, err
 	}
 	lost := make([]bool, len(pushed))
 	err := p.each(ctx, len(pushed), func(ctx context.Context, k int) error {

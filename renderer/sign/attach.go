@@ -12,6 +12,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/solar-pipeline/solar/api"
+	"github.com/solar-pipeline/solar/internal/settle"
 	"golang.org/x/sync/errgroup"
 	"oras.land/oras-go/v2"
 	"oras.land/oras-go/v2/content"
@@ -138,10 +139,8 @@ func Confirm(ctx context.Context, ws []*Written) error {
 		if len(open) == 0 {
 			return nil
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(settle * time.Duration(1+try%3)):
+		if err := settle.Wait(ctx, settleTime*time.Duration(1+try%3)); err != nil {
+			return err
 		}
 		g, gctx := errgroup.WithContext(ctx)
 		g.SetLimit(8)
@@ -231,9 +230,9 @@ func carryOne(ctx context.Context, src, dst Target, s Subject, r ocispec.Descrip
 	return w, w.push(ctx)
 }
 
-// settle is longer than a writer's read, change and write of a referrers
+// settleTime is longer than a writer's read, change and write of a referrers
 // index on a registry close by.
-var settle = 100 * time.Millisecond
+var settleTime = 100 * time.Millisecond
 
 // attached says whether desc is among subject's referrers in t.
 func attached(ctx context.Context, t Target, subject, desc ocispec.Descriptor) (bool, error) {
