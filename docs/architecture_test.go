@@ -89,7 +89,7 @@ func TestArchitecture(t *testing.T) {
 	}
 	// The version protocol knows no chart, chain or resolution.
 	for _, d := range pkgs["renderer/publish"].deps {
-		assert.Contains(t, []string{"api", "internal/cachefile", "internal/capool", "internal/killpoint", "renderer/sign", "renderer/store"}, d,
+		assert.Contains(t, []string{"api", "internal/cachefile", "internal/capool", "internal/killpoint", "internal/settle", "renderer/sign", "renderer/store"}, d,
 			"renderer/publish links %s: publish knows no chart, chain, resolution or pipeline", d)
 	}
 	// The verbs beside the line read back what it published: they link
@@ -115,7 +115,7 @@ func TestArchitecture(t *testing.T) {
 	// The store knows no protocol: nothing of renderer/ but the signatures
 	// it keeps beside the versions.
 	for _, d := range pkgs["renderer/store"].deps {
-		assert.Contains(t, []string{"api", "internal/capool", "internal/killpoint", "renderer/sign"}, d,
+		assert.Contains(t, []string{"api", "internal/capool", "internal/killpoint", "internal/settle", "renderer/sign"}, d,
 			"renderer/store links %s: the store knows no publish protocol, chart, chain, resolution or pipeline", d)
 	}
 	// The device side links nothing of the pipeline, the controller or the callout.
