@@ -252,7 +252,7 @@ func (s *batchRun) batch(ctx context.Context, targets []*model.Target) batchResu
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.plan.lazy.withoutCredential += b.WithoutCredential()
-	s.done += valid - counted // those a rollout held: not published, done
+	s.done += valid - counted // a valid Target not reported (held back) is done too
 	s.failed = s.failed || err != nil
 	return batchResult{report: r, err: err}
 }
