@@ -21,7 +21,7 @@ func WhileWaiting(ctx context.Context, waiting func()) context.Context {
 
 // Wait waits d, or until ctx is done (then its error).
 func Wait(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
+	if d <= 0 || ctx.Err() != nil {
 		return ctx.Err()
 	}
 	if waiting, ok := ctx.Value(waitingKey{}).(func()); ok {

@@ -171,7 +171,7 @@ type batchRun struct {
 	// mu guards the rest: the progress, done of total, where total loses
 	// the Targets that fail to resolve as their batch resolves (a run of
 	// the whole counts only the valid ones); failed, set by a batch that
-	// failed, begins no more.
+	// failed (or the context's end), begins no more.
 	mu          sync.Mutex
 	done, total int
 	failed      bool
@@ -195,7 +195,7 @@ func (s *batchRun) run(ctx context.Context, batches [][]*model.Target, inFlight 
 		slots := make(chan struct{}, inFlight)
 		for k, targets := range batches {
 			slots <- struct{}{}
-			if s.stopped() {
+			if s.stopped() || ctx.Err() != nil {
 				<-slots
 				results[k] <- batchResult{report: &Report{}}
 				continue
@@ -252,7 +252,14 @@ func (s *batchRun) batch(ctx context.Context, targets []*model.Target) batchResu
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.plan.lazy.withoutCredential += b.WithoutCredential()
-	s.done += valid - counted // a valid Target not reported (held back) is done too
+	if held := valid - counted; held > 0 {
+		// Valid Targets a Rollout held back are done too: said now, as
+		// other batches may have said their last step already.
+		s.done += held
+		if s.opts.Progress != nil {
+			s.opts.Progress(s.done, s.total, TargetReport{})
+		}
+	}
 	s.failed = s.failed || err != nil
 	return batchResult{report: r, err: err}
 }

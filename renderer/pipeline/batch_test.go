@@ -202,6 +202,56 @@ func TestBatchedProgressEndsAtItsTotal(t *testing.T) {
 	}
 }
 
+// TestBatchedProgressCountsHeldTargets: Targets a Rollout holds back are
+// not published, yet done: when the last batch holds some, the last step
+// still reads done == total.
+func TestBatchedProgressCountsHeldTargets(t *testing.T) {
+	defer func(n int) { batchTargets = n }(batchTargets)
+	batchTargets = 3
+	gen := generated(t, 6, 3)
+	rollout := `apiVersion: solar.opendefense.cloud/v1alpha1
+kind: Rollout
+metadata: {name: prod, namespace: ns-0001}
+spec:
+  selector: {matchLabels: {env: prod}}
+  waves: [{name: canary, count: 1}, {name: rest}]
+`
+	require.NoError(t, os.WriteFile(filepath.Join(gen, "rollout.yaml"), []byte(rollout), 0o644))
+	out := t.TempDir()
+	var steps [][2]int
+	run := func() *Report {
+		ctx := context.Background()
+		steps = nil
+		opts := Options{LoadOptions: LoadOptions{Paths: []string{gen}},
+			CredentialOptions: CredentialOptions{NoCredentials: true},
+			ResolveOptions:    ResolveOptions{Batch: true},
+			PublishOptions:    PublishOptions{Concurrency: 1, Now: time.Date(2026, 12, 7, 8, 0, 0, 0, time.UTC)},
+			Progress:          func(done, total int, _ TargetReport) { steps = append(steps, [2]int{done, total}) }}
+		plan, err := NewPlan(ctx, opts)
+		require.NoError(t, err)
+		require.False(t, plan.Problems.HasErrors(), "%v", plan.Problems)
+		l, err := store.OpenLayout(ctx, out, store.LayoutOptions{})
+		require.NoError(t, err)
+		defer l.Close()
+		report, err := Run(ctx, plan, l, opts)
+		require.NoError(t, err)
+		require.NoError(t, l.Save(ctx))
+		return report
+	}
+	run()
+	// A change to every Target of ns-0001: the canary is admitted, the
+	// rest held.
+	file := filepath.Join(gen, "ns-0001.yaml")
+	data, err := os.ReadFile(file)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(file, []byte(strings.ReplaceAll(string(data), "userdata: {site: s", "userdata: {site: t")), 0o644))
+	report := run()
+	held := slices.DeleteFunc(slices.Clone(report.Targets), func(r TargetReport) bool { return r.Action != Held })
+	require.NotEmpty(t, held, "the Rollout held some of ns-0001's Targets back")
+	require.NotEmpty(t, steps)
+	require.Equal(t, [2]int{6, 6}, steps[len(steps)-1], "the last step: every Target of the total (steps %v)", steps)
+}
+
 // generated is a directory of scripts/genobjects' input: targets Targets,
 // per in each namespace, with genobjects' other flags (-change 1, say).
 func generated(t *testing.T, targets, per int, flags ...string) string {

@@ -88,9 +88,10 @@ type ResolveOptions struct {
 	// Batch makes NewPlan leave the Targets unresolved and Run resolve,
 	// render and publish them whole namespaces at a time, up to
 	// BatchTargets Targets (a larger namespace alone), and let each batch
-	// go before the next: a run holds the resolutions, charts and publish
-	// state of one batch, not of the whole input. The outputs are the
-	// same.
+	// go when it is done: a run holds the resolutions, charts and publish
+	// state of one batch (publishing to a registry, of up to 4: the next
+	// begins while one waits its settles), not of the whole input. The
+	// outputs are the same.
 	Batch bool
 }
 
