@@ -147,11 +147,23 @@ func Run[T any](t testing.TB, b *Browser, a chromedp.Action[T]) T {
 // Screenshot keeps what the whole page looks like now as name.png (name-2.png
 // and so on if the test took one by that name before) in Artifacts, and
 // returns its path.
+//
+// A page the tab is still laying out (a navigation's new document, on a
+// busy machine) has no size yet: Chromium refuses to take it ("Cannot take
+// screenshot with 0 width"), so it is asked again until the timeout.
 func (b *Browser) Screenshot(t testing.TB, name string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(b.tab, b.Timeout)
 	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	var png []byte
+	var err error
+	for {
+		png, err = chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		if err == nil || !strings.Contains(err.Error(), "0 width") || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	require.NoError(t, err, "screenshot %s", name)
 	path := b.nextPath(name)
 	require.NoError(t, os.WriteFile(path, png, 0o644))
