@@ -33,14 +33,7 @@ func TestBatchedRunEqualsWhole(t *testing.T) {
 	gen := generated(t, 30, 4)
 	examples := t.TempDir()
 	require.NoError(t, os.CopyFS(examples, os.DirFS(filepath.Join(root, "examples"))))
-	rollout := `apiVersion: solar.opendefense.cloud/v1alpha1
-kind: Rollout
-metadata: {name: prod, namespace: alpha}
-spec:
-  selector: {matchLabels: {env: prod}}
-  waves: [{name: all}]
-`
-	require.NoError(t, os.WriteFile(filepath.Join(examples, "rollout.yaml"), []byte(rollout), 0o644))
+	writeRollout(t, examples, "alpha", `[{name: all}]`)
 
 	for name, tc := range map[string]struct {
 		dir  string
@@ -135,14 +128,7 @@ func TestBatchedRunRefusesBeforePublishing(t *testing.T) {
 	defer func(n int) { batchTargets = n }(batchTargets)
 	batchTargets = 1
 	dir := generated(t, 12, 4)
-	rollout := `apiVersion: solar.opendefense.cloud/v1alpha1
-kind: Rollout
-metadata: {name: prod, namespace: ns-0002}
-spec:
-  selector: {matchLabels: {env: prod}}
-  waves: [{name: all}]
-`
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "rollout.yaml"), []byte(rollout), 0o644))
+	writeRollout(t, dir, "ns-0002", `[{name: all}]`)
 	ctx := context.Background()
 	sel, err := labels.Parse("group=g0")
 	require.NoError(t, err)
@@ -209,14 +195,7 @@ func TestBatchedProgressCountsHeldTargets(t *testing.T) {
 	defer func(n int) { batchTargets = n }(batchTargets)
 	batchTargets = 3
 	gen := generated(t, 6, 3)
-	rollout := `apiVersion: solar.opendefense.cloud/v1alpha1
-kind: Rollout
-metadata: {name: prod, namespace: ns-0001}
-spec:
-  selector: {matchLabels: {env: prod}}
-  waves: [{name: canary, count: 1}, {name: rest}]
-`
-	require.NoError(t, os.WriteFile(filepath.Join(gen, "rollout.yaml"), []byte(rollout), 0o644))
+	writeRollout(t, gen, "ns-0001", `[{name: canary, count: 1}, {name: rest}]`)
 	out := t.TempDir()
 	var steps [][2]int
 	run := func() *Report {
@@ -250,6 +229,19 @@ spec:
 	require.NotEmpty(t, held, "the Rollout held some of ns-0001's Targets back")
 	require.NotEmpty(t, steps)
 	require.Equal(t, [2]int{6, 6}, steps[len(steps)-1], "the last step: every Target of the total (steps %v)", steps)
+}
+
+// writeRollout writes into dir a Rollout "prod" of namespace ns over its
+// env=prod Targets, with waves (YAML flow style).
+func writeRollout(t *testing.T, dir, ns, waves string) {
+	t.Helper()
+	rollout := `apiVersion: solar.opendefense.cloud/v1alpha1
+kind: Rollout
+metadata: {name: prod, namespace: ` + ns + `}
+spec:
+  selector: {matchLabels: {env: prod}}
+  waves: ` + waves + "\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "rollout.yaml"), []byte(rollout), 0o644))
 }
 
 // generated is a directory of scripts/genobjects' input: targets Targets,
