@@ -2,6 +2,7 @@ package load
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,9 +26,9 @@ type Object struct {
 	Fields map[string]any
 
 	// lines: where each field (its path built by Key and Index) is
-	// written: its key's position, or for a list element, the element's;
-	// sorted by path (positions).
-	lines []fieldPos
+	// written: its key's position, or for a list element, the element's
+	// (positions).
+	lines fieldLines
 	// literals: field path -> the text of a number that reads as another
 	// number than written (1.10 reads as 1.1); see Literal.
 	literals map[string]string
@@ -37,23 +38,67 @@ type Object struct {
 // 1.5 million of them).
 type pos struct{ line, col int32 }
 
+// fieldLines are where an object's fields are written. A small object's
+// are paths, its fields' paths in order joined by NUL and interned (objects
+// of one shape, 100,000 Targets, share one string; a path of Key and Index
+// never holds a NUL), and at, the position of each: found by a scan. A
+// large object's (many, a long values tree) are its own list, sorted by
+// path, found by a binary search: a scan would make its problems' lines
+// cost the square of its size.
+type fieldLines struct {
+	paths unique.Handle[string]
+	at    []pos
+	large []fieldPos
+}
+
 // fieldPos is where the field at path is written.
 type fieldPos struct {
 	path string
 	pos
 }
 
-// positions are the positions of fields, sorted by path, each path
-// interned: objects of one kind share their paths, and 100,000 Targets
-// would otherwise hold 100,000 copies of each (a slice, not a map: a
-// fraction of the memory).
-func positions(lines map[string]pos) []fieldPos {
-	out := make([]fieldPos, 0, len(lines))
-	for path, p := range lines {
-		out = append(out, fieldPos{path: unique.Make(path).Value(), pos: p})
+// scanned is the most fields an object's fieldLines scans.
+const scanned = 64
+
+// positions are the positions of fields as fieldLines: 100,000 Targets
+// held a path and a position per field each, 45 MB.
+func positions(lines map[string]pos) fieldLines {
+	paths := slices.Sorted(maps.Keys(lines))
+	if len(paths) > scanned {
+		large := make([]fieldPos, len(paths))
+		for i, p := range paths {
+			large[i] = fieldPos{path: unique.Make(p).Value(), pos: lines[p]}
+		}
+		return fieldLines{large: large}
 	}
-	slices.SortFunc(out, func(a, b fieldPos) int { return strings.Compare(a.path, b.path) })
-	return out
+	at := make([]pos, len(paths))
+	for i, p := range paths {
+		at[i] = lines[p]
+	}
+	return fieldLines{paths: unique.Make(strings.Join(paths, "\x00")), at: at}
+}
+
+// find is the position of the field at path.
+func (f fieldLines) find(path string) (pos, bool) {
+	if f.large != nil {
+		i, ok := slices.BinarySearchFunc(f.large, path, func(f fieldPos, path string) int { return strings.Compare(f.path, path) })
+		if !ok {
+			return pos{}, false
+		}
+		return f.large[i].pos, true
+	}
+	if len(f.at) == 0 {
+		return pos{}, false
+	}
+	rest := f.paths.Value()
+	for i := range f.at {
+		p, after, _ := strings.Cut(rest, "\x00")
+		if p == path {
+			return f.at[i], true
+		}
+		rest = after
+	}
+	return pos{}, false
 }
 
 // ID is the identity of an object: two objects with the same ID are duplicates.
@@ -86,8 +131,8 @@ func (o *Object) LineOf(path string) int {
 // the column is 0 when it falls back to the object itself.
 func (o *Object) PosOf(path string) (line, col int) {
 	for path != "" {
-		if i, ok := slices.BinarySearchFunc(o.lines, path, func(f fieldPos, path string) int { return strings.Compare(f.path, path) }); ok {
-			return int(o.lines[i].line), int(o.lines[i].col)
+		if p, ok := o.lines.find(path); ok {
+			return int(p.line), int(p.col)
 		}
 		path = trimLast(path)
 	}

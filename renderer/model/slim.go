@@ -9,9 +9,11 @@ import (
 )
 
 // Slimmer slims the Targets of one run (Slim); objects that hold the same
-// references share their slimmed Fields.
+// references share their slimmed Fields, and Targets with the same labels
+// one map of them.
 type Slimmer struct {
-	kept map[string]map[string]any
+	kept   map[string]map[string]any
+	labels map[string]map[string]string
 }
 
 // Slim decodes the loaded object o into its typed form, for NewSetOf, and
@@ -32,6 +34,7 @@ func (sl *Slimmer) Slim(o *load.Object) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	t.Labels = sl.shared(t.Labels)
 	kept := map[string]any{}
 	for _, r := range References {
 		if r.From != o.Kind {
@@ -55,6 +58,28 @@ func (sl *Slimmer) Slim(o *load.Object) (any, error) {
 	}
 	o.Fields = kept
 	return t, nil
+}
+
+// shared is labels, or the equal map an earlier Target of the run holds:
+// the Targets of a fleet mostly repeat a few sets of labels, and a map
+// costs about 300 bytes (30 MB at 100,000 Targets). Nothing changes a
+// Target's labels after loading.
+func (sl *Slimmer) shared(labels map[string]string) map[string]string {
+	if len(labels) == 0 {
+		return labels
+	}
+	key, err := json.Marshal(labels) // sorted keys
+	if err != nil {
+		return labels
+	}
+	if sl.labels == nil {
+		sl.labels = map[string]map[string]string{}
+	}
+	if same, ok := sl.labels[string(key)]; ok {
+		return same
+	}
+	sl.labels[string(key)] = labels
+	return labels
 }
 
 // decode is o's typed form.

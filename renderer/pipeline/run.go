@@ -76,11 +76,11 @@ func run(ctx context.Context, plan *Plan, st store.Store, opts Options, cache *p
 
 	// Then the bootstrap charts, which name the release charts' versions.
 	jobs, releases := bootstrapJobs(targets, repos, func(repo string) *publish.Result { return &released[index[repo]] }, opts)
-	done := 0
+	done, shared := 0, releaseReports{}
 	if opts.Progress != nil {
 		popts.Done = func(i int, r publish.Result) {
 			done++
-			opts.Progress(done, len(targets), targetReport(targets[i], r, releases[i]))
+			opts.Progress(done, len(targets), targetReport(targets[i], r, releases[i], shared))
 		}
 	}
 	absent(popts.Absent, jobs, listed, ix)
@@ -92,7 +92,7 @@ func run(ctx context.Context, plan *Plan, st store.Store, opts Options, cache *p
 	boot, err := gate.publish(ctx, st, popts)
 	for i, t := range targets {
 		if boot[i].Action != "" {
-			report.Targets = append(report.Targets, gate.report(i, targetReport(t, boot[i], releases[i])))
+			report.Targets = append(report.Targets, gate.report(i, targetReport(t, boot[i], releases[i], shared)))
 		}
 	}
 	if err != nil {

@@ -31,7 +31,7 @@ type ImageSource interface {
 // decides the version and writes nothing. A version another writer takes
 // meanwhile fails with ErrImmutable: run it again.
 func PublishImage(ctx context.Context, src ImageSource, root ocispec.Descriptor, dst store.Store, repository string, opts Options) (Result, error) {
-	r := Result{Repository: repository, Digest: root.Digest.String(), manifest: root}
+	r := Result{Repository: repository, Digest: root.Digest.String(), built: &built{manifest: root}}
 	repo, err := dst.Repository(ctx, repository)
 	if err != nil {
 		return r, fmt.Errorf("opening %s: %w", repository, store.Explain(err))

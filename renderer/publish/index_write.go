@@ -181,7 +181,7 @@ func IndexEntries(results []Result) map[string]Entry {
 		if r.Action == "" || r.indexed || r.Digest == "" {
 			continue
 		}
-		out[r.Repository] = Entry{Version: r.Version, Digest: r.Digest, Size: r.manifest.Size, Layers: r.layers, Signature: r.Signature}
+		out[r.Repository] = Entry{Version: r.Version, Digest: r.Digest, Size: r.manifest().Size, Layers: r.layers(), Signature: r.Signature}
 	}
 	return out
 }
@@ -200,8 +200,8 @@ func (p *publisher) fromIndex(job Job, key string) (r Result, ok bool) {
 	if err != nil || !slices.Equal(packed, e.Layers) {
 		return r, false
 	}
-	r = Result{Repository: job.Repository, Version: e.Version, Digest: e.Digest, Action: Unchanged, indexed: true, layers: packed,
-		manifest: ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.Digest(e.Digest), Size: e.Size}}
+	r = Result{Repository: job.Repository, Version: e.Version, Digest: e.Digest, Action: Unchanged, indexed: true,
+		built: &built{manifest: ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.Digest(e.Digest), Size: e.Size}, layers: packed}}
 	if p.opts.SigningKey != nil {
 		// Only this key's signature of this repository and version: one
 		// of an older solar, which did not name them, is made anew.

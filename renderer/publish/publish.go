@@ -108,10 +108,10 @@ type Result struct {
 	// (packed at that version, so only the content differs), when
 	// Options.Compare asked for them and the content changed.
 	Old, New []Blob `json:"-"`
-	// manifest is the version's manifest: what a signature signs; layers
-	// the digests of its layers.
-	manifest ocispec.Descriptor
-	layers   []string
+	// built is what only the run that published it reads: the version's
+	// manifest and its layers' digests (a pointer: a report of 100,000
+	// Targets keeps the rest of 100,000 results).
+	built *built
 	// indexed: the namespace's index gave it (Options.Index).
 	indexed bool
 }
@@ -121,8 +121,31 @@ type Result struct {
 // only the run that published it reads (the manifest and layer digests that
 // the namespace indexes are written from).
 func (r Result) Reported() Result {
-	r.manifest, r.layers = ocispec.Descriptor{}, nil
+	r.built = nil
 	return r
+}
+
+// built is a version's manifest, what a signature signs, and the digests
+// of its layers, which the namespace indexes are written from.
+type built struct {
+	manifest ocispec.Descriptor
+	layers   []string
+}
+
+// manifest is the version's manifest (zero when not kept).
+func (r Result) manifest() ocispec.Descriptor {
+	if r.built == nil {
+		return ocispec.Descriptor{}
+	}
+	return r.built.manifest
+}
+
+// layers are the digests of the version's layers (nil when not kept).
+func (r Result) layers() []string {
+	if r.built == nil {
+		return nil
+	}
+	return r.built.layers
 }
 
 func (r Result) Previous() string {
@@ -292,7 +315,7 @@ func toConfirm(ctx context.Context, t sign.Target, ws ...*sign.Written) []*sign.
 // subject is what a signature of r signs: its manifest, as its repository
 // and version.
 func (r *Result) subject() sign.Subject {
-	return sign.Subject{Repository: r.Repository, Version: r.Version, Manifest: r.manifest}
+	return sign.Subject{Repository: r.Repository, Version: r.Version, Manifest: r.manifest()}
 }
 
 // confirm waits Settle and returns the jobs of pending whose pushed tag

@@ -57,7 +57,7 @@ func PushLayout(ctx context.Context, l store.Source, dst store.Store, opts Optio
 		if r.Action != Unchanged {
 			// The tag was free when planned: another writer who took it
 			// since, with other content, fails the push (ErrImmutable).
-			if _, err := Put(ctx, src, r.manifest, target, r.Version); err != nil {
+			if _, err := Put(ctx, src, r.manifest(), target, r.Version); err != nil {
 				return results, fmt.Errorf("%s:%s: %w", r.Repository, r.Version, err)
 			}
 		}
@@ -149,7 +149,7 @@ func planPush(ctx context.Context, l store.Source, dst store.Store, last func(st
 		if err != nil {
 			return nil, err
 		}
-		r.Digest, r.manifest = desc.Digest.String(), desc
+		r.Digest, r.built = desc.Digest.String(), &built{manifest: desc}
 		switch {
 		case theirs != nil && theirs.Equal(mine):
 			got, err := target.Resolve(ctx, mine.Original())

@@ -112,7 +112,7 @@ func (p *publisher) pack(ctx context.Context, job Job, key string, d decision, r
 	if err != nil {
 		return nil, ocispec.Descriptor{}, fail("packing", job, err)
 	}
-	r.Version, r.Digest, r.Action, r.manifest, r.layers = d.version, manifest.Digest.String(), Create, manifest, digests(art.Layers)
+	r.Version, r.Digest, r.Action, r.built = d.version, manifest.Digest.String(), Create, &built{manifest, digests(art.Layers)}
 	if d.updated {
 		r.Action = Update
 	}
@@ -141,7 +141,7 @@ func (p *publisher) compare(ctx context.Context, repo store.Repository, job Job,
 		return false, store.IsNotFound(err), fmt.Errorf("reading version %s of %s: %w", latest, job.Repository, store.Explain(err))
 	}
 	if slices.Equal(layers, packed) {
-		r.Version, r.Digest, r.Action, r.manifest, r.layers = latest, desc.Digest.String(), Unchanged, desc, packed
+		r.Version, r.Digest, r.Action, r.built = latest, desc.Digest.String(), Unchanged, &built{desc, packed}
 		return true, false, nil
 	}
 	if p.opts.Compare {

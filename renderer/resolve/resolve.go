@@ -284,7 +284,7 @@ func pullSecrets(s *model.Set, out *Resolution, render *model.Registry, site sit
 // selected resolves a bound release's chart source and uniqueName.
 func selected(s *model.Set, b model.Binding) (*Selected, error) {
 	r := b.Release
-	sel := &Selected{Release: r, Via: b.Via, UniqueName: cmp.Or(r.Spec.UniqueName, r.Name)}
+	sel := &Selected{Release: r, Via: *b.Via, UniqueName: cmp.Or(r.Spec.UniqueName, r.Name)}
 	if c := r.Spec.Chart; c != nil {
 		sel.Chart = Chart{Repository: c.Repository, Tag: c.Tag, Digest: c.Digest, Insecure: plainHTTP(s, c.Repository)}
 		return sel, nil

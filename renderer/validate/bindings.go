@@ -25,7 +25,7 @@ func unbound(s *model.Set, invalid map[load.ID]*load.Object, strict bool) diag.L
 	}
 	u := &unbinder{s: s, strict: strict, profiles: bindable(s), bound: map[*model.Target]bool{}, matched: map[load.ID]bool{}}
 	for _, b := range bindings {
-		u.bound[b.Target], u.matched[b.Via] = true, true
+		u.bound[b.Target], u.matched[*b.Via] = true, true
 	}
 	invalidKinds := map[string]bool{}
 	for id := range invalid {
