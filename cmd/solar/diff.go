@@ -102,7 +102,7 @@ func newDiffCmd(g *globals) *cobra.Command {
 			}
 			switch {
 			case d.Problems.HasErrors():
-				return credentialHint(plan, f, exitError{code: 1})
+				return credentialHint(plan.WithoutCredential(), f, exitError{code: 1})
 			case exitCode && d.Changed():
 				return exitError{code: 2}
 			}

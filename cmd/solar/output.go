@@ -50,7 +50,7 @@ func (g *globals) finish(report *pipeline.Report, registry string, err error) er
 // newTable is a table writer in the columns every table of solar has:
 // aligned, two spaces apart, as kubectl's.
 func newTable(w io.Writer) *tabwriter.Writer {
-	return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	return tabwriter.NewWriter(w, 0, 4, tablePadding, ' ', 0)
 }
 
 // header writes a table's header line, unless --no-headers.

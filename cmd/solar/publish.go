@@ -53,7 +53,9 @@ func newPublishCmd(g *globals) *cobra.Command {
 				return g.finish(pipeline.NewReport(plan), rf.registry, err)
 			}
 			report, err := pipeline.Run(cmd.Context(), plan, store.Store, opts)
-			err = credentialHint(plan, f, g.finish(report, rf.registry, err))
+			// The plan (the whole input) is let go before the report prints.
+			without := plan.WithoutCredential()
+			err = credentialHint(without, f, g.finish(report, rf.registry, err))
 			if err == nil && exitCode && report.Changed() {
 				return exitError{code: 2}
 			}

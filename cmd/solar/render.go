@@ -65,7 +65,9 @@ func newRenderCmd(g *globals) *cobra.Command {
 			if serr := store.Save(cmd.Context()); err == nil {
 				err = serr
 			}
-			return credentialHint(plan, f, g.finish(report, rf.registry, err))
+			// The plan (the whole input) is let go before the report prints.
+			without := plan.WithoutCredential()
+			return credentialHint(without, f, g.finish(report, rf.registry, err))
 		},
 	}
 	f.register(cmd)
@@ -82,13 +84,10 @@ func newRenderCmd(g *globals) *cobra.Command {
 // credentialHint names the flags that answer a run which failed (exit 1)
 // because Targets that get the agent have no credential: neither
 // --kubeconfig (nor $KUBECONFIG) nor --no-credentials was given.
-func credentialHint(plan *pipeline.Plan, f planFlags, err error) error {
+// n is how many Targets that (plan.WithoutCredential).
+func credentialHint(n int, f planFlags, err error) error {
 	var exit exitError
-	if !errors.As(err, &exit) || exit.code != 1 || plan == nil || f.kubeconfig != "" || f.noCredentials {
-		return err
-	}
-	n := plan.WithoutCredential()
-	if n == 0 {
+	if !errors.As(err, &exit) || exit.code != 1 || n == 0 || f.kubeconfig != "" || f.noCredentials {
 		return err
 	}
 	get := "get"

@@ -29,18 +29,16 @@ func (g *globals) printReport(r *pipeline.Report, table int) error {
 	if g.output == "name" {
 		g.printReportNames(out, r, table)
 	} else if slices.ContainsFunc(r.Targets, g.shown) {
-		w := newTable(out)
-		if table == credentialsTable {
-			g.header(w, "TARGET\tSTATUS\tREASON\tMESSAGE")
-			for _, t := range r.Targets {
-				fmt.Fprintf(w, "%s/%s\t%s\t%s\t%s\n", t.Namespace, t.Name, t.Credential.Status, t.Credential.Reason, t.Credential.Message)
+		streamTable(out, func(w io.Writer) {
+			if table == credentialsTable {
+				g.header(w, "TARGET\tSTATUS\tREASON\tMESSAGE")
+				for _, t := range r.Targets {
+					fmt.Fprintf(w, "%s/%s\t%s\t%s\t%s\n", t.Namespace, t.Name, t.Credential.Status, t.Credential.Reason, t.Credential.Message)
+				}
+			} else {
+				g.printCharts(w, r)
 			}
-		} else {
-			g.printCharts(w, r)
-		}
-		if err := w.Flush(); err != nil {
-			return err
-		}
+		})
 	}
 	if g.output != "name" {
 		g.printOrphans(out, r)
