@@ -33,7 +33,7 @@ func (g *globals) printReport(r *pipeline.Report, table int) error {
 			if table == credentialsTable {
 				g.header(w, "TARGET\tSTATUS\tREASON\tMESSAGE")
 				for _, t := range r.Targets {
-					fmt.Fprintf(w, "%s/%s\t%s\t%s\t%s\n", t.Namespace, t.Name, t.Credential.Status, t.Credential.Reason, t.Credential.Message)
+					fmt.Fprintf(w, "%s/%s\t%s\t%s\t%s\n", t.Namespace, t.Name, t.Credential.Status, t.Credential.Reason, messageCell(t.Credential.Message))
 				}
 			} else {
 				g.printCharts(w, r)
@@ -93,7 +93,8 @@ func (g *globals) printCharts(w io.Writer, r *pipeline.Report) {
 		}
 		chart(t.Namespace+"/"+t.Name, "-", boot)
 		if c := t.Credential; c != nil {
-			note("  credential", c.Reason, c.Message)
+			// The API server's errors may span lines (errors.Join).
+			note("  credential", c.Reason, messageCell(c.Message))
 		}
 		for _, rel := range t.Releases {
 			if !g.changedOnly || changed(*rel.Result) {
@@ -177,6 +178,16 @@ func (g *globals) hiddenUnchanged(r *pipeline.Report, table int) int {
 // a new signature.
 func changed(r publish.Result) bool {
 	return r.Action != publish.Unchanged || r.SignatureAction == publish.Create
+}
+
+// messageCell is a message (a credential's: the API server's errors, which
+// may span lines) as a table's cell: printable, so it stays on its row;
+// an empty one empty.
+func messageCell(s string) string {
+	if s == "" {
+		return s
+	}
+	return printable(s)
 }
 
 // dash is s, or "-" for an empty cell.
