@@ -228,7 +228,10 @@ func TestShardsGoToAReplicaThatJoins(t *testing.T) {
 		h := holders()
 		return len(h) == 3 && h[maxKey(h)] == 1
 	}, 2*time.Minute, 100*time.Millisecond, "each of three replicas leads one shard: %v", holders())
-	assert.Contains(t, joined.log.String(), "leading shard")
+	// Said after the Lease is written (client-go calls OnStartedLeading
+	// once it holds it), and read through the replica's pipe: waited for.
+	assert.Eventually(t, func() bool { return strings.Contains(joined.log.String(), "leading shard") },
+		30*time.Second, 100*time.Millisecond, "the joined replica says it leads a shard")
 	e.waitAllReady(t, time.Minute)
 }
 
