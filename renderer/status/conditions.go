@@ -38,6 +38,26 @@ func waiting(r targetreport.Release) bool {
 	return false
 }
 
+// sourcePending says whether the release waits for a source that is not
+// ready yet and not failing: helm-controller keeps the HelmRelease
+// Ready=False with the reason SourceNotReady (beside Reconciling=True) and
+// looks again, while the OCIRepository it names has no Ready condition yet
+// or an Unknown one (source-controller has not fetched it yet: moments
+// after a publish). A source that failed (Ready=False) is a failure.
+func sourcePending(r targetreport.Release) bool {
+	for _, c := range r.SourceConditions {
+		if c.Type == "Ready" && c.Status == metav1.ConditionFalse {
+			return false
+		}
+	}
+	for _, c := range r.HelmConditions {
+		if c.Type == "Ready" && c.Status == metav1.ConditionFalse && c.Reason == "SourceNotReady" {
+			return true
+		}
+	}
+	return false
+}
+
 // failing says why a release is not Ready: the message of the first Ready
 // condition that is not True, the HelmRelease's first. helm-controller
 // summarizes Ready from its last action, so after a rollback or an uninstall

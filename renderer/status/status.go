@@ -275,6 +275,8 @@ func compareRelease(rs *Release, r targetreport.Release) (state, why string) {
 	switch {
 	case r.Phase == targetreport.Degraded && waiting(r):
 		return Progressing, "waiting for its dependencies: " + rs.Message
+	case r.Phase == targetreport.Degraded && sourcePending(r):
+		return Progressing, "waiting for its source: " + rs.Message
 	case r.Phase == targetreport.Degraded && retrying(r):
 		return Progressing, "retrying: " + rs.Message
 	case r.Phase == targetreport.Failed || r.Phase == targetreport.Degraded:

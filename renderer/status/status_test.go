@@ -62,6 +62,20 @@ func TestCompare(t *testing.T) {
 	assert.Equal(t, 2, ExitCode([]Target{st}))
 	assert.Equal(t, "apps/web: waiting for its dependencies: dependency 'flux-system/edge-1-crds' is not ready", st.Message)
 
+	// A release whose source is not fetched yet (no Ready condition, moments
+	// after a publish) is on its way; one whose source failed is not.
+	pending := rel("web", "0.0.3", "Degraded", "")
+	pending.HelmConditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionFalse, Reason: "SourceNotReady",
+		Message: "OCIRepository edge-1-web: no Ready condition yet"}}
+	st = Target{Namespace: "apps", Releases: desired()}
+	compare(&st, report(time.Minute, pending, rel("ops/mon", "0.0.1", "Ready", "")), Options{MaxAge: DefaultMaxAge, Now: now})
+	assert.Equal(t, Progressing, st.State, st.Message)
+	assert.Equal(t, "apps/web: waiting for its source: OCIRepository edge-1-web: no Ready condition yet", st.Message)
+	pending.SourceConditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionFalse, Reason: "OCIArtifactPullFailed", Message: "unauthorized"}}
+	st = Target{Namespace: "apps", Releases: desired()}
+	compare(&st, report(time.Minute, pending, rel("ops/mon", "0.0.1", "Ready", "")), Options{MaxAge: DefaultMaxAge, Now: now})
+	assert.Equal(t, Failed, st.State, "a source that failed: %s", st.Message)
+
 	st = Target{Namespace: "apps", Releases: desired()}
 	compare(&st, report(time.Minute, rel("web", "0.0.3", "Failed", "Failed to install after 4 attempt(s)")), Options{MaxAge: DefaultMaxAge, Now: now})
 	assert.Equal(t, "Failed to install after 4 attempt(s)", st.Releases[0].Message, "the failing condition's message")
