@@ -90,7 +90,13 @@ func (g *globals) printData(v any) error {
 		_, err = g.stdout.Write(b)
 		return err
 	}
-	enc := json.NewEncoder(g.stdout)
+	return writeJSON(g.stdout, v)
+}
+
+// writeJSON writes v as the JSON document of -o json: indented by two
+// spaces, a newline at the end.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }

@@ -22,7 +22,7 @@ const (
 // names (-o name), followed by the problems.
 func (g *globals) printReport(r *pipeline.Report, table int) error {
 	if g.structured() {
-		return g.printData(r)
+		return g.printReportData(r)
 	}
 	// Buffered: a table of 10,000 Targets is a few writes, not 60,000.
 	out := bufio.NewWriter(g.stdout)
@@ -111,16 +111,20 @@ func (g *globals) printCharts(w io.Writer, r *pipeline.Report) {
 // REPOSITORY:VERSION (what oras and helm pull take below the registry), or
 // for the credentials table each Target, as NAMESPACE/NAME.
 func (g *globals) printReportNames(w io.Writer, r *pipeline.Report, table int) {
-	var names []string
+	// Each name once, in the order first met: a namespace's Targets name
+	// the same release charts (a set, not a search of the names so far,
+	// which at 100,000 Targets compared 10^11 strings).
+	seen := map[string]bool{}
 	add := func(res publish.Result) {
-		if name := res.Repository + ":" + res.Version; res.Repository != "" && !slices.Contains(names, name) {
-			names = append(names, name)
+		if name := res.Repository + ":" + res.Version; res.Repository != "" && !seen[name] {
+			seen[name] = true
+			fmt.Fprintln(w, name)
 		}
 	}
 	for _, t := range r.Targets {
 		switch {
 		case table == credentialsTable:
-			names = append(names, t.Namespace+"/"+t.Name)
+			fmt.Fprintf(w, "%s/%s\n", t.Namespace, t.Name)
 		case g.shown(t):
 			add(t.Result)
 			for _, rel := range t.Releases {
@@ -134,9 +138,6 @@ func (g *globals) printReportNames(w io.Writer, r *pipeline.Report, table int) {
 		if o.Pruned != nil && (!g.changedOnly || changed(*o.Pruned)) {
 			add(*o.Pruned)
 		}
-	}
-	for _, n := range names {
-		fmt.Fprintln(w, n)
 	}
 }
 

@@ -109,7 +109,8 @@ func (c *Collector) Problems(problems diag.List) {
 }
 
 // add merges a into the artifacts: one per kind and reference, a digest
-// learned later filled in, target and chart ("" for none) added once.
+// learned later filled in, target and chart ("" for none) added (List
+// keeps each once).
 func (c *Collector) add(a Artifact, target, chart string) {
 	if c.index == nil {
 		c.index = map[string]int{}
@@ -124,10 +125,13 @@ func (c *Collector) add(a Artifact, target, chart string) {
 	}
 	p := &c.artifacts[i]
 	p.Digest = cmp.Or(p.Digest, a.Digest)
-	if !slices.Contains(p.Targets, target) {
+	// Each once: List sorts them and drops repeats; a repeat of the last
+	// (a Target's charts come together) is not kept meanwhile. Not a search
+	// of the list: an image every Target needs has 100,000 of them.
+	if n := len(p.Targets); n == 0 || p.Targets[n-1] != target {
 		p.Targets = append(p.Targets, target)
 	}
-	if chart != "" && !slices.Contains(p.Charts, chart) {
+	if n := len(p.Charts); chart != "" && (n == 0 || p.Charts[n-1] != chart) {
 		p.Charts = append(p.Charts, chart)
 	}
 }
@@ -152,9 +156,9 @@ func (c *Collector) site(a Artifact) string {
 func (c *Collector) List() *List {
 	out := make([]Artifact, len(c.artifacts))
 	for i, a := range c.artifacts {
-		a.Targets = slices.Sorted(slices.Values(a.Targets))
+		a.Targets = slices.Compact(slices.Sorted(slices.Values(a.Targets)))
 		if a.Charts != nil {
-			a.Charts = slices.Sorted(slices.Values(a.Charts))
+			a.Charts = slices.Compact(slices.Sorted(slices.Values(a.Charts)))
 		}
 		out[i] = a
 	}

@@ -1,6 +1,7 @@
 package artifacts_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,7 +13,7 @@ import (
 
 // objects decodes YAML documents as an application chart renders them in
 // namespace "apps".
-func objects(t *testing.T, docs ...string) []objdiff.Object {
+func objects(t testing.TB, docs ...string) []objdiff.Object {
 	t.Helper()
 	var out []objdiff.Object
 	for _, d := range docs {
@@ -88,6 +89,7 @@ func TestCollectorListsEachOnce(t *testing.T) {
 		c.Objects(target, "ghcr.io/example/charts/bad:1.0", bad)
 	}
 	c.Chart("a/one", artifacts.KindChart, "ghcr.io/example/charts/web:1.0", "sha256:abc")
+	c.Chart("b/two", artifacts.KindChart, "ghcr.io/example/charts/web:1.0", "") // again, not after itself
 	l := c.List()
 	var got []string
 	for _, a := range l.Artifacts {
@@ -104,4 +106,22 @@ func TestCollectorListsEachOnce(t *testing.T) {
 	assert.Len(t, l.Problems, 1)
 	assert.True(t, l.Problems.HasErrors())
 	assert.Equal(t, 3, l.Count(artifacts.KindImage))
+}
+
+// BenchmarkCollectorOneImageEveryTarget: 100,000 Targets need the same
+// chart and image (a Release every Target gets): each Target added once,
+// not searched for among those before it.
+func BenchmarkCollectorOneImageEveryTarget(b *testing.B) {
+	objs := objects(b, deployment)
+	for b.Loop() {
+		var c artifacts.Collector
+		for i := range 100000 {
+			target := fmt.Sprintf("ns-%d/edge-%d", i/100, i)
+			c.Chart(target, artifacts.KindChart, "ghcr.io/example/charts/web:1.0", "")
+			c.Objects(target, "ghcr.io/example/charts/web:1.0", objs)
+		}
+		if l := c.List(); len(l.Artifacts[0].Targets) != 100000 {
+			b.Fatal(len(l.Artifacts[0].Targets))
+		}
+	}
 }

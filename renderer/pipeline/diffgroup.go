@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 )
 
@@ -83,22 +82,24 @@ func groupAlike[T any](items []T, key func(T) string) [][]T {
 // alikeKey is text with the name and the namespace its Targets share (where
 // all of them share one) put out of it.
 func alikeKey(key string, targets []string) string {
-	var names, namespaces []string
-	for _, t := range targets {
-		ns, name, _ := strings.Cut(t, "/")
-		if !slices.Contains(names, name) {
-			names = append(names, name)
+	// Whether all share one: the first against each other, not a list of
+	// the distinct ones searched (a change every Target gets has them all).
+	var name, namespace string
+	oneName, oneNamespace := len(targets) > 0, len(targets) > 0
+	for i, t := range targets {
+		ns, n, _ := strings.Cut(t, "/")
+		if i == 0 {
+			name, namespace = n, ns
 		}
-		if !slices.Contains(namespaces, ns) {
-			namespaces = append(namespaces, ns)
-		}
+		oneName = oneName && n == name
+		oneNamespace = oneNamespace && ns == namespace
 	}
 	tokens := map[string]string{}
-	if len(names) == 1 {
-		tokens[names[0]] = "\x01"
+	if oneName {
+		tokens[name] = "\x01"
 	}
-	if len(namespaces) == 1 && tokens[namespaces[0]] == "" {
-		tokens[namespaces[0]] = "\x02"
+	if oneNamespace && tokens[namespace] == "" {
+		tokens[namespace] = "\x02"
 	}
 	// The longer first: a name that holds the namespace (or the other way
 	// round) is put out whole.
