@@ -119,61 +119,80 @@ func (l *Layout) GC(ctx context.Context, opts GCOptions) (GCResult, error) {
 		return r, err
 	}
 	r.Held = plan.held
+	// Every repository's versions untagged and its index changed first,
+	// then one save of them all, then the blobs swept: a kill then leaves
+	// no version naming a missing blob. A save per repository sorted every
+	// repository opened (planGC opens them all): hours at 100,000.
+	sweeps := make([]sweep, 0, len(names))
 	for _, name := range names {
-		if err := l.collect(ctx, name, plan.drop[name], plan.own[name], opts.DryRun, &r); err != nil {
+		sw, err := l.untag(ctx, name, plan.drop[name], plan.own[name], opts.DryRun, &r)
+		if err != nil {
 			return r, err
 		}
+		sweeps = append(sweeps, sw)
+	}
+	if !opts.DryRun {
+		if err := l.Save(ctx); err != nil {
+			return r, err
+		}
+	}
+	for _, sw := range sweeps {
+		n, size, err := sweepBlobs(ctx, sw.s, sw.name, sw.kept, sw.refs, opts.DryRun)
+		if err != nil {
+			return r, err
+		}
+		r.Blobs, r.Bytes = r.Blobs+n, r.Bytes+size
 	}
 	return r, nil
 }
 
-// collect removes the versions drop from the layout's repository name, in
-// three steps: untag them, drop their signatures and save the index
-// without them (a kill while blobs go then leaves no version naming a
-// missing blob), and sweep the blobs no kept version or signature
-// references. A dry run only counts, into r.
-func (l *Layout) collect(ctx context.Context, name string, drop []string, own, dryRun bool, r *GCResult) error {
+// sweep is what a repository keeps once its versions are untagged: the
+// blobs of the rest go.
+type sweep struct {
+	s    *layoutStore
+	name string
+	kept []string
+	refs []ocispec.Descriptor
+}
+
+// untag removes the versions drop from the layout's repository name and
+// drops their signatures, in memory (Save writes its index without them);
+// the sweep of the blobs no kept version or signature references is left
+// to the caller, after the save. A dry run only counts, into r.
+func (l *Layout) untag(ctx context.Context, name string, drop []string, own, dryRun bool, r *GCResult) (sweep, error) {
 	s, err := l.open(ctx, name)
 	if err != nil {
-		return err
+		return sweep{}, err
 	}
 	if !dryRun && len(drop) > 0 {
 		if err := s.writable(ctx); err != nil {
-			return err
+			return sweep{}, err
 		}
 	}
 	for _, v := range drop {
 		r.removed(name, v, own)
 		if !dryRun {
 			if err := s.store.Untag(ctx, v); err != nil {
-				return fmt.Errorf("removing %s:%s: %w", name, v, err)
+				return sweep{}, fmt.Errorf("removing %s:%s: %w", name, v, err)
 			}
 		}
 	}
 	kept := slices.DeleteFunc(slices.Clone(s.tags), func(t string) bool { return slices.Contains(drop, t) })
 	refs, err := keptReferrers(ctx, s, kept)
 	if err != nil {
-		return fmt.Errorf("collecting %s: %w", name, err)
+		return sweep{}, fmt.Errorf("collecting %s: %w", name, err)
 	}
 	r.Signatures += len(s.referrers) - len(refs)
 	if !dryRun && (len(drop) > 0 || len(refs) < len(s.referrers)) {
 		if err := s.writable(ctx); err != nil {
-			return err
+			return sweep{}, err
 		}
 		l.mu.Lock()
 		s.tags, s.referrers = kept, refs
 		s.changed(l)
 		l.mu.Unlock()
-		if err := l.Save(ctx); err != nil {
-			return err
-		}
 	}
-	n, size, err := sweepBlobs(ctx, s, name, kept, refs, dryRun)
-	if err != nil {
-		return err
-	}
-	r.Blobs, r.Bytes = r.Blobs+n, r.Bytes+size
-	return nil
+	return sweep{s: s, name: name, kept: kept, refs: refs}, nil
 }
 
 // GC removes from the registry the versions beyond the newest opts.Keep of

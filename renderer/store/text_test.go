@@ -13,7 +13,7 @@ import (
 
 // putText tags version of repository name in s with an artifact that is not
 // a chart: one text layer, the version in the config.
-func putText(t *testing.T, s Store, name, version, text string) {
+func putText(t testing.TB, s Store, name, version, text string) {
 	t.Helper()
 	ctx := context.Background()
 	repo, err := s.Repository(ctx, name)
@@ -41,7 +41,7 @@ func putTexts(t *testing.T, dir, name string, texts ...string) {
 	require.NoError(t, l.Save(ctx))
 }
 
-func pushBlob(t *testing.T, repo Repository, mediaType string, data []byte) ocispec.Descriptor {
+func pushBlob(t testing.TB, repo Repository, mediaType string, data []byte) ocispec.Descriptor {
 	t.Helper()
 	d := ocispec.Descriptor{MediaType: mediaType, Digest: digest.FromBytes(data), Size: int64(len(data))}
 	if ok, err := repo.Exists(context.Background(), d); err == nil && ok {
