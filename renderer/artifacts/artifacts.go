@@ -87,7 +87,10 @@ type Collector struct {
 	artifacts []Artifact
 	index     map[string]int
 	problems  diag.List
-	notes     []string
+	// said are the problems of problems: a chart many Targets install says
+	// its problem once.
+	said  map[diag.Problem]bool
+	notes []string
 }
 
 // Chart notes that target's chain needs a chart of kind (KindBootstrap,
@@ -106,6 +109,21 @@ func (c *Collector) Note(note string) {
 // Problems adds problems to the List's.
 func (c *Collector) Problems(problems diag.List) {
 	c.problems = append(c.problems, problems...)
+	for _, p := range problems {
+		c.say(p)
+	}
+}
+
+// say marks p said; false if it was already.
+func (c *Collector) say(p diag.Problem) bool {
+	if c.said == nil {
+		c.said = map[diag.Problem]bool{}
+	}
+	if c.said[p] {
+		return false
+	}
+	c.said[p] = true
+	return true
 }
 
 // add merges a into the artifacts: one per kind and reference, a digest

@@ -44,7 +44,7 @@ func (c *Collector) Objects(target, chart string, objs []objdiff.Object) {
 		c.add(Artifact{Kind: KindImage, Reference: im.Reference, Digest: im.Digest}, target, chart)
 	}
 	for _, p := range problems {
-		if !containsProblem(c.problems, p) {
+		if c.say(p) {
 			c.problems = append(c.problems, p)
 		}
 	}
@@ -114,15 +114,4 @@ func lookup(body map[string]any, path []string) (map[string]any, bool) {
 		m = next
 	}
 	return m, true
-}
-
-// containsProblem reports whether l holds p: a chart many Targets install
-// says its problem once.
-func containsProblem(l diag.List, p diag.Problem) bool {
-	for _, q := range l {
-		if q == p {
-			return true
-		}
-	}
-	return false
 }

@@ -56,13 +56,15 @@ type Entry struct {
 // device's.
 func ListedDevices(keys []string) ([]string, map[string]*Status) {
 	var ids []string
+	seen := map[string]bool{} // not a search of ids: 10,000 devices have 20,000 keys
 	invalid := map[string]*Status{}
 	for _, k := range keys {
 		kind, id, _ := strings.Cut(k, ".")
 		if kind != "attempt" && kind != "state" {
 			continue // uuid.<uuid>, or not the fleet's
 		}
-		if !slices.Contains(ids, id) {
+		if !seen[id] {
+			seen[id] = true
 			ids = append(ids, id)
 		}
 		err := wire.CheckDeviceID(id)

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -18,4 +19,18 @@ func TestListedDevices(t *testing.T) {
 	assert.Contains(t, invalid[""].StateError, `key "state": invalid device id ""`)
 	assert.Contains(t, invalid["a.b"].StateError, `key "state.a.b": invalid device id "a.b"`)
 	assert.Empty(t, invalid["a.b"].AttemptError)
+}
+
+// BenchmarkListedDevices: the keys of 100,000 devices (an attempt and a
+// state each): each id once, not searched for among those before it.
+func BenchmarkListedDevices(b *testing.B) {
+	var keys []string
+	for i := range 100000 {
+		keys = append(keys, fmt.Sprintf("attempt.dev-%d", i), fmt.Sprintf("state.dev-%d", i))
+	}
+	for b.Loop() {
+		if ids, _ := ListedDevices(keys); len(ids) != 100000 {
+			b.Fatal(len(ids))
+		}
+	}
 }

@@ -49,6 +49,25 @@ type Set struct {
 		list []Binding
 		err  error
 	}
+	// plainHTTP are the hosts a Registry serves over plain HTTP, found
+	// once (resolve asks for every release of every Target).
+	plainHTTP struct {
+		once  sync.Once
+		hosts map[string]bool
+	}
+}
+
+// PlainHTTP: a Registry of the set serves host over plain HTTP.
+func (s *Set) PlainHTTP(host string) bool {
+	s.plainHTTP.once.Do(func() {
+		s.plainHTTP.hosts = map[string]bool{}
+		for _, r := range s.Registries {
+			if r.Spec.PlainHTTP {
+				s.plainHTTP.hosts[r.Spec.Hostname] = true
+			}
+		}
+	})
+	return s.plainHTTP.hosts[host]
 }
 
 // NewSet decodes objects that passed schema validation. Objects of kinds solar

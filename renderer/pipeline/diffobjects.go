@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"slices"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
@@ -175,11 +174,13 @@ func renderRegistries(plan *Plan, registry string) (map[string]string, string) {
 func noteLines(notes []objdiff.Note) []string {
 	var reasons []string
 	releases := map[string][]string{}
+	seen := map[objdiff.Note]bool{} // not a search of each reason's list: one per Target
 	for _, n := range notes {
 		if _, ok := releases[n.Reason]; !ok {
 			reasons = append(reasons, n.Reason)
 		}
-		if !slices.Contains(releases[n.Reason], n.Release) {
+		if !seen[n] {
+			seen[n] = true
 			releases[n.Reason] = append(releases[n.Reason], n.Release)
 		}
 	}

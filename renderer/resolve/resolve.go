@@ -347,7 +347,7 @@ func checkLengths(s *model.Set, t *Resolution, prefix string) {
 // HTTP.
 func plainHTTP(s *model.Set, repository string) bool {
 	host, _, _ := strings.Cut(repository, "/")
-	return slices.ContainsFunc(s.Registries, func(r *model.Registry) bool { return r.Spec.Hostname == host && r.Spec.PlainHTTP })
+	return s.PlainHTTP(host)
 }
 
 // conflict returns the first taken release c's antiAffinity matches, or nil. A
