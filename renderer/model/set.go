@@ -195,9 +195,13 @@ func (e *NotFoundError) Unwrap() error { return ErrNotFound }
 // Granted reports whether a ReferenceGrant in toNS allows objects of kind
 // fromKind in fromNS to refer to the toKind object named toName.
 func (s *Set) Granted(fromKind, fromNS, toKind, toNS, toName string) bool {
-	for _, g := range s.ReferenceGrants {
+	// The grants are sorted by namespace: those of toNS only, not every
+	// grant for each reference (a shared namespace's Profiles bind the
+	// Targets of a thousand namespaces).
+	i, _ := slices.BinarySearchFunc(s.ReferenceGrants, toNS, func(g *ReferenceGrant, ns string) int { return cmp.Compare(g.Namespace, ns) })
+	for _, g := range s.ReferenceGrants[i:] {
 		if g.Namespace != toNS {
-			continue
+			break
 		}
 		from := slices.ContainsFunc(g.Spec.From, func(f GrantFrom) bool {
 			return f.Group == api.Group && f.Kind == fromKind && f.Namespace == fromNS
