@@ -90,7 +90,11 @@ func (u *unbinder) profilesWithoutTarget() {
 		var first *model.Target
 		why, more := "", 0
 		for _, t := range u.s.Targets {
-			if r := notGranted(u.s, p.Namespace, t); r != "" && p.sel.Matches(labels.Set(t.Labels)) {
+			// Labels first: why a grant is missing is a Sprintf and a scan of the grants.
+			if !p.sel.Matches(labels.Set(t.Labels)) {
+				continue
+			}
+			if r := notGranted(u.s, p.Namespace, t); r != "" {
 				if first == nil {
 					first, why = t, r
 				} else {
@@ -124,7 +128,10 @@ func (u *unbinder) targetsWithoutRelease() {
 		var first *profile
 		why, more := "", 0
 		for _, p := range u.profiles {
-			if r := notGranted(u.s, p.Namespace, t); r != "" && p.sel.Matches(labels.Set(t.Labels)) {
+			if !p.sel.Matches(labels.Set(t.Labels)) {
+				continue
+			}
+			if r := notGranted(u.s, p.Namespace, t); r != "" {
 				if first == nil {
 					first, why = p, r
 				} else {
