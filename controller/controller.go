@@ -330,7 +330,10 @@ func (r *reconciler) namespaces(ctx context.Context, o client.Object) []reconcil
 		}
 	default:
 		var grants []unstructured.Unstructured
-		grants, err = list(ctx, r.client, api.KindReferenceGrant, "")
+		// Read only, and for every event (116,000 as the cache fills at
+		// 100,000 Targets): the cache's objects, not a deep copy of every
+		// grant each time.
+		grants, err = list(ctx, r.client, api.KindReferenceGrant, "", client.UnsafeDisableDeepCopy)
 		if u, ok := o.(*unstructured.Unstructured); ok && kind == api.KindReferenceGrant {
 			grants = append(grants, *u)
 		}

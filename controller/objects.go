@@ -25,10 +25,10 @@ func newObject(kind string) *unstructured.Unstructured {
 
 // list lists the objects of kind in ns ("" for every namespace) from the
 // cache.
-func list(ctx context.Context, c client.Reader, kind, ns string) ([]unstructured.Unstructured, error) {
+func list(ctx context.Context, c client.Reader, kind, ns string, opts ...client.ListOption) ([]unstructured.Unstructured, error) {
 	l := &unstructured.UnstructuredList{}
 	l.SetGroupVersionKind(kube.GVK(kind + "List"))
-	if err := c.List(ctx, l, client.InNamespace(ns)); err != nil {
+	if err := c.List(ctx, l, append(opts, client.InNamespace(ns))...); err != nil {
 		return nil, fmt.Errorf("listing %s: %w", kind, err)
 	}
 	return l.Items, nil
