@@ -87,8 +87,8 @@ type Collector struct {
 	artifacts []Artifact
 	index     map[string]int
 	problems  diag.List
-	// said are the problems of problems: a chart many Targets install says
-	// its problem once.
+	// said are the problems in problems, to say each once: a chart many
+	// Targets install has the same problem for each.
 	said  map[diag.Problem]bool
 	notes []string
 }
