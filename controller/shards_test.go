@@ -100,7 +100,7 @@ func TestShardsOnThreeReplicas(t *testing.T) {
 		leased.Round(10*time.Millisecond), len(byShard[victim]), done.Round(10*time.Millisecond))
 	writeFigure(t, "shards-takeover", figure)
 	assert.NotZero(t, leased)
-	assert.Less(t, leased, lease+2*time.Second, "taken over once its Lease expired")
+	assert.Less(t, leased, lease+5*time.Second, "taken over once its Lease expired (and a loaded machine's seconds)")
 }
 
 // shardLeaders waits until each replica leads one shard (one started

@@ -114,10 +114,10 @@ func TestAgentReports(t *testing.T) {
 		return resp.StatusCode
 	}
 	assert.Equal(t, http.StatusServiceUnavailable, readyz(), "not ready before the first report")
-	okCtx, okCancel := context.WithTimeout(ctx, 300*time.Millisecond)
-	a.loop(okCtx, time.Minute)
-	okCancel()
-	assert.Equal(t, http.StatusOK, readyz(), "ready after a report went through")
+	stop := loopUntil(ctx, a, time.Minute)
+	require.Eventually(t, func() bool { return readyz() == http.StatusOK }, 20*time.Second, 20*time.Millisecond,
+		"ready after a report went through")
+	stop()
 
 	// Revoked: the loop says why and retries with growing waits until stopped.
 	require.NoError(t, s.Client.CoreV1().Secrets("alpha").DeleteCollection(ctx, metav1.DeleteOptions{},
@@ -127,9 +127,10 @@ func TestAgentReports(t *testing.T) {
 		_, err := agentDyn.Resource(kube.TargetGVR).Namespace("alpha").Get(ctx, "edge-1", metav1.GetOptions{})
 		return apierrors.IsUnauthorized(err)
 	}, 30*time.Second, 200*time.Millisecond, "the deleted Secret's token is refused")
-	loopCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	a.loop(loopCtx, 400*time.Millisecond)
+	stop = loopUntil(ctx, a, 400*time.Millisecond)
+	require.Eventually(t, func() bool { return strings.Contains(buf.String(), "retry=400ms") }, 20*time.Second,
+		20*time.Millisecond, "the wait grows up to the interval: %s", &buf)
+	stop()
 	out := buf.String()
 	failures := strings.Count(out, "401 Unauthorized")
 	assert.GreaterOrEqual(t, failures, 3, "it keeps retrying")
@@ -137,4 +138,20 @@ func TestAgentReports(t *testing.T) {
 	assert.Contains(t, out, "retry=50ms", "the first wait is the backoff")
 	assert.Contains(t, out, "retry=400ms", "the wait grows up to the interval")
 	assert.Equal(t, http.StatusServiceUnavailable, readyz(), "not ready while reports fail")
+}
+
+// loopUntil runs the agent's loop at interval until the returned stop is
+// called, which waits for the loop to return: a test waits for what it
+// looks for, not a fixed time that a slow machine may not keep.
+func loopUntil(ctx context.Context, a *agent, interval time.Duration) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.loop(ctx, interval)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }

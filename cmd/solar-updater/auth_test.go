@@ -81,7 +81,7 @@ func TestRegistryLogin(t *testing.T) {
 	var seen outcomes
 	var logs bytes.Buffer
 
-	o, ok := d.runSeeing(t, "", attemptFrom(t, u, time.Now().Add(2*time.Second).UTC().Format(time.RFC3339)), seen.add, &logs)
+	o, ok := d.runSeeing(t, "", attemptFrom(t, u, time.Now().Add(6*time.Second).UTC().Format(time.RFC3339)), seen.add, &logs)
 	require.True(t, ok)
 	assert.Equal(t, wire.StateRefused, o.State)
 	assert.Contains(t, o.Reason, "expired while retrying: GET "+u+": 401 Unauthorized")

@@ -173,9 +173,9 @@ func untrustedCertificate(t *testing.T) tls.Certificate {
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
 
-// fastRetries are the updater flags of the tests: short waits, a short
-// idle timeout.
-var fastRetries = []string{"--download-backoff", "50ms", "--download-backoff-max", "200ms", "--download-idle-timeout", "1s"}
+// fastRetries are the updater flags of the tests: short waits, and an idle
+// timeout a slow machine keeps (the stall case sets a short one).
+var fastRetries = []string{"--download-backoff", "50ms", "--download-backoff-max", "200ms", "--download-idle-timeout", "5s"}
 
 // outcomes collects what the updater reports.
 type outcomes struct {
@@ -218,7 +218,7 @@ func TestTransportFailureMatrix(t *testing.T) {
 		{how: "401", fails: 2, reason: "401 Unauthorized"},
 		{how: "untrusted", fails: 2, reason: "certificate signed by unknown authority"},
 		{how: "reset", fails: 2, reason: ""}, // "reset by peer" or "unexpected EOF": checked below
-		{how: "stall", fails: 1, reason: "no byte received for 1s (--download-idle-timeout)"},
+		{how: "stall", fails: 1, reason: "no byte received for 1s (--download-idle-timeout)", flags: []string{"--download-idle-timeout", "1s"}},
 		{how: "trickle", fails: 1, reason: "took longer than 3s (--download-timeout)", flags: []string{"--download-timeout", "3s"}},
 		{how: "429", fails: 1, reason: "429 Too Many Requests", gap: time.Second},
 		{how: "503-date", fails: 1, reason: "503 Service Unavailable", gap: 900 * time.Millisecond},

@@ -43,7 +43,7 @@ func TestThroughTheCallout(t *testing.T) {
 	require.NoError(t, err)
 
 	key := op.AddDevice(t, "dev-1")
-	op.SetTokenLifetime(10 * time.Second)
+	op.SetTokenLifetime(30 * time.Second) // the first upgrade happens within it, even on a slow machine
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	require.NoError(t, os.WriteFile(tokenFile, []byte(op.Token(t, key)), 0o600))
 	server := startArtifactServer(t)
@@ -64,7 +64,7 @@ func TestThroughTheCallout(t *testing.T) {
 	op.SetTokenLifetime(5 * time.Minute)
 	require.NoError(t, os.WriteFile(tokenFile, []byte(op.Token(t, key)), 0o600))
 	allowed, _ := svc.Counts()
-	require.Eventually(t, func() bool { a, _ := svc.Counts(); return a > allowed }, 20*time.Second, 100*time.Millisecond,
+	require.Eventually(t, func() bool { a, _ := svc.Counts(); return a > allowed }, time.Minute, 100*time.Millisecond,
 		"the agent did not log in again when its first token expired")
 	applyBuild(t, bucket, server, "v1", "1.0.0")
 	require.Eventually(t, func() bool {

@@ -26,7 +26,7 @@ func TestStrictReadiness(t *testing.T) {
 		t.Skip("-short: runs NATS, updater and agent processes")
 	}
 	server := startArtifactServer(t)
-	d, bucket, kv := natsDevice(t, server, "--ready-timeout", "3s")
+	d, bucket, kv := natsDevice(t, server, "--ready-timeout", "6s")
 	ctx := context.Background()
 	for _, tc := range []struct{ condition, build, says string }{
 		{"local dependencies", "v2-deps-fail", `err="local dependencies: the workload runtime does not answer`},

@@ -207,7 +207,8 @@ func TestErrorMatrix(t *testing.T) {
 	t.Run("download (404) until notAfter", func(t *testing.T) {
 		d := newDevice(t, server, nil, fastRetries...)
 		a := server.attempt(t, builds["v2"], "2.0.0", "missing")
-		a.NotAfter = time.Now().Add(2 * time.Second).UTC().Format(time.RFC3339)
+		// Time to start the updater on a slow machine, and to retry.
+		a.NotAfter = time.Now().Add(6 * time.Second).UTC().Format(time.RFC3339)
 		a, err := a.Seal()
 		require.NoError(t, err)
 		var seen outcomes

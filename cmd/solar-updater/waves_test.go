@@ -83,7 +83,7 @@ func newStagedFleet(t *testing.T, n int, push map[string]string) *stagedFleet {
 		token := filepath.Join(t.TempDir(), "token")
 		require.NoError(t, os.WriteFile(token, []byte(op.Token(t, op.AddDevice(t, id))), 0o600))
 		d := newDevice(t, &artifactServer{caFile: f.reg.CAFile}, []string{"--nats", srv.URL, "--device", id, "--token-file", token},
-			"--ready-timeout", "5s", "--credentials", creds)
+			"--ready-timeout", "15s", "--credentials", creds)
 		t.Cleanup(func() {
 			if b, _ := os.ReadFile(d.paths.Log()); t.Failed() {
 				t.Logf("%s's agents:\n%s", id, b)

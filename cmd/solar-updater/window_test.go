@@ -82,13 +82,14 @@ func idleJournal(t *testing.T, p updater.Paths, digest string) {
 	assert.Zero(t, j.Tries[digest], "no try counted for the digest")
 }
 
-// TestWindowWaits: an attempt whose window opens 2 s ahead is held: the
+// TestWindowWaits: an attempt whose window opens 5 s ahead is held: the
 // updater reports waiting-for-window (with when) and downloads nothing; at
 // notBefore it starts the transaction, which commits.
 func TestWindowWaits(t *testing.T) {
 	server := startArtifactServer(t)
 	d := newDevice(t, server, nil)
-	notBefore := time.Now().Add(2 * time.Second).Truncate(time.Second).Add(time.Second)
+	// Ahead by more than a slow machine takes to start the updater.
+	notBefore := time.Now().Add(5 * time.Second).Truncate(time.Second).Add(time.Second)
 	a := windowed(t, server, "v2", "2.0.0", notBefore, notBefore.Add(time.Hour))
 	var seen timedOutcomes
 	o, ok := d.runSeeing(t, "", a, seen.recorder(server), new(bytes.Buffer))
@@ -185,7 +186,8 @@ func TestWindowUpdaterStopped(t *testing.T) {
 	server := startArtifactServer(t)
 	d := newDevice(t, server, nil)
 	pid := d.start(t)
-	notBefore := time.Now().Add(5 * time.Second).Truncate(time.Second).Add(time.Second)
+	// Time to kill, start again and send again before the window opens.
+	notBefore := time.Now().Add(12 * time.Second).Truncate(time.Second).Add(time.Second)
 	a := windowed(t, server, "v2", "2.0.0", notBefore, notBefore.Add(time.Hour))
 	sent := sendWaiting(t, d, a)
 	require.NoError(t, syscall.Kill(-pid, syscall.SIGKILL))

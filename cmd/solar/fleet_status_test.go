@@ -106,7 +106,7 @@ func TestFleetStatusUnknownDevices(t *testing.T) {
 
 	code, stdout, stderr := status("dev-1", "NO-SUCH-DEVICE", "dev-2", "other-1", "--no-headers")
 	assert.Equal(t, 1, code, stderr)
-	assert.Regexp(t, `^dev-1 +0b8e2c3a-\S+ +1\.4\.0 +[0-9]s +- +- +-\ndev-2 +- +- +- +committed \(1\.4\.0\) +[0-9]s +-\n$`, stdout, "the rows of the devices found")
+	assert.Regexp(t, `^dev-1 +0b8e2c3a-\S+ +1\.4\.0 +[0-9]+s +- +- +-\ndev-2 +- +- +- +committed \(1\.4\.0\) +[0-9]+s +-\n$`, stdout, "the rows of the devices found")
 	assert.Contains(t, stderr, "not found in the bucket solar-fleet: NO-SUCH-DEVICE, other-1")
 	assert.NotContains(t, stderr, "dev-1")
 	assert.NotContains(t, stderr, "dev-2")

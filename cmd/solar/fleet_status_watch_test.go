@@ -95,12 +95,12 @@ func TestFleetStatusWatch(t *testing.T) {
 	report(put, "dev-1", "preparing", "1.4.0")
 
 	w := watch(t, "fleet", "status", "--watch", "--nats", ns.URL)
-	w.waitFor(t, "the table", matches(`^DEVICE +ATTEMPT .*\ndev-1 +0b8e2c3a-\S+ +1\.4\.0 +\ds +preparing \(1\.4\.0\) +\ds +-\n$`))
+	w.waitFor(t, "the table", matches(`^DEVICE +ATTEMPT .*\ndev-1 +0b8e2c3a-\S+ +1\.4\.0 +\d+s +preparing \(1\.4\.0\) +\d+s +-\n$`))
 	put("uuid.0b8e2c3a-6a43-5b0e-9a51-3c2d1f0e4a77", "sha256:"+strings.Repeat("a", 64))
 	report(put, "dev-1", "committed", "1.4.0")
-	w.waitFor(t, "dev-1's new row", matches(`\ndev-1 +0b8e2c3a-\S+ +1\.4\.0 +\ds +committed \(1\.4\.0\) +\ds +-\n$`))
+	w.waitFor(t, "dev-1's new row", matches(`\ndev-1 +0b8e2c3a-\S+ +1\.4\.0 +\d+s +committed \(1\.4\.0\) +\d+s +-\n$`))
 	report(put, "dev-2", "refused", "1.4.0")
-	w.waitFor(t, "the row of a new device", matches(`\ndev-2 +- +- +- +refused \(1\.4\.0\) +\ds +-\n$`))
+	w.waitFor(t, "the row of a new device", matches(`\ndev-2 +- +- +- +refused \(1\.4\.0\) +\d+s +-\n$`))
 	assert.Equal(t, 0, w.stop(t), w.stderr.String())
 	assert.Empty(t, w.stderr.String())
 
@@ -138,7 +138,7 @@ func TestFleetStatusWatchNamed(t *testing.T) {
 			stdout := w.stdout.String()
 			assert.NotContains(t, stdout, "dev-2", "not named")
 			if format == "text" {
-				assert.Regexp(t, `^dev-1 +\S+ +1\.4\.0 +\ds +preparing \(1\.4\.0\) +\ds +-\ndev-1 +\S+ +1\.4\.0 +\ds +committed \(1\.4\.0\) +\ds +-\n`+newDevice+` +- +- +- +committed \(1\.4\.0\) +\ds +-\n$`, stdout)
+				assert.Regexp(t, `^dev-1 +\S+ +1\.4\.0 +\d+s +preparing \(1\.4\.0\) +\d+s +-\ndev-1 +\S+ +1\.4\.0 +\d+s +committed \(1\.4\.0\) +\d+s +-\n`+newDevice+` +- +- +- +committed \(1\.4\.0\) +\d+s +-\n$`, stdout)
 				return
 			}
 			docs := documents(t, format, stdout)

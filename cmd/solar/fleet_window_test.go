@@ -37,7 +37,7 @@ spec:
   deviceIds: [dev-1, dev-2, dev-3]
   updateWindows:
     - selector: {matchLabels: {ring: canary}}
-      schedule: "* * * * *"
+      schedule: "0 0 * * *"
       duration: 24h
     - selector: {matchExpressions: [{key: ring, operator: In, values: [field]}]}
       schedule: "0 0 1 1 *"
