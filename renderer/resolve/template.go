@@ -1,18 +1,14 @@
 package resolve
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"text/template"
-	"text/template/parse"
 	"time"
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/solar-pipeline/solar/internal/helmyaml"
 	"github.com/solar-pipeline/solar/renderer/model"
 )
 
@@ -21,95 +17,6 @@ const (
 	MaxTemplateOutput = 1 << 20
 	TemplateTimeout   = 2 * time.Second
 )
-
-// formatters turn a value into text that is safe in YAML; an action that
-// ends in one of them prints what it returns.
-var formatters = map[string]bool{"toYaml": true, "toJson": true, "quote": true, "indent": true, "nindent": true}
-
-var templateFuncs = template.FuncMap{
-	"toYaml": func(v any) (string, error) {
-		b, err := helmyaml.Marshal(v)
-		return strings.TrimSuffix(string(b), "\n"), err
-	},
-	"toJson": func(v any) (string, error) {
-		b, err := json.Marshal(v)
-		return string(b), err
-	},
-	"quote": func(v any) string { return strconv.Quote(fmt.Sprint(v)) },
-	"indent": func(n int, s string) string {
-		pad := strings.Repeat(" ", n)
-		return pad + strings.ReplaceAll(s, "\n", "\n"+pad)
-	},
-	"nindent": func(n int, s string) string {
-		pad := strings.Repeat(" ", n)
-		return "\n" + pad + strings.ReplaceAll(s, "\n", "\n"+pad)
-	},
-	scalarFunc: scalar,
-}
-
-const scalarFunc = "solarScalar"
-
-// unsafeError: a value printed as it is could add keys to the values.
-type unsafeError struct{ msg string }
-
-func (e *unsafeError) Error() string { return e.msg }
-
-// scalar lets through what prints safely inside one YAML line: a map, a list
-// or a multi-line string printed as it is could add keys to the values.
-func scalar(v any) (any, error) {
-	switch v := v.(type) {
-	case string:
-		if strings.ContainsAny(v, "\n\r") {
-			return nil, &unsafeError{"a multi-line string printed as it is could add keys to the values: pipe it through toYaml, toJson or quote"}
-		}
-	case map[string]any, []any:
-		return nil, &unsafeError{"a map or list printed as it is: pipe it through toYaml or toJson"}
-	}
-	return v, nil
-}
-
-// parseTemplate parses a valuesTemplate and makes every action that prints a
-// value without a formatter check that the value is a one-line scalar.
-func parseTemplate(text string) (*template.Template, error) {
-	tmpl, err := template.New("valuesTemplate").Option("missingkey=error").Funcs(templateFuncs).Parse(text)
-	if err != nil {
-		return nil, err
-	}
-	if tmpl.Tree != nil {
-		guard(tmpl.Tree, tmpl.Tree.Root)
-	}
-	return tmpl, nil
-}
-
-func guard(tree *parse.Tree, n parse.Node) {
-	switch n := n.(type) {
-	case *parse.ListNode:
-		if n != nil {
-			for _, c := range n.Nodes {
-				guard(tree, c)
-			}
-		}
-	case *parse.IfNode:
-		guard(tree, n.List)
-		guard(tree, n.ElseList)
-	case *parse.RangeNode:
-		guard(tree, n.List)
-		guard(tree, n.ElseList)
-	case *parse.WithNode:
-		guard(tree, n.List)
-		guard(tree, n.ElseList)
-	case *parse.ActionNode:
-		cmds := n.Pipe.Cmds
-		if len(n.Pipe.Decl) > 0 || len(cmds) == 0 {
-			return
-		}
-		if id, ok := cmds[len(cmds)-1].Args[0].(*parse.IdentifierNode); ok && formatters[id.Ident] {
-			return
-		}
-		id := parse.NewIdentifier(scalarFunc).SetTree(tree).SetPos(n.Pos)
-		n.Pipe.Cmds = append(cmds, &parse.CommandNode{NodeType: parse.NodeCommand, Pos: n.Pos, Args: []parse.Node{id}})
-	}
-}
 
 // limitWriter fails a write beyond max bytes: template execution stops there.
 type limitWriter struct {
@@ -141,12 +48,16 @@ func valuesTemplate(t *model.Target, sel *Selected) (string, error) {
 	}
 	w := &limitWriter{max: MaxTemplateOutput}
 	done := make(chan error, 1)
-	// text/template cannot be stopped: a loop that outlives the deadline is
-	// abandoned, and the run fails.
+	// text/template has no deadline of its own: the caller stops waiting
+	// at TemplateTimeout, and the loop or template call the execution is in
+	// ends at its next step (see stoppable), so nothing runs on.
+	stop := make(chan struct{})
+	tmpl.Funcs(template.FuncMap{stepFunc: stepper(stop)})
 	go func() { done <- tmpl.Execute(w, data) }()
 	select {
 	case err = <-done:
 	case <-time.After(TemplateTimeout):
+		close(stop)
 		err = fmt.Errorf("did not finish within %s", TemplateTimeout)
 	}
 	if unsafe, ok := errors.AsType[*unsafeError](err); ok {

@@ -1,6 +1,7 @@
 package resolve
 
 import (
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +38,22 @@ func TestValuesTemplateHostile(t *testing.T) {
 		{tmpl: `{{range 2000000000}}xxxxxxxx{{end}}`, err: "the output is longer than 1048576 bytes"},
 		{tmpl: `just a string`, err: "the output is not a YAML mapping of values"},
 		{tmpl: "a: [", err: "the output is not YAML"},
+		// A define or block is guarded as the main template is.
+		{tmpl: `{{define "x"}}message: {{ .Target.Userdata.site }}{{end}}{{template "x" .}}`, err: "a multi-line string printed as it is"},
+		{tmpl: `{{block "x" .}}message: {{ .Target.Userdata.site }}{{end}}`, err: "a multi-line string printed as it is"},
+		{tmpl: `{{define "x"}}tags: {{ .Target.Userdata.tags }}{{end}}{{template "x" .}}`, err: "a map or list printed as it is"},
+		{tmpl: `{{define "x"}}site: {{ .Target.Userdata.site | quote }}{{end}}{{template "x" .}}`, want: `site: "hamburg\nimage: evil\nhostNetwork: true"`},
+		// Strings grown in a loop, and widths, are refused before they fill
+		// memory (doubled 25 times: 64 MiB).
+		{tmpl: `{{ $x := "ab" }}{{ range 25 }}{{ $x = printf "%s%s" $x $x }}{{ end }}a: b`, err: "the output is longer than 1048576 bytes"},
+		{tmpl: `{{ $x := "ab" }}{{ range 25 }}{{ $x = print $x $x }}{{ end }}a: b`, err: "the output is longer than 1048576 bytes"},
+		{tmpl: `{{ $x := "\\" }}{{ range 25 }}{{ $x = quote $x }}{{ end }}a: b`, err: "the output is longer than 1048576 bytes"},
+		{tmpl: `{{ $x := "<" }}{{ range 25 }}{{ $x = html $x $x }}{{ end }}a: b`, err: "the output is longer than 1048576 bytes"},
+		{tmpl: `a: {{ indent 100000000 "x" }}`, err: "the output is longer than 1048576 bytes"},
+		{tmpl: `{{ $x := "\n" }}{{ range 10 }}{{ $x = print $x $x }}{{ end }}{{ $y := $x | nindent 2000 }}a: b`, err: "the output is longer than 1048576 bytes"},
+		{tmpl: `a: {{ printf "%0999999d" 1 }}`, err: "a width or precision of 10000 or more"},
+		{tmpl: `a: {{ printf "%.*f" 999999 1.0 }}`, err: "a width or precision of 10000 or more"},
+		{tmpl: `a: {{ printf "%05d" 7 | quote }}`, want: `a: "00007"`},
 	} {
 		got, err := render(c.tmpl)
 		if c.err != "" {
@@ -52,6 +69,30 @@ func TestValuesTemplateHostile(t *testing.T) {
 	assert.ErrorContains(t, err, "did not finish within 2s")
 	assert.Less(t, time.Since(start), TemplateTimeout+5*time.Second, "the caller is not held past the deadline (a loaded machine's seconds aside)")
 	assert.True(t, strings.HasPrefix(err.Error(), "rendering for Target alpha/edge-1: "))
+}
+
+// TestValuesTemplateStopsAtTheDeadline: a loop that outlives the deadline
+// ends with it, nested, in a define, or with no output: nothing runs on
+// once the caller has its error (a controller would otherwise spend a core
+// on each such loop for as long as it runs).
+func TestValuesTemplateStopsAtTheDeadline(t *testing.T) {
+	target := &model.Target{Meta: model.Meta{Name: "edge-1", Namespace: "alpha"}}
+	for _, tmpl := range []string{
+		`{{range 100000}}{{range 100000}}{{end}}{{end}}`,
+		`{{define "spin"}}{{range 100000}}{{range 100000}}{{ $x := 1 }}{{end}}{{end}}{{end}}a: {{template "spin" .}}`,
+	} {
+		before := runtime.NumGoroutine()
+		sel := &Selected{Release: &model.Release{Meta: model.Meta{Name: "r", Namespace: "alpha"}}}
+		sel.Chart.ValuesTemplate = tmpl
+		_, err := valuesTemplate(target, sel)
+		require.ErrorContains(t, err, "did not finish within 2s", tmpl)
+		// Polled here: Eventually's own goroutine would be counted.
+		deadline := time.Now().Add(5 * time.Second)
+		for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		assert.LessOrEqual(t, runtime.NumGoroutine(), before, "the execution ended: %s", tmpl)
+	}
 }
 
 // FuzzValuesTemplate: whatever the template, rendering ends within its
