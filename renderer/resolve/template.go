@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"text/template"
 	"time"
 
+	yamlv3 "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/yaml"
 
 	"github.com/solar-pipeline/solar/renderer/model"
@@ -34,7 +34,8 @@ func (w *limitWriter) Write(p []byte) (int, error) {
 // valuesTemplate renders the ComponentVersion's valuesTemplate for a Target,
 // at most MaxTemplateOutput bytes within TemplateTimeout, into a YAML mapping.
 func valuesTemplate(t *model.Target, sel *Selected) (string, error) {
-	tmpl, err := parseTemplate(sel.Chart.ValuesTemplate)
+	stop := make(chan struct{})
+	tmpl, err := parseTemplate(sel.Chart.ValuesTemplate, &rendering{stop: stop})
 	if err != nil {
 		return "", err
 	}
@@ -50,9 +51,7 @@ func valuesTemplate(t *model.Target, sel *Selected) (string, error) {
 	done := make(chan error, 1)
 	// text/template has no deadline of its own: the caller stops waiting
 	// at TemplateTimeout, and the loop or template call the execution is in
-	// ends at its next step (see stoppable), so nothing runs on.
-	stop := make(chan struct{})
-	tmpl.Funcs(template.FuncMap{stepFunc: stepper(stop)})
+	// ends at its next step (parseTemplate), so nothing runs on.
 	go func() { done <- tmpl.Execute(w, data) }()
 	select {
 	case err = <-done:
@@ -69,6 +68,9 @@ func valuesTemplate(t *model.Target, sel *Selected) (string, error) {
 		return "", fmt.Errorf("rendering for Target %s/%s: %w", t.Namespace, t.Name, err)
 	}
 	out := w.b.String()
+	if err := noAliases(out); err != nil {
+		return "", fmt.Errorf("rendering for Target %s/%s: %w", t.Namespace, t.Name, err)
+	}
 	var v any
 	if err := yaml.Unmarshal([]byte(out), &v); err != nil {
 		return "", fmt.Errorf("rendering for Target %s/%s: the output is not YAML: %w", t.Namespace, t.Name, err)
@@ -77,4 +79,31 @@ func valuesTemplate(t *model.Target, sel *Selected) (string, error) {
 		return "", fmt.Errorf("rendering for Target %s/%s: the output is not a YAML mapping of values (found %T)", t.Namespace, t.Name, v)
 	}
 	return out, nil
+}
+
+// noAliases refuses an output with a YAML alias: each alias is a copy of
+// its anchor's value once the values are read, so 1 MiB of aliases to a
+// large anchor is gigabytes. Output that is not YAML is left to the
+// parse that says so.
+func noAliases(out string) error {
+	var doc yamlv3.Node
+	if yamlv3.Unmarshal([]byte(out), &doc) != nil {
+		return nil
+	}
+	var alias func(*yamlv3.Node) *yamlv3.Node
+	alias = func(n *yamlv3.Node) *yamlv3.Node {
+		if n.Kind == yamlv3.AliasNode {
+			return n
+		}
+		for _, c := range n.Content {
+			if a := alias(c); a != nil {
+				return a
+			}
+		}
+		return nil
+	}
+	if a := alias(&doc); a != nil {
+		return fmt.Errorf("line %d: the output has an alias (*%s): anchors and aliases are not allowed in values", a.Line, a.Value)
+	}
+	return nil
 }

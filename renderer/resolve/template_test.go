@@ -21,7 +21,14 @@ func TestValuesTemplateHostile(t *testing.T) {
 		"site":  "hamburg\nimage: evil\nhostNetwork: true",
 		"tags":  []any{"a", "b"},
 		"plain": "north",
+		"ls":    "ok\u2028hostNetwork: true",
+		"nel":   "ok\u0085hostNetwork: true",
+		"cr":    "a: 1\rhostNetwork: true",
+		"flow":  "a, hostNetwork: true",
+		"brace": "{hostNetwork: true}",
+		"quot":  `a", "hostNetwork": "true`,
 	}
+	target.Labels = map[string]string{"ring": "canary"}
 	render := func(tmpl string) (string, error) {
 		sel := &Selected{Release: &model.Release{Meta: model.Meta{Name: "r", Namespace: "alpha"}}}
 		sel.Chart.ValuesTemplate = tmpl
@@ -54,6 +61,25 @@ func TestValuesTemplateHostile(t *testing.T) {
 		{tmpl: `a: {{ printf "%0999999d" 1 }}`, err: "a width or precision of 10000 or more"},
 		{tmpl: `a: {{ printf "%.*f" 999999 1.0 }}`, err: "a width or precision of 10000 or more"},
 		{tmpl: `a: {{ printf "%05d" 7 | quote }}`, want: `a: "00007"`},
+		// What YAML reads as a line break or as structure, printed as it
+		// is, is refused; through a formatter it keeps its place.
+		{tmpl: `key: {{ .Target.Userdata.ls }}`, err: "a multi-line string printed as it is"},
+		{tmpl: `key: {{ .Target.Userdata.nel }}`, err: "a multi-line string printed as it is"},
+		{tmpl: "config:\n{{ .Target.Userdata.cr | indent 2 }}", want: "config:\n  a: 1\n  hostNetwork: true"},
+		{tmpl: "config:{{ .Target.Userdata.cr | nindent 2 }}", want: "config:\n  a: 1\n  hostNetwork: true"},
+		{tmpl: `{name: {{ .Target.Userdata.flow }}}`, err: "YAML's structure characters"},
+		{tmpl: `key: {{ .Target.Userdata.brace }}`, err: "YAML's structure characters"},
+		{tmpl: `{"name": "{{ .Target.Userdata.quot }}"}`, err: "YAML's structure characters"},
+		{tmpl: `{name: {{ .Target.Userdata.flow | quote }}}`, want: `{name: "a, hostNetwork: true"}`},
+		{tmpl: `labels: {{ .Target.Labels }}`, err: "a map or list printed as it is"},
+		{tmpl: "app:\n  key: {{ .Target.Userdata.site | toYaml }}", err: "toYaml of a map, list or multi-line string printed where it stands"},
+		{tmpl: "app:\n  key: {{ .Target.Userdata.plain | toYaml }}", want: "app:\n  key: north"},
+		{tmpl: "a: &a x\nb: *a", err: "line 2: the output has an alias (*a)"},
+		// What the functions build is counted: 20 copies of 1 MiB are
+		// more than one rendering may build.
+		{tmpl: `{{ $x := "ab" }}{{ range 19 }}{{ $x = print $x $x }}{{ end }}{{ range 20 }}{{ $y := print $x }}{{ end }}a: b`, err: "the template's functions built more than 16777216 bytes"},
+		{tmpl: `{{ $x := "ab" }}{{ range 19 }}{{ $x = print $x $x }}{{ end }}{{ $y := print $x $x $x }}a: b`, err: "the output is longer than 1048576 bytes"},
+		{tmpl: `{{define "a"}}{{if lt (len .) 60}}{{template "a" (print . "x")}}{{template "a" (print . "x")}}{{end}}{{end}}{{template "a" ""}}a: b`, err: "the template's functions built more than"},
 	} {
 		got, err := render(c.tmpl)
 		if c.err != "" {
@@ -80,6 +106,8 @@ func TestValuesTemplateStopsAtTheDeadline(t *testing.T) {
 	for _, tmpl := range []string{
 		`{{range 100000}}{{range 100000}}{{end}}{{end}}`,
 		`{{define "spin"}}{{range 100000}}{{range 100000}}{{ $x := 1 }}{{end}}{{end}}{{end}}a: {{template "spin" .}}`,
+		// 2^60 calls, no loop, nothing built: each call takes a step.
+		`{{define "a"}}{{if .}}{{template "a" (slice . 1)}}{{template "a" (slice . 1)}}{{end}}{{end}}{{template "a" (printf "%060d" 0)}}a: b`,
 	} {
 		before := runtime.NumGoroutine()
 		sel := &Selected{Release: &model.Release{Meta: model.Meta{Name: "r", Namespace: "alpha"}}}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -14,92 +15,170 @@ import (
 )
 
 // formatters turn a value into text that is safe in YAML; an action that
-// ends in one of them prints what it returns.
+// ends in one of them prints what it returns (toYaml's only on one line).
 var formatters = map[string]bool{"toYaml": true, "toJson": true, "quote": true, "indent": true, "nindent": true}
 
-// templateFuncs are the functions a valuesTemplate may call. Every one that
-// builds a string, the builtins among them, refuses a result longer than
-// the output may be: a string grown in a loop (doubled, quoted, escaped)
-// would otherwise fill memory long before the deadline.
-var templateFuncs = template.FuncMap{
-	"toYaml": func(v any) (string, error) {
-		b, err := helmyaml.Marshal(v)
-		if err != nil {
-			return "", err
-		}
-		return boundedString(strings.TrimSuffix(string(b), "\n"))
-	},
-	"toJson": func(v any) (string, error) {
-		b, err := json.Marshal(v)
-		if err != nil {
-			return "", err
-		}
-		return boundedString(string(b))
-	},
-	"quote":    func(v any) (string, error) { return boundedString(strconv.Quote(fmt.Sprint(v))) },
-	"indent":   func(n int, s string) (string, error) { return indent(n, s, "") },
-	"nindent":  func(n int, s string) (string, error) { return indent(n, s, "\n") },
-	"printf":   bounded,
-	"print":    func(a ...any) (string, error) { return boundedString(fmt.Sprint(a...)) },
-	"println":  func(a ...any) (string, error) { return boundedString(fmt.Sprintln(a...)) },
-	"html":     func(a ...any) (string, error) { return boundedString(template.HTMLEscaper(a...)) },
-	"js":       func(a ...any) (string, error) { return boundedString(template.JSEscaper(a...)) },
-	"urlquery": func(a ...any) (string, error) { return boundedString(template.URLQueryEscaper(a...)) },
-	scalarFunc: scalar,
-	stepFunc:   func() string { return "" }, // each execution's own replaces it (stepper)
-}
-
 const (
-	scalarFunc = "solarScalar"
-	stepFunc   = "solarStep"
+	scalarFunc  = "solarScalar"
+	oneLineFunc = "solarOneLine"
+	stepFunc    = "solarStep"
+	// MaxTemplateBuilt bounds what one rendering's functions build in all:
+	// a template that calls itself keeps each level's strings.
+	MaxTemplateBuilt = 16 << 20
 )
 
-// errTooLong: a value that could not be printed within MaxTemplateOutput.
-var errTooLong = fmt.Errorf("the output is longer than %d bytes", MaxTemplateOutput)
-
-// indent puts n spaces before each line of s, after lead; a result longer
-// than the output may be is refused before it is built.
-func indent(n int, s, lead string) (string, error) {
-	if n < 0 || n > MaxTemplateOutput || len(lead)+len(s)+(strings.Count(s, "\n")+1)*n > MaxTemplateOutput {
-		return "", errTooLong
-	}
-	pad := strings.Repeat(" ", n)
-	return lead + pad + strings.ReplaceAll(s, "\n", "\n"+pad), nil
-}
-
-// wideVerb is a width or precision of five digits or more, or one taken
-// from the arguments: fmt builds up to a million bytes for each such verb
-// before the result can be measured.
-var wideVerb = regexp.MustCompile(`%[-+# 0]*(?:\[\d+\])?(?:\*|\d{5,}|\d*\.(?:\[\d+\])?(?:\*|\d{5,}))`)
-
-func bounded(format string, a ...any) (string, error) {
-	if wideVerb.MatchString(format) {
-		return "", fmt.Errorf("printf: a width or precision of 10000 or more, or taken from the arguments, is not allowed")
-	}
-	return boundedString(fmt.Sprintf(format, a...))
-}
-
-func boundedString(s string) (string, error) {
-	if len(s) > MaxTemplateOutput {
-		return "", errTooLong
-	}
-	return s, nil
+// rendering is what one execution of a valuesTemplate may still spend:
+// bytes its functions build, and whether its caller still waits (stop
+// closed: no). One execution runs on one goroutine.
+type rendering struct {
+	built int
+	stop  <-chan struct{}
 }
 
 // errStopped ends an execution its caller no longer waits for.
 var errStopped = errors.New("stopped: the deadline passed")
 
-// stepper is the step function of one execution: nothing until stop is
-// closed, then an error that ends the execution where it is.
-func stepper(stop <-chan struct{}) func() (string, error) {
-	return func() (string, error) {
-		select {
-		case <-stop:
-			return "", errStopped
+// funcs are the functions a valuesTemplate may call, bound to one
+// rendering. Every one that builds a string, the builtins among them,
+// refuses a result over MaxTemplateOutput, before it builds it where its
+// size can be told, and counts what it built: a string grown in a loop or
+// in a template that calls itself would otherwise fill memory before the
+// deadline.
+func (r *rendering) funcs() template.FuncMap {
+	escaper := func(escape func(...any) string) func(...any) (string, error) {
+		return func(a ...any) (string, error) { return r.build(sizeOf(a), func() string { return escape(a...) }) }
+	}
+	return template.FuncMap{
+		"toYaml": func(v any) (string, error) {
+			b, err := helmyaml.Marshal(v)
+			if err != nil {
+				return "", err
+			}
+			return r.build(0, func() string { return strings.TrimSuffix(string(b), "\n") })
+		},
+		"toJson": func(v any) (string, error) {
+			b, err := json.Marshal(v)
+			if err != nil {
+				return "", err
+			}
+			return r.build(0, func() string { return string(b) })
+		},
+		"quote": func(v any) (string, error) {
+			return r.build(sizeOf([]any{v}), func() string { return strconv.Quote(fmt.Sprint(v)) })
+		},
+		"indent":  func(n int, s string) (string, error) { return r.indent(n, s, "") },
+		"nindent": func(n int, s string) (string, error) { return r.indent(n, s, "\n") },
+		"printf": func(format string, a ...any) (string, error) {
+			width, ok := widths(format)
+			if !ok {
+				return "", fmt.Errorf("printf: a width or precision of 10000 or more, or taken from the arguments, is not allowed")
+			}
+			return r.build(len(format)+width+sizeOf(a), func() string { return fmt.Sprintf(format, a...) })
+		},
+		"print":     func(a ...any) (string, error) { return r.build(sizeOf(a), func() string { return fmt.Sprint(a...) }) },
+		"println":   func(a ...any) (string, error) { return r.build(sizeOf(a), func() string { return fmt.Sprintln(a...) }) },
+		"html":      escaper(template.HTMLEscaper),
+		"js":        escaper(template.JSEscaper),
+		"urlquery":  escaper(template.URLQueryEscaper),
+		scalarFunc:  scalar,
+		oneLineFunc: oneLine,
+		stepFunc:    r.step,
+	}
+}
+
+// build makes a string of at least about want bytes (what can be told
+// before it is built: 0 for nothing), refuses it when that is already too
+// much, and counts what it built against the rendering.
+func (r *rendering) build(want int, of func() string) (string, error) {
+	if want > MaxTemplateOutput {
+		return "", errTooLong
+	}
+	if r.built+want > MaxTemplateBuilt {
+		return "", errBuiltTooMuch
+	}
+	s := of()
+	if len(s) > MaxTemplateOutput {
+		return "", errTooLong
+	}
+	if r.built += len(s); r.built > MaxTemplateBuilt {
+		return "", errBuiltTooMuch
+	}
+	return s, nil
+}
+
+// step is nothing while the caller waits, then an error that ends the
+// execution where it is.
+func (r *rendering) step() (string, error) {
+	select {
+	case <-r.stop:
+		return "", errStopped
+	default:
+		return "", nil
+	}
+}
+
+var (
+	errTooLong      = fmt.Errorf("the output is longer than %d bytes", MaxTemplateOutput)
+	errBuiltTooMuch = fmt.Errorf("the template's functions built more than %d bytes", MaxTemplateBuilt)
+)
+
+// sizeOf is about how many bytes the values print as: strings and byte
+// slices by their length, other values a little (a map or list of user
+// data prints at most as large as its input).
+func sizeOf(a []any) int {
+	n := 0
+	for _, v := range a {
+		switch v := v.(type) {
+		case string:
+			n += len(v)
+		case []byte:
+			n += 4 * len(v)
 		default:
-			return "", nil
+			n += 24
 		}
 	}
+	return n
+}
+
+// lineBreaks are what YAML takes for a line break, Go's "\n" and "\r" and
+// the three Unicode ones go-yaml reads as breaks too.
+var lineBreaks = strings.NewReplacer("\r\n", "\n", "\r", "\n", "\u0085", "\n", "\u2028", "\n", "\u2029", "\n")
+
+// indent puts n spaces before each line of s, after lead; every YAML line
+// break counts as one, so no line of s escapes the indentation.
+func (r *rendering) indent(n int, s, lead string) (string, error) {
+	s = lineBreaks.Replace(s)
+	if n < 0 || n > MaxTemplateOutput {
+		return "", errTooLong
+	}
+	return r.build(len(lead)+len(s)+(strings.Count(s, "\n")+1)*n, func() string {
+		pad := strings.Repeat(" ", n)
+		return lead + pad + strings.ReplaceAll(s, "\n", "\n"+pad)
+	})
+}
+
+// verb is a printf verb's width and precision; wide is one of five digits
+// or more, or taken from the arguments (fmt builds up to a million bytes
+// for each such verb).
+var (
+	verb = regexp.MustCompile(`%[-+# 0]*(?:\[\d+\])?(\*|\d*)(?:\.(?:\[\d+\])?(\*|\d*))?`)
+	wide = regexp.MustCompile(`^(\*|\d{5,})$`)
+)
+
+// widths adds up the widths and precisions of a printf format, false if
+// one is too wide.
+func widths(format string) (int, bool) {
+	n := 0
+	for _, m := range verb.FindAllStringSubmatch(format, -1) {
+		for _, w := range m[1:] {
+			if wide.MatchString(w) {
+				return 0, false
+			}
+			d, _ := strconv.Atoi(w)
+			n += d
+		}
+	}
+	return n, true
 }
 
 // unsafeError: a value printed as it is could add keys to the values.
@@ -107,34 +186,61 @@ type unsafeError struct{ msg string }
 
 func (e *unsafeError) Error() string { return e.msg }
 
-// scalar lets through what prints safely inside one YAML line: a map, a list
-// or a multi-line string printed as it is could add keys to the values.
+// scalar lets through what prints safely as a plain YAML scalar wherever it
+// stands (a block or a flow collection, a quoted string): a map, a list, a
+// string with a line break or with YAML's structure characters printed as
+// it is could add keys to the values or change their shape.
 func scalar(v any) (any, error) {
-	switch v := v.(type) {
-	case string:
-		if strings.ContainsAny(v, "\n\r") {
-			return nil, &unsafeError{"a multi-line string printed as it is could add keys to the values: pipe it through toYaml, toJson or quote"}
-		}
-	case map[string]any, []any:
+	if s, ok := v.(string); ok {
+		return v, plain(s)
+	}
+	switch reflect.ValueOf(v).Kind() {
+	case reflect.Map, reflect.Slice, reflect.Array, reflect.Struct:
 		return nil, &unsafeError{"a map or list printed as it is: pipe it through toYaml or toJson"}
 	}
 	return v, nil
 }
 
-// parseTemplate parses a valuesTemplate and guards every template in it
-// (the main one and each define or block, which are called as they are):
-// every action that prints a value without a formatter checks that the
-// value is a one-line scalar, and each loop iteration begins with a step,
-// where an execution its caller stopped waiting for ends (a loop runs on
-// otherwise; a template that calls itself ends at text/template's depth).
-func parseTemplate(text string) (*template.Template, error) {
-	tmpl, err := template.New("valuesTemplate").Option("missingkey=error").Funcs(templateFuncs).Parse(text)
+// structure are the characters that can end or begin YAML structure
+// inside a line.
+const structure = "{}[],\"'`#&*!|>%@\\"
+
+func plain(s string) error {
+	switch {
+	case strings.ContainsAny(s, "\n\r\u0085\u2028\u2029"):
+		return &unsafeError{"a multi-line string printed as it is could add keys to the values: pipe it through toYaml, toJson or quote"}
+	case strings.ContainsAny(s, structure), strings.Contains(s, ": "), strings.HasSuffix(s, ":"),
+		strings.HasPrefix(s, "- "), strings.HasPrefix(s, "? "), s == "-", s == "?",
+		strings.IndexFunc(s, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) >= 0:
+		return &unsafeError{"a string with YAML's structure characters (" + structure + ` or ": ") printed as it is could change the values: pipe it through quote or toJson`}
+	}
+	return nil
+}
+
+// oneLine lets through a toYaml that printed one line: a map, a list or a
+// multi-line string in YAML must go through nindent to keep its place.
+func oneLine(s string) (string, error) {
+	if strings.Contains(s, "\n") {
+		return "", &unsafeError{"toYaml of a map, list or multi-line string printed where it stands could add keys: pipe it through nindent"}
+	}
+	return s, nil
+}
+
+// parseTemplate parses a valuesTemplate for one rendering and guards every
+// template in it (the main one and each define or block, which are called
+// as they are): every action that prints a value without a formatter checks
+// that the value is a plain scalar, toYaml printed as it is that it is one
+// line, and each template call and loop iteration begins with a step, where
+// an execution its caller stopped waiting for ends.
+func parseTemplate(text string, r *rendering) (*template.Template, error) {
+	tmpl, err := template.New("valuesTemplate").Option("missingkey=error").Funcs(r.funcs()).Parse(text)
 	if err != nil {
 		return nil, err
 	}
 	for _, t := range tmpl.Templates() {
 		if t.Tree != nil && t.Tree.Root != nil {
 			guard(t.Tree, t.Tree.Root)
+			t.Tree.Root.Nodes = append([]parse.Node{step(t.Tree, t.Tree.Root.Pos)}, t.Tree.Root.Nodes...)
 		}
 	}
 	return tmpl, nil
@@ -165,10 +271,14 @@ func guard(tree *parse.Tree, n parse.Node) {
 		if len(n.Pipe.Decl) > 0 || len(cmds) == 0 {
 			return
 		}
+		check := scalarFunc
 		if id, ok := cmds[len(cmds)-1].Args[0].(*parse.IdentifierNode); ok && formatters[id.Ident] {
-			return
+			if id.Ident != "toYaml" {
+				return
+			}
+			check = oneLineFunc
 		}
-		n.Pipe.Cmds = append(cmds, call(tree, scalarFunc, n.Pos))
+		n.Pipe.Cmds = append(cmds, call(tree, check, n.Pos))
 	}
 }
 
