@@ -27,6 +27,13 @@ func TestValuesTemplateHostile(t *testing.T) {
 		"flow":  "a, hostNetwork: true",
 		"brace": "{hostNetwork: true}",
 		"quot":  `a", "hostNetwork": "true`,
+		"dq":    `"`,
+		"tab":   "hostNetwork:\ttrue",
+		"dash":  " - evil",
+		"end":   "...",
+		"sq":    "', evil: 1, z: '",
+		"lines": "line1\u2028line2",
+		"ok":    []any{"user@example.com", "ghcr.io/org/img@sha256:abc", "https://x.example/y?a=1&b=2#top", "50%", "10.0.0.1:8080", "-v", "a#b"},
 	}
 	target.Labels = map[string]string{"ring": "canary"}
 	render := func(tmpl string) (string, error) {
@@ -65,8 +72,16 @@ func TestValuesTemplateHostile(t *testing.T) {
 		// is, is refused; through a formatter it keeps its place.
 		{tmpl: `key: {{ .Target.Userdata.ls }}`, err: "a multi-line string printed as it is"},
 		{tmpl: `key: {{ .Target.Userdata.nel }}`, err: "a multi-line string printed as it is"},
-		{tmpl: "config:\n{{ .Target.Userdata.cr | indent 2 }}", want: "config:\n  a: 1\n  hostNetwork: true"},
-		{tmpl: "config:{{ .Target.Userdata.cr | nindent 2 }}", want: "config:\n  a: 1\n  hostNetwork: true"},
+		{tmpl: "config:\n{{ .Target.Userdata.cr | indent 2 }}", err: "YAML's structure characters"},
+		{tmpl: "config:{{ .Target.Userdata.cr | nindent 2 }}", err: "YAML's structure characters"},
+		{tmpl: "config:{{ .Target.Userdata.lines | nindent 2 }}", want: "config:\n  line1\n  line2"},
+		{tmpl: "image:\n  tag: {{ .Target.Userdata.dq | nindent 4 }}\nsecurityContext: {runAsNonRoot: true}", err: "YAML's structure characters"},
+		{tmpl: "hosts:\n  - {{ .Target.Userdata.tab }}", err: "YAML's structure characters"},
+		{tmpl: "hosts:\n  - {{ .Target.Userdata.dash }}", err: "YAML's structure characters"},
+		{tmpl: "a: 1\n{{ .Target.Userdata.end }}\nb: 2", err: "YAML's structure characters"},
+		{tmpl: `{a: '{{ .Target.Userdata.sq | quote }}'}`, want: `{a: '"\u0027, evil: 1, z: \u0027"'}`},
+		{tmpl: `{{ range .Target.Userdata.ok }}{{ . }} {{ end }}: x`, want: "user@example.com ghcr.io/org/img@sha256:abc https://x.example/y?a=1&b=2#top 50% 10.0.0.1:8080 -v a#b : x"},
+		{tmpl: `{{ $f := "%[1]s%[1]s" }}a: {{ printf $f "x" }}`, err: "an argument index ([n]) is not allowed"},
 		{tmpl: `{name: {{ .Target.Userdata.flow }}}`, err: "YAML's structure characters"},
 		{tmpl: `key: {{ .Target.Userdata.brace }}`, err: "YAML's structure characters"},
 		{tmpl: `{"name": "{{ .Target.Userdata.quot }}"}`, err: "YAML's structure characters"},

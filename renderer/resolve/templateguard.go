@@ -49,29 +49,30 @@ func (r *rendering) funcs() template.FuncMap {
 		return func(a ...any) (string, error) { return r.build(sizeOf(a), func() string { return escape(a...) }) }
 	}
 	return template.FuncMap{
-		"toYaml": func(v any) (string, error) {
+		"toYaml": func(v any) (yamlText, error) {
 			b, err := helmyaml.Marshal(v)
 			if err != nil {
 				return "", err
 			}
-			return r.build(0, func() string { return strings.TrimSuffix(string(b), "\n") })
+			out, err := r.build(0, func() string { return strings.TrimSuffix(string(b), "\n") })
+			return yamlText(out), err
 		},
 		"toJson": func(v any) (string, error) {
 			b, err := json.Marshal(v)
 			if err != nil {
 				return "", err
 			}
-			return r.build(0, func() string { return string(b) })
+			return r.build(0, func() string { return noApostrophe(string(b)) })
 		},
 		"quote": func(v any) (string, error) {
-			return r.build(sizeOf([]any{v}), func() string { return strconv.Quote(fmt.Sprint(v)) })
+			return r.build(sizeOf([]any{v}), func() string { return noApostrophe(strconv.Quote(fmt.Sprint(v))) })
 		},
-		"indent":  func(n int, s string) (string, error) { return r.indent(n, s, "") },
-		"nindent": func(n int, s string) (string, error) { return r.indent(n, s, "\n") },
+		"indent":  func(n int, v any) (string, error) { return r.indent(n, v, "") },
+		"nindent": func(n int, v any) (string, error) { return r.indent(n, v, "\n") },
 		"printf": func(format string, a ...any) (string, error) {
 			width, ok := widths(format)
 			if !ok {
-				return "", fmt.Errorf("printf: a width or precision of 10000 or more, or taken from the arguments, is not allowed")
+				return "", fmt.Errorf("printf: a width or precision of 10000 or more, one taken from the arguments, or an argument index ([n]) is not allowed")
 			}
 			return r.build(len(format)+width+sizeOf(a), func() string { return fmt.Sprintf(format, a...) })
 		},
@@ -123,8 +124,8 @@ var (
 )
 
 // sizeOf is about how many bytes the values print as: strings and byte
-// slices by their length, other values a little (a map or list of user
-// data prints at most as large as its input).
+// slices by their length, maps and lists by their JSON, other values a
+// little.
 func sizeOf(a []any) int {
 	n := 0
 	for _, v := range a {
@@ -134,7 +135,13 @@ func sizeOf(a []any) int {
 		case []byte:
 			n += 4 * len(v)
 		default:
-			n += 24
+			switch reflect.ValueOf(v).Kind() {
+			case reflect.Map, reflect.Slice, reflect.Array, reflect.Struct:
+				b, _ := json.Marshal(v) // user data: at most its input's size
+				n += len(b)
+			default:
+				n += 24
+			}
 		}
 	}
 	return n
@@ -144,10 +151,19 @@ func sizeOf(a []any) int {
 // the three Unicode ones go-yaml reads as breaks too.
 var lineBreaks = strings.NewReplacer("\r\n", "\n", "\r", "\n", "\u0085", "\n", "\u2028", "\n", "\u2029", "\n")
 
-// indent puts n spaces before each line of s, after lead; every YAML line
-// break counts as one, so no line of s escapes the indentation.
-func (r *rendering) indent(n int, s, lead string) (string, error) {
-	s = lineBreaks.Replace(s)
+// indent puts n spaces before each line of v, after lead; every YAML line
+// break counts as one, so no line escapes the indentation. Text that is not
+// toYaml's must be plain line by line: a quote or a key in it could take
+// the template's own lines that follow, or change the value's shape.
+func (r *rendering) indent(n int, v any, lead string) (string, error) {
+	s := lineBreaks.Replace(fmt.Sprint(v))
+	if _, ok := v.(yamlText); !ok {
+		for line := range strings.SplitSeq(s, "\n") {
+			if err := plain(line); err != nil {
+				return "", err
+			}
+		}
+	}
 	if n < 0 || n > MaxTemplateOutput {
 		return "", errTooLong
 	}
@@ -166,10 +182,13 @@ var (
 )
 
 // widths adds up the widths and precisions of a printf format, false if
-// one is too wide.
+// one is too wide or a verb names its argument.
 func widths(format string) (int, bool) {
 	n := 0
 	for _, m := range verb.FindAllStringSubmatch(format, -1) {
+		if strings.Contains(m[0], "[") {
+			return 0, false // an index prints an argument again and again
+		}
 		for _, w := range m[1:] {
 			if wide.MatchString(w) {
 				return 0, false
@@ -191,39 +210,54 @@ func (e *unsafeError) Error() string { return e.msg }
 // string with a line break or with YAML's structure characters printed as
 // it is could add keys to the values or change their shape.
 func scalar(v any) (any, error) {
-	if s, ok := v.(string); ok {
-		return v, plain(s)
-	}
-	switch reflect.ValueOf(v).Kind() {
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.String:
+		return v, plain(rv.String())
 	case reflect.Map, reflect.Slice, reflect.Array, reflect.Struct:
 		return nil, &unsafeError{"a map or list printed as it is: pipe it through toYaml or toJson"}
 	}
 	return v, nil
 }
 
-// structure are the characters that can end or begin YAML structure
-// inside a line.
-const structure = "{}[],\"'`#&*!|>%@\\"
+// Characters that begin or end YAML structure: anywhere in a line (a flow
+// collection, a quoted string around the action), or at a plain scalar's
+// start only.
+const (
+	anywhere = "{}[],\"'\\"
+	atStart  = "@%&*!|>#`"
+)
 
+const structureMessage = "a string with YAML's structure characters printed as it is could change the values (" +
+	anywhere + " anywhere; " + atStart + ", \"- \", \"? \", \"---\" first; \": \" or \" #\" inside; blanks around): pipe it through quote or toJson"
+
+// plain is nil for a string that YAML reads as the one plain scalar it
+// is wherever the action stands.
 func plain(s string) error {
-	switch {
-	case strings.ContainsAny(s, "\n\r\u0085\u2028\u2029"):
+	if strings.ContainsAny(s, "\n\r\u0085\u2028\u2029") {
 		return &unsafeError{"a multi-line string printed as it is could add keys to the values: pipe it through toYaml, toJson or quote"}
-	case strings.ContainsAny(s, structure), strings.Contains(s, ": "), strings.HasSuffix(s, ":"),
-		strings.HasPrefix(s, "- "), strings.HasPrefix(s, "? "), s == "-", s == "?",
-		strings.IndexFunc(s, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) >= 0:
-		return &unsafeError{"a string with YAML's structure characters (" + structure + ` or ": ") printed as it is could change the values: pipe it through quote or toJson`}
+	}
+	blank := func(i int) bool { return i >= len(s) || s[i] == ' ' || s[i] == '\t' }
+	indicator := len(s) > 0 && (strings.IndexByte(atStart, s[0]) >= 0 || strings.IndexByte("-?:", s[0]) >= 0 && blank(1))
+	if indicator || s != strings.Trim(s, " \t") || strings.ContainsAny(s, anywhere) ||
+		strings.HasPrefix(s, "---") || strings.HasPrefix(s, "...") || strings.HasSuffix(s, ":") ||
+		strings.Contains(s, ": ") || strings.Contains(s, ":\t") || strings.Contains(s, " #") || strings.Contains(s, "\t#") ||
+		strings.IndexFunc(s, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) >= 0 {
+		return &unsafeError{structureMessage}
 	}
 	return nil
 }
 
+// yamlText is what toYaml printed: YAML that indent and nindent move as it
+// is; any other text they move line by line must be plain.
+type yamlText string
+
 // oneLine lets through a toYaml that printed one line: a map, a list or a
 // multi-line string in YAML must go through nindent to keep its place.
-func oneLine(s string) (string, error) {
-	if strings.Contains(s, "\n") {
-		return "", &unsafeError{"toYaml of a map, list or multi-line string printed where it stands could add keys: pipe it through nindent"}
+func oneLine(v any) (any, error) {
+	if strings.Contains(fmt.Sprint(v), "\n") {
+		return nil, &unsafeError{"toYaml of a map, list or multi-line string printed where it stands could add keys: pipe it through nindent"}
 	}
-	return s, nil
+	return v, nil
 }
 
 // parseTemplate parses a valuesTemplate for one rendering and guards every
@@ -293,3 +327,7 @@ func call(tree *parse.Tree, name string, pos parse.Pos) *parse.CommandNode {
 	id := parse.NewIdentifier(name).SetTree(tree).SetPos(pos)
 	return &parse.CommandNode{NodeType: parse.NodeCommand, Pos: pos, Args: []parse.Node{id}}
 }
+
+// noApostrophe escapes ' in quote's and toJson's double-quoted text, so it
+// stays one value inside a single-quoted string around the action too.
+func noApostrophe(s string) string { return strings.ReplaceAll(s, "'", `\u0027`) }
