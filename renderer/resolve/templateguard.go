@@ -274,7 +274,7 @@ func parseTemplate(text string, r *rendering) (*template.Template, error) {
 	for _, t := range tmpl.Templates() {
 		if t.Tree != nil && t.Tree.Root != nil {
 			guard(t.Tree, t.Tree.Root)
-			t.Tree.Root.Nodes = append([]parse.Node{step(t.Tree, t.Tree.Root.Pos)}, t.Tree.Root.Nodes...)
+			stepFirst(t.Tree, t.Tree.Root)
 		}
 	}
 	return tmpl, nil
@@ -295,7 +295,7 @@ func guard(tree *parse.Tree, n parse.Node) {
 		guard(tree, n.List)
 		guard(tree, n.ElseList)
 		if n.List != nil {
-			n.List.Nodes = append([]parse.Node{step(tree, n.Pos)}, n.List.Nodes...)
+			stepFirst(tree, n.List)
 		}
 	case *parse.WithNode:
 		guard(tree, n.List)
@@ -316,11 +316,12 @@ func guard(tree *parse.Tree, n parse.Node) {
 	}
 }
 
-// step is an action that calls the execution's step function and prints
-// the nothing it returns.
-func step(tree *parse.Tree, pos parse.Pos) parse.Node {
-	return &parse.ActionNode{NodeType: parse.NodeAction, Pos: pos,
-		Pipe: &parse.PipeNode{NodeType: parse.NodePipe, Pos: pos, Cmds: []*parse.CommandNode{call(tree, stepFunc, pos)}}}
+// stepFirst makes the list begin with an action that calls the execution's
+// step function and prints the nothing it returns.
+func stepFirst(tree *parse.Tree, l *parse.ListNode) {
+	step := &parse.ActionNode{NodeType: parse.NodeAction, Pos: l.Pos,
+		Pipe: &parse.PipeNode{NodeType: parse.NodePipe, Pos: l.Pos, Cmds: []*parse.CommandNode{call(tree, stepFunc, l.Pos)}}}
+	l.Nodes = append([]parse.Node{step}, l.Nodes...)
 }
 
 func call(tree *parse.Tree, name string, pos parse.Pos) *parse.CommandNode {
